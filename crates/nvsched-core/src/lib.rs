@@ -1,0 +1,52 @@
+//! The small vocabulary every nvsched crate shares: simulated time ([`Nanos`]), the
+//! block operations ([`Op`]), Linux I/O priorities ([`IoPrio`]) and the seedable,
+//! platform-independent random generator ([`SimRng`]) used by all generators so a
+//! run with the same seed is byte-for-byte reproducible.
+
+mod ioprio;
+mod nanos;
+pub mod rng;
+
+pub use ioprio::{IoPrio, PrioClass};
+pub use nanos::Nanos;
+pub use rng::SimRng;
+
+use serde::Serialize;
+
+/// A block-layer operation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Op {
+    Read,
+    Write,
+    /// Cache flush (fsync/fdatasync reach the device as a flush).
+    Flush,
+    /// TRIM / deallocate.
+    Discard,
+}
+
+impl Op {
+    /// Index used by per-direction tables: read 0, write 1, discard (fio's "trim") 2,
+    /// flush 3.
+    pub const fn index(self) -> usize {
+        match self {
+            Op::Read => 0,
+            Op::Write => 1,
+            Op::Discard => 2,
+            Op::Flush => 3,
+        }
+    }
+
+    pub const fn is_data(self) -> bool {
+        matches!(self, Op::Read | Op::Write)
+    }
+
+    pub const fn name(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Write => "write",
+            Op::Flush => "flush",
+            Op::Discard => "discard",
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! The list of policies and how one is built from `ID[:key=value,...]`.
+
+use crate::params::{parse_duration, ParamError, ParamKind, ParamSpec, Params};
+use crate::policies;
+use crate::scheduler::{HostCost, Scheduler};
+use nvsched_core::Nanos;
+use std::fmt;
+
+/// Everything known about a policy before building it: the single source for
+/// `--sched` parsing, validation and the `nvsched policies` listing.
+pub struct PolicyInfo {
+    pub id: &'static str,
+    /// One line: what it does.
+    pub summary: &'static str,
+    /// Where it comes from (paper or kernel file).
+    pub source: &'static str,
+    /// Choices nvsched made where the source is silent.
+    pub notes: &'static str,
+    pub params: &'static [ParamSpec],
+    /// Default host CPU/path cost per dispatch and per completion.
+    pub host_cost: HostCost,
+    pub build: fn(&Params) -> Box<dyn Scheduler>,
+}
+
+/// Every policy nvsched ships, in listing order.
+pub static POLICIES: &[&PolicyInfo] = &[&policies::none::INFO, &policies::k2::INFO];
+
+/// Parameters every policy accepts, on top of its own.
+pub static COMMON_PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "dispatch_cost",
+        kind: ParamKind::Duration { min: Nanos::ZERO, max: Nanos::from_ms(10) },
+        default: "policy's own",
+        help: "host CPU/path time charged per dispatch",
+    },
+    ParamSpec {
+        name: "complete_cost",
+        kind: ParamKind::Duration { min: Nanos::ZERO, max: Nanos::from_ms(10) },
+        default: "policy's own",
+        help: "host CPU/path time charged per completion",
+    },
+];
+
+pub fn find(id: &str) -> Option<&'static PolicyInfo> {
+    POLICIES.iter().copied().find(|p| p.id == id)
+}
+
+/// A policy ready to run.
+pub struct BuiltPolicy {
+    pub scheduler: Box<dyn Scheduler>,
+    pub host_cost: HostCost,
+    pub info: &'static PolicyInfo,
+    pub params: Params,
+    /// The spec as given, normalised (`k2:bound=1`).
+    pub spec: String,
+}
+
+impl fmt::Debug for BuiltPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("BuiltPolicy").field("spec", &self.spec).finish()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PolicySpecError {
+    UnknownPolicy { id: String, known: Vec<&'static str> },
+    Param(ParamError),
+}
+
+impl fmt::Display for PolicySpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PolicySpecError::UnknownPolicy { id, known } => {
+                write!(f, "unknown policy '{id}'; known policies: {}", known.join(", "))
+            }
+            PolicySpecError::Param(e) => e.fmt(f),
+        }
+    }
+}
+impl std::error::Error for PolicySpecError {}
+
+/// Builds a policy from `ID` or `ID:key=value,key=value`.
+pub fn build(spec: &str) -> Result<BuiltPolicy, PolicySpecError> {
+    let spec = spec.trim();
+    let (id, list) = spec.split_once(':').unwrap_or((spec, ""));
+    let info = find(id).ok_or_else(|| PolicySpecError::UnknownPolicy {
+        id: id.to_string(),
+        known: POLICIES.iter().map(|p| p.id).collect(),
+    })?;
+    let mut host_cost = info.host_cost;
+    let mut own = Vec::new();
+    for item in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (key, value) = item.split_once('=').unwrap_or((item, ""));
+        let slot = match key.trim() {
+            "dispatch_cost" => &mut host_cost.dispatch,
+            "complete_cost" => &mut host_cost.complete,
+            _ => {
+                own.push(item);
+                continue;
+            }
+        };
+        *slot = parse_duration(value).map_err(|why| {
+            PolicySpecError::Param(ParamError(format!(
+                "policy '{id}', parameter '{}': {why}; accepted: {}",
+                key.trim(),
+                COMMON_PARAMS[0].accepted()
+            )))
+        })?;
+    }
+    let params = Params::parse(id, info.params, &own.join(",")).map_err(PolicySpecError::Param)?;
+    Ok(BuiltPolicy {
+        scheduler: (info.build)(&params),
+        host_cost,
+        info,
+        params,
+        spec: if list.trim().is_empty() { id.to_string() } else { format!("{id}:{}", list.trim()) },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builds_every_policy_with_defaults() {
+        for info in POLICIES {
+            let built = build(info.id).unwrap_or_else(|e| panic!("{}: {e}", info.id));
+            assert_eq!(built.scheduler.id(), info.id);
+            assert_eq!(built.host_cost, info.host_cost);
+        }
+    }
+
+    #[test]
+    fn unknown_policy_lists_known_ones() {
+        let e = build("cfqq").unwrap_err().to_string();
+        assert!(e.contains("unknown policy 'cfqq'") && e.contains("none"), "{e}");
+    }
+
+    #[test]
+    fn cost_override() {
+        let b = build("none:dispatch_cost=2us,complete_cost=1us").unwrap();
+        assert_eq!(b.host_cost, HostCost { dispatch: Nanos(2000), complete: Nanos(1000) });
+        let e = build("none:dispatch_cost=2").unwrap_err().to_string();
+        assert!(e.contains("needs a unit"), "{e}");
+    }
+
+    #[test]
+    fn ids_are_unique() {
+        let mut ids: Vec<_> = POLICIES.iter().map(|p| p.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), POLICIES.len());
+    }
+}
