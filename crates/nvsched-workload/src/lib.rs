@@ -1,1 +1,17 @@
+//! Workloads for nvsched: fio job files ([`spec`], [`jobfile`], [`units`]) and what each
+//! job issues and when ([`gen`], [`driver`]). Knows nothing about engines or devices.
 
+pub mod driver;
+pub mod gen;
+pub mod jobfile;
+pub mod spec;
+pub mod units;
+
+pub use driver::{JobDriver, Poll};
+pub use gen::{IoGenerator, IoUnit, Region};
+pub use jobfile::{Environment, HostEnvironment, JobFileError, Location};
+pub use spec::{
+    parse_job_file, parse_job_str, BlockSizes, Distribution, EngineKind, JobFile, JobSpec, ParseOptions, Pattern,
+    RateProcess, SyncMode, DEFAULT_PERCENTILES, OPTIONS,
+};
+pub use units::{KbBase, SizeOrPercent};

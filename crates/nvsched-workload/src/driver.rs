@@ -1,0 +1,337 @@
+//! When a job issues: the per-clone state machine shared by both engines. It knows
+//! depths, think times, rates, fsync cadence and stop conditions, and nothing about how
+//! requests are served.
+
+use crate::gen::{IoGenerator, IoUnit, Region};
+use crate::spec::{EngineKind, JobSpec, RateProcess};
+use nvsched_core::{Nanos, Op, SimRng};
+use std::sync::Arc;
+
+/// What a job wants from its engine right now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Poll {
+    /// Units were appended to the output: submit them now, together.
+    Ready,
+    /// Nothing until this time (think time or rate pacing), unless a completion comes.
+    WaitUntil(Nanos),
+    /// Nothing until one of its requests completes.
+    Blocked,
+    /// Done issuing and nothing in flight.
+    Finished,
+}
+
+/// One job clone's issuing logic.
+#[derive(Debug)]
+pub struct JobDriver {
+    pub spec: Arc<JobSpec>,
+    pub clone_index: u32,
+    gen: IoGenerator,
+    depth: u32,
+    batch: u32,
+    sync_engine: bool,
+    inflight: u32,
+    issued_bytes: u64,
+    /// Stop issuing after this many bytes unless time based.
+    io_limit: u64,
+    started_at: Option<Nanos>,
+    ramp_end: Nanos,
+    end: Option<Nanos>,
+    stopped: bool,
+    think_until: Nanos,
+    rate_next: [Nanos; 3],
+    rate_rng: SimRng,
+    pending: Option<IoUnit>,
+    writes_since_flush: u32,
+    flush_every: u32,
+    flush_due: bool,
+    finished_at: Option<Nanos>,
+}
+
+impl JobDriver {
+    /// `seed` is specific to this clone; `region` is where its I/O goes.
+    pub fn new(spec: Arc<JobSpec>, clone_index: u32, region: Region, seed: u64) -> Result<JobDriver, String> {
+        let gen = IoGenerator::new(&spec, region, seed)?;
+        let size = spec.size.map_or(region.len, |s| s.resolve(region.len)).min(region.len);
+        let io_limit = spec.io_size.unwrap_or(size);
+        let sync_engine = spec.engine_kind == EngineKind::Sync;
+        Ok(JobDriver {
+            depth: if sync_engine { 1 } else { spec.iodepth },
+            batch: spec.iodepth_batch_submit.max(1),
+            flush_every: spec.fsync_every.max(spec.fdatasync_every),
+            spec,
+            clone_index,
+            gen,
+            sync_engine,
+            inflight: 0,
+            issued_bytes: 0,
+            io_limit,
+            started_at: None,
+            ramp_end: Nanos::ZERO,
+            end: None,
+            stopped: false,
+            think_until: Nanos::ZERO,
+            rate_next: [Nanos::ZERO; 3],
+            rate_rng: SimRng::stream(seed, 4),
+            pending: None,
+            writes_since_flush: 0,
+            flush_due: false,
+            finished_at: None,
+        })
+    }
+
+    /// Starts the clone (its group's turn has come).
+    pub fn start(&mut self, now: Nanos) {
+        self.started_at = Some(now);
+        self.ramp_end = now + self.spec.ramp_time;
+        self.end = (self.spec.runtime > Nanos::ZERO).then(|| now + self.spec.ramp_time + self.spec.runtime);
+        self.rate_next = [now; 3];
+        self.think_until = now;
+    }
+
+    pub fn started_at(&self) -> Option<Nanos> {
+        self.started_at
+    }
+    /// Completions before this time are warm-up (`ramp_time`) and not counted.
+    pub fn ramp_end(&self) -> Nanos {
+        self.ramp_end
+    }
+    /// When issuing stops by time, if it does.
+    pub fn end(&self) -> Option<Nanos> {
+        self.end
+    }
+    pub fn inflight(&self) -> u32 {
+        self.inflight
+    }
+    pub fn depth(&self) -> u32 {
+        self.depth
+    }
+    pub fn issued_bytes(&self) -> u64 {
+        self.issued_bytes
+    }
+    pub fn finished_at(&self) -> Option<Nanos> {
+        self.finished_at
+    }
+    pub fn region(&self) -> Region {
+        self.gen.region()
+    }
+    /// Whether writes of this job carry FUA.
+    pub fn fua(&self) -> bool {
+        self.spec.writes_fua()
+    }
+
+    /// Stops issuing now (e.g. the run's time limit); in-flight requests still complete.
+    pub fn stop(&mut self, now: Nanos) {
+        self.stopped = true;
+        self.pending = None;
+        self.mark_finished(now);
+    }
+
+    fn mark_finished(&mut self, now: Nanos) {
+        if self.stopped && self.inflight == 0 && self.finished_at.is_none() {
+            self.finished_at = Some(now);
+        }
+    }
+
+    /// Appends the units to issue now (a batch) to `out` and says what to do next.
+    pub fn poll(&mut self, now: Nanos, out: &mut Vec<IoUnit>) -> Poll {
+        let Some(_) = self.started_at else { return Poll::Blocked };
+        if !self.stopped && self.end.is_some_and(|end| now >= end) {
+            self.stopped = true;
+            self.pending = None;
+        }
+        if self.stopped {
+            self.mark_finished(now);
+            return if self.inflight == 0 { Poll::Finished } else { Poll::Blocked };
+        }
+        if self.flush_due {
+            // fio drains outstanding writes before an fsync.
+            if self.inflight > 0 {
+                return Poll::Blocked;
+            }
+            self.flush_due = false;
+            self.inflight += 1;
+            out.push(IoUnit { op: Op::Flush, offset_bytes: 0, len_bytes: 0 });
+            return Poll::Ready;
+        }
+        if now < self.think_until {
+            return Poll::WaitUntil(self.think_until);
+        }
+        let start_len = out.len();
+        let mut wake = None;
+        while self.inflight < self.depth && ((out.len() - start_len) as u32) < self.batch {
+            if !self.spec.time_based && self.issued_bytes >= self.io_limit {
+                self.stopped = true;
+                break;
+            }
+            let unit = self.pending.take().unwrap_or_else(|| self.gen.next());
+            if let Some(gap) = self.rate_gap(&unit) {
+                let d = unit.op.index();
+                if self.rate_next[d] > now {
+                    self.pending = Some(unit);
+                    wake = Some(self.rate_next[d]);
+                    break;
+                }
+                self.rate_next[d] += gap;
+            }
+            out.push(unit);
+            self.inflight += 1;
+            self.issued_bytes += u64::from(unit.len_bytes);
+            if unit.op == Op::Write && self.flush_every > 0 {
+                self.writes_since_flush += 1;
+                if self.writes_since_flush >= self.flush_every {
+                    self.writes_since_flush = 0;
+                    self.flush_due = true;
+                    break;
+                }
+            }
+        }
+        if out.len() > start_len {
+            if !self.sync_engine && self.spec.thinktime > Nanos::ZERO {
+                self.think_until = now + self.spec.thinktime;
+            }
+            return Poll::Ready;
+        }
+        if self.stopped {
+            self.mark_finished(now);
+            return if self.inflight == 0 { Poll::Finished } else { Poll::Blocked };
+        }
+        match wake {
+            Some(t) => Poll::WaitUntil(t),
+            None => Poll::Blocked,
+        }
+    }
+
+    /// Pacing gap for `unit` under `rate`/`rate_iops`, if its direction is rate limited.
+    fn rate_gap(&mut self, unit: &IoUnit) -> Option<Nanos> {
+        let d = unit.op.index().min(2);
+        let (bps, iops) = (self.spec.rate_bps[d], self.spec.rate_iops[d]);
+        let mean_s = if iops > 0 {
+            1.0 / iops as f64
+        } else if bps > 0 {
+            f64::from(unit.len_bytes) / bps as f64
+        } else {
+            return None;
+        };
+        let gap_s = match self.spec.rate_process {
+            RateProcess::Linear => mean_s,
+            RateProcess::Poisson => self.rate_rng.exponential(mean_s),
+        };
+        Some(Nanos::from_secs_f64(gap_s))
+    }
+
+    /// One of this clone's requests completed.
+    pub fn on_complete(&mut self, now: Nanos) {
+        debug_assert!(self.inflight > 0, "completion without a request in flight");
+        self.inflight = self.inflight.saturating_sub(1);
+        if self.sync_engine && self.spec.thinktime > Nanos::ZERO {
+            self.think_until = now + self.spec.thinktime;
+        }
+        self.mark_finished(now);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobfile::tests::env;
+    use crate::spec::{parse_job_str, ParseOptions};
+    use std::path::Path;
+
+    fn driver(text: &str) -> JobDriver {
+        let spec = parse_job_str(text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0);
+        let mut d = JobDriver::new(Arc::new(spec), 0, Region { start: 0, len: 1 << 30 }, 1).unwrap();
+        d.start(Nanos::ZERO);
+        d
+    }
+
+    #[test]
+    fn sync_job_issues_one_and_thinks_after_completion() {
+        let mut d = driver("[a]\nrw=randread\nthinktime=2000\nruntime=1\ntime_based\n");
+        let mut out = Vec::new();
+        assert_eq!(d.poll(Nanos::ZERO, &mut out), Poll::Ready);
+        assert_eq!(out.len(), 1);
+        assert_eq!(d.poll(Nanos::ZERO, &mut out), Poll::Blocked);
+        d.on_complete(Nanos(100_000));
+        assert_eq!(d.poll(Nanos(100_000), &mut out), Poll::WaitUntil(Nanos(2_100_000)));
+        assert_eq!(d.poll(Nanos(2_100_000), &mut out), Poll::Ready);
+    }
+
+    #[test]
+    fn async_job_fills_depth_in_batches() {
+        let mut d = driver("[a]\nioengine=io_uring\niodepth=8\niodepth_batch_submit=3\nrw=randread\nsize=1m\n");
+        let mut out = Vec::new();
+        assert_eq!(d.poll(Nanos::ZERO, &mut out), Poll::Ready);
+        assert_eq!(out.len(), 3);
+        d.poll(Nanos::ZERO, &mut out);
+        d.poll(Nanos::ZERO, &mut out);
+        assert_eq!(out.len(), 8);
+        assert_eq!(d.poll(Nanos::ZERO, &mut out), Poll::Blocked);
+    }
+
+    #[test]
+    fn size_limits_issued_bytes() {
+        let mut d = driver("[a]\nioengine=libaio\niodepth=64\nrw=write\nbs=4k\nsize=40k\n");
+        let mut out = Vec::new();
+        while d.poll(Nanos::ZERO, &mut out) == Poll::Ready {}
+        assert_eq!(out.len(), 10);
+        for _ in 0..10 {
+            d.on_complete(Nanos(5));
+        }
+        assert_eq!(d.poll(Nanos(5), &mut out), Poll::Finished);
+        assert_eq!(d.finished_at(), Some(Nanos(5)));
+    }
+
+    #[test]
+    fn linear_rate_spaces_issues() {
+        let mut d = driver("[a]\nioengine=libaio\niodepth=64\nrw=randread\nrate_iops=1000\nruntime=1\ntime_based\n");
+        let mut out = Vec::new();
+        assert_eq!(d.poll(Nanos::ZERO, &mut out), Poll::Ready);
+        assert_eq!(d.poll(Nanos::ZERO, &mut out), Poll::WaitUntil(Nanos::from_ms(1)));
+        assert_eq!(d.poll(Nanos::from_ms(1), &mut out), Poll::Ready);
+        assert_eq!(out.len(), 2);
+    }
+
+    #[test]
+    fn poisson_rate_has_the_configured_mean() {
+        let mut d = driver("[a]\nioengine=libaio\niodepth=65536\nrw=randread\nrate_iops=1000\nrate_process=poisson\nruntime=100\ntime_based\n");
+        let mut out = Vec::new();
+        let mut now = Nanos::ZERO;
+        let mut gaps = Vec::new();
+        while out.len() < 20_000 {
+            match d.poll(now, &mut out) {
+                Poll::WaitUntil(t) => {
+                    gaps.push((t - now).as_secs_f64());
+                    now = t;
+                }
+                Poll::Ready => {}
+                other => panic!("{other:?}"),
+            }
+        }
+        let mean = gaps.iter().sum::<f64>() / gaps.len() as f64;
+        assert!((mean - 0.001).abs() < 0.00005, "{mean}");
+        let cv = (gaps.iter().map(|g| (g - mean).powi(2)).sum::<f64>() / gaps.len() as f64).sqrt() / mean;
+        assert!((cv - 1.0).abs() < 0.05, "exponential gaps have cv 1: {cv}");
+    }
+
+    #[test]
+    fn fsync_drains_then_flushes() {
+        let mut d = driver("[a]\nioengine=libaio\niodepth=4\nrw=write\nfsync=2\nsize=1m\n");
+        let mut out = Vec::new();
+        while d.poll(Nanos::ZERO, &mut out) == Poll::Ready {}
+        assert_eq!(out.len(), 2, "stops at the fsync point");
+        assert_eq!(d.poll(Nanos::ZERO, &mut out), Poll::Blocked, "drains first");
+        d.on_complete(Nanos(1));
+        d.on_complete(Nanos(2));
+        assert_eq!(d.poll(Nanos(2), &mut out), Poll::Ready);
+        assert_eq!(out[2].op, Op::Flush);
+    }
+
+    #[test]
+    fn runtime_stops_issuing() {
+        let mut d = driver("[a]\nrw=randread\nruntime=1ms\ntime_based\nramp_time=1ms\n");
+        assert_eq!(d.ramp_end(), Nanos::from_ms(1));
+        assert_eq!(d.end(), Some(Nanos::from_ms(2)));
+        let mut out = Vec::new();
+        assert_eq!(d.poll(Nanos::from_ms(2), &mut out), Poll::Finished);
+    }
+}

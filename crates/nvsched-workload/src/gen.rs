@@ -1,0 +1,405 @@
+//! Address, size and direction generators: what the next I/O of a job is. Engines ask
+//! [`crate::driver::JobDriver`] *when*; this file decides *what*.
+
+use crate::spec::{BlockSizes, Distribution, JobSpec, Pattern};
+use nvsched_core::rng::mix64;
+use nvsched_core::{Op, SimRng};
+
+/// One I/O a job wants to do, in device byte offsets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct IoUnit {
+    pub op: Op,
+    pub offset_bytes: u64,
+    pub len_bytes: u32,
+}
+
+/// The byte range of the device a job clone works in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Region {
+    pub start: u64,
+    pub len: u64,
+}
+
+/// Draws the next I/O of one job clone.
+#[derive(Debug)]
+pub struct IoGenerator {
+    region: Region,
+    pattern: Pattern,
+    read_fraction: f64,
+    sizes: [SizeChooser; 3],
+    offsets: OffsetChooser,
+    /// Next sequential offset per direction (relative to the region).
+    seq_pos: [u64; 3],
+    align: u64,
+    rng_dir: SimRng,
+    rng_size: SimRng,
+    rng_offset: SimRng,
+}
+
+impl IoGenerator {
+    /// `seed` should already be specific to the job clone.
+    pub fn new(spec: &JobSpec, region: Region, seed: u64) -> Result<IoGenerator, String> {
+        let align = u64::from(spec.min_bs());
+        let max_bs = u64::from(spec.max_bs());
+        if region.len < max_bs {
+            return Err(format!(
+                "job '{}': its region ({} bytes) is smaller than its largest block ({} bytes)",
+                spec.name, region.len, max_bs
+            ));
+        }
+        let blocks = region.len / align;
+        let offsets = if !spec.pattern.is_random() {
+            OffsetChooser::Sequential
+        } else {
+            match spec.distribution {
+                Distribution::Uniform if spec.norandommap => OffsetChooser::Uniform { blocks },
+                Distribution::Uniform => OffsetChooser::Permutation(Permutation::new(blocks, seed)),
+                Distribution::Zipf { theta, center } => OffsetChooser::Zipf(Zipf::new(blocks, theta, center)),
+                Distribution::Pareto { h, center } => OffsetChooser::Pareto {
+                    blocks,
+                    power: h.ln() / (1.0 - h).ln(),
+                    offset: (blocks as f64 * center) as u64,
+                },
+                Distribution::Normal { dev_pct, center } => OffsetChooser::Normal {
+                    blocks,
+                    stddev: (blocks as f64 * dev_pct / 100.0) as u64,
+                    offset: (blocks as f64 * center) as u64,
+                },
+            }
+        };
+        Ok(IoGenerator {
+            region,
+            pattern: spec.pattern,
+            read_fraction: f64::from(spec.rwmix_read_pct) / 100.0,
+            sizes: std::array::from_fn(|d| SizeChooser::new(&spec.bs[d])),
+            offsets,
+            seq_pos: [0; 3],
+            align,
+            rng_dir: SimRng::stream(seed, 1),
+            rng_size: SimRng::stream(seed, 2),
+            rng_offset: SimRng::stream(seed, 3),
+        })
+    }
+
+    pub fn region(&self) -> Region {
+        self.region
+    }
+
+    /// The next I/O.
+    #[inline]
+    pub fn next(&mut self) -> IoUnit {
+        let op = match self.pattern.single_op() {
+            Some(op) => op,
+            // fio keeps runs of one direction; a per-I/O draw has the same long-run mix.
+            None => {
+                if self.rng_dir.chance(self.read_fraction) {
+                    Op::Read
+                } else {
+                    Op::Write
+                }
+            }
+        };
+        let d = op.index();
+        let len = self.sizes[d].draw(&mut self.rng_size);
+        let len64 = u64::from(len);
+        let rel = match &mut self.offsets {
+            OffsetChooser::Sequential => {
+                let mut pos = self.seq_pos[d];
+                if pos + len64 > self.region.len {
+                    pos = 0;
+                }
+                self.seq_pos[d] = pos + len64;
+                pos
+            }
+            chooser => {
+                let block = chooser.draw(&mut self.rng_offset);
+                let pos = block * self.align;
+                if pos + len64 > self.region.len {
+                    (self.region.len - len64) / self.align * self.align
+                } else {
+                    pos
+                }
+            }
+        };
+        IoUnit { op, offset_bytes: self.region.start + rel, len_bytes: len }
+    }
+}
+
+#[derive(Debug)]
+enum SizeChooser {
+    Fixed(u32),
+    /// Multiples of `min` from `min` to `max`.
+    Range { min: u32, steps: u64 },
+    /// Cumulative weights in [0, 1].
+    Split(Vec<(u32, f64)>),
+}
+
+impl SizeChooser {
+    fn new(bs: &BlockSizes) -> SizeChooser {
+        match bs {
+            BlockSizes::Fixed(b) => SizeChooser::Fixed(*b),
+            BlockSizes::Range { min, max } => SizeChooser::Range { min: *min, steps: u64::from(max / min) },
+            BlockSizes::Split(entries) => {
+                let total: f64 = entries.iter().map(|(_, w)| w).sum();
+                let mut acc = 0.0;
+                let cumulative = entries
+                    .iter()
+                    .map(|(b, w)| {
+                        acc += w / total;
+                        (*b, acc)
+                    })
+                    .collect();
+                SizeChooser::Split(cumulative)
+            }
+        }
+    }
+
+    #[inline]
+    fn draw(&self, rng: &mut SimRng) -> u32 {
+        match self {
+            SizeChooser::Fixed(b) => *b,
+            SizeChooser::Range { min, steps } => min * (1 + rng.below(*steps) as u32),
+            SizeChooser::Split(cum) => {
+                let u = rng.unit_f64();
+                cum.iter().find(|(_, c)| u < *c).map_or(cum[cum.len() - 1].0, |(b, _)| *b)
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+enum OffsetChooser {
+    Sequential,
+    /// Independent uniform draws (`norandommap`).
+    Uniform { blocks: u64 },
+    /// Every block once per pass, in a pseudo-random order (fio's random map, in O(1)
+    /// memory).
+    Permutation(Permutation),
+    Zipf(Zipf),
+    Pareto { blocks: u64, power: f64, offset: u64 },
+    Normal { blocks: u64, stddev: u64, offset: u64 },
+}
+
+/// fio scatters the ranks of skewed distributions over the region with this hash, so hot
+/// blocks are not adjacent.
+#[inline]
+fn scatter(rank: u64) -> u64 {
+    rank.wrapping_mul(0x61c8_8646_80b5_83eb)
+}
+
+impl OffsetChooser {
+    #[inline]
+    fn draw(&mut self, rng: &mut SimRng) -> u64 {
+        match self {
+            OffsetChooser::Sequential => unreachable!("sequential offsets are positional"),
+            OffsetChooser::Uniform { blocks } => rng.below(*blocks),
+            OffsetChooser::Permutation(p) => p.next(),
+            OffsetChooser::Zipf(z) => z.next(rng),
+            OffsetChooser::Pareto { blocks, power, offset } => {
+                let n = ((*blocks - 1) as f64 * rng.unit_f64().powf(*power)) as u64;
+                scatter(n).wrapping_add(*offset) % *blocks
+            }
+            OffsetChooser::Normal { blocks, stddev, offset } => {
+                // fio's gauss.c: mean of 12 uniform draws over [0, n], plus a uniform
+                // jitter of +-stddev/2, then scattered.
+                let n = *blocks;
+                let mut sum = 0u64;
+                for _ in 0..12 {
+                    sum += rng.below(n + 1);
+                }
+                let mean = (sum + 11) / 12;
+                let jitter = if *stddev > 0 { rng.below(*stddev) as i64 - (*stddev / 2) as i64 } else { 0 };
+                let v = (mean as i64 + jitter).max(0) as u64;
+                scatter(v).wrapping_add(*offset) % n
+            }
+        }
+    }
+}
+
+/// A keyed pseudo-random permutation of `[0, n)`: a 4-round Feistel network on the
+/// smallest even-width bit domain covering `n`, with cycle walking. Each pass uses new
+/// keys, so passes visit blocks in different orders.
+#[derive(Debug)]
+pub struct Permutation {
+    n: u64,
+    half_bits: u32,
+    index: u64,
+    pass: u64,
+    seed: u64,
+    keys: [u64; 4],
+}
+
+impl Permutation {
+    pub fn new(n: u64, seed: u64) -> Permutation {
+        assert!(n > 0, "empty permutation");
+        let bits = 64 - (n - 1).max(1).leading_zeros();
+        let half_bits = bits.div_ceil(2).max(1);
+        let mut p = Permutation { n, half_bits, index: 0, pass: 0, seed, keys: [0; 4] };
+        p.rekey();
+        p
+    }
+
+    fn rekey(&mut self) {
+        for (i, k) in self.keys.iter_mut().enumerate() {
+            *k = mix64(self.seed ^ mix64(self.pass * 4 + i as u64 + 1));
+        }
+    }
+
+    #[inline]
+    fn permute(&self, x: u64) -> u64 {
+        let mask = (1u64 << self.half_bits) - 1;
+        let (mut l, mut r) = (x >> self.half_bits, x & mask);
+        for k in self.keys {
+            let f = mix64(r ^ k) & mask;
+            (l, r) = (r, l ^ f);
+        }
+        (l << self.half_bits) | r
+    }
+
+    /// The next element of the current pass; a new pass starts after `n` elements.
+    #[inline]
+    pub fn next(&mut self) -> u64 {
+        if self.index == self.n {
+            self.index = 0;
+            self.pass += 1;
+            self.rekey();
+        }
+        let mut x = self.index;
+        self.index += 1;
+        loop {
+            x = self.permute(x);
+            if x < self.n {
+                return x;
+            }
+        }
+    }
+}
+
+/// fio's zipf (Gray et al., as in YCSB): ranks drawn by inverting an approximation of
+/// the zipf CDF, zeta summed over at most 10^7 terms.
+#[derive(Debug)]
+struct Zipf {
+    blocks: u64,
+    theta: f64,
+    zetan: f64,
+    alpha: f64,
+    eta: f64,
+    offset: u64,
+}
+
+impl Zipf {
+    fn new(blocks: u64, theta: f64, center: f64) -> Zipf {
+        let terms = blocks.min(10_000_000);
+        let zetan: f64 = (1..=terms).map(|i| (i as f64).powf(-theta)).sum();
+        let zeta2 = 1.0 + 0.5f64.powf(theta);
+        let n = blocks as f64;
+        let alpha = 1.0 / (1.0 - theta);
+        let eta = (1.0 - (2.0 / n).powf(1.0 - theta)) / (1.0 - zeta2 / zetan);
+        Zipf { blocks, theta, zetan, alpha, eta, offset: (n * center) as u64 }
+    }
+
+    fn next(&mut self, rng: &mut SimRng) -> u64 {
+        let u = rng.unit_f64();
+        let uz = u * self.zetan;
+        let rank = if uz < 1.0 {
+            1
+        } else if uz < 1.0 + 0.5f64.powf(self.theta) {
+            2
+        } else {
+            let v = 1.0 + self.blocks as f64 * (self.eta * u - self.eta + 1.0).powf(self.alpha);
+            (v as u64).clamp(1, self.blocks)
+        };
+        scatter(rank - 1).wrapping_add(self.offset) % self.blocks
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobfile::tests::env;
+    use crate::spec::{parse_job_str, ParseOptions};
+    use std::collections::HashSet;
+    use std::path::Path;
+
+    fn spec(text: &str) -> JobSpec {
+        parse_job_str(text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0)
+    }
+
+    #[test]
+    fn permutation_visits_every_block_once_per_pass() {
+        for n in [1u64, 2, 3, 7, 100, 1000, 4097] {
+            let mut p = Permutation::new(n, 42);
+            let first: Vec<u64> = (0..n).map(|_| p.next()).collect();
+            let set: HashSet<u64> = first.iter().copied().collect();
+            assert_eq!(set.len() as u64, n);
+            assert!(first.iter().all(|&x| x < n));
+            let second: Vec<u64> = (0..n).map(|_| p.next()).collect();
+            assert_eq!(second.iter().copied().collect::<HashSet<_>>().len() as u64, n);
+            if n > 10 {
+                assert_ne!(first, second, "passes use different orders");
+            }
+        }
+    }
+
+    #[test]
+    fn sequential_wraps_and_random_stays_aligned_in_region() {
+        let s = spec("[a]\nrw=read\nbs=4k\nsize=16k\n");
+        let mut g = IoGenerator::new(&s, Region { start: 1 << 20, len: 16384 }, 1).unwrap();
+        let offs: Vec<u64> = (0..6).map(|_| g.next().offset_bytes - (1 << 20)).collect();
+        assert_eq!(offs, vec![0, 4096, 8192, 12288, 0, 4096]);
+
+        let s = spec("[a]\nrw=randread\nbsrange=4k-16k\nsize=1m\n");
+        let mut g = IoGenerator::new(&s, Region { start: 0, len: 1 << 20 }, 9).unwrap();
+        for _ in 0..10_000 {
+            let u = g.next();
+            assert_eq!(u.offset_bytes % 4096, 0);
+            assert!(u.offset_bytes + u64::from(u.len_bytes) <= 1 << 20);
+            assert!(u.len_bytes % 4096 == 0 && (4096..=16384).contains(&u.len_bytes));
+        }
+    }
+
+    #[test]
+    fn rwmix_and_bssplit_proportions() {
+        let s = spec("[a]\nrw=randrw\nrwmixread=70\nbssplit=4k/25:64k/75\nsize=64m\n");
+        let mut g = IoGenerator::new(&s, Region { start: 0, len: 64 << 20 }, 3).unwrap();
+        let n = 100_000;
+        let units: Vec<IoUnit> = (0..n).map(|_| g.next()).collect();
+        let reads = units.iter().filter(|u| u.op == Op::Read).count() as f64 / n as f64;
+        let small = units.iter().filter(|u| u.len_bytes == 4096).count() as f64 / n as f64;
+        assert!((reads - 0.70).abs() < 0.01, "{reads}");
+        assert!((small - 0.25).abs() < 0.01, "{small}");
+    }
+
+    #[test]
+    fn zipf_is_skewed() {
+        let s = spec("[a]\nrw=randread\nrandom_distribution=zipf:1.2\nsize=4m\n");
+        let mut g = IoGenerator::new(&s, Region { start: 0, len: 4 << 20 }, 3).unwrap();
+        let mut counts = std::collections::HashMap::new();
+        for _ in 0..50_000 {
+            *counts.entry(g.next().offset_bytes).or_insert(0u32) += 1;
+        }
+        let mut v: Vec<u32> = counts.values().copied().collect();
+        v.sort_unstable_by(|a, b| b.cmp(a));
+        let top10: u32 = v.iter().take(10).sum();
+        assert!(top10 > 50_000 / 4, "zipf 1.2: the 10 hottest of 1024 blocks take > 25%: {top10}");
+    }
+
+    #[test]
+    fn pareto_and_normal_stay_in_range() {
+        for dist in ["pareto:0.9", "normal:10", "normal:0", "zipf:0.8:0.5"] {
+            let s = spec(&format!("[a]\nrw=randread\nrandom_distribution={dist}\nsize=1m\n"));
+            let mut g = IoGenerator::new(&s, Region { start: 4096, len: 1 << 20 }, 5).unwrap();
+            for _ in 0..5_000 {
+                let u = g.next();
+                assert!(u.offset_bytes >= 4096 && u.offset_bytes + 4096 <= 4096 + (1 << 20), "{dist}");
+            }
+        }
+    }
+
+    #[test]
+    fn region_smaller_than_block_is_an_error() {
+        let s = spec("[a]\nrw=randread\nbs=64k\nsize=1m\n");
+        let e = IoGenerator::new(&s, Region { start: 0, len: 4096 }, 1).unwrap_err();
+        assert!(e.contains("smaller than its largest block"), "{e}");
+    }
+}

@@ -1,0 +1,867 @@
+//! fio options → [`JobSpec`]: the option table (one entry per option, with its parser and
+//! help), `[global]` inheritance, per-direction value lists and cross-option checks.
+
+use crate::jobfile::{Environment, JobFileError, Location, RawOption, RawSection};
+use crate::units::{
+    parse_bool, parse_int_in, parse_size, parse_size_or_percent, parse_time, KbBase, SizeOrPercent,
+};
+use nvsched_core::{IoPrio, Nanos, Op, PrioClass};
+use std::path::Path;
+
+/// The access pattern of `rw=`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pattern {
+    SeqRead,
+    SeqWrite,
+    SeqTrim,
+    RandRead,
+    RandWrite,
+    RandTrim,
+    SeqMixed,
+    RandMixed,
+}
+
+impl Pattern {
+    pub fn is_random(self) -> bool {
+        matches!(self, Pattern::RandRead | Pattern::RandWrite | Pattern::RandTrim | Pattern::RandMixed)
+    }
+    pub fn is_mixed(self) -> bool {
+        matches!(self, Pattern::SeqMixed | Pattern::RandMixed)
+    }
+    /// The single operation of a non-mixed pattern.
+    pub fn single_op(self) -> Option<Op> {
+        match self {
+            Pattern::SeqRead | Pattern::RandRead => Some(Op::Read),
+            Pattern::SeqWrite | Pattern::RandWrite => Some(Op::Write),
+            Pattern::SeqTrim | Pattern::RandTrim => Some(Op::Discard),
+            Pattern::SeqMixed | Pattern::RandMixed => None,
+        }
+    }
+    pub fn writes(self) -> bool {
+        self.is_mixed() || self.single_op() == Some(Op::Write) || self.single_op() == Some(Op::Discard)
+    }
+    pub fn fio_name(self) -> &'static str {
+        match self {
+            Pattern::SeqRead => "read",
+            Pattern::SeqWrite => "write",
+            Pattern::SeqTrim => "trim",
+            Pattern::RandRead => "randread",
+            Pattern::RandWrite => "randwrite",
+            Pattern::RandTrim => "randtrim",
+            Pattern::SeqMixed => "rw",
+            Pattern::RandMixed => "randrw",
+        }
+    }
+}
+
+/// Block sizes of one direction.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BlockSizes {
+    Fixed(u32),
+    /// Uniform multiple of `min` in `[min, max]` (`bsrange`).
+    Range { min: u32, max: u32 },
+    /// Weighted sizes (`bssplit`); weights are percentages and sum to 100.
+    Split(Vec<(u32, f64)>),
+}
+
+impl BlockSizes {
+    pub fn min(&self) -> u32 {
+        match self {
+            BlockSizes::Fixed(b) => *b,
+            BlockSizes::Range { min, .. } => *min,
+            BlockSizes::Split(v) => v.iter().map(|(b, _)| *b).min().unwrap_or(4096),
+        }
+    }
+    pub fn max(&self) -> u32 {
+        match self {
+            BlockSizes::Fixed(b) => *b,
+            BlockSizes::Range { max, .. } => *max,
+            BlockSizes::Split(v) => v.iter().map(|(b, _)| *b).max().unwrap_or(4096),
+        }
+    }
+    /// fio's "(R) 4096B-4096B" notation.
+    pub fn describe(&self) -> String {
+        format!("{}B-{}B", self.min(), self.max())
+    }
+}
+
+/// `random_distribution=`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Distribution {
+    Uniform,
+    Zipf { theta: f64, center: f64 },
+    Pareto { h: f64, center: f64 },
+    /// `dev_pct` is fio's deviation in percent of the region.
+    Normal { dev_pct: f64, center: f64 },
+}
+
+/// Synchronous engines have one request outstanding; asynchronous ones up to `iodepth`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EngineKind {
+    Sync,
+    Async,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SyncMode {
+    None,
+    /// O_SYNC
+    Sync,
+    /// O_DSYNC
+    Dsync,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RateProcess {
+    Linear,
+    Poisson,
+}
+
+/// One job section, inherited globals applied and checked. Clones (`numjobs`) share it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobSpec {
+    pub name: String,
+    pub at: Location,
+    pub description: Option<String>,
+    pub pattern: Pattern,
+    pub rwmix_read_pct: u32,
+    /// Indexed by [`Op::index`]: read, write, trim.
+    pub bs: [BlockSizes; 3],
+    pub iodepth: u32,
+    pub iodepth_batch_submit: u32,
+    pub ioengine: String,
+    pub engine_kind: EngineKind,
+    pub direct: bool,
+    pub sync_mode: SyncMode,
+    pub fsync_every: u32,
+    pub fdatasync_every: u32,
+    pub numjobs: u32,
+    pub size: Option<SizeOrPercent>,
+    pub io_size: Option<u64>,
+    pub offset: SizeOrPercent,
+    pub filesize: Option<u64>,
+    /// 0 = no limit
+    pub runtime: Nanos,
+    pub time_based: bool,
+    pub ramp_time: Nanos,
+    pub thinktime: Nanos,
+    /// bytes/s per direction, 0 = unlimited
+    pub rate_bps: [u64; 3],
+    pub rate_iops: [u64; 3],
+    pub rate_process: RateProcess,
+    pub prio: Option<u8>,
+    pub prioclass: Option<u8>,
+    pub nice: i8,
+    pub cgroup: Option<String>,
+    pub cgroup_weight: u32,
+    pub stonewall: bool,
+    pub new_group: bool,
+    pub group_reporting: bool,
+    pub percentile_list: Vec<f64>,
+    pub distribution: Distribution,
+    pub norandommap: bool,
+    pub randseed: u64,
+    pub randrepeat: bool,
+    pub filename: Option<String>,
+    pub kb_base: KbBase,
+    /// The job's own `key=value` lines as written (fio's "job options").
+    pub job_options: Vec<(String, String)>,
+}
+
+/// fio's default percentile list.
+pub const DEFAULT_PERCENTILES: [f64; 17] =
+    [1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95, 99.99];
+
+/// fio's default `randseed`.
+pub const DEFAULT_RANDSEED: u64 = 0x89;
+
+impl JobSpec {
+    fn defaults(at: Location) -> JobSpec {
+        JobSpec {
+            name: String::new(),
+            at,
+            description: None,
+            pattern: Pattern::SeqRead,
+            rwmix_read_pct: 50,
+            bs: [BlockSizes::Fixed(4096), BlockSizes::Fixed(4096), BlockSizes::Fixed(4096)],
+            iodepth: 1,
+            iodepth_batch_submit: 1,
+            ioengine: "psync".into(),
+            engine_kind: EngineKind::Sync,
+            direct: false,
+            sync_mode: SyncMode::None,
+            fsync_every: 0,
+            fdatasync_every: 0,
+            numjobs: 1,
+            size: None,
+            io_size: None,
+            offset: SizeOrPercent::Bytes(0),
+            filesize: None,
+            runtime: Nanos::ZERO,
+            time_based: false,
+            ramp_time: Nanos::ZERO,
+            thinktime: Nanos::ZERO,
+            rate_bps: [0; 3],
+            rate_iops: [0; 3],
+            rate_process: RateProcess::Linear,
+            prio: None,
+            prioclass: None,
+            nice: 0,
+            cgroup: None,
+            cgroup_weight: 100,
+            stonewall: false,
+            new_group: false,
+            group_reporting: false,
+            percentile_list: DEFAULT_PERCENTILES.to_vec(),
+            distribution: Distribution::Uniform,
+            norandommap: false,
+            randseed: DEFAULT_RANDSEED,
+            randrepeat: true,
+            filename: None,
+            kb_base: KbBase::Binary,
+            job_options: Vec::new(),
+        }
+    }
+
+    /// The ioprio requests of this job carry: a level without a class means best-effort
+    /// (as fio does); a class without a level means level 0.
+    pub fn ioprio(&self) -> IoPrio {
+        match (self.prioclass, self.prio) {
+            (None, None) => IoPrio::default(),
+            (None, Some(level)) => IoPrio::be(level),
+            (Some(class), level) => IoPrio::new(
+                PrioClass::from_number(class).unwrap_or(PrioClass::None),
+                level.unwrap_or(0),
+            ),
+        }
+    }
+
+    /// Smallest block size over the directions this job issues: the alignment of
+    /// random offsets (fio's `blockalign` default).
+    pub fn min_bs(&self) -> u32 {
+        self.active_ops().map(|op| self.bs[op.index()].min()).min().unwrap_or(4096)
+    }
+
+    pub fn max_bs(&self) -> u32 {
+        self.active_ops().map(|op| self.bs[op.index()].max()).max().unwrap_or(4096)
+    }
+
+    /// The data directions this job issues.
+    pub fn active_ops(&self) -> impl Iterator<Item = Op> {
+        let ops: &'static [Op] = match self.pattern.single_op() {
+            Some(Op::Read) => &[Op::Read],
+            Some(Op::Write) => &[Op::Write],
+            Some(_) => &[Op::Discard],
+            None => &[Op::Read, Op::Write],
+        };
+        ops.iter().copied()
+    }
+
+    /// Writes carry FUA when the job opens with O_SYNC/O_DSYNC and uses direct I/O.
+    pub fn writes_fua(&self) -> bool {
+        self.sync_mode != SyncMode::None
+    }
+}
+
+/// A parsed job file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobFile {
+    pub jobs: Vec<JobSpec>,
+    /// Options set in `[global]` sections, as written (fio's "global options").
+    pub global_options: Vec<(String, String)>,
+    /// Options accepted with a caveat or ignored (with `ignore_unsupported`).
+    pub warnings: Vec<String>,
+}
+
+/// How strictly to parse.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ParseOptions {
+    /// Unknown or unsupported options become warnings instead of errors.
+    pub ignore_unsupported: bool,
+}
+
+type Apply = fn(&mut JobSpec, &str) -> Result<(), String>;
+
+/// One supported option.
+pub struct OptionDef {
+    pub name: &'static str,
+    pub aliases: &'static [&'static str],
+    /// Whether a bare `name` (no `=value`) is accepted, meaning `1`.
+    pub bare: bool,
+    pub help: &'static str,
+    apply: Apply,
+}
+
+macro_rules! opt {
+    ($name:expr, [$($alias:expr),*], $bare:expr, $help:expr, $apply:expr) => {
+        OptionDef { name: $name, aliases: &[$($alias),*], bare: $bare, help: $help, apply: $apply }
+    };
+}
+
+fn int_in(v: &str, min: i64, max: i64) -> Result<i64, String> {
+    parse_int_in(v, min, max)
+}
+
+/// Every option nvsched understands; the single source for parsing and `--help` text.
+pub static OPTIONS: &[OptionDef] = &[
+    opt!("name", [], false, "job name (default: the section name)", |j, v| {
+        if v.trim().is_empty() {
+            return Err("job name must not be empty".into());
+        }
+        j.name = v.trim().to_string();
+        Ok(())
+    }),
+    opt!("description", [], false, "free text, reported as fio's \"desc\"", |j, v| {
+        j.description = Some(v.to_string());
+        Ok(())
+    }),
+    opt!("filename", [], false, "target file; /dev/... means the whole simulated device", |j, v| {
+        if v.is_empty() {
+            return Err("filename must not be empty".into());
+        }
+        if v.replace("\\:", "").contains(':') {
+            return Err("several files per job ('a:b') are not supported; use one job per file".into());
+        }
+        j.filename = Some(v.replace("\\:", ":"));
+        Ok(())
+    }),
+    opt!("rw", ["readwrite"], false, "read, write, trim, randread, randwrite, randtrim, rw/readwrite, randrw", |j, v| {
+        j.pattern = match v {
+            "read" => Pattern::SeqRead,
+            "write" => Pattern::SeqWrite,
+            "trim" => Pattern::SeqTrim,
+            "randread" => Pattern::RandRead,
+            "randwrite" => Pattern::RandWrite,
+            "randtrim" => Pattern::RandTrim,
+            "rw" | "readwrite" => Pattern::SeqMixed,
+            "randrw" => Pattern::RandMixed,
+            other if other.contains(':') => {
+                return Err(format!("'{other}': the ':N' suffix is not supported"))
+            }
+            other => {
+                return Err(format!(
+                    "'{other}' is not a pattern; accepted: read, write, trim, randread, randwrite, randtrim, rw, readwrite, randrw"
+                ))
+            }
+        };
+        Ok(())
+    }),
+    opt!("rwmixread", [], false, "percentage of reads in a mixed pattern (0..=100)", |j, v| {
+        j.rwmix_read_pct = int_in(v, 0, 100)? as u32;
+        Ok(())
+    }),
+    opt!("rwmixwrite", [], false, "percentage of writes in a mixed pattern (0..=100)", |j, v| {
+        j.rwmix_read_pct = 100 - int_in(v, 0, 100)? as u32;
+        Ok(())
+    }),
+    opt!("bs", ["blocksize"], false, "block size per direction: read[,write[,trim]]", |j, v| {
+        let kb = j.kb_base;
+        let sizes = per_direction(v, |s| parse_block_size(s, kb).map(BlockSizes::Fixed))?;
+        apply_per_direction(&mut j.bs, sizes, BlockSizes::Fixed(4096));
+        Ok(())
+    }),
+    opt!("bsrange", ["blocksize_range"], false, "block size range per direction: lo-hi[,lo-hi]", |j, v| {
+        let kb = j.kb_base;
+        let ranges = per_direction(v, |s| {
+            let (lo, hi) = s
+                .split_once('-')
+                .or_else(|| s.split_once(':'))
+                .ok_or_else(|| format!("'{s}' is not a range lo-hi"))?;
+            let (mut lo, mut hi) = (parse_block_size(lo, kb)?, parse_block_size(hi, kb)?);
+            if lo > hi {
+                std::mem::swap(&mut lo, &mut hi);
+            }
+            Ok(BlockSizes::Range { min: lo, max: hi })
+        })?;
+        apply_per_direction(&mut j.bs, ranges, BlockSizes::Fixed(4096));
+        Ok(())
+    }),
+    opt!("bssplit", [], false, "weighted block sizes: bs/pct:bs/pct[,...] per direction", |j, v| {
+        let kb = j.kb_base;
+        let splits = per_direction(v, |s| parse_bssplit(s, kb))?;
+        apply_per_direction(&mut j.bs, splits, BlockSizes::Fixed(4096));
+        Ok(())
+    }),
+    opt!("iodepth", [], false, "requests in flight for asynchronous engines (1..=65536)", |j, v| {
+        j.iodepth = int_in(v, 1, 65_536)? as u32;
+        Ok(())
+    }),
+    opt!("iodepth_batch_submit", ["iodepth_batch"], false, "requests submitted together (0 = iodepth)", |j, v| {
+        j.iodepth_batch_submit = int_in(v, 0, 65_536)? as u32;
+        Ok(())
+    }),
+    opt!("ioengine", [], false, "sync, psync, vsync, pvsync, pvsync2 (one request at a time); libaio, io_uring, posixaio, null (asynchronous)", |j, v| {
+        j.engine_kind = match v {
+            "sync" | "psync" | "vsync" | "pvsync" | "pvsync2" => EngineKind::Sync,
+            "libaio" | "io_uring" | "posixaio" | "null" => EngineKind::Async,
+            other => {
+                return Err(format!(
+                    "'{other}' is not a supported engine; accepted: sync, psync, vsync, pvsync, pvsync2, libaio, io_uring, posixaio, null"
+                ))
+            }
+        };
+        j.ioengine = v.to_string();
+        Ok(())
+    }),
+    opt!("direct", [], true, "O_DIRECT (0 or 1); nvsched always models direct I/O", |j, v| {
+        j.direct = parse_bool(v)?;
+        Ok(())
+    }),
+    opt!("buffered", [], true, "the inverse of direct", |j, v| {
+        j.direct = !parse_bool(v)?;
+        Ok(())
+    }),
+    opt!("sync", [], false, "write open mode: none/0, sync/1 (O_SYNC), dsync (O_DSYNC); direct sync writes are FUA", |j, v| {
+        j.sync_mode = match v {
+            "none" | "0" => SyncMode::None,
+            "sync" | "1" => SyncMode::Sync,
+            "dsync" => SyncMode::Dsync,
+            other => return Err(format!("'{other}' is not a sync mode; accepted: none, 0, sync, 1, dsync")),
+        };
+        Ok(())
+    }),
+    opt!("fsync", [], false, "flush the device cache after every N writes (0 = never)", |j, v| {
+        j.fsync_every = int_in(v, 0, u32::MAX.into())? as u32;
+        Ok(())
+    }),
+    opt!("fdatasync", [], false, "like fsync, with fdatasync", |j, v| {
+        j.fdatasync_every = int_in(v, 0, u32::MAX.into())? as u32;
+        Ok(())
+    }),
+    opt!("numjobs", [], false, "identical clones of the job (1..=4096)", |j, v| {
+        j.numjobs = int_in(v, 1, 4096)? as u32;
+        Ok(())
+    }),
+    opt!("size", [], false, "bytes of I/O per clone and the region it is confined to (or N% of the file/device)", |j, v| {
+        let s = parse_size_or_percent(v, j.kb_base)?;
+        if s == SizeOrPercent::Bytes(0) {
+            return Err("size must be greater than 0".into());
+        }
+        j.size = Some(s);
+        Ok(())
+    }),
+    opt!("io_size", ["io_limit"], false, "bytes of I/O to do, independent of the region size", |j, v| {
+        j.io_size = Some(parse_size(v, j.kb_base)?);
+        Ok(())
+    }),
+    opt!("offset", [], false, "start of the region within the file/device (bytes or N%)", |j, v| {
+        j.offset = parse_size_or_percent(v, j.kb_base).map_err(|e| e.replace("(0, 100]", "[0, 100]"))?;
+        Ok(())
+    }),
+    opt!("filesize", [], false, "size of the job's file (then size is only the I/O amount)", |j, v| {
+        let s = parse_size(v, j.kb_base)?;
+        if s == 0 {
+            return Err("filesize must be greater than 0".into());
+        }
+        j.filesize = Some(s);
+        Ok(())
+    }),
+    opt!("runtime", ["timeout"], false, "run-time cap, seconds unless a unit is given", |j, v| {
+        j.runtime = parse_time(v, Nanos::from_secs(1))?;
+        Ok(())
+    }),
+    opt!("time_based", [], true, "keep going until runtime ends (0 or 1)", |j, v| {
+        j.time_based = parse_bool(v)?;
+        Ok(())
+    }),
+    opt!("ramp_time", [], false, "warm-up excluded from the statistics, seconds unless a unit is given", |j, v| {
+        j.ramp_time = parse_time(v, Nanos::from_secs(1))?;
+        Ok(())
+    }),
+    opt!("thinktime", [], false, "pause after each completion (sync) or batch (async), microseconds unless a unit is given", |j, v| {
+        j.thinktime = parse_time(v, Nanos::from_us(1))?;
+        Ok(())
+    }),
+    opt!("rate", [], false, "bandwidth cap in bytes/s per clone: read[,write[,trim]]", |j, v| {
+        let kb = j.kb_base;
+        let rates = per_direction(v, |s| parse_size(s, kb))?;
+        apply_per_direction(&mut j.rate_bps, rates, 0);
+        Ok(())
+    }),
+    opt!("rate_iops", [], false, "IOPS cap per clone: read[,write[,trim]]", |j, v| {
+        let rates = per_direction(v, |s| parse_int_in(s, 0, i64::MAX).map(|v| v as u64))?;
+        apply_per_direction(&mut j.rate_iops, rates, 0);
+        Ok(())
+    }),
+    opt!("rate_process", [], false, "linear (fixed gaps) or poisson (exponential gaps)", |j, v| {
+        j.rate_process = match v {
+            "linear" => RateProcess::Linear,
+            "poisson" => RateProcess::Poisson,
+            other => return Err(format!("'{other}' is not a rate process; accepted: linear, poisson")),
+        };
+        Ok(())
+    }),
+    opt!("prio", [], false, "I/O priority level 0..=7 (0 is highest)", |j, v| {
+        j.prio = Some(int_in(v, 0, 7)? as u8);
+        Ok(())
+    }),
+    opt!("prioclass", [], false, "I/O priority class: 0 none, 1 real-time, 2 best-effort, 3 idle", |j, v| {
+        j.prioclass = Some(int_in(v, 0, 3)? as u8);
+        Ok(())
+    }),
+    opt!("nice", [], false, "CPU nice value -20..=19", |j, v| {
+        j.nice = int_in(v, -20, 19)? as i8;
+        Ok(())
+    }),
+    opt!("cgroup", [], false, "cgroup (tenant) name; jobs naming the same cgroup share it", |j, v| {
+        if v.is_empty() {
+            return Err("cgroup name must not be empty".into());
+        }
+        j.cgroup = Some(v.to_string());
+        Ok(())
+    }),
+    opt!("cgroup_weight", [], false, "weight of the job's cgroup, 100..=1000", |j, v| {
+        j.cgroup_weight = int_in(v, 100, 1000)? as u32;
+        Ok(())
+    }),
+    opt!("stonewall", ["wait_for_previous"], true, "wait for earlier jobs to finish; starts a new group", |j, v| {
+        j.stonewall = parse_bool(v)?;
+        Ok(())
+    }),
+    opt!("new_group", [], true, "start a new reporting group without waiting", |j, v| {
+        j.new_group = parse_bool(v)?;
+        Ok(())
+    }),
+    opt!("group_reporting", [], true, "report each group as one job", |j, v| {
+        j.group_reporting = parse_bool(v)?;
+        Ok(())
+    }),
+    opt!("percentile_list", [], false, "completion-latency percentiles, a:b:c (at most 20, each in (0, 100])", |j, v| {
+        let mut list = Vec::new();
+        for part in v.split(':') {
+            let p: f64 = part.trim().parse().map_err(|_| format!("'{part}' is not a number"))?;
+            if !(p > 0.0 && p <= 100.0) {
+                return Err(format!("percentile {part} is out of range (0, 100]"));
+            }
+            list.push(p);
+        }
+        if list.len() > 20 {
+            return Err(format!("{} percentiles given; at most 20", list.len()));
+        }
+        list.sort_by(f64::total_cmp);
+        j.percentile_list = list;
+        Ok(())
+    }),
+    opt!("random_distribution", [], false, "random, zipf:THETA[:CENTER], pareto:H[:CENTER], normal:DEV%[:CENTER]", |j, v| {
+        j.distribution = parse_distribution(v)?;
+        Ok(())
+    }),
+    opt!("norandommap", [], true, "draw random offsets independently (repeats allowed)", |j, v| {
+        j.norandommap = parse_bool(v)?;
+        Ok(())
+    }),
+    opt!("randseed", [], false, "seed of the job's random generators", |j, v| {
+        j.randseed = parse_int_in(v, 0, i64::MAX)? as u64;
+        Ok(())
+    }),
+    opt!("randrepeat", ["allrandrepeat"], true, "1: seeds follow randseed; 0: seeds also mix in the run's --seed", |j, v| {
+        j.randrepeat = parse_bool(v)?;
+        Ok(())
+    }),
+    opt!("kb_base", [], false, "1024 (k = 1024, kib = 1000, fio's default) or 1000 (the reverse)", |j, v| {
+        j.kb_base = match v {
+            "1024" => KbBase::Binary,
+            "1000" => KbBase::Decimal,
+            other => return Err(format!("'{other}' is not a kb_base; accepted: 1000, 1024")),
+        };
+        Ok(())
+    }),
+    opt!("thread", [], true, "accepted for compatibility; no effect in nvsched", |_, v| {
+        parse_bool(v).map(|_| ())
+    }),
+];
+
+/// fio options nvsched knows of but does not model: a precise message instead of
+/// "unknown option".
+const FIO_UNSUPPORTED: &[&str] = &[
+    "iodepth_low", "iodepth_batch_complete", "iodepth_batch_complete_min", "iodepth_batch_complete_max",
+    "blockalign", "ba", "bs_unaligned", "nrfiles", "number_ios", "loops", "startdelay", "thinktime_blocks",
+    "thinktime_blocks_type", "thinktime_spin", "thinktime_iotime", "rate_min", "rate_iops_min", "rate_cycle",
+    "rate_ignore_thinktime", "cmdprio_percentage", "cmdprio_class", "cmdprio", "cmdprio_bssplit",
+    "cmdprio_hint", "priohint", "flow", "flow_id", "flow_sleep", "offset_increment", "percentage_random",
+    "random_generator", "zonemode", "zonesize", "verify_pattern", "do_verify", "write_iolog",
+    "read_iolog", "write_lat_log", "write_bw_log", "write_iops_log", "write_hist_log", "log_avg_msec",
+    "end_fsync", "fsync_on_close", "unified_rw_reporting", "lat_percentiles", "slat_percentiles",
+    "clat_percentiles", "exitall", "wait_for", "create_on_open", "invalidate", "fadvise_hint", "atomic",
+    "writefua", "readfua", "io_submit_mode", "hipri", "fixedbufs", "registerfiles", "sqthread_poll",
+    "cpus_allowed", "cpumask", "numa_cpu_nodes", "disk_util", "steadystate", "ss", "ss_dur",
+    "ss_ramp", "trim_percentage", "trim_backlog", "buffer_pattern", "refill_buffers", "scramble_buffers",
+    "buffer_compress_percentage", "dedupe_percentage", "continue_on_error", "ignore_error", "bwavgtime",
+    "iopsavgtime", "max_latency", "latency_target", "latency_window", "latency_percentile",
+];
+
+/// Looks up an option by name or alias.
+pub fn find_option(key: &str) -> Option<&'static OptionDef> {
+    OPTIONS.iter().find(|o| o.name == key || o.aliases.contains(&key))
+}
+
+/// Parses a fio job file from disk.
+pub fn parse_job_file(path: &Path, env: &dyn Environment, opts: ParseOptions) -> Result<JobFile, JobFileError> {
+    let sections = crate::jobfile::read_job_file(path, env)?;
+    build_jobs(&sections, opts)
+}
+
+/// Parses job-file text (named `path` in errors).
+pub fn parse_job_str(text: &str, path: &Path, env: &dyn Environment, opts: ParseOptions) -> Result<JobFile, JobFileError> {
+    let sections = crate::jobfile::parse_job_text(text, path, env)?;
+    build_jobs(&sections, opts)
+}
+
+/// Applies `[global]` inheritance and every option, then checks each job as a whole.
+pub fn build_jobs(sections: &[RawSection], opts: ParseOptions) -> Result<JobFile, JobFileError> {
+    let mut warnings = Vec::new();
+    let mut global_options = Vec::new();
+    let first_at = sections.first().map(|s| s.at.clone());
+    let mut template = match &first_at {
+        Some(at) => JobSpec::defaults(at.clone()),
+        None => return Err(JobFileError { at: None, option: None, message: "the job file defines no jobs".into() }),
+    };
+    let mut jobs = Vec::new();
+    for section in sections {
+        if section.is_global() {
+            for opt in &section.options {
+                apply_option(&mut template, opt, opts, &mut warnings)?;
+                global_options.push((opt.key.clone(), opt.written.clone().unwrap_or_else(|| "1".into())));
+            }
+            continue;
+        }
+        let mut job = template.clone();
+        job.name = section.name.clone();
+        job.at = section.at.clone();
+        job.job_options.clear();
+        for opt in &section.options {
+            apply_option(&mut job, opt, opts, &mut warnings)?;
+            job.job_options.push((opt.key.clone(), opt.written.clone().unwrap_or_else(|| "1".into())));
+        }
+        finish_job(&mut job, &mut warnings)?;
+        jobs.push(job);
+    }
+    if jobs.is_empty() {
+        return Err(JobFileError {
+            at: first_at,
+            option: None,
+            message: "the job file defines no jobs (only [global] sections)".into(),
+        });
+    }
+    Ok(JobFile { jobs, global_options, warnings })
+}
+
+fn apply_option(job: &mut JobSpec, opt: &RawOption, opts: ParseOptions, warnings: &mut Vec<String>) -> Result<(), JobFileError> {
+    let key = opt.key.as_str();
+    let Some(def) = find_option(key) else {
+        let why = if FIO_UNSUPPORTED.contains(&key) {
+            "is a fio option nvsched does not support".to_string()
+        } else {
+            match closest_option(key) {
+                Some(s) => format!("is not a known option (did you mean '{s}'?)"),
+                None => "is not a known option".to_string(),
+            }
+        };
+        if opts.ignore_unsupported {
+            warnings.push(format!("{}: option '{key}' {why}; ignored", opt.at));
+            return Ok(());
+        }
+        return Err(JobFileError::new(&opt.at, Some(key), format!("'{key}' {why} (--ignore-unsupported turns this into a warning)")));
+    };
+    let value = match (&opt.value, def.bare) {
+        (Some(v), _) => v.as_str(),
+        (None, true) => "1",
+        (None, false) => return Err(JobFileError::new(&opt.at, Some(key), "needs a value (key=value)")),
+    };
+    (def.apply)(job, value).map_err(|m| JobFileError::new(&opt.at, Some(key), m))?;
+    if def.name == "direct" && !job.direct || def.name == "buffered" && !job.direct {
+        warnings.push(format!("{}: buffered I/O is simulated as direct I/O (no page cache model)", opt.at));
+    }
+    Ok(())
+}
+
+/// Cross-option checks and fio's derived defaults.
+fn finish_job(job: &mut JobSpec, _warnings: &mut [String]) -> Result<(), JobFileError> {
+    let err = |opt: Option<&str>, m: String| JobFileError::new(&job.at, opt, m);
+    if job.engine_kind == EngineKind::Sync {
+        job.iodepth = 1;
+    }
+    if job.iodepth_batch_submit == 0 || job.iodepth_batch_submit > job.iodepth {
+        job.iodepth_batch_submit = job.iodepth;
+    }
+    if job.time_based && job.runtime == Nanos::ZERO {
+        return Err(err(Some("time_based"), format!("job '{}': time_based needs a runtime", job.name)));
+    }
+    if job.fsync_every > 0 && job.fdatasync_every > 0 {
+        return Err(err(Some("fsync"), format!("job '{}': set fsync or fdatasync, not both", job.name)));
+    }
+    if let (Some(SizeOrPercent::Bytes(size)), Some(filesize)) = (job.size, job.filesize) {
+        if size > filesize && job.io_size.is_none() {
+            job.io_size = Some(size);
+        }
+    }
+    Ok(())
+}
+
+fn closest_option(key: &str) -> Option<&'static str> {
+    OPTIONS
+        .iter()
+        .flat_map(|o| std::iter::once(o.name).chain(o.aliases.iter().copied()))
+        .map(|name| (edit_distance(key, name), name))
+        .filter(|(d, name)| *d <= 2.max(name.len() / 4))
+        .min()
+        .map(|(_, name)| name)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != *cb)).min(prev[j + 1] + 1).min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// fio per-direction list: `a` applies to all; `a,b` gives trims `b`; `a,b,` gives trims
+/// the default; an empty slot keeps the default.
+fn per_direction<T: Clone>(
+    value: &str,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Result<[Option<T>; 3], String> {
+    let parts: Vec<&str> = value.split(',').map(str::trim).collect();
+    if parts.len() > 3 {
+        return Err(format!("'{value}' has more than three comma-separated values (read,write,trim)"));
+    }
+    let mut out: [Option<T>; 3] = [None, None, None];
+    for (dir, slot) in out.iter_mut().enumerate() {
+        let part = parts.get(dir).copied().unwrap_or(parts[parts.len() - 1]);
+        if !part.is_empty() {
+            *slot = Some(parse(part)?);
+        }
+    }
+    if out.iter().all(Option::is_none) {
+        return Err("empty value".into());
+    }
+    Ok(out)
+}
+
+fn apply_per_direction<T: Clone>(target: &mut [T; 3], values: [Option<T>; 3], default: T) {
+    for (slot, v) in target.iter_mut().zip(values) {
+        *slot = v.unwrap_or_else(|| default.clone());
+    }
+}
+
+fn parse_block_size(raw: &str, kb: KbBase) -> Result<u32, String> {
+    let b = parse_size(raw, kb)?;
+    if b == 0 {
+        return Err(format!("block size '{raw}' must be greater than 0"));
+    }
+    if b % 512 != 0 {
+        return Err(format!("block size '{raw}' ({b} bytes) must be a multiple of 512 (direct I/O)"));
+    }
+    if b > 64 * 1024 * 1024 {
+        return Err(format!("block size '{raw}' is larger than 64 MiB"));
+    }
+    Ok(b as u32)
+}
+
+fn parse_bssplit(raw: &str, kb: KbBase) -> Result<BlockSizes, String> {
+    let mut entries: Vec<(u32, Option<f64>)> = Vec::new();
+    for item in raw.split(':').map(str::trim) {
+        let (size, pct) = match item.split_once('/') {
+            Some((s, p)) => (s, Some(p.trim())),
+            None => (item, None),
+        };
+        let size = parse_block_size(size, kb)?;
+        let pct = match pct {
+            Some("") | None => None,
+            Some(p) => {
+                let v: f64 = p.parse().map_err(|_| format!("'{p}' in bssplit is not a percentage"))?;
+                if !(0.0..=100.0).contains(&v) {
+                    return Err(format!("bssplit percentage {p} is out of range 0..=100"));
+                }
+                Some(v)
+            }
+        };
+        entries.push((size, pct));
+    }
+    if entries.len() > 64 {
+        return Err("bssplit has more than 64 entries".into());
+    }
+    let given: f64 = entries.iter().filter_map(|(_, p)| *p).sum();
+    if given > 100.0 + 1e-9 {
+        return Err(format!("bssplit percentages add up to {given}, more than 100"));
+    }
+    let missing = entries.iter().filter(|(_, p)| p.is_none()).count();
+    let share = if missing > 0 { (100.0 - given) / missing as f64 } else { 0.0 };
+    let mut split: Vec<(u32, f64)> = entries.into_iter().map(|(s, p)| (s, p.unwrap_or(share))).collect();
+    let total: f64 = split.iter().map(|(_, p)| p).sum();
+    if total <= 0.0 {
+        return Err("bssplit percentages add up to 0".into());
+    }
+    // Normalise: fio leaves a sum below 100 to the last entry; weights say the same.
+    for (_, p) in &mut split {
+        *p *= 100.0 / total;
+    }
+    Ok(BlockSizes::Split(split))
+}
+
+fn parse_distribution(raw: &str) -> Result<Distribution, String> {
+    let mut parts = raw.split(':');
+    let kind = parts.next().unwrap_or("");
+    let num = |s: Option<&str>, what: &str| -> Result<f64, String> {
+        let s = s.ok_or_else(|| format!("{kind} needs a {what} ({kind}:VALUE)"))?;
+        s.trim().parse::<f64>().map_err(|_| format!("'{s}' is not a number")).and_then(|v| {
+            if v.is_finite() {
+                Ok(v)
+            } else {
+                Err(format!("'{s}' is not a finite number"))
+            }
+        })
+    };
+    let center = |s: Option<&str>| -> Result<f64, String> {
+        match s {
+            None => Ok(0.0),
+            Some(c) => {
+                let v: f64 = c.trim().parse().map_err(|_| format!("center '{c}' is not a number"))?;
+                if (0.0..=1.0).contains(&v) {
+                    Ok(v)
+                } else {
+                    Err(format!("center {c} is out of range 0..=1"))
+                }
+            }
+        }
+    };
+    let d = match kind {
+        "random" => Distribution::Uniform,
+        "zipf" => {
+            let theta = num(parts.next(), "theta")?;
+            if theta <= 0.0 || theta == 1.0 {
+                return Err(format!("zipf theta {theta} must be > 0 and not 1"));
+            }
+            Distribution::Zipf { theta, center: center(parts.next())? }
+        }
+        "pareto" => {
+            let h = num(parts.next(), "h")?;
+            if !(h > 0.0 && h < 1.0) {
+                return Err(format!("pareto h {h} must be in (0, 1)"));
+            }
+            Distribution::Pareto { h, center: center(parts.next())? }
+        }
+        "normal" | "gauss" => {
+            let dev = num(parts.next(), "deviation")?;
+            if !(0.0..=100.0).contains(&dev) {
+                return Err(format!("normal deviation {dev} must be in 0..=100 (percent)"));
+            }
+            let c = parts.next();
+            Distribution::Normal { dev_pct: dev, center: if c.is_some() { center(c)? } else { 0.5 } }
+        }
+        "zoned" | "zoned_abs" | "sequence" => {
+            return Err(format!("'{kind}' distributions are not supported; accepted: random, zipf, pareto, normal"))
+        }
+        other => return Err(format!("'{other}' is not a distribution; accepted: random, zipf:THETA, pareto:H, normal:DEV")),
+    };
+    if parts.next().is_some() {
+        return Err(format!("'{raw}' has too many ':' fields"));
+    }
+    Ok(d)
+}

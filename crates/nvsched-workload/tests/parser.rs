@@ -1,0 +1,348 @@
+//! The job-file parser: every supported option, its units, and a table of bad inputs
+//! with the message each must produce.
+
+use nvsched_core::{IoPrio, Nanos, PrioClass};
+use nvsched_workload::jobfile::Environment;
+use nvsched_workload::*;
+use std::path::Path;
+
+struct TestEnv;
+impl Environment for TestEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        (name == "DEPTH").then(|| "16".to_string())
+    }
+    fn keyword(&self, name: &str) -> Option<u64> {
+        (name == "pagesize").then_some(4096)
+    }
+}
+
+fn parse(text: &str) -> Result<JobFile, JobFileError> {
+    parse_job_str(text, Path::new("test.fio"), &TestEnv, ParseOptions::default())
+}
+
+fn job(body: &str) -> JobSpec {
+    parse(&format!("[job]\n{body}\n")).unwrap_or_else(|e| panic!("{body}: {e}")).jobs.remove(0)
+}
+
+#[test]
+fn defaults_match_fio() {
+    let j = job("");
+    assert_eq!(j.name, "job");
+    assert_eq!(j.pattern, Pattern::SeqRead);
+    assert_eq!(j.bs[0], BlockSizes::Fixed(4096));
+    assert_eq!(j.iodepth, 1);
+    assert_eq!(j.ioengine, "psync");
+    assert_eq!(j.engine_kind, EngineKind::Sync);
+    assert_eq!(j.numjobs, 1);
+    assert_eq!(j.rwmix_read_pct, 50);
+    assert_eq!(j.randseed, 0x89);
+    assert!(j.randrepeat);
+    assert_eq!(j.percentile_list, DEFAULT_PERCENTILES.to_vec());
+    assert_eq!(j.ioprio(), IoPrio::default());
+}
+
+#[test]
+fn name_filename_description() {
+    let j = job("name=renamed\nfilename=/dev/nvme0n1\ndescription=hello world");
+    assert_eq!(j.name, "renamed");
+    assert_eq!(j.filename.as_deref(), Some("/dev/nvme0n1"));
+    assert_eq!(j.description.as_deref(), Some("hello world"));
+    assert_eq!(job("filename=a\\:b").filename.as_deref(), Some("a:b"));
+}
+
+#[test]
+fn rw_patterns() {
+    for (v, p) in [
+        ("read", Pattern::SeqRead),
+        ("write", Pattern::SeqWrite),
+        ("trim", Pattern::SeqTrim),
+        ("randread", Pattern::RandRead),
+        ("randwrite", Pattern::RandWrite),
+        ("randtrim", Pattern::RandTrim),
+        ("rw", Pattern::SeqMixed),
+        ("readwrite", Pattern::SeqMixed),
+        ("randrw", Pattern::RandMixed),
+    ] {
+        assert_eq!(job(&format!("rw={v}")).pattern, p, "{v}");
+        assert_eq!(job(&format!("readwrite={v}")).pattern, p, "{v}");
+    }
+}
+
+#[test]
+fn rwmix_last_one_wins() {
+    assert_eq!(job("rw=randrw\nrwmixread=70").rwmix_read_pct, 70);
+    assert_eq!(job("rw=randrw\nrwmixwrite=30").rwmix_read_pct, 70);
+    assert_eq!(job("rw=randrw\nrwmixread=10\nrwmixwrite=60").rwmix_read_pct, 40);
+}
+
+#[test]
+fn block_sizes_per_direction() {
+    let j = job("bs=8k,32k");
+    assert_eq!(j.bs, [BlockSizes::Fixed(8192), BlockSizes::Fixed(32768), BlockSizes::Fixed(32768)]);
+    let j = job("bs=8k,32k,");
+    assert_eq!(j.bs[2], BlockSizes::Fixed(4096), "trailing comma: trim keeps the default");
+    let j = job("blocksize=,16k");
+    assert_eq!(j.bs[0], BlockSizes::Fixed(4096));
+    assert_eq!(j.bs[1], BlockSizes::Fixed(16384));
+    assert_eq!(job("bs=1mi").bs[0], BlockSizes::Fixed(1 << 20));
+    assert_eq!(job("bs=(4*1024)").bs[0], BlockSizes::Fixed(4096));
+}
+
+#[test]
+fn kib_is_decimal_under_default_kb_base() {
+    // 1MiB = 1,000,000 bytes under kb_base=1024 (fio's quirk): not a multiple of 512,
+    // so as a size it is fine but as a block size it is refused.
+    let j = job("size=1MiB");
+    assert_eq!(j.size, Some(SizeOrPercent::Bytes(1_000_000)));
+    let j = job("size=1mi");
+    assert_eq!(j.size, Some(SizeOrPercent::Bytes(1_048_576)));
+    let j = job("kb_base=1000\nsize=1MiB");
+    assert_eq!(j.size, Some(SizeOrPercent::Bytes(1_048_576)));
+    let j = job("kb_base=1000\nsize=1m");
+    assert_eq!(j.size, Some(SizeOrPercent::Bytes(1_000_000)));
+}
+
+#[test]
+fn bsrange_and_bssplit() {
+    assert_eq!(job("bsrange=4k-16k").bs[0], BlockSizes::Range { min: 4096, max: 16384 });
+    assert_eq!(job("blocksize_range=16k:4k").bs[1], BlockSizes::Range { min: 4096, max: 16384 });
+    let j = job("bssplit=4k/50:1k/:32k/");
+    match &j.bs[0] {
+        BlockSizes::Split(v) => {
+            assert_eq!(v.len(), 3);
+            assert!((v[1].1 - 25.0).abs() < 1e-9 && (v[2].1 - 25.0).abs() < 1e-9, "{v:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let j = job("bssplit=4k/100,64k/100");
+    assert_eq!(j.bs[1], BlockSizes::Split(vec![(65536, 100.0)]));
+}
+
+#[test]
+fn depth_engine_and_batching() {
+    let j = job("ioengine=io_uring\niodepth=32\niodepth_batch_submit=8");
+    assert_eq!((j.engine_kind, j.iodepth, j.iodepth_batch_submit), (EngineKind::Async, 32, 8));
+    assert_eq!(job("ioengine=libaio\niodepth=4\niodepth_batch=0").iodepth_batch_submit, 4);
+    assert_eq!(job("ioengine=psync\niodepth=32").iodepth, 1, "sync engines are depth 1");
+    assert_eq!(job("ioengine=libaio\niodepth=${DEPTH}").iodepth, 16);
+    for e in ["sync", "psync", "vsync", "pvsync", "pvsync2"] {
+        assert_eq!(job(&format!("ioengine={e}")).engine_kind, EngineKind::Sync);
+    }
+    for e in ["libaio", "io_uring", "posixaio", "null"] {
+        assert_eq!(job(&format!("ioengine={e}")).engine_kind, EngineKind::Async);
+    }
+}
+
+#[test]
+fn direct_sync_fsync() {
+    assert!(job("direct=1").direct);
+    assert!(job("direct").direct);
+    assert!(!job("buffered=1").direct);
+    assert_eq!(job("sync=dsync").sync_mode, SyncMode::Dsync);
+    assert_eq!(job("sync=1").sync_mode, SyncMode::Sync);
+    assert_eq!(job("sync=none").sync_mode, SyncMode::None);
+    assert!(job("sync=dsync").writes_fua());
+    assert_eq!(job("fsync=8").fsync_every, 8);
+    assert_eq!(job("fdatasync=1").fdatasync_every, 1);
+    let f = parse("[job]\ndirect=0\n").unwrap();
+    assert!(f.warnings.iter().any(|w| w.contains("simulated as direct I/O")), "{:?}", f.warnings);
+}
+
+#[test]
+fn sizes_offsets_numjobs() {
+    let j = job("numjobs=4\nsize=20%\noffset=1g\nfilesize=2g\nio_size=512m");
+    assert_eq!(j.numjobs, 4);
+    assert_eq!(j.size, Some(SizeOrPercent::Percent(20.0)));
+    assert_eq!(j.offset, SizeOrPercent::Bytes(1 << 30));
+    assert_eq!(j.filesize, Some(2 << 30));
+    assert_eq!(j.io_size, Some(512 << 20));
+    assert_eq!(job("offset=50%").offset, SizeOrPercent::Percent(50.0));
+    assert_eq!(job("size=0x100000").size, Some(SizeOrPercent::Bytes(1 << 20)));
+}
+
+#[test]
+fn times_and_their_default_units() {
+    let j = job("runtime=30\ntime_based\nramp_time=2\nthinktime=2000");
+    assert_eq!(j.runtime, Nanos::from_secs(30));
+    assert!(j.time_based);
+    assert_eq!(j.ramp_time, Nanos::from_secs(2));
+    assert_eq!(j.thinktime, Nanos::from_ms(2), "thinktime is in microseconds");
+    assert_eq!(job("runtime=2m").runtime, Nanos::from_secs(120), "m is minutes in a time");
+    assert_eq!(job("runtime=500ms").runtime, Nanos::from_ms(500));
+    assert_eq!(job("thinktime=2ms").thinktime, Nanos::from_ms(2));
+    assert_eq!(job("timeout=1h").runtime, Nanos::from_secs(3600));
+    assert!(!job("time_based=0\nruntime=1").time_based);
+}
+
+#[test]
+fn rates() {
+    let j = job("rate=1m,500k\nrate_iops=100,200\nrate_process=poisson");
+    assert_eq!(j.rate_bps, [1 << 20, 500 << 10, 500 << 10]);
+    assert_eq!(j.rate_iops, [100, 200, 200]);
+    assert_eq!(j.rate_process, RateProcess::Poisson);
+    assert_eq!(job("rate=,500k").rate_bps, [0, 500 << 10, 500 << 10]);
+    assert_eq!(job("rate_process=linear").rate_process, RateProcess::Linear);
+}
+
+#[test]
+fn priorities_nice_and_cgroups() {
+    assert_eq!(job("prioclass=1\nprio=0").ioprio(), IoPrio::rt(0));
+    assert_eq!(job("prioclass=1").ioprio(), IoPrio::rt(0));
+    assert_eq!(job("prio=3").ioprio(), IoPrio::be(3), "a level without class is best-effort");
+    assert_eq!(job("prioclass=3\nprio=7").ioprio(), IoPrio::new(PrioClass::Idle, 7));
+    assert_eq!(job("nice=-20").nice, -20);
+    assert_eq!(job("nice=19").nice, 19);
+    let j = job("cgroup=tenant-a\ncgroup_weight=700");
+    assert_eq!((j.cgroup.as_deref(), j.cgroup_weight), (Some("tenant-a"), 700));
+}
+
+#[test]
+fn groups_and_reporting() {
+    let f = parse("[global]\ngroup_reporting\n[a]\n[b]\nstonewall\n[c]\nnew_group\n[d]\nwait_for_previous=1\n").unwrap();
+    assert!(f.jobs.iter().all(|j| j.group_reporting));
+    assert_eq!(f.jobs.iter().map(|j| (j.stonewall, j.new_group)).collect::<Vec<_>>(), vec![
+        (false, false),
+        (true, false),
+        (false, true),
+        (true, false)
+    ]);
+}
+
+#[test]
+fn percentiles_distributions_seeds() {
+    assert_eq!(job("percentile_list=99.9:50:99").percentile_list, vec![50.0, 99.0, 99.9]);
+    assert_eq!(job("random_distribution=random").distribution, Distribution::Uniform);
+    assert_eq!(job("random_distribution=zipf:1.2").distribution, Distribution::Zipf { theta: 1.2, center: 0.0 });
+    assert_eq!(job("random_distribution=pareto:0.9:0.5").distribution, Distribution::Pareto { h: 0.9, center: 0.5 });
+    assert_eq!(job("random_distribution=normal:20").distribution, Distribution::Normal { dev_pct: 20.0, center: 0.5 });
+    assert!(job("norandommap").norandommap);
+    assert_eq!(job("randseed=1234").randseed, 1234);
+    assert!(!job("randrepeat=0").randrepeat);
+    assert!(!job("allrandrepeat=0").randrepeat);
+}
+
+#[test]
+fn globals_inherit_and_jobs_override() {
+    let f = parse("[global]\nbs=8k\niodepth=4\nioengine=libaio\n[a]\n[b]\nbs=16k\n[global]\nrw=write\n[c]\n").unwrap();
+    assert_eq!(f.jobs[0].bs[0], BlockSizes::Fixed(8192));
+    assert_eq!(f.jobs[1].bs[0], BlockSizes::Fixed(16384));
+    assert_eq!(f.jobs[0].pattern, Pattern::SeqRead, "a later [global] affects only later jobs");
+    assert_eq!(f.jobs[2].pattern, Pattern::SeqWrite);
+    assert_eq!(f.jobs[2].iodepth, 4, "globals accumulate");
+    assert_eq!(f.global_options.len(), 4);
+    assert_eq!(f.jobs[1].job_options, vec![("bs".to_string(), "16k".to_string())]);
+}
+
+#[test]
+fn ignore_unsupported_turns_errors_into_warnings() {
+    let text = "[a]\nverify_pattern=0xff\nbogus_option=1\nbs=4k\n";
+    assert!(parse(text).is_err());
+    let f = parse_job_str(text, Path::new("test.fio"), &TestEnv, ParseOptions { ignore_unsupported: true }).unwrap();
+    assert_eq!(f.warnings.len(), 2, "{:?}", f.warnings);
+    assert!(f.warnings[0].contains("test.fio:2") && f.warnings[0].contains("does not support"));
+}
+
+/// Each bad input and a fragment its error must contain (file, line and option are
+/// checked for every case too).
+const BAD: &[(&str, &str)] = &[
+    ("bs=abc", "'abc' is not a number"),
+    ("bs=0", "must be greater than 0"),
+    ("bs=1000", "must be a multiple of 512"),
+    ("bs=4q", "unknown unit 'q'"),
+    ("bs=4k,8k,16k,32k", "more than three"),
+    ("bs=128m", "larger than 64 MiB"),
+    ("bsrange=4k", "is not a range"),
+    ("bsrange=4k-abc", "'abc' is not a number"),
+    ("bssplit=4k/60:8k/60", "add up to 120"),
+    ("bssplit=4k/abc", "'abc' in bssplit is not a percentage"),
+    ("bssplit=4k/150", "out of range 0..=100"),
+    ("rw=sideways", "is not a pattern; accepted: read"),
+    ("rw=randread:8", "':N' suffix is not supported"),
+    ("rwmixread=101", "101 is out of range 0..=100"),
+    ("rwmixwrite=-1", "-1 is out of range 0..=100"),
+    ("iodepth=0", "0 is out of range 1..=65536"),
+    ("iodepth=many", "'many' is not an integer"),
+    ("iodepth_batch_submit=-2", "out of range 0..=65536"),
+    ("ioengine=spdk", "'spdk' is not a supported engine"),
+    ("direct=2", "'2' is not a boolean"),
+    ("direct=yes", "'yes' is not a boolean"),
+    ("sync=maybe", "'maybe' is not a sync mode"),
+    ("fsync=-1", "-1 is out of range 0..="),
+    ("numjobs=0", "0 is out of range 1..=4096"),
+    ("size=abc", "'abc' is not a number"),
+    ("size=0", "size must be greater than 0"),
+    ("size=150%", "must be a percentage in (0, 100]"),
+    ("offset=-1", "must not be negative"),
+    ("filesize=0", "filesize must be greater than 0"),
+    ("runtime=abc", "'abc' is not a time"),
+    ("runtime=5x", "unknown time unit 'x'"),
+    ("ramp_time=-1", "must not be negative"),
+    ("thinktime=(2*", "expression ends early"),
+    ("bs=((4)", "unbalanced parentheses"),
+    ("time_based=yes", "'yes' is not a boolean"),
+    ("time_based", "time_based needs a runtime"),
+    ("rate=abc", "'abc' is not a number"),
+    ("rate_iops=-5", "'-5' is not an integer"),
+    ("rate_process=uniform", "'uniform' is not a rate process"),
+    ("prio=8", "8 is out of range 0..=7"),
+    ("prioclass=4", "4 is out of range 0..=3"),
+    ("nice=20", "20 is out of range -20..=19"),
+    ("nice=-21", "-21 is out of range -20..=19"),
+    ("cgroup_weight=50", "50 is out of range 100..=1000"),
+    ("cgroup=", "cgroup name must not be empty"),
+    ("percentile_list=0", "percentile 0 is out of range (0, 100]"),
+    ("percentile_list=50:101", "percentile 101 is out of range"),
+    ("percentile_list=1:2:3:4:5:6:7:8:9:10:11:12:13:14:15:16:17:18:19:20:21", "21 percentiles given; at most 20"),
+    ("random_distribution=zipf:1", "zipf theta 1 must be > 0 and not 1"),
+    ("random_distribution=zipf", "zipf needs a theta"),
+    ("random_distribution=pareto:1.5", "pareto h 1.5 must be in (0, 1)"),
+    ("random_distribution=normal:200", "normal deviation 200 must be in 0..=100"),
+    ("random_distribution=zoned:50/10", "'zoned' distributions are not supported"),
+    ("random_distribution=lumpy", "'lumpy' is not a distribution"),
+    ("random_distribution=zipf:0.8:2", "center 2 is out of range"),
+    ("randseed=abc", "'abc' is not an integer"),
+    ("kb_base=999", "'999' is not a kb_base"),
+    ("filename=a:b", "several files per job"),
+    ("bs=4k ; comment", "unknown unit"),
+    ("rw", "needs a value"),
+    ("iodepht=4", "did you mean 'iodepth'"),
+    ("verify_pattern=0xff", "a fio option nvsched does not support"),
+    ("fsync=1\nfdatasync=1", "set fsync or fdatasync, not both"),
+];
+
+#[test]
+fn bad_inputs_give_precise_errors() {
+    assert!(BAD.len() >= 30);
+    for (body, expected) in BAD {
+        let text = format!("[global]\n[job]\n{body}\n");
+        let result = std::panic::catch_unwind(|| parse(&text));
+        let err = match result {
+            Ok(Err(e)) => e.to_string(),
+            Ok(Ok(_)) => panic!("'{body}' was accepted"),
+            Err(_) => panic!("'{body}' panicked"),
+        };
+        assert!(err.contains(expected), "'{body}': got '{err}', expected '{expected}'");
+        assert!(err.starts_with("test.fio:"), "'{body}': error does not name the file: {err}");
+        let key = body.split(['=', '\n']).next().unwrap();
+        if !matches!(*body, "time_based" | "fsync=1\nfdatasync=1") {
+            assert!(err.contains("test.fio:3:"), "'{body}': wrong line: {err}");
+            assert!(err.contains(&format!("option '{key}'")), "'{body}': error does not name the option: {err}");
+        } else {
+            assert!(err.contains("test.fio:2:"), "'{body}': whole-job errors point at the section: {err}");
+        }
+    }
+}
+
+#[test]
+fn structural_errors() {
+    for (text, expected) in [
+        ("bs=4k\n", "test.fio:1: option 'bs': option outside of a [] job section"),
+        ("[global]\nbs=4k\n", "defines no jobs"),
+        ("", "defines no jobs"),
+        ("[job\n", "test.fio:1: section header '[job' has no closing ']'"),
+        ("[job]\ninclude /nonexistent/x.fio\n", "test.fio:2: cannot read included file"),
+    ] {
+        let e = parse(text).unwrap_err().to_string();
+        assert!(e.contains(expected), "{text:?}: {e}");
+    }
+}
