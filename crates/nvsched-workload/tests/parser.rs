@@ -282,7 +282,7 @@ const BAD: &[(&str, &str)] = &[
     ("time_based=yes", "'yes' is not a boolean"),
     ("time_based", "time_based needs a runtime"),
     ("rate=abc", "'abc' is not a number"),
-    ("rate_iops=-5", "'-5' is not an integer"),
+    ("rate_iops=-5", "-5 is out of range 0..="),
     ("rate_process=uniform", "'uniform' is not a rate process"),
     ("prio=8", "8 is out of range 0..=7"),
     ("prioclass=4", "4 is out of range 0..=3"),
