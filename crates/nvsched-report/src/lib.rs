@@ -1,1 +1,157 @@
+//! Reporting for nvsched: fio's latency histogram ([`hist`]), per-job statistics that
+//! engines fill ([`stats`]), and fio's output formats ([`fio_json`], [`terse`],
+//! [`normal`]). Consumes completion records and counters; drives nothing.
 
+pub mod fio_json;
+pub mod hist;
+pub mod normal;
+pub mod stats;
+pub mod terse;
+
+pub use hist::FioHistogram;
+pub use stats::{DirStats, JobStats, LatStats};
+
+use std::io::Write;
+use std::path::Path;
+
+/// fio's `disk_util` entry.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DiskUtil {
+    pub name: String,
+    pub read_ios: u64,
+    pub write_ios: u64,
+    pub read_merges: u64,
+    pub write_merges: u64,
+    pub read_ticks_ms: u64,
+    pub write_ticks_ms: u64,
+    pub in_queue_ms: u64,
+    pub util_pct: f64,
+}
+
+/// Everything a run reports.
+#[derive(Clone, Debug)]
+pub struct RunReport {
+    /// Goes into fio's "fio version" field.
+    pub version: String,
+    pub timestamp_ms: u64,
+    pub global_options: Vec<(String, String)>,
+    /// Jobs as reported (clones or groups already merged).
+    pub jobs: Vec<JobStats>,
+    pub disk_util: Vec<DiskUtil>,
+    /// nvsched's own data (engine, policy and device counters, time series).
+    pub nvsched: serde_json::Value,
+    /// Extra summary lines for the normal output.
+    pub summary_extra: Vec<String>,
+}
+
+/// Output formats, as `--output-format` names them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Normal,
+    Json,
+    JsonPlus,
+    Terse,
+}
+
+impl Format {
+    pub fn parse(name: &str) -> Option<Format> {
+        Some(match name {
+            "normal" => Format::Normal,
+            "json" => Format::Json,
+            "json+" => Format::JsonPlus,
+            "terse" => Format::Terse,
+            _ => return None,
+        })
+    }
+}
+
+impl RunReport {
+    /// Renders in one format.
+    pub fn render(&self, format: Format) -> String {
+        match format {
+            Format::Normal => normal::render(self),
+            Format::Terse => terse::render(self),
+            Format::Json | Format::JsonPlus => {
+                let value = fio_json::report_value(self, format == Format::JsonPlus);
+                let mut out = Vec::new();
+                fio_json::write_fio_style(&mut out, &value).expect("writing to memory");
+                String::from_utf8(out).expect("JSON is UTF-8")
+            }
+        }
+    }
+}
+
+/// Writes `contents` to `path` atomically: a temporary file beside it, then a rename, so
+/// readers never see a half-written file.
+pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let name = path.file_name().ok_or_else(|| std::io::Error::other(format!("'{}' is not a file path", path.display())))?;
+    let tmp = dir.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(contents)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
+}
+
+/// `ctime(3)`-style UTC time: `Sun Nov 22 05:34:31 2026`.
+pub fn ctime(unix_secs: u64) -> String {
+    let days = (unix_secs / 86_400) as i64;
+    let secs = unix_secs % 86_400;
+    let (y, m, d) = civil_from_days(days);
+    const WD: [&str; 7] = ["Thu", "Fri", "Sat", "Sun", "Mon", "Tue", "Wed"];
+    const MON: [&str; 12] = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"];
+    format!(
+        "{} {} {:2} {:02}:{:02}:{:02} {}",
+        WD[days.rem_euclid(7) as usize],
+        MON[(m - 1) as usize],
+        d,
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60,
+        y
+    )
+}
+
+/// Howard Hinnant's days-to-civil algorithm.
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ctime_matches_fio_sample() {
+        // "timestamp" : 1795325671 -> "Sun Nov 22 05:34:31 2026" in fio's mixed.json
+        assert_eq!(ctime(1_795_325_671), "Sun Nov 22 05:34:31 2026");
+        assert_eq!(ctime(0), "Thu Jan  1 00:00:00 1970");
+    }
+
+    #[test]
+    fn atomic_write_replaces_file() {
+        let dir = std::env::temp_dir().join(format!("nvsched-atomic-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("out.json");
+        write_atomic(&p, b"one").unwrap();
+        write_atomic(&p, b"two").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"two");
+        assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temporary files left");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,1 +1,59 @@
+//! Device models for nvsched. A model has no clock of its own: the engine tells it that a
+//! command arrives at `now` (arrivals come in time order) and it answers when the command
+//! completes, booking its internal resources (units, dies, channels, buffers) on
+//! timelines. It knows nothing about host scheduling.
 
+mod profile;
+mod simple;
+
+pub use profile::{builtin_profiles, load_profile, DeviceProfile, HostPath, ModelConfig, ProfileError};
+pub use simple::{SimpleConfig, SimpleDevice};
+
+use nvsched_core::{Nanos, Op};
+use serde::Serialize;
+
+/// One command as the device sees it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Command {
+    pub op: Op,
+    pub offset_bytes: u64,
+    pub len_bytes: u32,
+    /// Force unit access: complete only once on stable media.
+    pub fua: bool,
+}
+
+/// A device model.
+pub trait Device: Send {
+    /// A command arrives at `now` (never earlier than the previous arrival); returns its
+    /// completion time.
+    fn submit(&mut self, cmd: &Command, now: Nanos) -> Nanos;
+    /// Commands the device accepts at once (NVMe submission queue depth, SATA NCQ 32).
+    fn queue_depth(&self) -> u32;
+    fn capacity_bytes(&self) -> u64;
+    /// Counters since the start, with utilisation computed over `[0, now]`.
+    fn counters(&self, now: Nanos) -> DeviceCounters;
+}
+
+/// What a device did, for the results' `nvsched.device` section.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct DeviceCounters {
+    pub model: String,
+    pub host_read_bytes: u64,
+    pub host_write_bytes: u64,
+    pub host_pages_written: u64,
+    pub nand_pages_written: u64,
+    pub write_amplification: f64,
+    pub gc_runs: u64,
+    pub gc_pages_moved: u64,
+    pub erases: u64,
+    pub slc_writes: u64,
+    pub slc_folds: u64,
+    pub buffer_read_hits: u64,
+    pub reads_behind_program: u64,
+    pub flushes: u64,
+    pub discards: u64,
+    /// Busy fraction of each parallel unit (die) over the run.
+    pub unit_utilization: Vec<f64>,
+    /// Extra model-specific numbers.
+    pub extra: Vec<(String, f64)>,
+}

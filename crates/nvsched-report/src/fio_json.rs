@@ -1,0 +1,375 @@
+//! fio's `--output-format=json` / `json+`: the same keys and nesting as fio 3.3x
+//! (`stat.c`: `show_thread_status_json`, `add_ddir_status_json`), printed the way fio's
+//! `json.c` prints (two-space indent, `"key" : value`, floats with six decimals).
+
+use crate::hist::FioHistogram;
+use crate::stats::{window_summary, DirStats, JobStats, LatStats, BW_WINDOW};
+use crate::{DiskUtil, RunReport};
+use serde::Serialize;
+use serde_json::{json, Map, Value};
+use std::io;
+
+/// Percentile keys the way fio prints them ("99.900000").
+pub fn percentile_key(p: f64) -> String {
+    format!("{p:.6}")
+}
+
+fn lat_value(stats: &LatStats, hist: Option<(&FioHistogram, &[f64])>, bins: bool) -> Value {
+    let mut m = Map::new();
+    m.insert("min".into(), json!(stats.min));
+    m.insert("max".into(), json!(stats.max));
+    m.insert("mean".into(), json!(stats.mean()));
+    m.insert("stddev".into(), json!(stats.stddev()));
+    m.insert("N".into(), json!(stats.n));
+    if let Some((h, list)) = hist {
+        if stats.n > 0 {
+            let values = h.percentiles(list);
+            let pct: Map<String, Value> =
+                list.iter().zip(values).map(|(p, v)| (percentile_key(*p), json!(v))).collect();
+            m.insert("percentile".into(), Value::Object(pct));
+            if bins {
+                let b: Map<String, Value> = h.bins().map(|(v, c)| (v.to_string(), json!(c))).collect();
+                m.insert("bins".into(), Value::Object(b));
+            }
+        }
+    }
+    Value::Object(m)
+}
+
+fn ddir_value(d: &DirStats, job: &JobStats, group_bw_bytes: f64, bins: bool) -> Value {
+    let runtime_ns = if d.total_ios > 0 { job.runtime.0.max(1) } else { 0 };
+    let (bw_bytes, iops) = if runtime_ns > 0 {
+        (
+            (d.io_bytes as u128 * 1_000_000_000 / runtime_ns as u128) as u64,
+            d.total_ios as f64 * 1e9 / runtime_ns as f64,
+        )
+    } else {
+        (0, 0.0)
+    };
+    let complete_windows = (job.runtime.0 / BW_WINDOW.0) as usize;
+    let per_sec = 1e9 / BW_WINDOW.0 as f64;
+    let (bw_min, bw_max, bw_mean, bw_dev, bw_samples) =
+        window_summary(&d.bw_windows.bytes, complete_windows, per_sec / 1024.0);
+    let (io_min, io_max, io_mean, io_dev, io_samples) = window_summary(&d.bw_windows.ios, complete_windows, per_sec);
+    let mut m = Map::new();
+    m.insert("io_bytes".into(), json!(d.io_bytes));
+    m.insert("io_kbytes".into(), json!(d.io_bytes >> 10));
+    m.insert("bw_bytes".into(), json!(bw_bytes));
+    m.insert("bw".into(), json!(bw_bytes / 1024));
+    m.insert("iops".into(), json!(iops));
+    m.insert("runtime".into(), json!(ms_round(runtime_ns)));
+    m.insert("total_ios".into(), json!(d.total_ios));
+    m.insert("short_ios".into(), json!(0));
+    m.insert("drop_ios".into(), json!(0));
+    m.insert("slat_ns".into(), lat_value(&d.slat, None, false));
+    m.insert("clat_ns".into(), lat_value(&d.clat, Some((&d.clat_hist, &job.percentile_list)), bins));
+    m.insert("lat_ns".into(), lat_value(&d.lat, None, false));
+    let with_samples: Vec<_> = d.prios.iter().filter(|p| p.clat.n > 0).collect();
+    if with_samples.len() >= 2 {
+        let mut sorted = with_samples.clone();
+        sorted.sort_by_key(|p| (p.prio.class as u8, p.prio.level));
+        let prios: Vec<Value> = sorted
+            .iter()
+            .map(|p| {
+                let mut e = Map::new();
+                e.insert("prioclass".into(), json!(p.prio.class as u8));
+                e.insert("prio".into(), json!(p.prio.level));
+                e.insert("clat_ns".into(), lat_value(&p.clat, Some((&p.hist, &job.percentile_list)), bins));
+                Value::Object(e)
+            })
+            .collect();
+        m.insert("prios".into(), Value::Array(prios));
+    }
+    let agg = if group_bw_bytes > 0.0 { 100.0 * bw_bytes as f64 / group_bw_bytes } else { 0.0 };
+    m.insert("bw_min".into(), json!(bw_min as u64));
+    m.insert("bw_max".into(), json!(bw_max as u64));
+    m.insert("bw_agg".into(), json!(agg));
+    m.insert("bw_mean".into(), json!(bw_mean));
+    m.insert("bw_dev".into(), json!(bw_dev));
+    m.insert("bw_samples".into(), json!(bw_samples));
+    m.insert("iops_min".into(), json!(io_min as u64));
+    m.insert("iops_max".into(), json!(io_max as u64));
+    m.insert("iops_mean".into(), json!(io_mean));
+    m.insert("iops_stddev".into(), json!(io_dev));
+    m.insert("iops_samples".into(), json!(io_samples));
+    Value::Object(m)
+}
+
+fn ms_round(ns: u64) -> u64 {
+    (ns + 500_000) / 1_000_000
+}
+
+/// Bandwidth of one direction of a job in bytes/s (the `bw_bytes` field).
+pub fn dir_bw_bytes(d: &DirStats, runtime_ns: u64) -> f64 {
+    if d.total_ios == 0 || runtime_ns == 0 {
+        0.0
+    } else {
+        d.io_bytes as f64 * 1e9 / runtime_ns as f64
+    }
+}
+
+const LAT_NS_KEYS: [u64; 10] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000];
+const LAT_MS_KEYS: [u64; 11] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000];
+
+/// fio's latency distribution maps: % of completions in each (previous, key] range, a
+/// non-zero share below 0.01% printed as 0.01.
+pub fn latency_maps(h: &FioHistogram) -> (Vec<(String, f64)>, Vec<(String, f64)>, Vec<(String, f64)>) {
+    let total = h.total();
+    let mut ns = vec![0u64; 10];
+    let mut us = vec![0u64; 10];
+    let mut ms = vec![0u64; 12];
+    for (v, c) in h.bins() {
+        if v <= 1000 {
+            let i = LAT_NS_KEYS.iter().position(|k| v <= *k).unwrap_or(9);
+            ns[i] += c;
+        } else if v <= 1_000_000 {
+            let i = LAT_NS_KEYS.iter().position(|k| v <= k * 1000).unwrap_or(9);
+            us[i] += c;
+        } else {
+            let i = LAT_MS_KEYS.iter().position(|k| v <= k * 1_000_000).unwrap_or(11);
+            ms[i] += c;
+        }
+    }
+    let pct = |c: u64| {
+        if total == 0 || c == 0 {
+            0.0
+        } else {
+            (100.0 * c as f64 / total as f64).max(0.01)
+        }
+    };
+    let keys = |ks: &[u64]| ks.iter().map(|k| k.to_string()).collect::<Vec<_>>();
+    let mut ms_keys = keys(&LAT_MS_KEYS);
+    ms_keys.push(">=2000".into());
+    (
+        keys(&LAT_NS_KEYS).into_iter().zip(ns.into_iter().map(pct)).collect(),
+        keys(&LAT_NS_KEYS).into_iter().zip(us.into_iter().map(pct)).collect(),
+        ms_keys.into_iter().zip(ms.into_iter().map(pct)).collect(),
+    )
+}
+
+/// Percentages of a depth/batch distribution, fio style (non-zero below 0.1 → 0.1).
+pub fn level_percentages(levels: &[u64; 7]) -> [f64; 7] {
+    let total: u64 = levels.iter().sum();
+    let mut out = [0.0; 7];
+    for (o, &c) in out.iter_mut().zip(levels) {
+        if total > 0 && c > 0 {
+            *o = (100.0 * c as f64 / total as f64).max(0.1);
+        }
+    }
+    out
+}
+
+fn map_of(pairs: Vec<(String, f64)>) -> Value {
+    Value::Object(pairs.into_iter().map(|(k, v)| (k, json!(v))).collect())
+}
+
+fn job_value(job: &JobStats, group_bw: &[f64; 3], bins: bool) -> Value {
+    let mut m = Map::new();
+    m.insert("jobname".into(), json!(job.name));
+    m.insert("groupid".into(), json!(job.groupid));
+    m.insert("error".into(), json!(0));
+    m.insert("eta".into(), json!(0));
+    m.insert("elapsed".into(), json!(job.runtime.0.div_ceil(1_000_000_000)));
+    if !job.job_options.is_empty() {
+        let opts: Map<String, Value> = job.job_options.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+        m.insert("job options".into(), Value::Object(opts));
+    }
+    if let Some(desc) = &job.description {
+        m.insert("desc".into(), json!(desc));
+    }
+    for (i, key) in ["read", "write", "trim"].iter().enumerate() {
+        m.insert((*key).into(), ddir_value(&job.dirs[i], job, group_bw[i], bins));
+    }
+    m.insert("sync".into(), json!({ "total_ios": job.sync.n, "lat_ns": lat_value(&job.sync, None, false) }));
+    m.insert("job_runtime".into(), json!(ms_round(job.runtime.0)));
+    m.insert("usr_cpu".into(), json!(0.0));
+    m.insert("sys_cpu".into(), json!(0.0));
+    m.insert("ctx".into(), json!(0));
+    m.insert("majf".into(), json!(0));
+    m.insert("minf".into(), json!(0));
+    let depth_keys = ["1", "2", "4", "8", "16", "32", ">=64"];
+    let batch_keys = ["0", "4", "8", "16", "32", "64", ">=64"];
+    let levels = |keys: [&str; 7], lv: &[u64; 7]| {
+        map_of(keys.iter().map(|k| k.to_string()).zip(level_percentages(lv)).collect())
+    };
+    m.insert("iodepth_level".into(), levels(depth_keys, &job.depth_levels));
+    m.insert("iodepth_submit".into(), levels(batch_keys, &job.submit_levels));
+    m.insert("iodepth_complete".into(), levels(batch_keys, &job.complete_levels));
+    let (ns, us, ms) = latency_maps(&job.all_clat_hist());
+    m.insert("latency_ns".into(), map_of(ns));
+    m.insert("latency_us".into(), map_of(us));
+    m.insert("latency_ms".into(), map_of(ms));
+    m.insert("latency_depth".into(), json!(job.iodepth));
+    m.insert("latency_target".into(), json!(0));
+    m.insert("latency_percentile".into(), json!(100.0));
+    m.insert("latency_window".into(), json!(0));
+    Value::Object(m)
+}
+
+/// Bandwidth totals per group and direction, for `bw_agg`.
+pub fn group_bandwidths(jobs: &[JobStats]) -> Vec<(u32, [f64; 3])> {
+    let mut out: Vec<(u32, [f64; 3])> = Vec::new();
+    for j in jobs {
+        let bws: [f64; 3] = std::array::from_fn(|d| dir_bw_bytes(&j.dirs[d], j.runtime.0).floor());
+        match out.iter_mut().find(|(g, _)| *g == j.groupid) {
+            Some((_, acc)) => {
+                for d in 0..3 {
+                    acc[d] += bws[d];
+                }
+            }
+            None => out.push((j.groupid, bws)),
+        }
+    }
+    out
+}
+
+fn disk_value(d: &DiskUtil) -> Value {
+    json!({
+        "name": d.name,
+        "read_ios": d.read_ios,
+        "write_ios": d.write_ios,
+        "read_merges": d.read_merges,
+        "write_merges": d.write_merges,
+        "read_ticks": d.read_ticks_ms,
+        "write_ticks": d.write_ticks_ms,
+        "in_queue": d.in_queue_ms,
+        "util": d.util_pct,
+    })
+}
+
+/// The whole report as a JSON value (`bins` adds json+ histograms).
+pub fn report_value(r: &RunReport, bins: bool) -> Value {
+    let groups = group_bandwidths(&r.jobs);
+    let mut top = Map::new();
+    top.insert("fio version".into(), json!(r.version));
+    top.insert("timestamp".into(), json!(r.timestamp_ms / 1000));
+    top.insert("timestamp_ms".into(), json!(r.timestamp_ms));
+    top.insert("time".into(), json!(crate::ctime(r.timestamp_ms / 1000)));
+    if !r.global_options.is_empty() {
+        let g: Map<String, Value> = r.global_options.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
+        top.insert("global options".into(), Value::Object(g));
+    }
+    let jobs: Vec<Value> = r
+        .jobs
+        .iter()
+        .map(|j| {
+            let bw = groups.iter().find(|(g, _)| *g == j.groupid).map_or([0.0; 3], |(_, b)| *b);
+            job_value(j, &bw, bins)
+        })
+        .collect();
+    top.insert("jobs".into(), Value::Array(jobs));
+    if !r.disk_util.is_empty() {
+        top.insert("disk_util".into(), Value::Array(r.disk_util.iter().map(disk_value).collect()));
+    }
+    if !r.nvsched.is_null() {
+        top.insert("nvsched".into(), r.nvsched.clone());
+    }
+    Value::Object(top)
+}
+
+/// Writes `value` the way fio's json.c does.
+pub fn write_fio_style<W: io::Write>(w: &mut W, value: &Value) -> io::Result<()> {
+    let mut ser = serde_json::Serializer::with_formatter(&mut *w, FioFormatter::default());
+    value.serialize(&mut ser).map_err(io::Error::other)?;
+    writeln!(w)
+}
+
+/// serde_json formatter reproducing fio's layout.
+#[derive(Default)]
+struct FioFormatter {
+    indent: usize,
+    has_value: bool,
+}
+
+impl FioFormatter {
+    fn newline_indent<W: ?Sized + io::Write>(&self, w: &mut W) -> io::Result<()> {
+        w.write_all(b"\n")?;
+        for _ in 0..self.indent {
+            w.write_all(b"  ")?;
+        }
+        Ok(())
+    }
+}
+
+impl serde_json::ser::Formatter for FioFormatter {
+    fn write_f64<W: ?Sized + io::Write>(&mut self, w: &mut W, value: f64) -> io::Result<()> {
+        let v = if value.is_finite() { value } else { 0.0 };
+        write!(w, "{v:.6}")
+    }
+    fn write_f32<W: ?Sized + io::Write>(&mut self, w: &mut W, value: f32) -> io::Result<()> {
+        self.write_f64(w, f64::from(value))
+    }
+    fn begin_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.indent += 1;
+        self.has_value = false;
+        w.write_all(b"[")
+    }
+    fn end_array<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.indent -= 1;
+        if self.has_value {
+            self.newline_indent(w)?;
+        }
+        w.write_all(b"]")
+    }
+    fn begin_array_value<W: ?Sized + io::Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        if !first {
+            w.write_all(b",")?;
+        }
+        self.newline_indent(w)
+    }
+    fn end_array_value<W: ?Sized + io::Write>(&mut self, _w: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+    fn begin_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.indent += 1;
+        self.has_value = false;
+        w.write_all(b"{")
+    }
+    fn end_object<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.indent -= 1;
+        if self.has_value {
+            self.newline_indent(w)?;
+        }
+        w.write_all(b"}")
+    }
+    fn begin_object_key<W: ?Sized + io::Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        if !first {
+            w.write_all(b",")?;
+        }
+        self.newline_indent(w)
+    }
+    fn begin_object_value<W: ?Sized + io::Write>(&mut self, w: &mut W) -> io::Result<()> {
+        w.write_all(b" : ")
+    }
+    fn end_object_value<W: ?Sized + io::Write>(&mut self, _w: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formatting_matches_fio() {
+        let v = json!({"a": 1, "b": 2.5, "c": {"d": []}, "e": [1, 2]});
+        let mut out = Vec::new();
+        write_fio_style(&mut out, &v).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        assert_eq!(text, "{\n  \"a\" : 1,\n  \"b\" : 2.500000,\n  \"c\" : {\n    \"d\" : []\n  },\n  \"e\" : [\n    1,\n    2\n  ]\n}\n");
+    }
+
+    #[test]
+    fn latency_maps_sum_to_100() {
+        let mut h = FioHistogram::default();
+        for v in [500u64, 5_000, 50_000, 5_000_000, 3_000_000_000] {
+            h.record(v);
+        }
+        let (ns, us, ms) = latency_maps(&h);
+        let total: f64 = ns.iter().chain(&us).chain(&ms).map(|(_, v)| v).sum();
+        assert!((total - 100.0).abs() < 1e-9, "{total}");
+        assert_eq!(ms.last().unwrap(), &(">=2000".to_string(), 20.0));
+    }
+}

@@ -1,0 +1,369 @@
+//! Per-job statistics that engines fill as requests complete, in bounded memory:
+//! summary moments, a fio histogram, and per-window counters.
+
+use crate::hist::FioHistogram;
+use nvsched_core::{IoPrio, Nanos, Op};
+
+/// fio's `bwavgtime`/`iopsavgtime` default: bandwidth samples every 500 ms.
+pub const BW_WINDOW: Nanos = Nanos::from_ms(500);
+/// The per-second time series.
+pub const SERIES_WINDOW: Nanos = Nanos::from_secs(1);
+
+/// min/max/mean/stddev of latency samples in ns. Sums are kept relative to the first
+/// sample so the variance does not cancel catastrophically.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LatStats {
+    pub n: u64,
+    pub min: u64,
+    pub max: u64,
+    shift: u64,
+    sum: f64,
+    sum_sq: f64,
+}
+
+impl LatStats {
+    #[inline]
+    pub fn record(&mut self, v: u64) {
+        if self.n == 0 {
+            self.min = v;
+            self.max = v;
+            self.shift = v;
+        } else {
+            self.min = self.min.min(v);
+            self.max = self.max.max(v);
+        }
+        self.n += 1;
+        let d = v as f64 - self.shift as f64;
+        self.sum += d;
+        self.sum_sq += d * d;
+    }
+
+    pub fn mean(&self) -> f64 {
+        if self.n == 0 {
+            0.0
+        } else {
+            self.shift as f64 + self.sum / self.n as f64
+        }
+    }
+
+    /// Sample standard deviation (n - 1), as fio prints.
+    pub fn stddev(&self) -> f64 {
+        if self.n < 2 {
+            return 0.0;
+        }
+        let n = self.n as f64;
+        let var = (self.sum_sq - self.sum * self.sum / n) / (n - 1.0);
+        var.max(0.0).sqrt()
+    }
+
+    pub fn merge(&mut self, other: &LatStats) {
+        if other.n == 0 {
+            return;
+        }
+        if self.n == 0 {
+            *self = other.clone();
+            return;
+        }
+        // re-express other's sums around self.shift
+        let delta = other.shift as f64 - self.shift as f64;
+        let on = other.n as f64;
+        self.sum_sq += other.sum_sq + 2.0 * delta * other.sum + on * delta * delta;
+        self.sum += other.sum + on * delta;
+        self.n += other.n;
+        self.min = self.min.min(other.min);
+        self.max = self.max.max(other.max);
+    }
+}
+
+/// Counters per fixed window of time since the job's statistics began.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Windows {
+    pub bytes: Vec<u64>,
+    pub ios: Vec<u64>,
+}
+
+impl Windows {
+    #[inline]
+    fn add(&mut self, index: usize, bytes: u64) {
+        if index >= self.bytes.len() {
+            self.bytes.resize(index + 1, 0);
+            self.ios.resize(index + 1, 0);
+        }
+        self.bytes[index] += bytes;
+        self.ios[index] += 1;
+    }
+
+    fn merge(&mut self, other: &Windows) {
+        if other.bytes.len() > self.bytes.len() {
+            self.bytes.resize(other.bytes.len(), 0);
+            self.ios.resize(other.ios.len(), 0);
+        }
+        for (i, (b, n)) in other.bytes.iter().zip(&other.ios).enumerate() {
+            self.bytes[i] += b;
+            self.ios[i] += n;
+        }
+    }
+}
+
+/// Completion latency of one priority within a direction (fio's `prios[]`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct PrioStats {
+    pub prio: IoPrio,
+    pub clat: LatStats,
+    pub hist: FioHistogram,
+}
+
+/// Statistics of one direction (read, write or trim) of a job.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DirStats {
+    pub io_bytes: u64,
+    pub total_ios: u64,
+    pub slat: LatStats,
+    pub clat: LatStats,
+    pub lat: LatStats,
+    pub clat_hist: FioHistogram,
+    /// 500 ms windows (bw/iops min, max, mean, stddev, samples).
+    pub bw_windows: Windows,
+    /// 1 s windows (the time series).
+    pub series: Windows,
+    /// Per priority, when a group mixes priorities.
+    pub prios: Vec<PrioStats>,
+}
+
+impl DirStats {
+    pub fn merge(&mut self, other: &DirStats) {
+        self.io_bytes += other.io_bytes;
+        self.total_ios += other.total_ios;
+        self.slat.merge(&other.slat);
+        self.clat.merge(&other.clat);
+        self.lat.merge(&other.lat);
+        self.clat_hist.merge(&other.clat_hist);
+        self.bw_windows.merge(&other.bw_windows);
+        self.series.merge(&other.series);
+        for p in &other.prios {
+            match self.prios.iter_mut().find(|q| q.prio == p.prio) {
+                Some(q) => {
+                    q.clat.merge(&p.clat);
+                    q.hist.merge(&p.hist);
+                }
+                None => self.prios.push(p.clone()),
+            }
+        }
+    }
+}
+
+/// fio's `iodepth_level` buckets: 1, 2, 4, 8, 16, 32, >=64.
+pub fn depth_bucket(depth: u32) -> usize {
+    match depth {
+        0..=1 => 0,
+        2..=3 => 1,
+        4..=7 => 2,
+        8..=15 => 3,
+        16..=31 => 4,
+        32..=63 => 5,
+        _ => 6,
+    }
+}
+
+/// fio's `iodepth_submit`/`iodepth_complete` buckets: 0, 4, 8, 16, 32, 64, >=64.
+pub fn batch_bucket(n: u32) -> usize {
+    match n {
+        0 => 0,
+        1..=4 => 1,
+        5..=8 => 2,
+        9..=16 => 3,
+        17..=32 => 4,
+        33..=64 => 5,
+        _ => 6,
+    }
+}
+
+/// Everything recorded for one job (or, merged, one reporting group).
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobStats {
+    pub name: String,
+    pub groupid: u32,
+    /// Clones merged into this entry.
+    pub clones: u32,
+    pub description: Option<String>,
+    pub job_options: Vec<(String, String)>,
+    /// Indexed by [`Op::index`]: read, write, trim.
+    pub dirs: [DirStats; 3],
+    /// fsync/fdatasync latencies.
+    pub sync: LatStats,
+    pub depth_levels: [u64; 7],
+    pub submit_levels: [u64; 7],
+    pub complete_levels: [u64; 7],
+    /// Time the statistics cover (after ramp), longest clone for merged entries.
+    pub runtime: Nanos,
+    pub percentile_list: Vec<f64>,
+    /// The iodepth configured (fio's `latency_depth`).
+    pub iodepth: u32,
+    /// How many of this entry's completions happened during ramp and were dropped.
+    pub ramp_dropped: u64,
+}
+
+impl JobStats {
+    pub fn new(name: impl Into<String>, groupid: u32, percentile_list: Vec<f64>, iodepth: u32) -> JobStats {
+        JobStats {
+            name: name.into(),
+            groupid,
+            clones: 1,
+            description: None,
+            job_options: Vec::new(),
+            dirs: Default::default(),
+            sync: LatStats::default(),
+            depth_levels: [0; 7],
+            submit_levels: [0; 7],
+            complete_levels: [0; 7],
+            runtime: Nanos::ZERO,
+            percentile_list,
+            iodepth,
+            ramp_dropped: 0,
+        }
+    }
+
+    /// Records one completed request. `since_start` is its completion time relative to
+    /// the start of statistics (end of ramp).
+    #[inline]
+    pub fn record(&mut self, op: Op, bytes: u64, slat: Option<Nanos>, clat: Nanos, since_start: Nanos) {
+        if op == Op::Flush {
+            self.sync.record(clat.0 + slat.map_or(0, |s| s.0));
+            return;
+        }
+        let d = &mut self.dirs[op.index()];
+        d.io_bytes += bytes;
+        d.total_ios += 1;
+        let lat = clat.0 + slat.map_or(0, |s| s.0);
+        if let Some(s) = slat {
+            d.slat.record(s.0);
+        }
+        d.clat.record(clat.0);
+        d.lat.record(lat);
+        d.clat_hist.record(clat.0);
+        d.bw_windows.add((since_start.0 / BW_WINDOW.0) as usize, bytes);
+        d.series.add((since_start.0 / SERIES_WINDOW.0) as usize, bytes);
+    }
+
+    /// Records the completion latency of one priority (for `prios[]`).
+    pub fn record_prio(&mut self, op: Op, prio: IoPrio, clat: Nanos) {
+        if !op.is_data() && op != Op::Discard {
+            return;
+        }
+        let d = &mut self.dirs[op.index()];
+        let entry = match d.prios.iter().position(|p| p.prio == prio) {
+            Some(i) => &mut d.prios[i],
+            None => {
+                d.prios.push(PrioStats { prio, ..PrioStats::default() });
+                d.prios.last_mut().expect("just pushed")
+            }
+        };
+        entry.clat.record(clat.0);
+        entry.hist.record(clat.0);
+    }
+
+    #[inline]
+    pub fn record_issue_depth(&mut self, depth: u32) {
+        self.depth_levels[depth_bucket(depth)] += 1;
+    }
+
+    #[inline]
+    pub fn record_submit_batch(&mut self, n: u32) {
+        self.submit_levels[batch_bucket(n)] += 1;
+    }
+
+    #[inline]
+    pub fn record_complete_batch(&mut self, n: u32) {
+        self.complete_levels[batch_bucket(n)] += 1;
+    }
+
+    /// Folds another clone or job into this entry (group reporting).
+    pub fn merge(&mut self, other: &JobStats) {
+        for (a, b) in self.dirs.iter_mut().zip(&other.dirs) {
+            a.merge(b);
+        }
+        self.sync.merge(&other.sync);
+        for i in 0..7 {
+            self.depth_levels[i] += other.depth_levels[i];
+            self.submit_levels[i] += other.submit_levels[i];
+            self.complete_levels[i] += other.complete_levels[i];
+        }
+        self.runtime = self.runtime.max(other.runtime);
+        self.clones += other.clones;
+        self.ramp_dropped += other.ramp_dropped;
+    }
+
+    /// All completions over all directions' histograms (fio's latency_* maps).
+    pub fn all_clat_hist(&self) -> FioHistogram {
+        let mut h = FioHistogram::default();
+        for d in &self.dirs {
+            h.merge(&d.clat_hist);
+        }
+        h
+    }
+
+    pub fn total_ios(&self) -> u64 {
+        self.dirs.iter().map(|d| d.total_ios).sum()
+    }
+}
+
+/// min, max, mean, sample stddev and count of the complete windows of a series, scaled
+/// by `scale` (e.g. bytes per window → KiB/s).
+pub fn window_summary(values: &[u64], complete: usize, scale: f64) -> (f64, f64, f64, f64, u64) {
+    let xs: Vec<f64> = values.iter().take(complete).map(|&v| v as f64 * scale).collect();
+    if xs.is_empty() {
+        return (0.0, 0.0, 0.0, 0.0, 0);
+    }
+    let n = xs.len() as f64;
+    let mean = xs.iter().sum::<f64>() / n;
+    let var = if xs.len() > 1 { xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1.0) } else { 0.0 };
+    let min = xs.iter().copied().fold(f64::INFINITY, f64::min);
+    let max = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    (min, max, mean, var.sqrt(), xs.len() as u64)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn moments_and_merge() {
+        let mut a = LatStats::default();
+        let mut b = LatStats::default();
+        let mut all = LatStats::default();
+        for v in [100u64, 200, 300, 1000] {
+            a.record(v);
+            all.record(v);
+        }
+        for v in [5u64, 7_000_000] {
+            b.record(v);
+            all.record(v);
+        }
+        a.merge(&b);
+        assert_eq!((a.n, a.min, a.max), (all.n, all.min, all.max));
+        assert!((a.mean() - all.mean()).abs() < 1e-6);
+        assert!((a.stddev() - all.stddev()).abs() / all.stddev() < 1e-9);
+        let mut s = LatStats::default();
+        for v in [2u64, 4, 4, 4, 5, 5, 7, 9] {
+            s.record(v);
+        }
+        assert!((s.mean() - 5.0).abs() < 1e-12);
+        assert!((s.stddev() - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn windows_and_buckets() {
+        let mut j = JobStats::new("a", 0, vec![50.0], 1);
+        j.record(Op::Read, 4096, None, Nanos(1000), Nanos::from_ms(100));
+        j.record(Op::Read, 4096, None, Nanos(1000), Nanos::from_ms(700));
+        j.record(Op::Write, 8192, Some(Nanos(10)), Nanos(1000), Nanos::from_ms(1200));
+        assert_eq!(j.dirs[0].bw_windows.bytes, vec![4096, 4096]);
+        assert_eq!(j.dirs[0].series.ios, vec![2]);
+        assert_eq!(j.dirs[1].series.bytes, vec![0, 8192]);
+        assert_eq!(j.dirs[1].lat.max, 1010);
+        assert_eq!(depth_bucket(32), 5);
+        assert_eq!(batch_bucket(1), 1);
+        let (min, max, mean, _, n) = window_summary(&[10, 20, 30], 2, 1.0);
+        assert_eq!((min, max, mean, n), (10.0, 20.0, 15.0, 2));
+    }
+}

@@ -1,0 +1,72 @@
+//! fio's terse format, version 3 (`--output-format=terse`): one `;`-separated line per
+//! job; latencies in microseconds.
+
+use crate::fio_json::{dir_bw_bytes, group_bandwidths, latency_maps, level_percentages};
+use crate::stats::{window_summary, DirStats, JobStats, LatStats, BW_WINDOW};
+use crate::RunReport;
+use std::fmt::Write;
+
+fn us_stats(out: &mut String, s: &LatStats) {
+    let _ = write!(out, ";{};{};{:.6};{:.6}", s.min / 1000, s.max / 1000, s.mean() / 1000.0, s.stddev() / 1000.0);
+}
+
+fn ddir(out: &mut String, d: &DirStats, job: &JobStats, group_bw: f64) {
+    let runtime_ns = if d.total_ios > 0 { job.runtime.0.max(1) } else { 0 };
+    let bw_bytes = dir_bw_bytes(d, runtime_ns);
+    let iops = if runtime_ns > 0 { d.total_ios as f64 * 1e9 / runtime_ns as f64 } else { 0.0 };
+    let _ = write!(out, ";{};{};{};{}", d.io_bytes >> 10, (bw_bytes / 1024.0) as u64, iops as u64, (runtime_ns + 500_000) / 1_000_000);
+    us_stats(out, &d.slat);
+    us_stats(out, &d.clat);
+    let values = d.clat_hist.percentiles(&job.percentile_list);
+    for i in 0..20 {
+        match (job.percentile_list.get(i), values.get(i)) {
+            (Some(p), Some(v)) if d.clat.n > 0 => {
+                let _ = write!(out, ";{p:.6}%={}", v / 1000);
+            }
+            (Some(p), _) => {
+                let _ = write!(out, ";{p:.6}%=0");
+            }
+            _ => out.push_str(";0%=0"),
+        }
+    }
+    us_stats(out, &d.lat);
+    let complete = (job.runtime.0 / BW_WINDOW.0) as usize;
+    let (min, max, mean, dev, _) = window_summary(&d.bw_windows.bytes, complete, 1e9 / BW_WINDOW.0 as f64 / 1024.0);
+    let agg = if group_bw > 0.0 { 100.0 * bw_bytes.floor() / group_bw } else { 0.0 };
+    let _ = write!(out, ";{};{};{agg:.6}%;{mean:.6};{dev:.6}", min as u64, max as u64);
+}
+
+/// The terse v3 lines of a report.
+pub fn render(r: &RunReport) -> String {
+    let groups = group_bandwidths(&r.jobs);
+    let mut out = String::new();
+    for job in &r.jobs {
+        let bw = groups.iter().find(|(g, _)| *g == job.groupid).map_or([0.0; 3], |(_, b)| *b);
+        let _ = write!(out, "3;{};{};{};0", r.version, job.name, job.groupid);
+        ddir(&mut out, &job.dirs[0], job, bw[0]);
+        ddir(&mut out, &job.dirs[1], job, bw[1]);
+        out.push_str(";0.000000%;0.000000%;0;0;0");
+        for p in level_percentages(&job.depth_levels) {
+            let _ = write!(out, ";{p:.1}%");
+        }
+        let (ns, us, ms) = latency_maps(&job.all_clat_hist());
+        // terse folds the ns buckets into the first us bucket
+        let ns_total: f64 = ns.iter().map(|(_, v)| v).sum();
+        for (i, (_, v)) in us.iter().enumerate() {
+            let v = if i == 0 { v + ns_total } else { *v };
+            let _ = write!(out, ";{v:.2}%");
+        }
+        for (_, v) in &ms {
+            let _ = write!(out, ";{v:.2}%");
+        }
+        for d in &r.disk_util {
+            let _ = write!(
+                out,
+                ";{};{};{};{};{};{};{};{};{:.2}%",
+                d.name, d.read_ios, d.write_ios, d.read_merges, d.write_merges, d.read_ticks_ms, d.write_ticks_ms, d.in_queue_ms, d.util_pct
+            );
+        }
+        out.push('\n');
+    }
+    out
+}

@@ -1,0 +1,230 @@
+//! Device profiles: TOML files (shipped ones are built in) describing the host path and
+//! one device model, overridable field by field (`--device-set simple.units=8`).
+
+use crate::simple::{SimpleConfig, SimpleDevice};
+use crate::Device;
+use nvsched_core::Nanos;
+use serde::Deserialize;
+use std::fmt;
+use std::path::Path;
+
+/// The shipped profiles: (name, TOML text).
+const BUILTIN: &[(&str, &str)] = &[("simple-nvme", include_str!("../../../profiles/simple-nvme.toml"))];
+
+/// Names and one-line descriptions of the shipped profiles.
+pub fn builtin_profiles() -> Vec<DeviceProfile> {
+    BUILTIN
+        .iter()
+        .map(|(name, text)| {
+            parse_profile(text, &[]).unwrap_or_else(|e| panic!("built-in profile '{name}' is invalid: {e}"))
+        })
+        .collect()
+}
+
+/// The host side of the I/O path, part of a profile because calibration measures it too.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct HostPath {
+    /// Application → scheduler (system call, block layer).
+    pub submit_ns: u64,
+    /// Device completion → application (interrupt, completion path).
+    pub complete_ns: u64,
+    /// Scheduler tags per device (`nr_requests`): requests allocated at once.
+    #[serde(default = "default_nr_requests")]
+    pub nr_requests: u32,
+    /// Largest request the block layer builds by merging (`max_sectors_kb`).
+    #[serde(default = "default_max_merge_bytes")]
+    pub max_merge_bytes: u32,
+}
+
+fn default_nr_requests() -> u32 {
+    1023
+}
+fn default_max_merge_bytes() -> u32 {
+    128 * 1024
+}
+
+impl HostPath {
+    pub fn submit(&self) -> Nanos {
+        Nanos(self.submit_ns)
+    }
+    pub fn complete(&self) -> Nanos {
+        Nanos(self.complete_ns)
+    }
+}
+
+/// Which model a profile uses, with its parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ModelConfig {
+    Simple(SimpleConfig),
+}
+
+/// A parsed, validated profile.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceProfile {
+    pub name: String,
+    pub description: String,
+    pub capacity_bytes: u64,
+    pub queue_depth: u32,
+    pub host: HostPath,
+    pub model: ModelConfig,
+    /// The overrides applied, as given.
+    pub overrides: Vec<(String, String)>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ProfileFile {
+    name: String,
+    description: String,
+    capacity_bytes: u64,
+    queue_depth: u32,
+    host: HostPath,
+    simple: Option<SimpleConfig>,
+}
+
+impl DeviceProfile {
+    /// Builds a fresh device in its initial state.
+    pub fn build(&self) -> Box<dyn Device> {
+        match &self.model {
+            ModelConfig::Simple(cfg) => Box::new(SimpleDevice::new(cfg.clone(), self.queue_depth, self.capacity_bytes)),
+        }
+    }
+
+    pub fn model_name(&self) -> &'static str {
+        match self.model {
+            ModelConfig::Simple(_) => "simple",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ProfileError(pub String);
+
+impl fmt::Display for ProfileError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for ProfileError {}
+
+/// Loads a shipped profile by name, or a TOML file by path, and applies `key=value`
+/// overrides (dotted keys address sections: `host.submit_ns=2000`).
+pub fn load_profile(name_or_path: &str, overrides: &[(String, String)]) -> Result<DeviceProfile, ProfileError> {
+    if let Some((_, text)) = BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
+        return parse_profile(text, overrides).map_err(|e| ProfileError(format!("profile '{name_or_path}': {e}")));
+    }
+    let path = Path::new(name_or_path);
+    if path.exists() {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| ProfileError(format!("cannot read profile '{}': {e}", path.display())))?;
+        return parse_profile(&text, overrides).map_err(|e| ProfileError(format!("{}: {e}", path.display())));
+    }
+    let known: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
+    Err(ProfileError(format!(
+        "unknown device '{name_or_path}': not a shipped profile ({}) nor a TOML file",
+        known.join(", ")
+    )))
+}
+
+/// Parses profile TOML text and applies overrides.
+pub fn parse_profile(text: &str, overrides: &[(String, String)]) -> Result<DeviceProfile, ProfileError> {
+    let mut table: toml::Table = text.parse().map_err(|e: toml::de::Error| ProfileError(e.to_string()))?;
+    for (key, value) in overrides {
+        set_dotted(&mut table, key, value)?;
+    }
+    let file: ProfileFile = table.try_into().map_err(|e: toml::de::Error| ProfileError(e.to_string()))?;
+    let model = match file.simple {
+        Some(cfg) => {
+            if cfg.units == 0 || cfg.stripe_bytes == 0 {
+                return Err(ProfileError("simple.units and simple.stripe_bytes must be > 0".into()));
+            }
+            ModelConfig::Simple(cfg)
+        }
+        None => return Err(ProfileError("the profile has no model section ([simple])".into())),
+    };
+    if file.queue_depth == 0 {
+        return Err(ProfileError("queue_depth must be > 0".into()));
+    }
+    if file.host.nr_requests == 0 {
+        return Err(ProfileError("host.nr_requests must be > 0".into()));
+    }
+    if file.capacity_bytes < 1 << 20 {
+        return Err(ProfileError("capacity_bytes must be at least 1 MiB".into()));
+    }
+    Ok(DeviceProfile {
+        name: file.name,
+        description: file.description,
+        capacity_bytes: file.capacity_bytes,
+        queue_depth: file.queue_depth,
+        host: file.host,
+        model,
+        overrides: overrides.to_vec(),
+    })
+}
+
+/// Sets `a.b.c = value` in a TOML table; the value is read as a TOML literal (number,
+/// boolean, quoted string), or as a bare string if it is none of those.
+fn set_dotted(table: &mut toml::Table, key: &str, value: &str) -> Result<(), ProfileError> {
+    let parsed: toml::Value = format!("v = {value}")
+        .parse::<toml::Table>()
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(value.to_string()));
+    let mut parts: Vec<&str> = key.split('.').collect();
+    let last = parts.pop().filter(|s| !s.is_empty()).ok_or_else(|| ProfileError(format!("empty override key '{key}'")))?;
+    let mut cur = table;
+    for part in parts {
+        cur = match cur.get_mut(part) {
+            Some(toml::Value::Table(t)) => t,
+            _ => return Err(ProfileError(format!("override '{key}': the profile has no section '{part}'"))),
+        };
+    }
+    match cur.get(last) {
+        None => Err(ProfileError(format!(
+            "override '{key}': the profile has no field '{last}' (fields here: {})",
+            cur.keys().cloned().collect::<Vec<_>>().join(", ")
+        ))),
+        Some(old) if std::mem::discriminant(old) != std::mem::discriminant(&parsed) && !(old.is_float() && parsed.is_integer()) => {
+            Err(ProfileError(format!("override '{key}={value}': expected a {}", old.type_str())))
+        }
+        Some(old) => {
+            let new = if old.is_float() { toml::Value::Float(parsed.as_integer().map_or_else(|| parsed.as_float().unwrap_or(0.0), |i| i as f64)) } else { parsed };
+            cur.insert(last.to_string(), new);
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_parse() {
+        let all = builtin_profiles();
+        assert!(!all.is_empty());
+        assert!(all.iter().any(|p| p.name == "simple-nvme"));
+    }
+
+    #[test]
+    fn overrides_apply_and_are_checked() {
+        let p = load_profile("simple-nvme", &[("simple.units".into(), "3".into()), ("host.submit_ns".into(), "7".into())]).unwrap();
+        match p.model {
+            ModelConfig::Simple(c) => assert_eq!(c.units, 3),
+        }
+        assert_eq!(p.host.submit_ns, 7);
+        let e = load_profile("simple-nvme", &[("simple.unitz".into(), "3".into())]).unwrap_err();
+        assert!(e.0.contains("no field 'unitz'"), "{e}");
+        let e = load_profile("simple-nvme", &[("simple.units".into(), "many".into())]).unwrap_err();
+        assert!(e.0.contains("expected a integer"), "{e}");
+        let e = load_profile("simple-nvme", &[("nosuch.x".into(), "1".into())]).unwrap_err();
+        assert!(e.0.contains("no section 'nosuch'"), "{e}");
+    }
+
+    #[test]
+    fn unknown_device_lists_shipped_ones() {
+        let e = load_profile("nope", &[]).unwrap_err();
+        assert!(e.0.contains("simple-nvme"), "{e}");
+    }
+}
