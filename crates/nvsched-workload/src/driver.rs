@@ -134,6 +134,11 @@ impl JobDriver {
 
     /// Appends the units to issue now (a batch) to `out` and says what to do next.
     pub fn poll(&mut self, now: Nanos, out: &mut Vec<IoUnit>) -> Poll {
+        self.poll_at_most(now, out, u32::MAX)
+    }
+
+    /// Like [`poll`](Self::poll), issuing at most `max_units` (free scheduler tags).
+    pub fn poll_at_most(&mut self, now: Nanos, out: &mut Vec<IoUnit>, max_units: u32) -> Poll {
         let Some(_) = self.started_at else { return Poll::Blocked };
         if !self.stopped && self.end.is_some_and(|end| now >= end) {
             self.stopped = true;
@@ -158,7 +163,8 @@ impl JobDriver {
         }
         let start_len = out.len();
         let mut wake = None;
-        while self.inflight < self.depth && ((out.len() - start_len) as u32) < self.batch {
+        let limit = self.batch.min(max_units);
+        while self.inflight < self.depth && ((out.len() - start_len) as u32) < limit {
             if !self.spec.time_based && self.issued_bytes >= self.io_limit {
                 self.stopped = true;
                 break;

@@ -1,0 +1,660 @@
+//! The simulation loop: job drivers issue requests through the host submission path, the
+//! policy orders and admits them, the device model serves them, completions return
+//! through the host completion path to the policy and the jobs.
+
+use crate::events::{EventKind, EventQueue, Lane};
+use crate::layout::{self, PlacedFile};
+use nvsched_core::rng::mix64;
+use nvsched_core::{IoPrio, Nanos, Op};
+use nvsched_policy::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Request, RequestId, Scheduler};
+use nvsched_report::JobStats;
+use nvsched_ssd::{Command, Device, DeviceCounters, HostPath};
+use nvsched_workload::{EngineKind, IoUnit, JobDriver, JobSpec, Poll};
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::Arc;
+
+/// Hooks into a running simulation (tests, progress display, tracing).
+pub trait Observer {
+    /// After each dispatch; `device_inflight` includes the request just dispatched.
+    fn on_dispatch(&mut self, _now: Nanos, _rq: &Request, _device_inflight: u32) {}
+    /// Each request as its job sees it complete, with its total latency.
+    fn on_complete(&mut self, _now: Nanos, _rq: &Request, _latency: Nanos) {}
+    /// Every few thousand events.
+    fn on_progress(&mut self, _now: Nanos) {}
+}
+
+/// An observer that does nothing.
+pub struct NoObserver;
+impl Observer for NoObserver {}
+
+/// Everything a simulation needs.
+pub struct SimInput<'a> {
+    pub jobs: &'a [JobSpec],
+    pub device: Box<dyn Device>,
+    pub host: HostPath,
+    pub scheduler: Box<dyn Scheduler>,
+    pub host_cost: HostCost,
+    /// Mixed into every job's seed (`--seed`).
+    pub seed: u64,
+}
+
+/// A failure to set up or finish a simulation.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SimError(pub String);
+
+impl fmt::Display for SimError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for SimError {}
+
+/// One job clone's results.
+#[derive(Clone, Debug)]
+pub struct CloneResult {
+    /// Index of the job section.
+    pub job_index: usize,
+    pub clone: u32,
+    pub stats: JobStats,
+    pub reporting_group: u32,
+    pub started_at: Nanos,
+    pub finished_at: Nanos,
+    pub prio: IoPrio,
+    pub tenant: u32,
+}
+
+/// Counters of the engine itself.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct EngineCounters {
+    pub events: u64,
+    /// Requests the jobs issued (before merging).
+    pub requests: u64,
+    pub plug_merges: u64,
+    pub sched_merges: u64,
+    pub max_device_inflight: u32,
+    /// Time integral of requests in the system (issued, not yet seen complete), ns·req.
+    pub in_system_integral: f64,
+    /// Sum of total latencies of all requests, ns.
+    pub latency_sum: f64,
+    /// Device commands per direction (read, write, trim, flush).
+    pub device_commands: [u64; 4],
+    pub merges_by_dir: [u64; 3],
+    /// Time with at least one command at the device.
+    pub device_busy: Nanos,
+    /// Sum of device service times (dispatch → device done) per direction.
+    pub device_ticks: [Nanos; 3],
+}
+
+/// The outcome of a simulation.
+pub struct SimOutcome {
+    pub clones: Vec<CloneResult>,
+    pub end: Nanos,
+    pub device: DeviceCounters,
+    pub policy: PolicyReport,
+    pub engine: EngineCounters,
+    pub files: Vec<PlacedFile>,
+    /// (cgroup name, weight) by tenant id - 1; tenant 0 is "no cgroup".
+    pub tenants: Vec<(String, u32)>,
+    /// Per-second device-wide bandwidth (bytes) by direction: read, write.
+    pub device_series: [Vec<u64>; 2],
+}
+
+const NONE: u32 = u32::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RqState {
+    Free,
+    Submitting,
+    Queued,
+    Merged,
+    Dispatched,
+}
+
+#[derive(Clone, Copy)]
+struct RqRecord {
+    rq: Request,
+    job: u32,
+    /// The op and size the job issued (the request may grow by merging).
+    op: Op,
+    len: u32,
+    created: Nanos,
+    dispatched: Nanos,
+    merged_next: u32,
+    generation: u32,
+    state: RqState,
+}
+
+struct JobSlot {
+    driver: JobDriver,
+    stats: JobStats,
+    job_index: usize,
+    reporting_group: u32,
+    prio: IoPrio,
+    nice: i8,
+    tenant: u32,
+    tenant_weight: u32,
+    sync_engine: bool,
+    write_sync: bool,
+    record_prio: bool,
+    wake_at: Option<Nanos>,
+    waiting_tag: bool,
+    done: bool,
+    completed_now: u32,
+}
+
+/// A simulation in progress.
+pub struct Simulation<'o> {
+    now: Nanos,
+    events: EventQueue,
+    jobs: Vec<JobSlot>,
+    phases: Vec<Vec<u32>>,
+    phase: usize,
+    rqs: Vec<RqRecord>,
+    free: Vec<u32>,
+    sched: Box<dyn Scheduler>,
+    cost: HostCost,
+    device: Box<dyn Device>,
+    host: HostPath,
+    queue_depth: u32,
+    tags_used: u32,
+    tag_waiters: VecDeque<u32>,
+    device_inflight: u32,
+    policy_wake: Option<Nanos>,
+    batch: Vec<IoUnit>,
+    touched: Vec<u32>,
+    in_system: u64,
+    last_change: Nanos,
+    device_busy_since: Option<Nanos>,
+    counters: EngineCounters,
+    device_series: [Vec<u64>; 2],
+    files: Vec<PlacedFile>,
+    tenants: Vec<(String, u32)>,
+    observer: &'o mut dyn Observer,
+}
+
+impl<'o> Simulation<'o> {
+    pub fn new(input: SimInput<'_>, observer: &'o mut dyn Observer) -> Result<Simulation<'o>, SimError> {
+        let capacity = input.device.capacity_bytes();
+        let (files, regions) = layout::place(input.jobs, capacity).map_err(SimError)?;
+        let mut tenants: Vec<(String, u32)> = Vec::new();
+        let mut jobs = Vec::new();
+        let mut phases: Vec<Vec<u32>> = vec![Vec::new()];
+        let mut reporting_group = 0u32;
+        let mut group_prios: Vec<Vec<IoPrio>> = vec![Vec::new()];
+        let mut ordinal = 0u64;
+        for (job_index, spec) in input.jobs.iter().enumerate() {
+            if job_index > 0 && spec.stonewall {
+                phases.push(Vec::new());
+            }
+            if job_index > 0 && (spec.stonewall || spec.new_group) {
+                reporting_group += 1;
+                group_prios.push(Vec::new());
+            }
+            let tenant = match &spec.cgroup {
+                None => 0,
+                Some(name) => match tenants.iter().position(|(n, _)| n == name) {
+                    Some(i) => i as u32 + 1,
+                    None => {
+                        tenants.push((name.clone(), spec.cgroup_weight));
+                        tenants.len() as u32
+                    }
+                },
+            };
+            let tenant_weight = if tenant == 0 { 100 } else { tenants[tenant as usize - 1].1 };
+            let spec_arc = Arc::new(spec.clone());
+            for clone in 0..spec.numjobs {
+                ordinal += 1;
+                let seed = mix64(spec.randseed ^ mix64(ordinal)) ^ mix64(input.seed.wrapping_add(0x5eed));
+                let region = regions[job_index][clone as usize];
+                let driver = JobDriver::new(spec_arc.clone(), clone, region, seed).map_err(SimError)?;
+                let mut stats = JobStats::new(spec.name.clone(), reporting_group, spec.percentile_list.clone(), spec.iodepth);
+                stats.description = spec.description.clone();
+                stats.job_options = spec.job_options.clone();
+                let prio = spec.ioprio();
+                if !group_prios[reporting_group as usize].contains(&prio) {
+                    group_prios[reporting_group as usize].push(prio);
+                }
+                phases.last_mut().expect("one phase").push(jobs.len() as u32);
+                jobs.push(JobSlot {
+                    driver,
+                    stats,
+                    job_index,
+                    reporting_group,
+                    prio,
+                    nice: spec.nice,
+                    tenant,
+                    tenant_weight,
+                    sync_engine: spec.engine_kind == EngineKind::Sync,
+                    write_sync: spec.direct || spec.writes_fua(),
+                    record_prio: false,
+                    wake_at: None,
+                    waiting_tag: false,
+                    done: false,
+                    completed_now: 0,
+                });
+            }
+        }
+        for j in &mut jobs {
+            j.record_prio = group_prios[j.reporting_group as usize].len() > 1;
+        }
+        let queue_depth = input.device.queue_depth().max(1);
+        Ok(Simulation {
+            now: Nanos::ZERO,
+            events: EventQueue::default(),
+            jobs,
+            phases,
+            phase: 0,
+            rqs: Vec::with_capacity(1024),
+            free: Vec::new(),
+            sched: input.scheduler,
+            cost: input.host_cost,
+            device: input.device,
+            host: input.host,
+            queue_depth,
+            tags_used: 0,
+            tag_waiters: VecDeque::new(),
+            device_inflight: 0,
+            policy_wake: None,
+            batch: Vec::with_capacity(64),
+            touched: Vec::new(),
+            in_system: 0,
+            last_change: Nanos::ZERO,
+            device_busy_since: None,
+            counters: EngineCounters::default(),
+            device_series: [Vec::new(), Vec::new()],
+            files,
+            tenants,
+            observer,
+        })
+    }
+
+    /// Runs to the end: every job finished and every request completed.
+    pub fn run(mut self) -> Result<SimOutcome, SimError> {
+        self.start_phase(0);
+        while let Some(ev) = self.events.pop() {
+            debug_assert!(ev.at >= self.now, "event in the past");
+            self.now = ev.at;
+            match ev.kind {
+                EventKind::JobWake(j) => {
+                    if self.jobs[j as usize].wake_at == Some(ev.at) {
+                        self.jobs[j as usize].wake_at = None;
+                        self.poll_job(j);
+                    }
+                }
+                EventKind::Insert(slot) => self.on_insert(slot),
+                EventKind::DeviceArrive(slot) => self.on_device_arrive(slot),
+                EventKind::Complete(slot) => self.on_complete(slot),
+                EventKind::PolicyWake => {
+                    if self.policy_wake == Some(ev.at) {
+                        self.policy_wake = None;
+                        self.kick();
+                    }
+                }
+            }
+            if self.events.processed() & 0xffff == 0 {
+                self.observer.on_progress(self.now);
+            }
+        }
+        if self.phase < self.phases.len() || self.in_system > 0 {
+            return Err(self.stall_error());
+        }
+        Ok(self.finish())
+    }
+
+    fn stall_error(&self) -> SimError {
+        let waiting: Vec<String> = self
+            .jobs
+            .iter()
+            .filter(|j| !j.done)
+            .map(|j| format!("{} ({} in flight)", j.stats.name, j.driver.inflight()))
+            .collect();
+        SimError(format!(
+            "simulation stalled at {}: policy '{}' holds {} request(s) with {} at the device and no timer set; unfinished jobs: {}",
+            self.now,
+            self.sched.id(),
+            self.sched.queued(),
+            self.device_inflight,
+            waiting.join(", ")
+        ))
+    }
+
+    fn start_phase(&mut self, phase: usize) {
+        self.phase = phase;
+        if phase >= self.phases.len() {
+            return;
+        }
+        let members = self.phases[phase].clone();
+        for &j in &members {
+            self.jobs[j as usize].driver.start(self.now);
+        }
+        for &j in &members {
+            self.poll_job(j);
+        }
+    }
+
+    fn check_phase_done(&mut self) {
+        while self.phase < self.phases.len() && self.phases[self.phase].iter().all(|&j| self.jobs[j as usize].done) {
+            self.start_phase(self.phase + 1);
+        }
+    }
+
+    #[inline]
+    fn note_in_system(&mut self, delta: i64) {
+        self.counters.in_system_integral += self.in_system as f64 * (self.now - self.last_change).0 as f64;
+        self.last_change = self.now;
+        self.in_system = (self.in_system as i64 + delta) as u64;
+    }
+
+    fn poll_job(&mut self, j: u32) {
+        loop {
+            let job = &mut self.jobs[j as usize];
+            if job.done {
+                return;
+            }
+            let free_tags = self.host.nr_requests.saturating_sub(self.tags_used);
+            if free_tags == 0 {
+                if !job.waiting_tag {
+                    job.waiting_tag = true;
+                    self.tag_waiters.push_back(j);
+                }
+                return;
+            }
+            self.batch.clear();
+            match job.driver.poll_at_most(self.now, &mut self.batch, free_tags) {
+                Poll::Ready => self.issue_batch(j),
+                Poll::WaitUntil(t) => {
+                    if job.wake_at.is_none_or(|w| t < w) {
+                        job.wake_at = Some(t);
+                        self.events.push(t, EventKind::JobWake(j));
+                    }
+                    return;
+                }
+                Poll::Blocked => return,
+                Poll::Finished => {
+                    job.done = true;
+                    let end = job.driver.finished_at().unwrap_or(self.now);
+                    job.stats.runtime = end.saturating_sub(job.driver.ramp_end());
+                    self.check_phase_done();
+                    return;
+                }
+            }
+        }
+    }
+
+    fn alloc_slot(&mut self) -> u32 {
+        match self.free.pop() {
+            Some(s) => s,
+            None => {
+                self.rqs.push(RqRecord {
+                    rq: Request::read(0, 0),
+                    job: 0,
+                    op: Op::Read,
+                    len: 0,
+                    created: Nanos::ZERO,
+                    dispatched: Nanos::ZERO,
+                    merged_next: NONE,
+                    generation: 0,
+                    state: RqState::Free,
+                });
+                (self.rqs.len() - 1) as u32
+            }
+        }
+    }
+
+    fn issue_batch(&mut self, j: u32) {
+        let n = self.batch.len() as u32;
+        let submit_at = self.now + self.host.submit();
+        let job = &mut self.jobs[j as usize];
+        job.stats.record_submit_batch(n);
+        let depth_after = job.driver.inflight();
+        let (prio, nice, tenant, weight, write_sync) = (job.prio, job.nice, job.tenant, job.tenant_weight, job.write_sync);
+        let fua = job.driver.fua();
+        for i in 0..n {
+            self.jobs[j as usize].stats.record_issue_depth(depth_after - (n - 1 - i));
+        }
+        let mut parent = NONE;
+        for i in 0..self.batch.len() {
+            let unit = self.batch[i];
+            let slot = self.alloc_slot();
+            let rec = &mut self.rqs[slot as usize];
+            rec.generation = rec.generation.wrapping_add(1);
+            let id = RequestId(u64::from(slot) | (u64::from(rec.generation) << 32));
+            rec.rq = Request {
+                id,
+                op: unit.op,
+                offset_bytes: unit.offset_bytes,
+                len_bytes: unit.len_bytes,
+                sync: unit.op != Op::Write || write_sync,
+                fua: fua && unit.op == Op::Write,
+                prio,
+                nice,
+                job: j,
+                tenant,
+                tenant_weight: weight,
+                submit_time: submit_at,
+            };
+            rec.job = j;
+            rec.op = unit.op;
+            rec.len = unit.len_bytes;
+            rec.created = self.now;
+            rec.merged_next = NONE;
+            rec.state = RqState::Submitting;
+            self.counters.requests += 1;
+            self.tags_used += 1;
+            self.note_in_system(1);
+            if parent != NONE {
+                let p = self.rqs[parent as usize].rq;
+                if p.can_back_merge(&self.rqs[slot as usize].rq, self.host.max_merge_bytes) {
+                    self.rqs[parent as usize].rq.len_bytes += unit.len_bytes;
+                    self.link_merged(parent, slot);
+                    self.tags_used -= 1;
+                    self.counters.plug_merges += 1;
+                    self.counters.merges_by_dir[unit.op.index().min(2)] += 1;
+                    continue;
+                }
+                self.events.push_lane(Lane::Submit, submit_at, EventKind::Insert(parent));
+            }
+            parent = slot;
+        }
+        if parent != NONE {
+            self.events.push_lane(Lane::Submit, submit_at, EventKind::Insert(parent));
+        }
+    }
+
+    /// Appends `child` (and whatever was merged into it) to `parent`'s merge chain.
+    fn link_merged(&mut self, parent: u32, child: u32) {
+        let mut tail = child;
+        while self.rqs[tail as usize].merged_next != NONE {
+            tail = self.rqs[tail as usize].merged_next;
+        }
+        self.rqs[tail as usize].merged_next = self.rqs[parent as usize].merged_next;
+        self.rqs[parent as usize].merged_next = child;
+        self.rqs[child as usize].state = RqState::Merged;
+    }
+
+    fn slot_of(&self, id: RequestId) -> u32 {
+        let slot = id.0 as u32;
+        debug_assert_eq!(self.rqs[slot as usize].generation, (id.0 >> 32) as u32, "stale request id");
+        slot
+    }
+
+    fn on_insert(&mut self, slot: u32) {
+        let rq = self.rqs[slot as usize].rq;
+        match self.sched.insert(rq, self.now) {
+            Inserted::Queued => self.rqs[slot as usize].state = RqState::Queued,
+            Inserted::MergedInto(parent_id) => {
+                let parent = self.slot_of(parent_id);
+                assert!(
+                    self.rqs[parent as usize].state == RqState::Queued,
+                    "policy '{}' merged into a request that is not queued",
+                    self.sched.id()
+                );
+                self.link_merged(parent, slot);
+                self.tags_used -= 1;
+                self.counters.sched_merges += 1;
+                self.counters.merges_by_dir[rq.op.index().min(2)] += 1;
+                self.wake_tag_waiters();
+            }
+        }
+        self.kick();
+    }
+
+    /// Dispatches until the policy holds back or the device queue is full.
+    fn kick(&mut self) {
+        while self.device_inflight < self.queue_depth {
+            let view = DeviceView { inflight: self.device_inflight, queue_depth: self.queue_depth };
+            let Some(rq) = self.sched.dispatch(self.now, view) else { break };
+            let slot = self.slot_of(rq.id);
+            let rec = &mut self.rqs[slot as usize];
+            debug_assert_eq!(rec.state, RqState::Queued, "policy '{}' dispatched a request it does not hold", self.sched.id());
+            rec.rq = rq;
+            rec.dispatched = self.now;
+            rec.state = RqState::Dispatched;
+            if self.device_inflight == 0 {
+                self.device_busy_since = Some(self.now);
+            }
+            self.device_inflight += 1;
+            self.counters.max_device_inflight = self.counters.max_device_inflight.max(self.device_inflight);
+            self.observer.on_dispatch(self.now, &rq, self.device_inflight);
+            self.events.push_lane(Lane::Dispatch, self.now + self.cost.dispatch, EventKind::DeviceArrive(slot));
+        }
+        if let Some(t) = self.sched.next_wakeup() {
+            let t = t.max(self.now + Nanos(1));
+            if self.policy_wake.is_none_or(|w| t < w) {
+                self.policy_wake = Some(t);
+                self.events.push(t, EventKind::PolicyWake);
+            }
+        }
+    }
+
+    fn on_device_arrive(&mut self, slot: u32) {
+        let rq = self.rqs[slot as usize].rq;
+        let cmd = Command { op: rq.op, offset_bytes: rq.offset_bytes, len_bytes: rq.len_bytes, fua: rq.fua };
+        let done = self.device.submit(&cmd, self.now);
+        debug_assert!(done >= self.now, "device completed in the past");
+        self.counters.device_commands[rq.op.index()] += 1;
+        if rq.op != Op::Flush {
+            self.counters.device_ticks[rq.op.index()] += done - self.rqs[slot as usize].dispatched;
+        }
+        if rq.op.is_data() {
+            let sec = (done.0 / 1_000_000_000) as usize;
+            let series = &mut self.device_series[rq.op.index()];
+            if series.len() <= sec {
+                series.resize(sec + 1, 0);
+            }
+            series[sec] += u64::from(rq.len_bytes);
+        }
+        self.events.push(done + self.host.complete() + self.cost.complete, EventKind::Complete(slot));
+    }
+
+    fn on_complete(&mut self, slot: u32) {
+        self.device_inflight -= 1;
+        if self.device_inflight == 0 {
+            if let Some(since) = self.device_busy_since.take() {
+                self.counters.device_busy += self.now - since;
+            }
+        }
+        let rec = self.rqs[slot as usize];
+        self.sched.complete(&Completion { rq: &rec.rq, dispatched_at: rec.dispatched, now: self.now, dispatched_by_policy: true });
+        self.tags_used -= 1;
+        let mut s = slot;
+        while s != NONE {
+            let next = self.rqs[s as usize].merged_next;
+            self.finish_request(s);
+            s = next;
+        }
+        self.kick();
+        let touched = std::mem::take(&mut self.touched);
+        for &j in &touched {
+            let n = std::mem::take(&mut self.jobs[j as usize].completed_now);
+            self.jobs[j as usize].stats.record_complete_batch(n);
+        }
+        for &j in &touched {
+            self.poll_job(j);
+        }
+        self.touched = touched;
+        self.touched.clear();
+        self.wake_tag_waiters();
+    }
+
+    fn finish_request(&mut self, slot: u32) {
+        let rec = self.rqs[slot as usize];
+        let now = self.now;
+        self.note_in_system(-1);
+        let latency = now - rec.created;
+        self.counters.latency_sum += latency.0 as f64;
+        let job = &mut self.jobs[rec.job as usize];
+        job.driver.on_complete(now);
+        if job.completed_now == 0 {
+            self.touched.push(rec.job);
+        }
+        job.completed_now += 1;
+        let ramp_end = job.driver.ramp_end();
+        if now >= ramp_end {
+            let (slat, clat) = if job.sync_engine {
+                (None, latency)
+            } else {
+                let s = self.host.submit();
+                (Some(s), latency - s)
+            };
+            job.stats.record(rec.op, u64::from(rec.len), slat, clat, now - ramp_end);
+            if job.record_prio {
+                job.stats.record_prio(rec.op, job.prio, clat);
+            }
+        } else {
+            job.stats.ramp_dropped += 1;
+        }
+        let mut as_issued = rec.rq;
+        as_issued.op = rec.op;
+        as_issued.len_bytes = rec.len;
+        self.observer.on_complete(now, &as_issued, latency);
+        let r = &mut self.rqs[slot as usize];
+        r.state = RqState::Free;
+        r.merged_next = NONE;
+        self.free.push(slot);
+    }
+
+    fn wake_tag_waiters(&mut self) {
+        while self.tags_used < self.host.nr_requests {
+            let Some(j) = self.tag_waiters.pop_front() else { return };
+            self.jobs[j as usize].waiting_tag = false;
+            self.poll_job(j);
+        }
+    }
+
+    fn finish(mut self) -> SimOutcome {
+        self.note_in_system(0);
+        self.counters.events = self.events.processed();
+        let end = self.now;
+        let clones = self
+            .jobs
+            .into_iter()
+            .map(|j| CloneResult {
+                job_index: j.job_index,
+                clone: j.driver.clone_index,
+                reporting_group: j.reporting_group,
+                started_at: j.driver.started_at().unwrap_or(Nanos::ZERO),
+                finished_at: j.driver.finished_at().unwrap_or(end),
+                prio: j.prio,
+                tenant: j.tenant,
+                stats: j.stats,
+            })
+            .collect();
+        SimOutcome {
+            clones,
+            end,
+            device: self.device.counters(end),
+            policy: self.sched.report(),
+            engine: self.counters,
+            files: self.files,
+            tenants: self.tenants,
+            device_series: self.device_series,
+        }
+    }
+}
+
+/// Builds and runs a simulation.
+pub fn simulate(input: SimInput<'_>, observer: &mut dyn Observer) -> Result<SimOutcome, SimError> {
+    Simulation::new(input, observer)?.run()
+}

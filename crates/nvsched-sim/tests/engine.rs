@@ -1,0 +1,155 @@
+//! End-to-end properties of the simulation engine on the simple device model.
+
+use nvsched_core::Nanos;
+use nvsched_policy::Request;
+use nvsched_sim::{simulate, NoObserver, Observer, SimInput, SimOutcome};
+use nvsched_ssd::{load_profile, DeviceProfile, ModelConfig};
+use nvsched_workload::jobfile::HostEnvironment;
+use nvsched_workload::{parse_job_str, JobSpec, ParseOptions};
+use std::path::Path;
+
+fn jobs(text: &str) -> Vec<JobSpec> {
+    parse_job_str(text, Path::new("test.fio"), &HostEnvironment, ParseOptions::default()).unwrap().jobs
+}
+
+fn profile(overrides: &[(&str, &str)]) -> DeviceProfile {
+    let o: Vec<(String, String)> = overrides.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    load_profile("simple-nvme", &o).unwrap()
+}
+
+fn run_with(text: &str, sched: &str, p: &DeviceProfile, seed: u64, obs: &mut dyn Observer) -> SimOutcome {
+    let built = nvsched_policy::build(sched).unwrap();
+    let specs = jobs(text);
+    simulate(
+        SimInput {
+            jobs: &specs,
+            device: p.build(),
+            host: p.host.clone(),
+            scheduler: built.scheduler,
+            host_cost: built.host_cost,
+            seed,
+        },
+        obs,
+    )
+    .unwrap()
+}
+
+fn run(text: &str, sched: &str) -> SimOutcome {
+    run_with(text, sched, &profile(&[]), 0, &mut NoObserver)
+}
+
+#[test]
+fn qd1_sync_latency_is_service_plus_host_path_exactly() {
+    let out = run("[a]\nrw=randread\nbs=4k\nsize=64m\nruntime=1\ntime_based\n", "none");
+    let p = profile(&[]);
+    let ModelConfig::Simple(cfg) = &p.model;
+    let expected = cfg.read_ns + p.host.submit_ns + p.host.complete_ns;
+    let read = &out.clones[0].stats.dirs[0];
+    assert!(read.total_ios > 1000);
+    assert_eq!(read.lat.min, expected);
+    assert_eq!(read.lat.max, expected);
+    assert_eq!(read.lat.mean(), expected as f64);
+}
+
+#[test]
+fn policy_host_cost_is_charged() {
+    let out = run("[a]\nrw=randread\nbs=4k\nsize=64m\nruntime=100ms\ntime_based\n", "none:dispatch_cost=1us,complete_cost=2us");
+    let p = profile(&[]);
+    let ModelConfig::Simple(cfg) = &p.model;
+    let expected = cfg.read_ns + p.host.submit_ns + p.host.complete_ns + 3_000;
+    assert_eq!(out.clones[0].stats.dirs[0].lat.mean(), expected as f64);
+}
+
+#[test]
+fn littles_law_holds() {
+    // open-loop Poisson arrivals plus a closed-loop QD32 job, mixed reads and writes
+    let text = "[global]\nfilename=/dev/nvme0n1\nruntime=20\ntime_based\n\
+                [poisson]\nioengine=io_uring\niodepth=256\nrw=randrw\nrate_iops=20000\nrate_process=poisson\n\
+                [closed]\nioengine=libaio\niodepth=32\nrw=randread\nbssplit=4k/50:16k/50\n";
+    let out = run(text, "none");
+    let end = out.end.as_secs_f64();
+    let completed: u64 = out.clones.iter().map(|c| c.stats.total_ios()).sum();
+    let mean_latency: f64 = out.clones.iter().map(|c| {
+        c.stats.dirs.iter().map(|d| d.lat.mean() * d.lat.n as f64).sum::<f64>()
+    }).sum::<f64>() / completed as f64;
+    let throughput = completed as f64 / end;
+    let mean_in_system = out.engine.in_system_integral / out.end.0 as f64;
+    let little = throughput * mean_latency / 1e9;
+    let err = (mean_in_system - little).abs() / mean_in_system;
+    assert!(err < 0.02, "L = {mean_in_system:.3}, lambda*W = {little:.3} ({:.2}% off)", err * 100.0);
+    assert!(mean_in_system > 10.0, "the test must exercise queueing: L = {mean_in_system}");
+}
+
+#[test]
+fn same_seed_same_result_different_seed_different() {
+    let text = "[a]\nioengine=io_uring\niodepth=8\nrw=randrw\nsize=256m\nruntime=200ms\ntime_based\n";
+    let p = profile(&[]);
+    let a = run_with(text, "none", &p, 1, &mut NoObserver);
+    let b = run_with(text, "none", &p, 1, &mut NoObserver);
+    let c = run_with(text, "none", &p, 2, &mut NoObserver);
+    let key = |o: &SimOutcome| (o.end, o.engine.events, o.clones[0].stats.dirs[0].total_ios, o.clones[0].stats.dirs[0].clat.max);
+    assert_eq!(key(&a), key(&b));
+    assert_ne!(key(&a), key(&c));
+}
+
+#[test]
+fn plugged_batches_back_merge() {
+    let out = run("[a]\nioengine=io_uring\niodepth=8\niodepth_batch_submit=8\nrw=read\nbs=4k\nsize=16m\n", "none");
+    assert!(out.engine.plug_merges > 0);
+    let read = &out.clones[0].stats.dirs[0];
+    assert_eq!(read.io_bytes, 16 << 20, "every issued byte completes once");
+    assert_eq!(read.total_ios, 4096);
+    assert!(out.engine.device_commands[0] < 4096, "merged requests reach the device as fewer commands");
+}
+
+#[test]
+fn nr_requests_limits_allocated_requests() {
+    struct MaxInflight(u32);
+    impl Observer for MaxInflight {
+        fn on_dispatch(&mut self, _: Nanos, _: &Request, inflight: u32) {
+            self.0 = self.0.max(inflight);
+        }
+    }
+    let p = profile(&[("host.nr_requests", "8")]);
+    let mut obs = MaxInflight(0);
+    let out = run_with("[a]\nioengine=io_uring\niodepth=64\nrw=randread\nsize=64m\nruntime=50ms\ntime_based\n", "none", &p, 0, &mut obs);
+    assert_eq!(obs.0, 8);
+    let levels = out.clones[0].stats.depth_levels;
+    assert!(levels[3] > 0 && levels[6] == 0, "a job waiting for tags cannot go deeper: {levels:?}");
+}
+
+#[test]
+fn stonewall_runs_groups_in_sequence() {
+    let out = run("[a]\nrw=read\nsize=4m\n[b]\nstonewall\nrw=write\nsize=4m\n[c]\nnew_group\nrw=randread\nsize=4m\n", "none");
+    let (a, b, c) = (&out.clones[0], &out.clones[1], &out.clones[2]);
+    assert!(b.started_at >= a.finished_at);
+    assert_eq!(c.started_at, b.started_at, "new_group does not wait");
+    assert_eq!((a.reporting_group, b.reporting_group, c.reporting_group), (0, 1, 2));
+}
+
+#[test]
+fn ramp_time_excludes_warmup() {
+    let out = run("[a]\nrw=randread\nsize=64m\nruntime=100ms\nramp_time=100ms\ntime_based\n", "none");
+    let s = &out.clones[0].stats;
+    assert!(s.ramp_dropped > 100);
+    let per_ms = s.dirs[0].total_ios as f64 / 100.0;
+    assert!((s.ramp_dropped as f64 / 100.0 - per_ms).abs() / per_ms < 0.05);
+    assert!((s.runtime.as_ms_f64() - 100.0).abs() < 1.0, "{}", s.runtime);
+}
+
+#[test]
+fn thinktime_paces_a_sync_job() {
+    let out = run("[a]\nrw=randread\nsize=64m\nthinktime=2000\nruntime=1\ntime_based\n", "none");
+    let n = out.clones[0].stats.dirs[0].total_ios;
+    // each cycle: 85 us of I/O + 2 ms think
+    let expected = 1e9 / (85_000.0 + 2_000_000.0);
+    assert!((n as f64 - expected).abs() <= 2.0, "{n} vs {expected}");
+}
+
+#[test]
+fn fsync_issues_flushes_recorded_as_sync() {
+    let out = run("[a]\nioengine=libaio\niodepth=4\nrw=write\nfsync=4\nsize=1m\n", "none");
+    let s = &out.clones[0].stats;
+    assert_eq!(s.sync.n, 64);
+    assert_eq!(out.engine.device_commands[3], 64);
+}
