@@ -169,7 +169,7 @@ fn job_value(job: &JobStats, group_bw: &[f64; 3], bins: bool) -> Value {
     m.insert("groupid".into(), json!(job.groupid));
     m.insert("error".into(), json!(0));
     m.insert("eta".into(), json!(0));
-    m.insert("elapsed".into(), json!(job.runtime.0.div_ceil(1_000_000_000)));
+    m.insert("elapsed".into(), json!((job.runtime.0 + 500_000_000) / 1_000_000_000));
     if !job.job_options.is_empty() {
         let opts: Map<String, Value> = job.job_options.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
         m.insert("job options".into(), Value::Object(opts));

@@ -84,10 +84,13 @@ fn percentile_block(out: &mut String, title: &str, list: &[f64], values: &[u64])
     let max = values.iter().copied().max().unwrap_or(0);
     let (unit, div) = lat_unit(max);
     let _ = writeln!(out, "    {title} ({unit}):");
-    for row in list.iter().zip(values).collect::<Vec<_>>().chunks(4) {
+    let pairs: Vec<_> = list.iter().zip(values).collect();
+    let rows: Vec<_> = pairs.chunks(4).collect();
+    for (i, row) in rows.iter().enumerate() {
         let cells: Vec<String> =
             row.iter().map(|(p, v)| format!("{:5.2}th=[{:>5}]", p, (**v as f64 / div).round())).collect();
-        let _ = writeln!(out, "     | {}", cells.join(", "));
+        let sep = if i + 1 < rows.len() { "," } else { "" };
+        let _ = writeln!(out, "     | {}{sep}", cells.join(", "));
     }
 }
 

@@ -1,1 +1,13 @@
+//! The nvsched facade: run a job file through an engine and assemble the report. The
+//! `nvsched` binary is a thin clap layer over this.
 
+pub mod run;
+
+pub use nvsched_policy as policy;
+pub use nvsched_report as report;
+pub use nvsched_sim as sim;
+pub use nvsched_ssd as ssd;
+pub use nvsched_workload as workload;
+
+/// nvsched's version, written into reports.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");

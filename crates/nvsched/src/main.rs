@@ -1,0 +1,305 @@
+//! The `nvsched` command line.
+
+use clap::{Args, Parser, Subcommand};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use nvsched::run::{run_sim, RunSpec};
+use nvsched_core::Nanos;
+use nvsched_policy::{Request, COMMON_PARAMS, POLICIES};
+use nvsched_report::Format;
+use nvsched_sim::Observer;
+use nvsched_ssd::{builtin_profiles, load_profile, DeviceProfile};
+use nvsched_workload::jobfile::HostEnvironment;
+use nvsched_workload::{parse_job_file, parse_job_str, JobFile, ParseOptions};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Instant, SystemTime, UNIX_EPOCH};
+
+/// Design, compare and tune host I/O schedulers for NVMe SSDs.
+///
+/// nvsched runs fio job files against a simulated NVMe SSD through a pluggable host
+/// I/O scheduler and reports like fio (normal, json, json+, terse).
+#[derive(Parser)]
+#[command(name = "nvsched", version, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the jobs of a fio job file through a policy on a simulated device.
+    Run(RunArgs),
+    /// List the scheduling policies, their parameters and defaults.
+    Policies,
+    /// List the shipped device profiles.
+    Devices,
+    /// Measure simulator speed: simulated requests per wall-clock second.
+    Bench(BenchArgs),
+}
+
+#[derive(Args)]
+struct DeviceArgs {
+    /// Device profile: a shipped name (see `nvsched devices`) or a TOML file.
+    #[arg(long, default_value = "simple-nvme", value_name = "PROFILE")]
+    device: String,
+    /// Override a profile field, e.g. `--device-set host.submit_ns=1500` (repeatable).
+    #[arg(long = "device-set", value_name = "KEY=VALUE")]
+    device_set: Vec<String>,
+}
+
+impl DeviceArgs {
+    fn load(&self) -> Result<DeviceProfile, String> {
+        let mut overrides = Vec::new();
+        for kv in &self.device_set {
+            let (k, v) = kv.split_once('=').ok_or_else(|| format!("--device-set '{kv}': expected KEY=VALUE"))?;
+            overrides.push((k.trim().to_string(), v.trim().to_string()));
+        }
+        load_profile(&self.device, &overrides).map_err(|e| e.to_string())
+    }
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// fio job file.
+    jobfile: PathBuf,
+    /// Scheduling policy and parameters: ID or ID:key=value,... (see `nvsched policies`).
+    #[arg(long, default_value = "none", value_name = "SPEC")]
+    sched: String,
+    #[command(flatten)]
+    device: DeviceArgs,
+    /// Seed mixed into every job's random generators.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// normal, json, json+ or terse; several separated by commas.
+    #[arg(long = "output-format", default_value = "normal", value_name = "FORMAT")]
+    output_format: String,
+    /// Write the report to this file (atomically) instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Turn unknown or unsupported job options into warnings.
+    #[arg(long)]
+    ignore_unsupported: bool,
+    /// No progress indicator.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+struct BenchArgs {
+    /// Simulated seconds per benchmark run.
+    #[arg(long, default_value_t = 5.0)]
+    seconds: f64,
+    /// Repetitions; the median is reported.
+    #[arg(long, default_value_t = 3)]
+    reps: u32,
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Run(args) => cmd_run(args),
+        Command::Policies => {
+            print_policies();
+            Ok(())
+        }
+        Command::Devices => {
+            print_devices();
+            Ok(())
+        }
+        Command::Bench(args) => cmd_bench(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("nvsched: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn parse_formats(list: &str) -> Result<Vec<Format>, String> {
+    list.split(',')
+        .map(|f| {
+            Format::parse(f.trim())
+                .ok_or_else(|| format!("--output-format: '{f}' is not one of normal, json, json+, terse"))
+        })
+        .collect()
+}
+
+fn timestamp_ms() -> u64 {
+    if let Some(secs) = std::env::var("SOURCE_DATE_EPOCH").ok().and_then(|s| s.parse::<u64>().ok()) {
+        return secs * 1000;
+    }
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Progress on stderr for runs over a second, in simulated time.
+struct Progress {
+    bar: ProgressBar,
+    started: Instant,
+    shown: bool,
+    enabled: bool,
+}
+
+impl Progress {
+    fn new(total: Option<Nanos>, enabled: bool) -> Progress {
+        let bar = match total {
+            Some(t) => {
+                let b = ProgressBar::with_draw_target(Some(t.0 / 1_000_000), ProgressDrawTarget::hidden());
+                b.set_style(
+                    ProgressStyle::with_template("{spinner} simulated {pos}/{len} ms [{bar:30}] {percent}% eta {eta}")
+                        .expect("valid template")
+                        .progress_chars("=> "),
+                );
+                b
+            }
+            None => {
+                let b = ProgressBar::with_draw_target(None, ProgressDrawTarget::hidden());
+                b.set_style(ProgressStyle::with_template("{spinner} simulated {pos} ms").expect("valid template"));
+                b
+            }
+        };
+        Progress { bar, started: Instant::now(), shown: false, enabled }
+    }
+}
+
+impl Observer for Progress {
+    fn on_progress(&mut self, now: Nanos) {
+        if !self.enabled {
+            return;
+        }
+        if !self.shown && self.started.elapsed().as_secs_f64() > 1.0 {
+            self.bar.set_draw_target(ProgressDrawTarget::stderr());
+            self.shown = true;
+        }
+        self.bar.set_position(now.0 / 1_000_000);
+    }
+    fn on_dispatch(&mut self, _: Nanos, _: &Request, _: u32) {}
+}
+
+/// Expected simulated length when every job is time based.
+fn expected_length(jobs: &JobFile) -> Option<Nanos> {
+    let mut total = Nanos::ZERO;
+    let mut phase_max = Nanos::ZERO;
+    for (i, j) in jobs.jobs.iter().enumerate() {
+        if !j.time_based {
+            return None;
+        }
+        if i > 0 && j.stonewall {
+            total += phase_max;
+            phase_max = Nanos::ZERO;
+        }
+        phase_max = phase_max.max(j.ramp_time + j.runtime);
+    }
+    Some(total + phase_max)
+}
+
+fn load_jobs(path: &Path, ignore_unsupported: bool) -> Result<JobFile, String> {
+    parse_job_file(path, &HostEnvironment, ParseOptions { ignore_unsupported }).map_err(|e| e.to_string())
+}
+
+fn cmd_run(args: RunArgs) -> Result<(), String> {
+    let formats = parse_formats(&args.output_format)?;
+    let jobs = load_jobs(&args.jobfile, args.ignore_unsupported)?;
+    let profile = args.device.load()?;
+    let policy = nvsched_policy::build(&args.sched).map_err(|e| format!("--sched: {e}"))?;
+    let show = !args.quiet && std::io::stderr().is_terminal();
+    let mut progress = Progress::new(expected_length(&jobs), show);
+    let wall = Instant::now();
+    let (report, outcome) =
+        run_sim(RunSpec { jobs: &jobs, policy, profile: &profile, seed: args.seed }, &mut progress, timestamp_ms())?;
+    progress.bar.finish_and_clear();
+    let mut text = String::new();
+    for f in formats {
+        text.push_str(&report.render(f));
+    }
+    match &args.output {
+        Some(path) => nvsched_report::write_atomic(path, text.as_bytes())
+            .map_err(|e| format!("cannot write '{}': {e}", path.display()))?,
+        None => print!("{text}"),
+    }
+    if !args.quiet {
+        let secs = wall.elapsed().as_secs_f64();
+        eprintln!(
+            "nvsched: simulated {} in {:.2}s wall ({:.2} M requests/s)",
+            outcome.end,
+            secs,
+            outcome.engine.requests as f64 / secs / 1e6
+        );
+    }
+    for w in &jobs.warnings {
+        eprintln!("warning: {w}");
+    }
+    Ok(())
+}
+
+fn print_policies() {
+    for info in POLICIES {
+        println!("{}  —  {}", info.id, info.summary);
+        println!("    source: {}", info.source);
+        println!(
+            "    host cost: {} per dispatch, {} per completion",
+            info.host_cost.dispatch, info.host_cost.complete
+        );
+        for p in info.params {
+            println!("    {:<16} {} (default {}; {})", p.name, p.help, p.default, p.accepted());
+        }
+        if !info.notes.is_empty() {
+            println!("    notes: {}", info.notes);
+        }
+        println!();
+    }
+    println!("Every policy also takes:");
+    for p in COMMON_PARAMS {
+        println!("    {:<16} {} (default: the policy's own; {})", p.name, p.help, p.accepted());
+    }
+    println!("\nUse: --sched ID or --sched ID:key=value,key=value (e.g. --sched k2:bound=4)");
+}
+
+fn print_devices() {
+    for p in builtin_profiles() {
+        println!(
+            "{:<18} {:<7} {:>8.1} GB  QD {:<5} {}",
+            p.name,
+            p.model_name(),
+            p.capacity_bytes as f64 / 1e9,
+            p.queue_depth,
+            p.description
+        );
+    }
+    println!("\nUse: --device NAME (or a TOML file), override fields with --device-set key=value");
+}
+
+const BENCH_RANDREAD_QD32: &str = "[global]\nfilename=/dev/nvme0n1\nbs=4k\ndirect=1\ntime_based\n\
+[randread-qd32]\nioengine=io_uring\niodepth=32\nrw=randread\nruntime=${RUNTIME}\n";
+
+fn cmd_bench(args: BenchArgs) -> Result<(), String> {
+    let runtime = format!("{}ms", (args.seconds * 1000.0).round() as u64);
+    let k2_mix = include_str!("../../../examples/k2-mix.fio").replace("runtime=10", &format!("runtime={runtime}"));
+    let randread = BENCH_RANDREAD_QD32.replace("${RUNTIME}", &runtime);
+    let cases = [
+        ("k2-mix (examples/k2-mix.fio), none", k2_mix.as_str(), "none", "simple-nvme"),
+        ("k2-mix (examples/k2-mix.fio), k2:bound=4", k2_mix.as_str(), "k2:bound=4", "simple-nvme"),
+        ("4 KiB random read QD32, none", randread.as_str(), "none", "simple-nvme"),
+    ];
+    println!("{:<44} {:>10} {:>12} {:>12} {:>14}", "benchmark", "wall s", "requests", "events", "requests/s");
+    for (name, text, sched, device) in cases {
+        let jobs = parse_job_str(text, Path::new("bench.fio"), &HostEnvironment, ParseOptions::default())
+            .map_err(|e| e.to_string())?;
+        let profile = load_profile(device, &[]).map_err(|e| e.to_string())?;
+        let mut samples = Vec::new();
+        let mut last = (0, 0);
+        for _ in 0..args.reps.max(1) {
+            let policy = nvsched_policy::build(sched).map_err(|e| e.to_string())?;
+            let t = Instant::now();
+            let (_, out) = run_sim(RunSpec { jobs: &jobs, policy, profile: &profile, seed: 0 }, &mut nvsched_sim::NoObserver, 0)?;
+            samples.push(t.elapsed().as_secs_f64());
+            last = (out.engine.requests, out.engine.events);
+        }
+        samples.sort_by(f64::total_cmp);
+        let wall = samples[samples.len() / 2];
+        println!("{name:<44} {wall:>10.3} {:>12} {:>12} {:>14.0}", last.0, last.1, last.0 as f64 / wall);
+    }
+    Ok(())
+}

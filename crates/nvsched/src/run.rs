@@ -1,0 +1,197 @@
+//! `nvsched run`: job file + policy + device → simulated run → fio-style report.
+
+use nvsched_core::Nanos;
+use nvsched_policy::BuiltPolicy;
+use nvsched_report::{DiskUtil, JobStats, RunReport};
+use nvsched_sim::{simulate, Observer, SimInput, SimOutcome};
+use nvsched_ssd::DeviceProfile;
+use nvsched_workload::JobFile;
+use serde_json::{json, Map, Value};
+
+/// What to run.
+pub struct RunSpec<'a> {
+    pub jobs: &'a JobFile,
+    pub policy: BuiltPolicy,
+    pub profile: &'a DeviceProfile,
+    pub seed: u64,
+}
+
+/// Simulates and builds the report. `timestamp_ms` is the wall-clock time to print in
+/// the time-of-day fields (the only fields that differ between identical runs).
+pub fn run_sim(spec: RunSpec<'_>, observer: &mut dyn Observer, timestamp_ms: u64) -> Result<(RunReport, SimOutcome), String> {
+    let policy_spec = spec.policy.spec.clone();
+    let policy_id = spec.policy.info.id;
+    let given = spec.policy.params.given.clone();
+    let host_cost = spec.policy.host_cost;
+    let outcome = simulate(
+        SimInput {
+            jobs: &spec.jobs.jobs,
+            device: spec.profile.build(),
+            host: spec.profile.host.clone(),
+            scheduler: spec.policy.scheduler,
+            host_cost,
+            seed: spec.seed,
+        },
+        observer,
+    )
+    .map_err(|e| e.to_string())?;
+    let entries = reporting_entries(spec.jobs, &outcome);
+    let mut nvsched = Map::new();
+    nvsched.insert("version".into(), json!(crate::VERSION));
+    nvsched.insert("engine".into(), json!("sim"));
+    nvsched.insert("seed".into(), json!(spec.seed));
+    nvsched.insert("simulated_time_ns".into(), json!(outcome.end.0));
+    nvsched.insert(
+        "policy".into(),
+        json!({
+            "spec": policy_spec,
+            "id": policy_id,
+            "params": Value::Object(given.iter().map(|(k, v)| (k.clone(), json!(v))).collect()),
+            "host_cost_ns": { "dispatch": host_cost.dispatch.0, "complete": host_cost.complete.0 },
+            "counters": Value::Object(outcome.policy.counters.iter().map(|(k, v)| (k.clone(), json!(v))).collect()),
+            "series": outcome.policy.series,
+        }),
+    );
+    let p = spec.profile;
+    nvsched.insert(
+        "device".into(),
+        json!({
+            "profile": p.name,
+            "model": p.model_name(),
+            "capacity_bytes": p.capacity_bytes,
+            "queue_depth": p.queue_depth,
+            "overrides": Value::Object(p.overrides.iter().map(|(k, v)| (k.clone(), json!(v))).collect()),
+            "host": { "submit_ns": p.host.submit_ns, "complete_ns": p.host.complete_ns, "nr_requests": p.host.nr_requests, "max_merge_bytes": p.host.max_merge_bytes },
+            "counters": outcome.device,
+        }),
+    );
+    let e = &outcome.engine;
+    nvsched.insert(
+        "engine_counters".into(),
+        json!({
+            "events": e.events,
+            "requests": e.requests,
+            "plug_merges": e.plug_merges,
+            "sched_merges": e.sched_merges,
+            "max_device_inflight": e.max_device_inflight,
+            "mean_in_system": if outcome.end.0 > 0 { e.in_system_integral / outcome.end.0 as f64 } else { 0.0 },
+        }),
+    );
+    nvsched.insert("tenants".into(), tenants_value(&outcome));
+    nvsched.insert(
+        "jobs".into(),
+        Value::Array(entries.iter().map(|j| json!({ "jobname": j.name, "series": series_value(j) })).collect()),
+    );
+    nvsched.insert(
+        "device_series".into(),
+        json!({ "window_s": 1, "read_bytes": outcome.device_series[0], "write_bytes": outcome.device_series[1] }),
+    );
+    if !spec.jobs.warnings.is_empty() {
+        nvsched.insert("warnings".into(), json!(spec.jobs.warnings));
+    }
+    let report = RunReport {
+        version: format!("nvsched-{}", crate::VERSION),
+        timestamp_ms,
+        global_options: spec.jobs.global_options.clone(),
+        jobs: entries,
+        disk_util: vec![disk_util(spec.profile, &outcome)],
+        nvsched: Value::Object(nvsched),
+        summary_extra: summary_lines(spec.profile, &policy_spec, spec.seed, &outcome),
+    };
+    Ok((report, outcome))
+}
+
+/// fio's reporting: a group with `group_reporting` becomes one entry, otherwise one entry
+/// per clone.
+pub fn reporting_entries(jobs: &JobFile, outcome: &SimOutcome) -> Vec<JobStats> {
+    let mut entries: Vec<JobStats> = Vec::new();
+    let mut merged_group: Option<(u32, usize)> = None;
+    for c in &outcome.clones {
+        let grouped = outcome
+            .clones
+            .iter()
+            .filter(|o| o.reporting_group == c.reporting_group)
+            .any(|o| jobs.jobs[o.job_index].group_reporting);
+        if grouped {
+            match merged_group {
+                Some((g, idx)) if g == c.reporting_group => entries[idx].merge(&c.stats),
+                _ => {
+                    entries.push(c.stats.clone());
+                    merged_group = Some((c.reporting_group, entries.len() - 1));
+                }
+            }
+        } else {
+            entries.push(c.stats.clone());
+        }
+    }
+    entries
+}
+
+fn series_value(j: &JobStats) -> Value {
+    let dir = |d: usize| json!({ "bw_bytes": j.dirs[d].series.bytes, "iops": j.dirs[d].series.ios });
+    json!({ "window_s": 1, "read": dir(0), "write": dir(1), "trim": dir(2) })
+}
+
+fn tenants_value(o: &SimOutcome) -> Value {
+    let mut out = Vec::new();
+    for (i, (name, weight)) in o.tenants.iter().enumerate() {
+        let id = i as u32 + 1;
+        let members: Vec<_> = o.clones.iter().filter(|c| c.tenant == id).collect();
+        let bytes: u64 = members.iter().map(|c| c.stats.dirs.iter().map(|d| d.io_bytes).sum::<u64>()).sum();
+        let runtime = members.iter().map(|c| c.stats.runtime).max().unwrap_or(Nanos::ZERO);
+        let bw = if runtime.0 > 0 { bytes as f64 / runtime.as_secs_f64() } else { 0.0 };
+        out.push(json!({ "name": name, "weight": weight, "io_bytes": bytes, "bw_bytes": bw }));
+    }
+    Value::Array(out)
+}
+
+fn disk_util(p: &DeviceProfile, o: &SimOutcome) -> DiskUtil {
+    let e = &o.engine;
+    DiskUtil {
+        name: p.name.clone(),
+        read_ios: e.device_commands[0],
+        write_ios: e.device_commands[1],
+        read_merges: e.merges_by_dir[0],
+        write_merges: e.merges_by_dir[1],
+        read_ticks_ms: e.device_ticks[0].0 / 1_000_000,
+        write_ticks_ms: e.device_ticks[1].0 / 1_000_000,
+        in_queue_ms: (e.in_system_integral / 1e6) as u64,
+        util_pct: if o.end.0 > 0 { 100.0 * e.device_busy.as_secs_f64() / o.end.as_secs_f64() } else { 0.0 },
+    }
+}
+
+fn summary_lines(p: &DeviceProfile, policy: &str, seed: u64, o: &SimOutcome) -> Vec<String> {
+    let mut lines = vec![format!(
+        "nvsched: policy {policy} on {} ({} model), seed {seed}, {} simulated, {} events",
+        p.name,
+        p.model_name(),
+        o.end,
+        o.engine.events
+    )];
+    let d = &o.device;
+    let util: Vec<String> = d.unit_utilization.iter().map(|u| format!("{:.0}", u * 100.0)).collect();
+    lines.push(format!(
+        "  device: write amplification {:.2}, GC runs {}, pages moved {}, erases {}, SLC writes {}, folds {}, reads behind program {}, unit utilisation % [{}]",
+        d.write_amplification,
+        d.gc_runs,
+        d.gc_pages_moved,
+        d.erases,
+        d.slc_writes,
+        d.slc_folds,
+        d.reads_behind_program,
+        util.join(" ")
+    ));
+    if !o.policy.counters.is_empty() {
+        let c: Vec<String> = o.policy.counters.iter().map(|(k, v)| format!("{k}={}", trim_number(*v))).collect();
+        lines.push(format!("  policy: {}", c.join(", ")));
+    }
+    lines
+}
+
+fn trim_number(v: f64) -> String {
+    if v == v.trunc() && v.abs() < 1e15 {
+        format!("{v:.0}")
+    } else {
+        format!("{v:.4}")
+    }
+}
