@@ -20,7 +20,7 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 /// nvsched runs fio job files against a simulated NVMe SSD through a pluggable host
 /// I/O scheduler and reports like fio (normal, json, json+, terse).
 #[derive(Parser)]
-#[command(name = "nvsched", version, propagate_version = true)]
+#[command(name = "nvsched", version, propagate_version = true, args_override_self = true)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

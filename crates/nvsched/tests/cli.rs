@@ -1,0 +1,205 @@
+//! The `nvsched` binary end to end: fio-compatible output, determinism, errors.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn nvsched(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nvsched")).args(args).current_dir(repo_root()).output().expect("nvsched runs")
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn fixture(name: &str) -> Value {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fio-3.33").join(name);
+    serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap()
+}
+
+fn temp_job(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("nvsched-cli-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+/// The K2 example with a shorter runtime, so the suite stays quick.
+fn short_k2_mix() -> PathBuf {
+    let text = std::fs::read_to_string(repo_root().join("examples/k2-mix.fio")).unwrap();
+    temp_job("k2-short.fio", &text.replace("runtime=10", "runtime=1"))
+}
+
+fn run_json(job: &Path, extra: &[&str]) -> (String, Value) {
+    let mut args = vec!["run", job.to_str().unwrap(), "--output-format=json", "-q"];
+    args.extend_from_slice(extra);
+    let out = nvsched(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let v = serde_json::from_str(&text).expect("valid JSON");
+    (text, v)
+}
+
+fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float",
+        Value::Number(_) => "int",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// Every key of fio's object exists in ours with the same JSON type, recursively.
+fn assert_same_structure(fio: &Value, ours: &Value, path: &str) {
+    match (fio, ours) {
+        (Value::Object(f), Value::Object(o)) => {
+            for (k, fv) in f {
+                // option lists and per-priority arrays depend on the job, not the format
+                if matches!(k.as_str(), "job options" | "global options" | "prios" | "percentile") {
+                    continue;
+                }
+                let ov = o.get(k).unwrap_or_else(|| panic!("missing key {path}.{k}"));
+                assert_same_structure(fv, ov, &format!("{path}.{k}"));
+            }
+        }
+        _ => assert_eq!(kind(fio), kind(ours), "type of {path}"),
+    }
+}
+
+#[test]
+fn json_has_fios_structure_and_the_rt_tail_where_fio_puts_it() {
+    let (_, ours) = run_json(&short_k2_mix(), &[]);
+    for sample in ["mixed.json", "prio.json"] {
+        let fio = fixture(sample);
+        for key in ["fio version", "timestamp", "timestamp_ms", "time", "jobs"] {
+            assert_eq!(kind(&fio[key]), kind(&ours[key]), "{sample}: top-level {key}");
+        }
+        assert_same_structure(&fio["jobs"][0], &ours["jobs"][0], "jobs[0]");
+        if fio.get("disk_util").is_some() {
+            assert_same_structure(&fio["disk_util"][0], &ours["disk_util"][0], "disk_util[0]");
+        }
+    }
+    let percentiles = &fixture("mixed.json")["jobs"][0]["read"]["clat_ns"]["percentile"];
+    let ours_pct = &ours["jobs"][0]["read"]["clat_ns"]["percentile"];
+    let fio_keys: Vec<_> = percentiles.as_object().unwrap().keys().collect();
+    let our_keys: Vec<_> = ours_pct.as_object().unwrap().keys().collect();
+    assert_eq!(fio_keys, our_keys, "fio's default percentile list, in fio's key format");
+    assert_eq!(ours["jobs"][0]["jobname"], "rt");
+    let p999 = ours["jobs"][0]["read"]["clat_ns"]["percentile"]["99.900000"].as_u64().unwrap();
+    let max = ours["jobs"][0]["read"]["clat_ns"]["max"].as_u64().unwrap();
+    assert!(p999 > 0 && p999 <= max + max / 100);
+    assert_eq!(ours["jobs"].as_array().unwrap().len(), 4, "rt + 3 be clones");
+    assert!(ours["nvsched"]["device"]["counters"].is_object());
+}
+
+#[test]
+fn same_command_twice_gives_identical_json_apart_from_time_of_day() {
+    let job = short_k2_mix();
+    let strip = |s: &str| s.lines().filter(|l| !l.trim_start().starts_with("\"time")).collect::<Vec<_>>().join("\n");
+    let (a, _) = run_json(&job, &["--sched", "k2:bound=2"]);
+    let (b, _) = run_json(&job, &["--sched", "k2:bound=2"]);
+    assert_eq!(strip(&a), strip(&b));
+    let (c, _) = run_json(&job, &["--sched", "k2:bound=2", "--seed", "7"]);
+    assert_ne!(strip(&a), strip(&c), "a different seed changes the run");
+}
+
+#[test]
+fn source_date_epoch_makes_output_byte_identical() {
+    let job = short_k2_mix();
+    let run = || {
+        Command::new(env!("CARGO_BIN_EXE_nvsched"))
+            .args(["run", job.to_str().unwrap(), "--output-format=json+,terse", "-q"])
+            .env("SOURCE_DATE_EPOCH", "1795325671")
+            .output()
+            .unwrap()
+            .stdout
+    };
+    let a = run();
+    assert_eq!(a, run());
+    assert!(String::from_utf8(a).unwrap().contains("\"time\" : \"Sun Nov 22 05:34:31 2026\""));
+}
+
+#[test]
+fn json_plus_has_bins_and_terse_has_fios_field_count() {
+    let job = short_k2_mix();
+    let (_, v) = run_json(&job, &["--output-format=json+"]);
+    let bins = v["jobs"][0]["read"]["clat_ns"]["bins"].as_object().unwrap();
+    let total: u64 = bins.values().map(|c| c.as_u64().unwrap()).sum();
+    assert_eq!(total, v["jobs"][0]["read"]["clat_ns"]["N"].as_u64().unwrap());
+    let out = nvsched(&["run", job.to_str().unwrap(), "--output-format=terse", "-q"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let fio_terse = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fio-3.33/mixed.terse")).unwrap();
+    let fio_fields = fio_terse.trim().split(';').count();
+    for line in text.lines() {
+        // ours carries one disk_util group (9 fields) that fio's null-engine sample lacks
+        assert_eq!(line.split(';').count(), fio_fields + 9, "{line}");
+        assert!(line.starts_with("3;nvsched-"));
+    }
+}
+
+#[test]
+fn output_file_is_written() {
+    let job = short_k2_mix();
+    let dest = job.with_file_name("out.json");
+    let out = nvsched(&["run", job.to_str().unwrap(), "--output-format=json", "-q", "--output", dest.to_str().unwrap()]);
+    assert!(out.status.success());
+    assert!(out.stdout.is_empty());
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(&dest).unwrap()).unwrap();
+    assert!(v["jobs"].is_array());
+}
+
+#[test]
+fn errors_name_what_is_wrong() {
+    let bad = temp_job("bad.fio", "[a]\nrw=randread\niodepth=0\n");
+    let out = nvsched(&["run", bad.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("bad.fio:3: option 'iodepth': 0 is out of range 1..=65536"), "{err}");
+
+    let job = short_k2_mix();
+    for (args, expected) in [
+        (vec!["--sched", "k3"], "unknown policy 'k3'"),
+        (vec!["--sched", "k2:bound=0"], "'0' is out of range; accepted: integer 1..=65536"),
+        (vec!["--device", "nope"], "unknown device 'nope'"),
+        (vec!["--device-set", "simple.units"], "expected KEY=VALUE"),
+        (vec!["--output-format", "xml"], "'xml' is not one of"),
+    ] {
+        let mut a = vec!["run", job.to_str().unwrap()];
+        a.extend(args);
+        let out = nvsched(&a);
+        assert_eq!(out.status.code(), Some(1), "{a:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains(expected), "{a:?}: {err}");
+    }
+    let out = nvsched(&["run", "/nonexistent.fio"]);
+    assert!(String::from_utf8(out.stderr).unwrap().contains("cannot read job file"));
+}
+
+#[test]
+fn listings_cover_every_policy_and_device() {
+    let out = String::from_utf8(nvsched(&["policies"]).stdout).unwrap();
+    for p in nvsched::policy::POLICIES {
+        assert!(out.contains(p.id), "{}", p.id);
+        for param in p.params {
+            assert!(out.contains(param.name));
+        }
+    }
+    let out = String::from_utf8(nvsched(&["devices"]).stdout).unwrap();
+    for p in nvsched::ssd::builtin_profiles() {
+        assert!(out.contains(&p.name));
+    }
+}
+
+#[test]
+fn normal_output_reads_like_fio() {
+    let out = nvsched(&["run", short_k2_mix().to_str().unwrap(), "-q"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("rt: (groupid=0, jobs=1)"));
+    assert!(text.contains("clat percentiles (usec):"));
+    assert!(text.contains("Run status group 0 (all jobs):"));
+    assert!(text.contains("nvsched: policy none on simple-nvme"));
+}
