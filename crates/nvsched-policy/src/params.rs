@@ -7,12 +7,24 @@ use std::fmt;
 /// Type and accepted range of one parameter.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum ParamKind {
-    Int { min: i64, max: i64 },
-    Float { min: f64, max: f64 },
+    Int {
+        min: i64,
+        max: i64,
+    },
+    Float {
+        min: f64,
+        max: f64,
+    },
     /// A duration with a unit: `500us`, `2ms`, `1s`, `250ns`.
-    Duration { min: Nanos, max: Nanos },
+    Duration {
+        min: Nanos,
+        max: Nanos,
+    },
     /// Bytes per second with a unit: `300MB/s`, `1.5GiB/s`, `800k` (KB = 1000, KiB = 1024).
-    Rate { min: f64, max: f64 },
+    Rate {
+        min: f64,
+        max: f64,
+    },
     Bool,
     Choice(&'static [&'static str]),
 }
@@ -266,10 +278,8 @@ fn accepted_keys(specs: &[ParamSpec]) -> String {
     if specs.is_empty() {
         return "it takes no parameters".to_string();
     }
-    let keys: Vec<String> = specs
-        .iter()
-        .map(|s| format!("{} ({}, default {})", s.name, s.accepted(), s.default))
-        .collect();
+    let keys: Vec<String> =
+        specs.iter().map(|s| format!("{} ({}, default {})", s.name, s.accepted(), s.default)).collect();
     format!("accepted: {}", keys.join(", "))
 }
 
@@ -302,8 +312,7 @@ mod tests {
 
     #[test]
     fn values_parse() {
-        let p = Params::parse("k2", SPECS, "bound=4, merge=1,expire=250us,bw=1.5GiB/s,mode=latency")
-            .unwrap();
+        let p = Params::parse("k2", SPECS, "bound=4, merge=1,expire=250us,bw=1.5GiB/s,mode=latency").unwrap();
         assert_eq!(p.int("bound"), 4);
         assert!(p.flag("merge"));
         assert_eq!(p.duration("expire"), Nanos(250_000));

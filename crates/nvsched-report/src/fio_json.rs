@@ -39,10 +39,7 @@ fn lat_value(stats: &LatStats, hist: Option<(&FioHistogram, &[f64])>, bins: bool
 fn ddir_value(d: &DirStats, job: &JobStats, group_bw_bytes: f64, bins: bool) -> Value {
     let runtime_ns = if d.total_ios > 0 { job.runtime.0.max(1) } else { 0 };
     let (bw_bytes, iops) = if runtime_ns > 0 {
-        (
-            (d.io_bytes as u128 * 1_000_000_000 / runtime_ns as u128) as u64,
-            d.total_ios as f64 * 1e9 / runtime_ns as f64,
-        )
+        ((d.io_bytes as u128 * 1_000_000_000 / runtime_ns as u128) as u64, d.total_ios as f64 * 1e9 / runtime_ns as f64)
     } else {
         (0, 0.0)
     };
@@ -113,7 +110,10 @@ const LAT_MS_KEYS: [u64; 11] = [2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000
 
 /// fio's latency distribution maps: % of completions in each (previous, key] range, a
 /// non-zero share below 0.01% printed as 0.01.
-pub fn latency_maps(h: &FioHistogram) -> (Vec<(String, f64)>, Vec<(String, f64)>, Vec<(String, f64)>) {
+/// (key, percentage) pairs of one of fio's latency maps.
+pub type LatencyMap = Vec<(String, f64)>;
+
+pub fn latency_maps(h: &FioHistogram) -> (LatencyMap, LatencyMap, LatencyMap) {
     let total = h.total();
     let mut ns = vec![0u64; 10];
     let mut us = vec![0u64; 10];

@@ -85,7 +85,8 @@ impl RunReport {
 /// readers never see a half-written file.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().ok_or_else(|| std::io::Error::other(format!("'{}' is not a file path", path.display())))?;
+    let name =
+        path.file_name().ok_or_else(|| std::io::Error::other(format!("'{}' is not a file path", path.display())))?;
     let tmp = dir.join(format!(".{}.{}.tmp", name.to_string_lossy(), std::process::id()));
     let result = (|| {
         let mut f = std::fs::File::create(&tmp)?;

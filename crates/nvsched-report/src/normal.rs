@@ -131,9 +131,11 @@ fn ddir(out: &mut String, name: &str, d: &DirStats, job: &JobStats) {
     let per_sec = 1e9 / BW_WINDOW.0 as f64;
     let (min, max, mean, dev, n) = window_summary(&d.bw_windows.bytes, complete, per_sec / 1024.0);
     if n > 0 {
-        let _ = writeln!(out, "   bw (  KiB/s): min={min:.0}, max={max:.0}, avg={mean:.2}, stdev={dev:.2}, samples={n}");
+        let _ =
+            writeln!(out, "   bw (  KiB/s): min={min:.0}, max={max:.0}, avg={mean:.2}, stdev={dev:.2}, samples={n}");
         let (min, max, mean, dev, n) = window_summary(&d.bw_windows.ios, complete, per_sec);
-        let _ = writeln!(out, "   iops        : min={min:.0}, max={max:.0}, avg={mean:.2}, stdev={dev:.2}, samples={n}");
+        let _ =
+            writeln!(out, "   iops        : min={min:.0}, max={max:.0}, avg={mean:.2}, stdev={dev:.2}, samples={n}");
     }
 }
 
@@ -183,8 +185,7 @@ pub fn render(r: &RunReport) -> String {
     for g in groups {
         let _ = writeln!(out, "Run status group {g} (all jobs):");
         for (d, name) in ["READ", "WRITE", "TRIM"].iter().enumerate() {
-            let members: Vec<&JobStats> =
-                r.jobs.iter().filter(|j| j.groupid == g && j.dirs[d].total_ios > 0).collect();
+            let members: Vec<&JobStats> = r.jobs.iter().filter(|j| j.groupid == g && j.dirs[d].total_ios > 0).collect();
             if members.is_empty() {
                 continue;
             }
@@ -207,7 +208,15 @@ pub fn render(r: &RunReport) -> String {
         let _ = writeln!(
             out,
             "  {}: ios={}/{}, merge={}/{}, ticks={}/{}, in_queue={}, util={:.2}%",
-            d.name, d.read_ios, d.write_ios, d.read_merges, d.write_merges, d.read_ticks_ms, d.write_ticks_ms, d.in_queue_ms, d.util_pct
+            d.name,
+            d.read_ios,
+            d.write_ios,
+            d.read_merges,
+            d.write_merges,
+            d.read_ticks_ms,
+            d.write_ticks_ms,
+            d.in_queue_ms,
+            d.util_pct
         );
     }
     if !r.summary_extra.is_empty() {

@@ -14,7 +14,14 @@ fn ddir(out: &mut String, d: &DirStats, job: &JobStats, group_bw: f64) {
     let runtime_ns = if d.total_ios > 0 { job.runtime.0.max(1) } else { 0 };
     let bw_bytes = dir_bw_bytes(d, runtime_ns);
     let iops = if runtime_ns > 0 { d.total_ios as f64 * 1e9 / runtime_ns as f64 } else { 0.0 };
-    let _ = write!(out, ";{};{};{};{}", d.io_bytes >> 10, (bw_bytes / 1024.0) as u64, iops as u64, (runtime_ns + 500_000) / 1_000_000);
+    let _ = write!(
+        out,
+        ";{};{};{};{}",
+        d.io_bytes >> 10,
+        (bw_bytes / 1024.0) as u64,
+        iops as u64,
+        (runtime_ns + 500_000) / 1_000_000
+    );
     us_stats(out, &d.slat);
     us_stats(out, &d.clat);
     let values = d.clat_hist.percentiles(&job.percentile_list);
@@ -63,7 +70,15 @@ pub fn render(r: &RunReport) -> String {
             let _ = write!(
                 out,
                 ";{};{};{};{};{};{};{};{};{:.2}%",
-                d.name, d.read_ios, d.write_ios, d.read_merges, d.write_merges, d.read_ticks_ms, d.write_ticks_ms, d.in_queue_ms, d.util_pct
+                d.name,
+                d.read_ios,
+                d.write_ios,
+                d.read_merges,
+                d.write_merges,
+                d.read_ticks_ms,
+                d.write_ticks_ms,
+                d.in_queue_ms,
+                d.util_pct
             );
         }
         out.push('\n');

@@ -208,7 +208,8 @@ impl<'o> Simulation<'o> {
                 let seed = mix64(spec.randseed ^ mix64(ordinal)) ^ mix64(input.seed.wrapping_add(0x5eed));
                 let region = regions[job_index][clone as usize];
                 let driver = JobDriver::new(spec_arc.clone(), clone, region, seed).map_err(SimError)?;
-                let mut stats = JobStats::new(spec.name.clone(), reporting_group, spec.percentile_list.clone(), spec.iodepth);
+                let mut stats =
+                    JobStats::new(spec.name.clone(), reporting_group, spec.percentile_list.clone(), spec.iodepth);
                 stats.description = spec.description.clone();
                 stats.job_options = spec.job_options.clone();
                 let prio = spec.ioprio();
@@ -408,7 +409,8 @@ impl<'o> Simulation<'o> {
         let job = &mut self.jobs[j as usize];
         job.stats.record_submit_batch(n);
         let depth_after = job.driver.inflight();
-        let (prio, nice, tenant, weight, write_sync) = (job.prio, job.nice, job.tenant, job.tenant_weight, job.write_sync);
+        let (prio, nice, tenant, weight, write_sync) =
+            (job.prio, job.nice, job.tenant, job.tenant_weight, job.write_sync);
         let fua = job.driver.fua();
         for i in 0..n {
             self.jobs[j as usize].stats.record_issue_depth(depth_after - (n - 1 - i));
@@ -507,7 +509,12 @@ impl<'o> Simulation<'o> {
             let Some(rq) = self.sched.dispatch(self.now, view) else { break };
             let slot = self.slot_of(rq.id);
             let rec = &mut self.rqs[slot as usize];
-            debug_assert_eq!(rec.state, RqState::Queued, "policy '{}' dispatched a request it does not hold", self.sched.id());
+            debug_assert_eq!(
+                rec.state,
+                RqState::Queued,
+                "policy '{}' dispatched a request it does not hold",
+                self.sched.id()
+            );
             rec.rq = rq;
             rec.dispatched = self.now;
             rec.state = RqState::Dispatched;
@@ -556,7 +563,12 @@ impl<'o> Simulation<'o> {
             }
         }
         let rec = self.rqs[slot as usize];
-        self.sched.complete(&Completion { rq: &rec.rq, dispatched_at: rec.dispatched, now: self.now, dispatched_by_policy: true });
+        self.sched.complete(&Completion {
+            rq: &rec.rq,
+            dispatched_at: rec.dispatched,
+            now: self.now,
+            dispatched_by_policy: true,
+        });
         self.tags_used -= 1;
         let mut s = slot;
         while s != NONE {

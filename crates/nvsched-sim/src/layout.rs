@@ -101,7 +101,8 @@ mod tests {
 
     #[test]
     fn files_are_laid_end_to_end_and_shared_by_name() {
-        let j = jobs("[a]\nsize=1m\nnumjobs=2\n[b]\nfilename=shared\nsize=3m\n[c]\nfilename=shared\nsize=1m\noffset=1m\n");
+        let j =
+            jobs("[a]\nsize=1m\nnumjobs=2\n[b]\nfilename=shared\nsize=3m\n[c]\nfilename=shared\nsize=1m\noffset=1m\n");
         let (files, regions) = place(&j, 1 << 30).unwrap();
         assert_eq!(files.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), vec!["a.0.0", "a.1.0", "shared"]);
         assert_eq!(regions[0][1], Region { start: 1 << 20, len: 1 << 20 });

@@ -6,4 +6,6 @@ mod engine;
 pub mod events;
 pub mod layout;
 
-pub use engine::{simulate, CloneResult, EngineCounters, NoObserver, Observer, SimError, SimInput, SimOutcome, Simulation};
+pub use engine::{
+    simulate, CloneResult, EngineCounters, NoObserver, Observer, SimError, SimInput, SimOutcome, Simulation,
+};

@@ -53,7 +53,10 @@ fn qd1_sync_latency_is_service_plus_host_path_exactly() {
 
 #[test]
 fn policy_host_cost_is_charged() {
-    let out = run("[a]\nrw=randread\nbs=4k\nsize=64m\nruntime=100ms\ntime_based\n", "none:dispatch_cost=1us,complete_cost=2us");
+    let out = run(
+        "[a]\nrw=randread\nbs=4k\nsize=64m\nruntime=100ms\ntime_based\n",
+        "none:dispatch_cost=1us,complete_cost=2us",
+    );
     let p = profile(&[]);
     let ModelConfig::Simple(cfg) = &p.model;
     let expected = cfg.read_ns + p.host.submit_ns + p.host.complete_ns + 3_000;
@@ -69,9 +72,9 @@ fn littles_law_holds() {
     let out = run(text, "none");
     let end = out.end.as_secs_f64();
     let completed: u64 = out.clones.iter().map(|c| c.stats.total_ios()).sum();
-    let mean_latency: f64 = out.clones.iter().map(|c| {
-        c.stats.dirs.iter().map(|d| d.lat.mean() * d.lat.n as f64).sum::<f64>()
-    }).sum::<f64>() / completed as f64;
+    let mean_latency: f64 =
+        out.clones.iter().map(|c| c.stats.dirs.iter().map(|d| d.lat.mean() * d.lat.n as f64).sum::<f64>()).sum::<f64>()
+            / completed as f64;
     let throughput = completed as f64 / end;
     let mean_in_system = out.engine.in_system_integral / out.end.0 as f64;
     let little = throughput * mean_latency / 1e9;
@@ -87,7 +90,9 @@ fn same_seed_same_result_different_seed_different() {
     let a = run_with(text, "none", &p, 1, &mut NoObserver);
     let b = run_with(text, "none", &p, 1, &mut NoObserver);
     let c = run_with(text, "none", &p, 2, &mut NoObserver);
-    let key = |o: &SimOutcome| (o.end, o.engine.events, o.clones[0].stats.dirs[0].total_ios, o.clones[0].stats.dirs[0].clat.max);
+    let key = |o: &SimOutcome| {
+        (o.end, o.engine.events, o.clones[0].stats.dirs[0].total_ios, o.clones[0].stats.dirs[0].clat.max)
+    };
     assert_eq!(key(&a), key(&b));
     assert_ne!(key(&a), key(&c));
 }
@@ -112,7 +117,13 @@ fn nr_requests_limits_allocated_requests() {
     }
     let p = profile(&[("host.nr_requests", "8")]);
     let mut obs = MaxInflight(0);
-    let out = run_with("[a]\nioengine=io_uring\niodepth=64\nrw=randread\nsize=64m\nruntime=50ms\ntime_based\n", "none", &p, 0, &mut obs);
+    let out = run_with(
+        "[a]\nioengine=io_uring\niodepth=64\nrw=randread\nsize=64m\nruntime=50ms\ntime_based\n",
+        "none",
+        &p,
+        0,
+        &mut obs,
+    );
     assert_eq!(obs.0, 8);
     let levels = out.clones[0].stats.depth_levels;
     assert!(levels[3] > 0 && levels[6] == 0, "a job waiting for tags cannot go deeper: {levels:?}");
@@ -120,7 +131,8 @@ fn nr_requests_limits_allocated_requests() {
 
 #[test]
 fn stonewall_runs_groups_in_sequence() {
-    let out = run("[a]\nrw=read\nsize=4m\n[b]\nstonewall\nrw=write\nsize=4m\n[c]\nnew_group\nrw=randread\nsize=4m\n", "none");
+    let out =
+        run("[a]\nrw=read\nsize=4m\n[b]\nstonewall\nrw=write\nsize=4m\n[c]\nnew_group\nrw=randread\nsize=4m\n", "none");
     let (a, b, c) = (&out.clones[0], &out.clones[1], &out.clones[2]);
     assert!(b.started_at >= a.finished_at);
     assert_eq!(c.started_at, b.started_at, "new_group does not wait");

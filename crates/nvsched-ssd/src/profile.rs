@@ -172,7 +172,8 @@ fn set_dotted(table: &mut toml::Table, key: &str, value: &str) -> Result<(), Pro
         .and_then(|mut t| t.remove("v"))
         .unwrap_or_else(|| toml::Value::String(value.to_string()));
     let mut parts: Vec<&str> = key.split('.').collect();
-    let last = parts.pop().filter(|s| !s.is_empty()).ok_or_else(|| ProfileError(format!("empty override key '{key}'")))?;
+    let last =
+        parts.pop().filter(|s| !s.is_empty()).ok_or_else(|| ProfileError(format!("empty override key '{key}'")))?;
     let mut cur = table;
     for part in parts {
         cur = match cur.get_mut(part) {
@@ -185,11 +186,18 @@ fn set_dotted(table: &mut toml::Table, key: &str, value: &str) -> Result<(), Pro
             "override '{key}': the profile has no field '{last}' (fields here: {})",
             cur.keys().cloned().collect::<Vec<_>>().join(", ")
         ))),
-        Some(old) if std::mem::discriminant(old) != std::mem::discriminant(&parsed) && !(old.is_float() && parsed.is_integer()) => {
+        Some(old)
+            if std::mem::discriminant(old) != std::mem::discriminant(&parsed)
+                && !(old.is_float() && parsed.is_integer()) =>
+        {
             Err(ProfileError(format!("override '{key}={value}': expected a {}", old.type_str())))
         }
         Some(old) => {
-            let new = if old.is_float() { toml::Value::Float(parsed.as_integer().map_or_else(|| parsed.as_float().unwrap_or(0.0), |i| i as f64)) } else { parsed };
+            let new = if old.is_float() {
+                toml::Value::Float(parsed.as_integer().map_or_else(|| parsed.as_float().unwrap_or(0.0), |i| i as f64))
+            } else {
+                parsed
+            };
             cur.insert(last.to_string(), new);
             Ok(())
         }
@@ -209,7 +217,9 @@ mod tests {
 
     #[test]
     fn overrides_apply_and_are_checked() {
-        let p = load_profile("simple-nvme", &[("simple.units".into(), "3".into()), ("host.submit_ns".into(), "7".into())]).unwrap();
+        let p =
+            load_profile("simple-nvme", &[("simple.units".into(), "3".into()), ("host.submit_ns".into(), "7".into())])
+                .unwrap();
         match p.model {
             ModelConfig::Simple(c) => assert_eq!(c.units, 3),
         }

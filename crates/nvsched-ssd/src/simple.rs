@@ -101,11 +101,7 @@ impl Device for SimpleDevice {
             flushes: self.flushes,
             discards: self.discards,
             write_amplification: if self.write_bytes > 0 { 1.0 } else { 0.0 },
-            unit_utilization: self
-                .busy_total
-                .iter()
-                .map(|b| (b.as_secs_f64() / span).min(1.0))
-                .collect(),
+            unit_utilization: self.busy_total.iter().map(|b| (b.as_secs_f64() / span).min(1.0)).collect(),
             ..DeviceCounters::default()
         }
     }

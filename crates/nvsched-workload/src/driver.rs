@@ -169,7 +169,7 @@ impl JobDriver {
                 self.stopped = true;
                 break;
             }
-            let unit = self.pending.take().unwrap_or_else(|| self.gen.next());
+            let unit = self.pending.take().unwrap_or_else(|| self.gen.next_unit());
             if let Some(gap) = self.rate_gap(&unit) {
                 let d = unit.op.index();
                 if self.rate_next[d] > now {

@@ -87,7 +87,7 @@ impl IoGenerator {
 
     /// The next I/O.
     #[inline]
-    pub fn next(&mut self) -> IoUnit {
+    pub fn next_unit(&mut self) -> IoUnit {
         let op = match self.pattern.single_op() {
             Some(op) => op,
             // fio keeps runs of one direction; a per-I/O draw has the same long-run mix.
@@ -129,7 +129,10 @@ impl IoGenerator {
 enum SizeChooser {
     Fixed(u32),
     /// Multiples of `min` from `min` to `max`.
-    Range { min: u32, steps: u64 },
+    Range {
+        min: u32,
+        steps: u64,
+    },
     /// Cumulative weights in [0, 1].
     Split(Vec<(u32, f64)>),
 }
@@ -171,13 +174,23 @@ impl SizeChooser {
 enum OffsetChooser {
     Sequential,
     /// Independent uniform draws (`norandommap`).
-    Uniform { blocks: u64 },
+    Uniform {
+        blocks: u64,
+    },
     /// Every block once per pass, in a pseudo-random order (fio's random map, in O(1)
     /// memory).
     Permutation(Permutation),
     Zipf(Zipf),
-    Pareto { blocks: u64, power: f64, offset: u64 },
-    Normal { blocks: u64, stddev: u64, offset: u64 },
+    Pareto {
+        blocks: u64,
+        power: f64,
+        offset: u64,
+    },
+    Normal {
+        blocks: u64,
+        stddev: u64,
+        offset: u64,
+    },
 }
 
 /// fio scatters the ranks of skewed distributions over the region with this hash, so hot
@@ -193,7 +206,7 @@ impl OffsetChooser {
         match self {
             OffsetChooser::Sequential => unreachable!("sequential offsets are positional"),
             OffsetChooser::Uniform { blocks } => rng.below(*blocks),
-            OffsetChooser::Permutation(p) => p.next(),
+            OffsetChooser::Permutation(p) => p.next_index(),
             OffsetChooser::Zipf(z) => z.next(rng),
             OffsetChooser::Pareto { blocks, power, offset } => {
                 let n = ((*blocks - 1) as f64 * rng.unit_f64().powf(*power)) as u64;
@@ -207,7 +220,7 @@ impl OffsetChooser {
                 for _ in 0..12 {
                     sum += rng.below(n + 1);
                 }
-                let mean = (sum + 11) / 12;
+                let mean = sum.div_ceil(12);
                 let jitter = if *stddev > 0 { rng.below(*stddev) as i64 - (*stddev / 2) as i64 } else { 0 };
                 let v = (mean as i64 + jitter).max(0) as u64;
                 scatter(v).wrapping_add(*offset) % n
@@ -258,7 +271,7 @@ impl Permutation {
 
     /// The next element of the current pass; a new pass starts after `n` elements.
     #[inline]
-    pub fn next(&mut self) -> u64 {
+    pub fn next_index(&mut self) -> u64 {
         if self.index == self.n {
             self.index = 0;
             self.pass += 1;
@@ -329,11 +342,11 @@ mod tests {
     fn permutation_visits_every_block_once_per_pass() {
         for n in [1u64, 2, 3, 7, 100, 1000, 4097] {
             let mut p = Permutation::new(n, 42);
-            let first: Vec<u64> = (0..n).map(|_| p.next()).collect();
+            let first: Vec<u64> = (0..n).map(|_| p.next_index()).collect();
             let set: HashSet<u64> = first.iter().copied().collect();
             assert_eq!(set.len() as u64, n);
             assert!(first.iter().all(|&x| x < n));
-            let second: Vec<u64> = (0..n).map(|_| p.next()).collect();
+            let second: Vec<u64> = (0..n).map(|_| p.next_index()).collect();
             assert_eq!(second.iter().copied().collect::<HashSet<_>>().len() as u64, n);
             if n > 10 {
                 assert_ne!(first, second, "passes use different orders");
@@ -345,16 +358,16 @@ mod tests {
     fn sequential_wraps_and_random_stays_aligned_in_region() {
         let s = spec("[a]\nrw=read\nbs=4k\nsize=16k\n");
         let mut g = IoGenerator::new(&s, Region { start: 1 << 20, len: 16384 }, 1).unwrap();
-        let offs: Vec<u64> = (0..6).map(|_| g.next().offset_bytes - (1 << 20)).collect();
+        let offs: Vec<u64> = (0..6).map(|_| g.next_unit().offset_bytes - (1 << 20)).collect();
         assert_eq!(offs, vec![0, 4096, 8192, 12288, 0, 4096]);
 
         let s = spec("[a]\nrw=randread\nbsrange=4k-16k\nsize=1m\n");
         let mut g = IoGenerator::new(&s, Region { start: 0, len: 1 << 20 }, 9).unwrap();
         for _ in 0..10_000 {
-            let u = g.next();
+            let u = g.next_unit();
             assert_eq!(u.offset_bytes % 4096, 0);
             assert!(u.offset_bytes + u64::from(u.len_bytes) <= 1 << 20);
-            assert!(u.len_bytes % 4096 == 0 && (4096..=16384).contains(&u.len_bytes));
+            assert!(u.len_bytes.is_multiple_of(4096) && (4096..=16384).contains(&u.len_bytes));
         }
     }
 
@@ -363,7 +376,7 @@ mod tests {
         let s = spec("[a]\nrw=randrw\nrwmixread=70\nbssplit=4k/25:64k/75\nsize=64m\n");
         let mut g = IoGenerator::new(&s, Region { start: 0, len: 64 << 20 }, 3).unwrap();
         let n = 100_000;
-        let units: Vec<IoUnit> = (0..n).map(|_| g.next()).collect();
+        let units: Vec<IoUnit> = (0..n).map(|_| g.next_unit()).collect();
         let reads = units.iter().filter(|u| u.op == Op::Read).count() as f64 / n as f64;
         let small = units.iter().filter(|u| u.len_bytes == 4096).count() as f64 / n as f64;
         assert!((reads - 0.70).abs() < 0.01, "{reads}");
@@ -376,7 +389,7 @@ mod tests {
         let mut g = IoGenerator::new(&s, Region { start: 0, len: 4 << 20 }, 3).unwrap();
         let mut counts = std::collections::HashMap::new();
         for _ in 0..50_000 {
-            *counts.entry(g.next().offset_bytes).or_insert(0u32) += 1;
+            *counts.entry(g.next_unit().offset_bytes).or_insert(0u32) += 1;
         }
         let mut v: Vec<u32> = counts.values().copied().collect();
         v.sort_unstable_by(|a, b| b.cmp(a));
@@ -390,7 +403,7 @@ mod tests {
             let s = spec(&format!("[a]\nrw=randread\nrandom_distribution={dist}\nsize=1m\n"));
             let mut g = IoGenerator::new(&s, Region { start: 4096, len: 1 << 20 }, 5).unwrap();
             for _ in 0..5_000 {
-                let u = g.next();
+                let u = g.next_unit();
                 assert!(u.offset_bytes >= 4096 && u.offset_bytes + 4096 <= 4096 + (1 << 20), "{dist}");
             }
         }

@@ -161,9 +161,8 @@ fn parse_into(
             }
             let target = target.trim();
             let resolved = resolve_include(target, file);
-            let included = std::fs::read_to_string(&resolved).map_err(|e| {
-                JobFileError::new(&at, None, format!("cannot read included file '{target}': {e}"))
-            })?;
+            let included = std::fs::read_to_string(&resolved)
+                .map_err(|e| JobFileError::new(&at, None, format!("cannot read included file '{target}': {e}")))?;
             let inc_file: Arc<Path> = Arc::from(resolved.as_path());
             parse_into(&included, &inc_file, env, sections, depth + 1, false)?;
             continue;

@@ -2,9 +2,7 @@
 //! help), `[global]` inheritance, per-direction value lists and cross-option checks.
 
 use crate::jobfile::{Environment, JobFileError, Location, RawOption, RawSection};
-use crate::units::{
-    parse_bool, parse_int_in, parse_size, parse_size_or_percent, parse_time, KbBase, SizeOrPercent,
-};
+use crate::units::{parse_bool, parse_int_in, parse_size, parse_size_or_percent, parse_time, KbBase, SizeOrPercent};
 use nvsched_core::{IoPrio, Nanos, Op, PrioClass};
 use std::path::Path;
 
@@ -59,7 +57,10 @@ impl Pattern {
 pub enum BlockSizes {
     Fixed(u32),
     /// Uniform multiple of `min` in `[min, max]` (`bsrange`).
-    Range { min: u32, max: u32 },
+    Range {
+        min: u32,
+        max: u32,
+    },
     /// Weighted sizes (`bssplit`); weights are percentages and sum to 100.
     Split(Vec<(u32, f64)>),
 }
@@ -89,10 +90,19 @@ impl BlockSizes {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Distribution {
     Uniform,
-    Zipf { theta: f64, center: f64 },
-    Pareto { h: f64, center: f64 },
+    Zipf {
+        theta: f64,
+        center: f64,
+    },
+    Pareto {
+        h: f64,
+        center: f64,
+    },
     /// `dev_pct` is fio's deviation in percent of the region.
-    Normal { dev_pct: f64, center: f64 },
+    Normal {
+        dev_pct: f64,
+        center: f64,
+    },
 }
 
 /// Synchronous engines have one request outstanding; asynchronous ones up to `iodepth`.
@@ -229,10 +239,9 @@ impl JobSpec {
         match (self.prioclass, self.prio) {
             (None, None) => IoPrio::default(),
             (None, Some(level)) => IoPrio::be(level),
-            (Some(class), level) => IoPrio::new(
-                PrioClass::from_number(class).unwrap_or(PrioClass::None),
-                level.unwrap_or(0),
-            ),
+            (Some(class), level) => {
+                IoPrio::new(PrioClass::from_number(class).unwrap_or(PrioClass::None), level.unwrap_or(0))
+            }
         }
     }
 
@@ -325,8 +334,13 @@ pub static OPTIONS: &[OptionDef] = &[
         j.filename = Some(v.replace("\\:", ":"));
         Ok(())
     }),
-    opt!("rw", ["readwrite"], false, "read, write, trim, randread, randwrite, randtrim, rw/readwrite, randrw", |j, v| {
-        j.pattern = match v {
+    opt!(
+        "rw",
+        ["readwrite"],
+        false,
+        "read, write, trim, randread, randwrite, randtrim, rw/readwrite, randrw",
+        |j, v| {
+            j.pattern = match v {
             "read" => Pattern::SeqRead,
             "write" => Pattern::SeqWrite,
             "trim" => Pattern::SeqTrim,
@@ -344,8 +358,9 @@ pub static OPTIONS: &[OptionDef] = &[
                 ))
             }
         };
-        Ok(())
-    }),
+            Ok(())
+        }
+    ),
     opt!("rwmixread", [], false, "percentage of reads in a mixed pattern (0..=100)", |j, v| {
         j.rwmix_read_pct = int_in(v, 0, 100)? as u32;
         Ok(())
@@ -363,10 +378,8 @@ pub static OPTIONS: &[OptionDef] = &[
     opt!("bsrange", ["blocksize_range"], false, "block size range per direction: lo-hi[,lo-hi]", |j, v| {
         let kb = j.kb_base;
         let ranges = per_direction(v, |s| {
-            let (lo, hi) = s
-                .split_once('-')
-                .or_else(|| s.split_once(':'))
-                .ok_or_else(|| format!("'{s}' is not a range lo-hi"))?;
+            let (lo, hi) =
+                s.split_once('-').or_else(|| s.split_once(':')).ok_or_else(|| format!("'{s}' is not a range lo-hi"))?;
             let (mut lo, mut hi) = (parse_block_size(lo, kb)?, parse_block_size(hi, kb)?);
             if lo > hi {
                 std::mem::swap(&mut lo, &mut hi);
@@ -390,8 +403,13 @@ pub static OPTIONS: &[OptionDef] = &[
         j.iodepth_batch_submit = int_in(v, 0, 65_536)? as u32;
         Ok(())
     }),
-    opt!("ioengine", [], false, "sync, psync, vsync, pvsync, pvsync2 (one request at a time); libaio, io_uring, posixaio, null (asynchronous)", |j, v| {
-        j.engine_kind = match v {
+    opt!(
+        "ioengine",
+        [],
+        false,
+        "sync, psync, vsync, pvsync, pvsync2 (one request at a time); libaio, io_uring, posixaio, null (asynchronous)",
+        |j, v| {
+            j.engine_kind = match v {
             "sync" | "psync" | "vsync" | "pvsync" | "pvsync2" => EngineKind::Sync,
             "libaio" | "io_uring" | "posixaio" | "null" => EngineKind::Async,
             other => {
@@ -400,9 +418,10 @@ pub static OPTIONS: &[OptionDef] = &[
                 ))
             }
         };
-        j.ioengine = v.to_string();
-        Ok(())
-    }),
+            j.ioengine = v.to_string();
+            Ok(())
+        }
+    ),
     opt!("direct", [], true, "O_DIRECT (0 or 1); nvsched always models direct I/O", |j, v| {
         j.direct = parse_bool(v)?;
         Ok(())
@@ -411,15 +430,21 @@ pub static OPTIONS: &[OptionDef] = &[
         j.direct = !parse_bool(v)?;
         Ok(())
     }),
-    opt!("sync", [], false, "write open mode: none/0, sync/1 (O_SYNC), dsync (O_DSYNC); direct sync writes are FUA", |j, v| {
-        j.sync_mode = match v {
-            "none" | "0" => SyncMode::None,
-            "sync" | "1" => SyncMode::Sync,
-            "dsync" => SyncMode::Dsync,
-            other => return Err(format!("'{other}' is not a sync mode; accepted: none, 0, sync, 1, dsync")),
-        };
-        Ok(())
-    }),
+    opt!(
+        "sync",
+        [],
+        false,
+        "write open mode: none/0, sync/1 (O_SYNC), dsync (O_DSYNC); direct sync writes are FUA",
+        |j, v| {
+            j.sync_mode = match v {
+                "none" | "0" => SyncMode::None,
+                "sync" | "1" => SyncMode::Sync,
+                "dsync" => SyncMode::Dsync,
+                other => return Err(format!("'{other}' is not a sync mode; accepted: none, 0, sync, 1, dsync")),
+            };
+            Ok(())
+        }
+    ),
     opt!("fsync", [], false, "flush the device cache after every N writes (0 = never)", |j, v| {
         j.fsync_every = int_in(v, 0, u32::MAX.into())? as u32;
         Ok(())
@@ -432,14 +457,20 @@ pub static OPTIONS: &[OptionDef] = &[
         j.numjobs = int_in(v, 1, 4096)? as u32;
         Ok(())
     }),
-    opt!("size", [], false, "bytes of I/O per clone and the region it is confined to (or N% of the file/device)", |j, v| {
-        let s = parse_size_or_percent(v, j.kb_base)?;
-        if s == SizeOrPercent::Bytes(0) {
-            return Err("size must be greater than 0".into());
+    opt!(
+        "size",
+        [],
+        false,
+        "bytes of I/O per clone and the region it is confined to (or N% of the file/device)",
+        |j, v| {
+            let s = parse_size_or_percent(v, j.kb_base)?;
+            if s == SizeOrPercent::Bytes(0) {
+                return Err("size must be greater than 0".into());
+            }
+            j.size = Some(s);
+            Ok(())
         }
-        j.size = Some(s);
-        Ok(())
-    }),
+    ),
     opt!("io_size", ["io_limit"], false, "bytes of I/O to do, independent of the region size", |j, v| {
         j.io_size = Some(parse_size(v, j.kb_base)?);
         Ok(())
@@ -468,10 +499,16 @@ pub static OPTIONS: &[OptionDef] = &[
         j.ramp_time = parse_time(v, Nanos::from_secs(1))?;
         Ok(())
     }),
-    opt!("thinktime", [], false, "pause after each completion (sync) or batch (async), microseconds unless a unit is given", |j, v| {
-        j.thinktime = parse_time(v, Nanos::from_us(1))?;
-        Ok(())
-    }),
+    opt!(
+        "thinktime",
+        [],
+        false,
+        "pause after each completion (sync) or batch (async), microseconds unless a unit is given",
+        |j, v| {
+            j.thinktime = parse_time(v, Nanos::from_us(1))?;
+            Ok(())
+        }
+    ),
     opt!("rate", [], false, "bandwidth cap in bytes/s per clone: read[,write[,trim]]", |j, v| {
         let kb = j.kb_base;
         let rates = per_direction(v, |s| parse_size(s, kb))?;
@@ -526,26 +563,38 @@ pub static OPTIONS: &[OptionDef] = &[
         j.group_reporting = parse_bool(v)?;
         Ok(())
     }),
-    opt!("percentile_list", [], false, "completion-latency percentiles, a:b:c (at most 20, each in (0, 100])", |j, v| {
-        let mut list = Vec::new();
-        for part in v.split(':') {
-            let p: f64 = part.trim().parse().map_err(|_| format!("'{part}' is not a number"))?;
-            if !(p > 0.0 && p <= 100.0) {
-                return Err(format!("percentile {part} is out of range (0, 100]"));
+    opt!(
+        "percentile_list",
+        [],
+        false,
+        "completion-latency percentiles, a:b:c (at most 20, each in (0, 100])",
+        |j, v| {
+            let mut list = Vec::new();
+            for part in v.split(':') {
+                let p: f64 = part.trim().parse().map_err(|_| format!("'{part}' is not a number"))?;
+                if !(p > 0.0 && p <= 100.0) {
+                    return Err(format!("percentile {part} is out of range (0, 100]"));
+                }
+                list.push(p);
             }
-            list.push(p);
+            if list.len() > 20 {
+                return Err(format!("{} percentiles given; at most 20", list.len()));
+            }
+            list.sort_by(f64::total_cmp);
+            j.percentile_list = list;
+            Ok(())
         }
-        if list.len() > 20 {
-            return Err(format!("{} percentiles given; at most 20", list.len()));
+    ),
+    opt!(
+        "random_distribution",
+        [],
+        false,
+        "random, zipf:THETA[:CENTER], pareto:H[:CENTER], normal:DEV%[:CENTER]",
+        |j, v| {
+            j.distribution = parse_distribution(v)?;
+            Ok(())
         }
-        list.sort_by(f64::total_cmp);
-        j.percentile_list = list;
-        Ok(())
-    }),
-    opt!("random_distribution", [], false, "random, zipf:THETA[:CENTER], pareto:H[:CENTER], normal:DEV%[:CENTER]", |j, v| {
-        j.distribution = parse_distribution(v)?;
-        Ok(())
-    }),
+    ),
     opt!("norandommap", [], true, "draw random offsets independently (repeats allowed)", |j, v| {
         j.norandommap = parse_bool(v)?;
         Ok(())
@@ -554,10 +603,16 @@ pub static OPTIONS: &[OptionDef] = &[
         j.randseed = parse_int_in(v, 0, i64::MAX)? as u64;
         Ok(())
     }),
-    opt!("randrepeat", ["allrandrepeat"], true, "1: seeds follow randseed; 0: seeds also mix in the run's --seed", |j, v| {
-        j.randrepeat = parse_bool(v)?;
-        Ok(())
-    }),
+    opt!(
+        "randrepeat",
+        ["allrandrepeat"],
+        true,
+        "1: seeds follow randseed; 0: seeds also mix in the run's --seed",
+        |j, v| {
+            j.randrepeat = parse_bool(v)?;
+            Ok(())
+        }
+    ),
     opt!("kb_base", [], false, "1024 (k = 1024, kib = 1000, fio's default) or 1000 (the reverse)", |j, v| {
         j.kb_base = match v {
             "1024" => KbBase::Binary,
@@ -566,28 +621,96 @@ pub static OPTIONS: &[OptionDef] = &[
         };
         Ok(())
     }),
-    opt!("thread", [], true, "accepted for compatibility; no effect in nvsched", |_, v| {
-        parse_bool(v).map(|_| ())
-    }),
+    opt!("thread", [], true, "accepted for compatibility; no effect in nvsched", |_, v| { parse_bool(v).map(|_| ()) }),
 ];
 
 /// fio options nvsched knows of but does not model: a precise message instead of
 /// "unknown option".
 const FIO_UNSUPPORTED: &[&str] = &[
-    "iodepth_low", "iodepth_batch_complete", "iodepth_batch_complete_min", "iodepth_batch_complete_max",
-    "blockalign", "ba", "bs_unaligned", "nrfiles", "number_ios", "loops", "startdelay", "thinktime_blocks",
-    "thinktime_blocks_type", "thinktime_spin", "thinktime_iotime", "rate_min", "rate_iops_min", "rate_cycle",
-    "rate_ignore_thinktime", "cmdprio_percentage", "cmdprio_class", "cmdprio", "cmdprio_bssplit",
-    "cmdprio_hint", "priohint", "flow", "flow_id", "flow_sleep", "offset_increment", "percentage_random",
-    "random_generator", "zonemode", "zonesize", "verify_pattern", "do_verify", "write_iolog",
-    "read_iolog", "write_lat_log", "write_bw_log", "write_iops_log", "write_hist_log", "log_avg_msec",
-    "end_fsync", "fsync_on_close", "unified_rw_reporting", "lat_percentiles", "slat_percentiles",
-    "clat_percentiles", "exitall", "wait_for", "create_on_open", "invalidate", "fadvise_hint", "atomic",
-    "writefua", "readfua", "io_submit_mode", "hipri", "fixedbufs", "registerfiles", "sqthread_poll",
-    "cpus_allowed", "cpumask", "numa_cpu_nodes", "disk_util", "steadystate", "ss", "ss_dur",
-    "ss_ramp", "trim_percentage", "trim_backlog", "buffer_pattern", "refill_buffers", "scramble_buffers",
-    "buffer_compress_percentage", "dedupe_percentage", "continue_on_error", "ignore_error", "bwavgtime",
-    "iopsavgtime", "max_latency", "latency_target", "latency_window", "latency_percentile",
+    "iodepth_low",
+    "iodepth_batch_complete",
+    "iodepth_batch_complete_min",
+    "iodepth_batch_complete_max",
+    "blockalign",
+    "ba",
+    "bs_unaligned",
+    "nrfiles",
+    "number_ios",
+    "loops",
+    "startdelay",
+    "thinktime_blocks",
+    "thinktime_blocks_type",
+    "thinktime_spin",
+    "thinktime_iotime",
+    "rate_min",
+    "rate_iops_min",
+    "rate_cycle",
+    "rate_ignore_thinktime",
+    "cmdprio_percentage",
+    "cmdprio_class",
+    "cmdprio",
+    "cmdprio_bssplit",
+    "cmdprio_hint",
+    "priohint",
+    "flow",
+    "flow_id",
+    "flow_sleep",
+    "offset_increment",
+    "percentage_random",
+    "random_generator",
+    "zonemode",
+    "zonesize",
+    "verify_pattern",
+    "do_verify",
+    "write_iolog",
+    "read_iolog",
+    "write_lat_log",
+    "write_bw_log",
+    "write_iops_log",
+    "write_hist_log",
+    "log_avg_msec",
+    "end_fsync",
+    "fsync_on_close",
+    "unified_rw_reporting",
+    "lat_percentiles",
+    "slat_percentiles",
+    "clat_percentiles",
+    "exitall",
+    "wait_for",
+    "create_on_open",
+    "invalidate",
+    "fadvise_hint",
+    "atomic",
+    "writefua",
+    "readfua",
+    "io_submit_mode",
+    "hipri",
+    "fixedbufs",
+    "registerfiles",
+    "sqthread_poll",
+    "cpus_allowed",
+    "cpumask",
+    "numa_cpu_nodes",
+    "disk_util",
+    "steadystate",
+    "ss",
+    "ss_dur",
+    "ss_ramp",
+    "trim_percentage",
+    "trim_backlog",
+    "buffer_pattern",
+    "refill_buffers",
+    "scramble_buffers",
+    "buffer_compress_percentage",
+    "dedupe_percentage",
+    "continue_on_error",
+    "ignore_error",
+    "bwavgtime",
+    "iopsavgtime",
+    "max_latency",
+    "latency_target",
+    "latency_window",
+    "latency_percentile",
 ];
 
 /// Looks up an option by name or alias.
@@ -602,7 +725,12 @@ pub fn parse_job_file(path: &Path, env: &dyn Environment, opts: ParseOptions) ->
 }
 
 /// Parses job-file text (named `path` in errors).
-pub fn parse_job_str(text: &str, path: &Path, env: &dyn Environment, opts: ParseOptions) -> Result<JobFile, JobFileError> {
+pub fn parse_job_str(
+    text: &str,
+    path: &Path,
+    env: &dyn Environment,
+    opts: ParseOptions,
+) -> Result<JobFile, JobFileError> {
     let sections = crate::jobfile::parse_job_text(text, path, env)?;
     build_jobs(&sections, opts)
 }
@@ -646,7 +774,12 @@ pub fn build_jobs(sections: &[RawSection], opts: ParseOptions) -> Result<JobFile
     Ok(JobFile { jobs, global_options, warnings })
 }
 
-fn apply_option(job: &mut JobSpec, opt: &RawOption, opts: ParseOptions, warnings: &mut Vec<String>) -> Result<(), JobFileError> {
+fn apply_option(
+    job: &mut JobSpec,
+    opt: &RawOption,
+    opts: ParseOptions,
+    warnings: &mut Vec<String>,
+) -> Result<(), JobFileError> {
     let key = opt.key.as_str();
     let Some(def) = find_option(key) else {
         let why = if FIO_UNSUPPORTED.contains(&key) {
@@ -661,7 +794,11 @@ fn apply_option(job: &mut JobSpec, opt: &RawOption, opts: ParseOptions, warnings
             warnings.push(format!("{}: option '{key}' {why}; ignored", opt.at));
             return Ok(());
         }
-        return Err(JobFileError::new(&opt.at, Some(key), format!("'{key}' {why} (--ignore-unsupported turns this into a warning)")));
+        return Err(JobFileError::new(
+            &opt.at,
+            Some(key),
+            format!("'{key}' {why} (--ignore-unsupported turns this into a warning)"),
+        ));
     };
     let value = match (&opt.value, def.bare) {
         (Some(v), _) => v.as_str(),
@@ -669,7 +806,7 @@ fn apply_option(job: &mut JobSpec, opt: &RawOption, opts: ParseOptions, warnings
         (None, false) => return Err(JobFileError::new(&opt.at, Some(key), "needs a value (key=value)")),
     };
     (def.apply)(job, value).map_err(|m| JobFileError::new(&opt.at, Some(key), m))?;
-    if def.name == "direct" && !job.direct || def.name == "buffered" && !job.direct {
+    if (def.name == "direct" || def.name == "buffered") && !job.direct {
         warnings.push(format!("{}: buffered I/O is simulated as direct I/O (no page cache model)", opt.at));
     }
     Ok(())
@@ -723,10 +860,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 
 /// fio per-direction list: `a` applies to all; `a,b` gives trims `b`; `a,b,` gives trims
 /// the default; an empty slot keeps the default.
-fn per_direction<T: Clone>(
-    value: &str,
-    parse: impl Fn(&str) -> Result<T, String>,
-) -> Result<[Option<T>; 3], String> {
+fn per_direction<T: Clone>(value: &str, parse: impl Fn(&str) -> Result<T, String>) -> Result<[Option<T>; 3], String> {
     let parts: Vec<&str> = value.split(',').map(str::trim).collect();
     if parts.len() > 3 {
         return Err(format!("'{value}' has more than three comma-separated values (read,write,trim)"));
@@ -858,7 +992,9 @@ fn parse_distribution(raw: &str) -> Result<Distribution, String> {
         "zoned" | "zoned_abs" | "sequence" => {
             return Err(format!("'{kind}' distributions are not supported; accepted: random, zipf, pareto, normal"))
         }
-        other => return Err(format!("'{other}' is not a distribution; accepted: random, zipf:THETA, pareto:H, normal:DEV")),
+        other => {
+            return Err(format!("'{other}' is not a distribution; accepted: random, zipf:THETA, pareto:H, normal:DEV"))
+        }
     };
     if parts.next().is_some() {
         return Err(format!("'{raw}' has too many ':' fields"));

@@ -34,8 +34,9 @@ pub fn parse_size(raw: &str, kb_base: KbBase) -> Result<u64, String> {
         return Err(format!("'{raw}' is not a number"));
     }
     let value: f64 = num.parse().map_err(|_| format!("'{raw}' is not a number"))?;
-    let mult = size_multiplier(suffix, kb_base)
-        .ok_or_else(|| format!("'{raw}' has an unknown unit '{suffix}' (use k, m, g, t, p, optionally with b or ib)"))?;
+    let mult = size_multiplier(suffix, kb_base).ok_or_else(|| {
+        format!("'{raw}' has an unknown unit '{suffix}' (use k, m, g, t, p, optionally with b or ib)")
+    })?;
     to_u64(value * mult as f64, raw)
 }
 
@@ -106,9 +107,7 @@ pub fn parse_time(raw: &str, default_unit: Nanos) -> Result<Nanos, String> {
         "ms" | "msec" => 1e6,
         "us" | "usec" => 1e3,
         "ns" | "nsec" => 1.0,
-        other => {
-            return Err(format!("'{raw}' has an unknown time unit '{other}' (use d, h, m, s, ms, us)"))
-        }
+        other => return Err(format!("'{raw}' has an unknown time unit '{other}' (use d, h, m, s, ms, us)")),
     };
     let ns = value * unit_ns;
     if !ns.is_finite() || ns >= u64::MAX as f64 {
@@ -173,9 +172,7 @@ pub fn parse_size_or_percent(raw: &str, kb_base: KbBase) -> Result<SizeOrPercent
 fn split_number(s: &str) -> (&str, &str) {
     let end = s
         .char_indices()
-        .find(|&(i, c)| {
-            !(c.is_ascii_digit() || c == '.' || ((c == '-' || c == '+') && i == 0))
-        })
+        .find(|&(i, c)| !(c.is_ascii_digit() || c == '.' || ((c == '-' || c == '+') && i == 0)))
         .map_or(s.len(), |(i, _)| i);
     (&s[..end], s[end..].trim())
 }

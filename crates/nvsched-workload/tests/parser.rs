@@ -198,14 +198,13 @@ fn priorities_nice_and_cgroups() {
 
 #[test]
 fn groups_and_reporting() {
-    let f = parse("[global]\ngroup_reporting\n[a]\n[b]\nstonewall\n[c]\nnew_group\n[d]\nwait_for_previous=1\n").unwrap();
+    let f =
+        parse("[global]\ngroup_reporting\n[a]\n[b]\nstonewall\n[c]\nnew_group\n[d]\nwait_for_previous=1\n").unwrap();
     assert!(f.jobs.iter().all(|j| j.group_reporting));
-    assert_eq!(f.jobs.iter().map(|j| (j.stonewall, j.new_group)).collect::<Vec<_>>(), vec![
-        (false, false),
-        (true, false),
-        (false, true),
-        (true, false)
-    ]);
+    assert_eq!(
+        f.jobs.iter().map(|j| (j.stonewall, j.new_group)).collect::<Vec<_>>(),
+        vec![(false, false), (true, false), (false, true), (true, false)]
+    );
 }
 
 #[test]

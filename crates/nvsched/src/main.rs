@@ -238,10 +238,7 @@ fn print_policies() {
     for info in POLICIES {
         println!("{}  —  {}", info.id, info.summary);
         println!("    source: {}", info.source);
-        println!(
-            "    host cost: {} per dispatch, {} per completion",
-            info.host_cost.dispatch, info.host_cost.complete
-        );
+        println!("    host cost: {} per dispatch, {} per completion", info.host_cost.dispatch, info.host_cost.complete);
         for p in info.params {
             println!("    {:<16} {} (default {}; {})", p.name, p.help, p.default, p.accepted());
         }
@@ -293,7 +290,8 @@ fn cmd_bench(args: BenchArgs) -> Result<(), String> {
         for _ in 0..args.reps.max(1) {
             let policy = nvsched_policy::build(sched).map_err(|e| e.to_string())?;
             let t = Instant::now();
-            let (_, out) = run_sim(RunSpec { jobs: &jobs, policy, profile: &profile, seed: 0 }, &mut nvsched_sim::NoObserver, 0)?;
+            let (_, out) =
+                run_sim(RunSpec { jobs: &jobs, policy, profile: &profile, seed: 0 }, &mut nvsched_sim::NoObserver, 0)?;
             samples.push(t.elapsed().as_secs_f64());
             last = (out.engine.requests, out.engine.events);
         }

@@ -18,7 +18,11 @@ pub struct RunSpec<'a> {
 
 /// Simulates and builds the report. `timestamp_ms` is the wall-clock time to print in
 /// the time-of-day fields (the only fields that differ between identical runs).
-pub fn run_sim(spec: RunSpec<'_>, observer: &mut dyn Observer, timestamp_ms: u64) -> Result<(RunReport, SimOutcome), String> {
+pub fn run_sim(
+    spec: RunSpec<'_>,
+    observer: &mut dyn Observer,
+    timestamp_ms: u64,
+) -> Result<(RunReport, SimOutcome), String> {
     let policy_spec = spec.policy.spec.clone();
     let policy_id = spec.policy.info.id;
     let given = spec.policy.params.given.clone();

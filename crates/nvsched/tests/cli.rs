@@ -132,7 +132,9 @@ fn json_plus_has_bins_and_terse_has_fios_field_count() {
     assert_eq!(total, v["jobs"][0]["read"]["clat_ns"]["N"].as_u64().unwrap());
     let out = nvsched(&["run", job.to_str().unwrap(), "--output-format=terse", "-q"]);
     let text = String::from_utf8(out.stdout).unwrap();
-    let fio_terse = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fio-3.33/mixed.terse")).unwrap();
+    let fio_terse =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fio-3.33/mixed.terse"))
+            .unwrap();
     let fio_fields = fio_terse.trim().split(';').count();
     for line in text.lines() {
         // ours carries one disk_util group (9 fields) that fio's null-engine sample lacks
@@ -145,7 +147,8 @@ fn json_plus_has_bins_and_terse_has_fios_field_count() {
 fn output_file_is_written() {
     let job = short_k2_mix();
     let dest = job.with_file_name("out.json");
-    let out = nvsched(&["run", job.to_str().unwrap(), "--output-format=json", "-q", "--output", dest.to_str().unwrap()]);
+    let out =
+        nvsched(&["run", job.to_str().unwrap(), "--output-format=json", "-q", "--output", dest.to_str().unwrap()]);
     assert!(out.status.success());
     assert!(out.stdout.is_empty());
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&dest).unwrap()).unwrap();

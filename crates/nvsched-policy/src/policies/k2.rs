@@ -30,7 +30,8 @@ pub const PARAMS: &[ParamSpec] = &[
         name: "budget",
         kind: ParamKind::Choice(&["count", "latency"]),
         default: "count",
-        help: "count: bound the number in flight; latency: bound the sum of estimated service times (Grassnick's variant)",
+        help:
+            "count: bound the number in flight; latency: bound the sum of estimated service times (Grassnick's variant)",
     },
     ParamSpec {
         name: "latency_budget",
@@ -166,8 +167,7 @@ impl K2 {
         match self.budget {
             Budget::Count => self.inflight < self.bound,
             Budget::Latency(budget) => {
-                self.inflight < LATENCY_MIN_INFLIGHT
-                    || self.inflight_est + estimated_service(rq) <= budget
+                self.inflight < LATENCY_MIN_INFLIGHT || self.inflight_est + estimated_service(rq) <= budget
             }
         }
     }
@@ -236,10 +236,7 @@ impl Scheduler for K2 {
         self.queued -= 1;
         self.inflight += 1;
         self.inflight_est += estimated_service(&rq);
-        debug_assert!(
-            self.budget != Budget::Count || self.inflight <= self.bound,
-            "k2 exceeded its bound"
-        );
+        debug_assert!(self.budget != Budget::Count || self.inflight <= self.bound, "k2 exceeded its bound");
         self.dispatched += 1;
         self.max_inflight_seen = self.max_inflight_seen.max(self.inflight);
         self.note_bound_state(now);
@@ -272,11 +269,7 @@ impl Scheduler for K2 {
     fn report(&self) -> PolicyReport {
         let open = self.at_bound_since.map_or(Nanos::ZERO, |s| self.last_event.saturating_sub(s));
         let at_bound = self.time_at_bound + open;
-        let frac = if self.last_event.0 > 0 {
-            at_bound.as_secs_f64() / self.last_event.as_secs_f64()
-        } else {
-            0.0
-        };
+        let frac = if self.last_event.0 > 0 { at_bound.as_secs_f64() / self.last_event.as_secs_f64() } else { 0.0 };
         PolicyReport::default()
             .counter("bound", f64::from(self.bound))
             .counter("dispatched", self.dispatched as f64)

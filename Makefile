@@ -1,0 +1,28 @@
+# nvsched — the two commands of the quick start, and a few more.
+#
+#   make demo    the main job: the K2 mix under `none` and under K2 (bound 1)
+#   make test    every test (what .ci/run runs)
+
+CARGO ?= cargo
+
+.PHONY: demo test lint bench fuzz
+
+demo:
+	$(CARGO) build --release
+	./target/release/nvsched run examples/k2-mix.fio --sched none
+	./target/release/nvsched run examples/k2-mix.fio --sched k2:bound=1
+
+test:
+	$(CARGO) test --workspace
+
+lint:
+	$(CARGO) fmt --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+bench:
+	$(CARGO) build --release
+	./target/release/nvsched bench
+
+# One minute of libFuzzer on the job-file parser (stable toolchain via RUSTC_BOOTSTRAP).
+fuzz:
+	cd fuzz && RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run jobfile -- -max_total_time=60 -max_len=2048
