@@ -5,10 +5,12 @@
 
 mod ioprio;
 mod nanos;
+mod perm;
 pub mod rng;
 
 pub use ioprio::{IoPrio, PrioClass};
 pub use nanos::Nanos;
+pub use perm::Permutation;
 pub use rng::SimRng;
 
 use serde::Serialize;

@@ -23,7 +23,7 @@ fn run_with(text: &str, sched: &str, p: &DeviceProfile, seed: u64, obs: &mut dyn
     simulate(
         SimInput {
             jobs: &specs,
-            device: p.build(),
+            device: p.build(seed).unwrap(),
             host: p.host.clone(),
             scheduler: built.scheduler,
             host_cost: built.host_cost,

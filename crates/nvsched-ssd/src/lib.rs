@@ -3,10 +3,13 @@
 //! completes, booking its internal resources (units, dies, channels, buffers) on
 //! timelines. It knows nothing about host scheduling.
 
+pub mod nand;
 mod profile;
 mod simple;
 
-pub use profile::{builtin_profiles, load_profile, DeviceProfile, HostPath, ModelConfig, ProfileError};
+pub use nand::config::{GcPolicy, NandConfig};
+pub use nand::{NandDevice, Precondition};
+pub use profile::{builtin_profiles, load_profile, parse_profile, DeviceProfile, HostPath, ModelConfig, ProfileError};
 pub use simple::{SimpleConfig, SimpleDevice};
 
 use nvsched_core::{Nanos, Op};
@@ -56,4 +59,26 @@ pub struct DeviceCounters {
     pub unit_utilization: Vec<f64>,
     /// Extra model-specific numbers.
     pub extra: Vec<(String, f64)>,
+    /// Per-second activity inside the device.
+    pub series: Vec<DeviceSeries>,
+}
+
+impl DeviceCounters {
+    pub fn extra(&self, name: &str) -> Option<f64> {
+        self.extra.iter().find(|(n, _)| n == name).map(|(_, v)| *v)
+    }
+}
+
+/// One per-second series of device activity.
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
+pub struct DeviceSeries {
+    pub name: String,
+    pub window_s: u32,
+    pub values: Vec<f64>,
+}
+
+impl DeviceSeries {
+    pub fn per_second(name: &str, values: &[f64]) -> DeviceSeries {
+        DeviceSeries { name: name.into(), window_s: 1, values: values.to_vec() }
+    }
 }

@@ -1,6 +1,8 @@
 //! Device profiles: TOML files (shipped ones are built in) describing the host path and
 //! one device model, overridable field by field (`--device-set simple.units=8`).
 
+use crate::nand::config::NandConfig;
+use crate::nand::NandDevice;
 use crate::simple::{SimpleConfig, SimpleDevice};
 use crate::Device;
 use nvsched_core::Nanos;
@@ -9,7 +11,10 @@ use std::fmt;
 use std::path::Path;
 
 /// The shipped profiles: (name, TOML text).
-const BUILTIN: &[(&str, &str)] = &[("simple-nvme", include_str!("../../../profiles/simple-nvme.toml"))];
+const BUILTIN: &[(&str, &str)] = &[
+    ("970evoplus-250g", include_str!("../../../profiles/970evoplus-250g.toml")),
+    ("simple-nvme", include_str!("../../../profiles/simple-nvme.toml")),
+];
 
 /// Names and one-line descriptions of the shipped profiles.
 pub fn builtin_profiles() -> Vec<DeviceProfile> {
@@ -57,6 +62,7 @@ impl HostPath {
 #[derive(Clone, Debug, PartialEq)]
 pub enum ModelConfig {
     Simple(SimpleConfig),
+    Nand(Box<NandConfig>),
 }
 
 /// A parsed, validated profile.
@@ -81,19 +87,34 @@ struct ProfileFile {
     queue_depth: u32,
     host: HostPath,
     simple: Option<SimpleConfig>,
+    nand: Option<NandConfig>,
 }
 
 impl DeviceProfile {
-    /// Builds a fresh device in its initial state.
-    pub fn build(&self) -> Box<dyn Device> {
-        match &self.model {
+    /// Builds a fresh device in its initial (preconditioned) state; `seed` drives the
+    /// random parts of preconditioning.
+    pub fn build(&self, seed: u64) -> Result<Box<dyn Device>, ProfileError> {
+        Ok(match &self.model {
             ModelConfig::Simple(cfg) => Box::new(SimpleDevice::new(cfg.clone(), self.queue_depth, self.capacity_bytes)),
-        }
+            ModelConfig::Nand(cfg) => Box::new(
+                NandDevice::new((**cfg).clone(), self.queue_depth, self.capacity_bytes, seed)
+                    .map_err(|e| ProfileError(format!("profile '{}': {e}", self.name)))?,
+            ),
+        })
     }
 
     pub fn model_name(&self) -> &'static str {
         match self.model {
             ModelConfig::Simple(_) => "simple",
+            ModelConfig::Nand(_) => "nand",
+        }
+    }
+
+    /// The drive state a run starts from.
+    pub fn precondition(&self) -> &str {
+        match &self.model {
+            ModelConfig::Simple(_) => "clean",
+            ModelConfig::Nand(cfg) => &cfg.precondition,
         }
     }
 }
@@ -134,14 +155,20 @@ pub fn parse_profile(text: &str, overrides: &[(String, String)]) -> Result<Devic
         set_dotted(&mut table, key, value)?;
     }
     let file: ProfileFile = table.try_into().map_err(|e: toml::de::Error| ProfileError(e.to_string()))?;
-    let model = match file.simple {
-        Some(cfg) => {
+    let model = match (file.simple, file.nand) {
+        (Some(cfg), None) => {
             if cfg.units == 0 || cfg.stripe_bytes == 0 {
                 return Err(ProfileError("simple.units and simple.stripe_bytes must be > 0".into()));
             }
             ModelConfig::Simple(cfg)
         }
-        None => return Err(ProfileError("the profile has no model section ([simple])".into())),
+        (None, Some(cfg)) => {
+            crate::nand::config::Geometry::new(&cfg, file.capacity_bytes).map_err(ProfileError)?;
+            crate::nand::Precondition::parse(&cfg.precondition).map_err(ProfileError)?;
+            ModelConfig::Nand(Box::new(cfg))
+        }
+        (Some(_), Some(_)) => return Err(ProfileError("a profile has one model section: [simple] or [nand]".into())),
+        (None, None) => return Err(ProfileError("the profile has no model section ([simple] or [nand])".into())),
     };
     if file.queue_depth == 0 {
         return Err(ProfileError("queue_depth must be > 0".into()));
@@ -222,6 +249,7 @@ mod tests {
                 .unwrap();
         match p.model {
             ModelConfig::Simple(c) => assert_eq!(c.units, 3),
+            ModelConfig::Nand(_) => panic!("simple-nvme is a simple model"),
         }
         assert_eq!(p.host.submit_ns, 7);
         let e = load_profile("simple-nvme", &[("simple.unitz".into(), "3".into())]).unwrap_err();

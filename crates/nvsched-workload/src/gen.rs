@@ -2,8 +2,7 @@
 //! [`crate::driver::JobDriver`] *when*; this file decides *what*.
 
 use crate::spec::{BlockSizes, Distribution, JobSpec, Pattern};
-use nvsched_core::rng::mix64;
-use nvsched_core::{Op, SimRng};
+use nvsched_core::{Op, Permutation, SimRng};
 
 /// One I/O a job wants to do, in device byte offsets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -229,65 +228,6 @@ impl OffsetChooser {
     }
 }
 
-/// A keyed pseudo-random permutation of `[0, n)`: a 4-round Feistel network on the
-/// smallest even-width bit domain covering `n`, with cycle walking. Each pass uses new
-/// keys, so passes visit blocks in different orders.
-#[derive(Debug)]
-pub struct Permutation {
-    n: u64,
-    half_bits: u32,
-    index: u64,
-    pass: u64,
-    seed: u64,
-    keys: [u64; 4],
-}
-
-impl Permutation {
-    pub fn new(n: u64, seed: u64) -> Permutation {
-        assert!(n > 0, "empty permutation");
-        let bits = 64 - (n - 1).max(1).leading_zeros();
-        let half_bits = bits.div_ceil(2).max(1);
-        let mut p = Permutation { n, half_bits, index: 0, pass: 0, seed, keys: [0; 4] };
-        p.rekey();
-        p
-    }
-
-    fn rekey(&mut self) {
-        for (i, k) in self.keys.iter_mut().enumerate() {
-            *k = mix64(self.seed ^ mix64(self.pass * 4 + i as u64 + 1));
-        }
-    }
-
-    #[inline]
-    fn permute(&self, x: u64) -> u64 {
-        let mask = (1u64 << self.half_bits) - 1;
-        let (mut l, mut r) = (x >> self.half_bits, x & mask);
-        for k in self.keys {
-            let f = mix64(r ^ k) & mask;
-            (l, r) = (r, l ^ f);
-        }
-        (l << self.half_bits) | r
-    }
-
-    /// The next element of the current pass; a new pass starts after `n` elements.
-    #[inline]
-    pub fn next_index(&mut self) -> u64 {
-        if self.index == self.n {
-            self.index = 0;
-            self.pass += 1;
-            self.rekey();
-        }
-        let mut x = self.index;
-        self.index += 1;
-        loop {
-            x = self.permute(x);
-            if x < self.n {
-                return x;
-            }
-        }
-    }
-}
-
 /// fio's zipf (Gray et al., as in YCSB): ranks drawn by inverting an approximation of
 /// the zipf CDF, zeta summed over at most 10^7 terms.
 #[derive(Debug)]
@@ -331,27 +271,10 @@ mod tests {
     use super::*;
     use crate::jobfile::tests::env;
     use crate::spec::{parse_job_str, ParseOptions};
-    use std::collections::HashSet;
     use std::path::Path;
 
     fn spec(text: &str) -> JobSpec {
         parse_job_str(text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0)
-    }
-
-    #[test]
-    fn permutation_visits_every_block_once_per_pass() {
-        for n in [1u64, 2, 3, 7, 100, 1000, 4097] {
-            let mut p = Permutation::new(n, 42);
-            let first: Vec<u64> = (0..n).map(|_| p.next_index()).collect();
-            let set: HashSet<u64> = first.iter().copied().collect();
-            assert_eq!(set.len() as u64, n);
-            assert!(first.iter().all(|&x| x < n));
-            let second: Vec<u64> = (0..n).map(|_| p.next_index()).collect();
-            assert_eq!(second.iter().copied().collect::<HashSet<_>>().len() as u64, n);
-            if n > 10 {
-                assert_ne!(first, second, "passes use different orders");
-            }
-        }
     }
 
     #[test]

@@ -30,7 +30,7 @@ pub fn run_sim(
     let outcome = simulate(
         SimInput {
             jobs: &spec.jobs.jobs,
-            device: spec.profile.build(),
+            device: spec.profile.build(spec.seed).map_err(|e| e.to_string())?,
             host: spec.profile.host.clone(),
             scheduler: spec.policy.scheduler,
             host_cost,

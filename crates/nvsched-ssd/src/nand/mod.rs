@@ -1,0 +1,635 @@
+//! The flash-based SSD model: a controller with a serialising command stage, a host link,
+//! a volatile DRAM write buffer, an SLC write cache, flash channels and dies with planes,
+//! and the FTL of [`ftl`]. Every resource keeps a "free at" time; a command books the
+//! resources it needs in arrival order, so the model answers each command's completion
+//! time as it arrives. Background work (GC, SLC folding) is booked lazily into idle gaps
+//! when the next command arrives; foreground GC is booked in front of the host program
+//! that needs the space.
+//!
+//! Effects that come out of this mechanism: reads wait behind programs and erases on
+//! their die; throughput saturates with queue depth at the number of planes and
+//! channels; writes run at SLC speed until the cache is full, then at native speed; on a
+//! full drive, GC steals die time in proportion to the victims' valid data, so bandwidth
+//! collapses and write amplification rises with occupancy; FUA writes wait for their
+//! program while plain writes complete in the buffer.
+
+pub mod config;
+pub mod ftl;
+
+use crate::{Command, Device, DeviceCounters, DeviceSeries};
+use config::{Geometry, NandConfig, LPN_BYTES};
+use ftl::{CellMode, Ftl, Lookup, StepWork, Stream};
+use nvsched_core::{Nanos, Op};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
+
+/// Free blocks per die the steady-state preconditioner leaves for GC to work with.
+pub const RESERVE_FOR_PRECONDITION: u32 = 8;
+
+/// The drive state at the start of a run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Precondition {
+    /// Nothing written (trimmed).
+    Clean,
+    /// The first `fraction` of the logical space written sequentially.
+    Partial(f64),
+    /// Every logical page written and random overwrites until GC is in steady state,
+    /// then idle time for background GC.
+    Full,
+}
+
+impl Precondition {
+    pub fn parse(s: &str) -> Result<Precondition, String> {
+        match s {
+            "clean" => Ok(Precondition::Clean),
+            "full" => Ok(Precondition::Full),
+            other => {
+                let frac = other
+                    .strip_prefix("partial:")
+                    .and_then(|f| f.parse::<f64>().ok())
+                    .filter(|f| (0.0..=1.0).contains(f))
+                    .ok_or_else(|| {
+                        format!("precondition '{other}': expected clean, full or partial:FRACTION (0..=1)")
+                    })?;
+                Ok(Precondition::Partial(frac))
+            }
+        }
+    }
+}
+
+const NO_PAGE: (u32, u32) = (u32::MAX, u32::MAX);
+
+struct Timing {
+    read_native: Nanos,
+    read_slc: Nanos,
+    prog_native: Nanos,
+    prog_slc: Nanos,
+    erase: Nanos,
+    idle: Nanos,
+    channel_ns_per_byte: f64,
+    link_ns_per_byte: f64,
+}
+
+fn us(v: f64) -> Nanos {
+    Nanos((v * 1000.0).round() as u64)
+}
+
+pub struct NandDevice {
+    cfg: NandConfig,
+    geo: Geometry,
+    ftl: Ftl,
+    t: Timing,
+    queue_depth: u32,
+    capacity_bytes: u64,
+    // resource timelines
+    plane_free: Vec<Nanos>,
+    die_free: Vec<Nanos>,
+    chan_free: Vec<Nanos>,
+    ctrl_free: Nanos,
+    link_in_free: Nanos,
+    link_out_free: Nanos,
+    /// Page held in each plane's register after a read (block, page).
+    plane_page: Vec<(u32, u32)>,
+    // DRAM write buffer
+    buffer_cap_slots: u64,
+    buffer_used_slots: u64,
+    releases: BinaryHeap<Reverse<(Nanos, u32)>>,
+    admit_floor: Nanos,
+    latest_release: Nanos,
+    staged: Vec<u32>,
+    /// Programs not yet known to be finished, per block: (write pointer after, done).
+    pending: HashMap<u32, Vec<(u32, Nanos)>>,
+    gc_debt: Vec<f64>,
+    programs_booked: u64,
+    last_activity: Nanos,
+    // accounting
+    die_busy: Vec<Nanos>,
+    counters: Extra,
+    series: Series,
+}
+
+#[derive(Default)]
+struct Extra {
+    host_read_bytes: u64,
+    host_write_bytes: u64,
+    buffer_read_hits: u64,
+    plane_cache_hits: u64,
+    reads_behind_program: u64,
+    flushes: u64,
+    discards: u64,
+    fua_writes: u64,
+    buffer_full_waits: u64,
+    fg_gc_steps: u64,
+    bg_steps: u64,
+    min_free_blocks: u32,
+    unmapped_reads: u64,
+}
+
+/// Per-second device activity.
+#[derive(Default)]
+struct Series {
+    nand_slots: Vec<f64>,
+    gc_slots: Vec<f64>,
+    host_slots: Vec<f64>,
+}
+
+impl Series {
+    fn add(v: &mut Vec<f64>, at: Nanos, amount: f64) {
+        let s = (at.0 / 1_000_000_000) as usize;
+        if v.len() <= s {
+            v.resize(s + 1, 0.0);
+        }
+        v[s] += amount;
+    }
+}
+
+impl NandDevice {
+    pub fn new(cfg: NandConfig, queue_depth: u32, capacity_bytes: u64, seed: u64) -> Result<NandDevice, String> {
+        let geo = Geometry::new(&cfg, capacity_bytes)?;
+        let precondition = Precondition::parse(&cfg.precondition)?;
+        let mut ftl = Ftl::new(geo.clone(), cfg.gc_policy);
+        match precondition {
+            Precondition::Clean => {}
+            Precondition::Partial(f) => ftl.precondition_sequential(f),
+            Precondition::Full => {
+                ftl.precondition_steady_state(seed);
+                ftl.collect_until_free(cfg.bg_gc_free_blocks);
+            }
+        }
+        ftl.counters = ftl::FtlCounters::default();
+        let t = Timing {
+            read_native: us(cfg.t_read_us),
+            read_slc: us(cfg.t_read_slc_us),
+            prog_native: us(cfg.t_prog_us),
+            prog_slc: us(cfg.t_prog_slc_us),
+            erase: us(cfg.t_erase_us),
+            idle: us(cfg.idle_us),
+            channel_ns_per_byte: 1e3 / cfg.channel_mbps,
+            link_ns_per_byte: 1e3 / cfg.link_mbps,
+        };
+        let dies = geo.dies as usize;
+        let min_free = (0..geo.dies).map(|d| ftl.free_blocks(d)).min().unwrap_or(0);
+        Ok(NandDevice {
+            buffer_cap_slots: (cfg.write_buffer_bytes / LPN_BYTES).max(u64::from(geo.unit_slots)),
+            plane_free: vec![Nanos::ZERO; dies * geo.planes as usize],
+            die_free: vec![Nanos::ZERO; dies],
+            chan_free: vec![Nanos::ZERO; geo.channels as usize],
+            plane_page: vec![NO_PAGE; dies * geo.planes as usize],
+            gc_debt: vec![0.0; dies],
+            programs_booked: 0,
+            die_busy: vec![Nanos::ZERO; dies],
+            counters: Extra { min_free_blocks: min_free, ..Extra::default() },
+            cfg,
+            geo,
+            ftl,
+            t,
+            queue_depth,
+            capacity_bytes,
+            ctrl_free: Nanos::ZERO,
+            link_in_free: Nanos::ZERO,
+            link_out_free: Nanos::ZERO,
+            buffer_used_slots: 0,
+            releases: BinaryHeap::new(),
+            admit_floor: Nanos::ZERO,
+            latest_release: Nanos::ZERO,
+            staged: Vec::new(),
+            pending: HashMap::new(),
+            last_activity: Nanos::ZERO,
+            series: Series::default(),
+        })
+    }
+
+    pub fn geometry(&self) -> &Geometry {
+        &self.geo
+    }
+
+    pub fn ftl(&self) -> &Ftl {
+        &self.ftl
+    }
+
+    // ---- resources --------------------------------------------------------------
+
+    /// The controller's serialising stage, then its overlapping latency.
+    fn controller(&mut self, now: Nanos, op: Op) -> Nanos {
+        let (occupancy, latency) = match op {
+            Op::Read => (self.cfg.ctrl_read_occupancy_ns, self.cfg.ctrl_read_latency_ns),
+            _ => (self.cfg.ctrl_write_occupancy_ns, self.cfg.ctrl_write_latency_ns),
+        };
+        let start = self.ctrl_free.max(now);
+        self.ctrl_free = start + Nanos(occupancy);
+        self.ctrl_free + Nanos(latency)
+    }
+
+    fn link(&mut self, ready: Nanos, bytes: u64, inbound: bool) -> Nanos {
+        let d = Nanos((bytes as f64 * self.t.link_ns_per_byte).round() as u64);
+        let free = if inbound || self.cfg.link_half_duplex { &mut self.link_in_free } else { &mut self.link_out_free };
+        let start = (*free).max(ready);
+        *free = start + d;
+        *free
+    }
+
+    fn channel_xfer(&mut self, die: u32, ready: Nanos, bytes: u64) -> Nanos {
+        let c = self.geo.channel_of_die(die) as usize;
+        let d = Nanos((bytes as f64 * self.t.channel_ns_per_byte).round() as u64);
+        let start = self.chan_free[c].max(ready);
+        self.chan_free[c] = start + d;
+        self.chan_free[c]
+    }
+
+    fn planes(&self, die: u32) -> std::ops::Range<usize> {
+        let p = self.geo.planes as usize;
+        die as usize * p..(die as usize + 1) * p
+    }
+
+    /// Occupies a whole die (program, erase, relocation step) from `earliest`.
+    fn occupy_die(&mut self, die: u32, earliest: Nanos, duration: Nanos) -> (Nanos, Nanos) {
+        let planes = self.planes(die);
+        let mut start = earliest.max(self.die_free[die as usize]);
+        for p in planes.clone() {
+            start = start.max(self.plane_free[p]);
+        }
+        let end = start + duration;
+        self.die_free[die as usize] = end;
+        for p in planes {
+            self.plane_free[p] = end;
+            self.plane_page[p] = NO_PAGE;
+        }
+        self.die_busy[die as usize] += duration;
+        (start, end)
+    }
+
+    // ---- background and foreground relocation ------------------------------------
+
+    fn step_duration(&self, w: &StepWork) -> Nanos {
+        let read = if w.slc_source { self.t.read_slc } else { self.t.read_native };
+        let mut d = read * u64::from(w.page_reads) + self.t.prog_native * u64::from(w.programs);
+        if !self.cfg.copyback {
+            let bytes = 2 * u64::from(w.slots_moved) * LPN_BYTES;
+            d += Nanos((bytes as f64 * self.t.channel_ns_per_byte) as u64);
+        }
+        if w.erased {
+            d += self.t.erase;
+        }
+        d
+    }
+
+    fn book_step(&mut self, die: u32, work: StepWork, earliest: Nanos) -> Nanos {
+        let (start, end) = self.occupy_die(die, earliest, self.step_duration(&work));
+        if !self.cfg.copyback && work.slots_moved > 0 {
+            let bytes = 2 * u64::from(work.slots_moved) * LPN_BYTES;
+            self.channel_xfer(die, start, bytes);
+        }
+        Series::add(&mut self.series.nand_slots, start, f64::from(work.slots_moved));
+        Series::add(&mut self.series.gc_slots, start, f64::from(work.slots_moved));
+        self.note_free_blocks(die);
+        end
+    }
+
+    fn note_free_blocks(&mut self, die: u32) {
+        self.counters.min_free_blocks = self.counters.min_free_blocks.min(self.ftl.free_blocks(die));
+    }
+
+    /// Idle-time folding and GC in the gap before `now`.
+    fn background(&mut self, now: Nanos) {
+        let window_start = self.last_activity + self.t.idle;
+        if window_start >= now {
+            return;
+        }
+        for die in 0..self.geo.dies {
+            loop {
+                let start = self.die_free[die as usize].max(window_start);
+                if start >= now {
+                    break;
+                }
+                let work = if self.ftl.slc_full_blocks(die) > 0 {
+                    self.ftl.fold_step(die)
+                } else if self.ftl.free_blocks(die) < self.cfg.bg_gc_free_blocks {
+                    self.ftl.gc_step(die)
+                } else {
+                    None
+                };
+                let Some(work) = work else { break };
+                self.counters.bg_steps += 1;
+                self.book_step(die, work, window_start);
+            }
+        }
+    }
+
+    /// Frees space on `die` before a host program of `slots` slots: blocks until a free
+    /// block exists at the hard threshold, and pays GC debt in proportion to the victim's
+    /// valid data below the soft threshold.
+    fn reclaim_for_host(&mut self, die: u32, slots: u32, now: Nanos) {
+        let hard = self.cfg.gc_hard_free_blocks;
+        while self.ftl.free_blocks(die) <= hard {
+            let work = if self.ftl.has_gc_work(die) { self.ftl.gc_step(die) } else { self.ftl.fold_step(die) };
+            let Some(work) = work else { break };
+            self.counters.fg_gc_steps += 1;
+            self.book_step(die, work, now);
+        }
+        if self.ftl.free_blocks(die) < self.cfg.gc_soft_free_blocks {
+            let s = f64::from(self.geo.slots_per_block);
+            let v = self.ftl.min_victim_valid(die).map_or(s, f64::from);
+            if v < s {
+                self.gc_debt[die as usize] += f64::from(slots) * v / (s - v).max(1.0);
+            }
+            while self.gc_debt[die as usize] > 0.0 {
+                let Some(work) = self.ftl.gc_step(die) else {
+                    self.gc_debt[die as usize] = 0.0;
+                    break;
+                };
+                self.counters.fg_gc_steps += 1;
+                self.gc_debt[die as usize] -= f64::from(work.slots_moved.max(1));
+                self.book_step(die, work, now);
+            }
+        } else {
+            self.gc_debt[die as usize] = 0.0;
+        }
+    }
+
+    // ---- writes ------------------------------------------------------------------
+
+    /// SLC blocks the cache may use per die now: the static part plus the dynamic part
+    /// that shrinks as user data fills the drive.
+    fn slc_budget_blocks_per_die(&self) -> u32 {
+        let unwritten = (u64::from(self.geo.user_lpns) - self.ftl.mapped_lpns().min(u64::from(self.geo.user_lpns))) * LPN_BYTES;
+        let dynamic = self.cfg.slc_dynamic_max_bytes.min(unwritten / u64::from(self.cfg.cell_bits));
+        let bytes = self.cfg.slc_static_bytes + dynamic;
+        let block_bytes = u64::from(self.geo.slc_slots_per_block) * LPN_BYTES;
+        (bytes / block_bytes / u64::from(self.geo.dies)) as u32
+    }
+
+    fn use_slc(&self, die: u32) -> bool {
+        self.cfg.slc_static_bytes + self.cfg.slc_dynamic_max_bytes > 0
+            && self.ftl.free_blocks(die) > self.cfg.gc_soft_free_blocks
+            && (self.ftl.slc_blocks(die) < self.slc_budget_blocks_per_die() || self.ftl.has_open(die, Stream::HostSlc))
+    }
+
+    /// Frees buffer space whose programs finished by `t`.
+    fn drain_releases(&mut self, t: Nanos) {
+        while let Some(&Reverse((at, slots))) = self.releases.peek() {
+            if at > t {
+                break;
+            }
+            self.releases.pop();
+            self.buffer_used_slots -= u64::from(slots);
+        }
+    }
+
+    /// Admits `slots` into the write buffer no earlier than `t`, in arrival order.
+    fn admit(&mut self, t: Nanos, slots: u64) -> Nanos {
+        let mut at = t.max(self.admit_floor);
+        self.drain_releases(at);
+        if self.buffer_used_slots + slots > self.buffer_cap_slots {
+            self.counters.buffer_full_waits += 1;
+        }
+        while self.buffer_used_slots + slots > self.buffer_cap_slots {
+            // Programs for staged data must be booked for space to come back.
+            if self.releases.is_empty() {
+                self.flush_staged(at, true);
+            }
+            let Some(Reverse((rel, n))) = self.releases.pop() else { break };
+            at = at.max(rel);
+            self.buffer_used_slots -= u64::from(n);
+        }
+        self.buffer_used_slots += slots;
+        self.admit_floor = at;
+        at
+    }
+
+    /// Programs staged data: full units only, or everything when `all`.
+    /// Returns the latest program completion booked.
+    fn flush_staged(&mut self, now: Nanos, all: bool) -> Nanos {
+        let mut latest = Nanos::ZERO;
+        loop {
+            let die = self.ftl.peek_host_die();
+            let slc = self.use_slc(die);
+            let unit = if slc { self.geo.slc_unit_slots } else { self.geo.unit_slots } as usize;
+            if self.staged.is_empty() || (!all && self.staged.len() < unit) {
+                return latest;
+            }
+            let take = unit.min(self.staged.len());
+            let batch: Vec<u32> = self.staged.drain(..take).collect();
+            latest = latest.max(self.program_host_unit(&batch, slc, now));
+        }
+    }
+
+    fn program_host_unit(&mut self, lpns: &[u32], slc: bool, now: Nanos) -> Nanos {
+        let die = self.ftl.next_host_die();
+        let stream = if slc { Stream::HostSlc } else { Stream::Host };
+        self.reclaim_for_host(die, lpns.len() as u32, now);
+        let mut written = 0u32;
+        let mut touched: Vec<(u32, u32)> = Vec::with_capacity(2);
+        for &lpn in lpns {
+            if !self.ftl.is_staged(lpn) {
+                continue; // overwritten again in the buffer, or trimmed
+            }
+            let slot = self.ftl.write(lpn, die, stream);
+            written += 1;
+            let block = self.geo.block_of_slot(slot);
+            let wp_after = slot % self.geo.slots_per_block + 1;
+            match touched.iter_mut().find(|(b, _)| *b == block) {
+                Some(e) => e.1 = wp_after,
+                None => touched.push((block, wp_after)),
+            }
+        }
+        let mut done = now;
+        if written > 0 {
+            let xfer_end = self.channel_xfer(die, now, u64::from(written) * LPN_BYTES);
+            let prog = if slc { self.t.prog_slc } else { self.t.prog_native };
+            let (start, end) = self.occupy_die(die, xfer_end, prog);
+            done = end;
+            Series::add(&mut self.series.nand_slots, start, f64::from(written));
+            Series::add(&mut self.series.host_slots, start, f64::from(written));
+            for (block, wp_after) in touched {
+                self.pending.entry(block).or_default().push((wp_after, end));
+            }
+            self.note_free_blocks(die);
+        }
+        self.releases.push(Reverse((done, lpns.len() as u32)));
+        self.latest_release = self.latest_release.max(done);
+        self.programs_booked += 1;
+        if self.programs_booked % 1024 == 0 {
+            self.pending.retain(|_, v| v.last().is_some_and(|(_, d)| *d > now));
+        }
+        done
+    }
+
+    fn write(&mut self, cmd: &Command, now: Nanos) -> Nanos {
+        let t = self.controller(now, Op::Write);
+        let bytes = u64::from(cmd.len_bytes);
+        self.counters.host_write_bytes += bytes;
+        let t = self.link(t, bytes, true);
+        let (first, last) = self.lpn_range(cmd);
+        let slots = u64::from(last - first);
+        let admitted = self.admit(t, slots);
+        for lpn in first..last {
+            self.ftl.stage(lpn);
+            self.staged.push(lpn);
+        }
+        if cmd.fua && !self.cfg.power_loss_protection {
+            self.counters.fua_writes += 1;
+            return self.flush_staged(admitted, true).max(admitted);
+        }
+        self.flush_staged(admitted, false);
+        admitted
+    }
+
+    fn flush(&mut self, now: Nanos) -> Nanos {
+        self.counters.flushes += 1;
+        let t = self.controller(now, Op::Flush);
+        if self.cfg.power_loss_protection {
+            return t;
+        }
+        let booked = self.flush_staged(t, true);
+        t.max(booked).max(if self.latest_release > t { self.latest_release } else { t })
+    }
+
+    fn discard(&mut self, cmd: &Command, now: Nanos) -> Nanos {
+        self.counters.discards += 1;
+        let t = self.controller(now, Op::Discard);
+        let (first, last) = self.lpn_range(cmd);
+        for lpn in first..last {
+            self.ftl.trim(lpn);
+        }
+        t
+    }
+
+    // ---- reads -------------------------------------------------------------------
+
+    /// Completion time of a program covering `slot`, if it was not done by `t`.
+    fn in_flight_program(&self, slot: u32, t: Nanos) -> bool {
+        let block = self.geo.block_of_slot(slot);
+        let Some(list) = self.pending.get(&block) else { return false };
+        let offset = slot % self.geo.slots_per_block;
+        list.iter().find(|(wp, _)| *wp > offset).is_some_and(|(_, done)| *done > t)
+    }
+
+    fn read(&mut self, cmd: &Command, now: Nanos) -> Nanos {
+        let t = self.controller(now, Op::Read);
+        self.counters.host_read_bytes += u64::from(cmd.len_bytes);
+        let (first, last) = self.lpn_range(cmd);
+        let mut ready = t;
+        for lpn in first..last {
+            let slot = match self.ftl.lookup(lpn) {
+                Lookup::Unmapped => {
+                    self.counters.unmapped_reads += 1;
+                    continue;
+                }
+                Lookup::Staged => {
+                    self.counters.buffer_read_hits += 1;
+                    continue;
+                }
+                Lookup::Slot(s) => s,
+            };
+            if self.in_flight_program(slot, t) {
+                self.counters.buffer_read_hits += 1;
+                continue;
+            }
+            let block = self.geo.block_of_slot(slot);
+            let die = self.geo.die_of_block(block);
+            let (plane, page) = self.geo.plane_page_of_slot(slot);
+            let p = die as usize * self.geo.planes as usize + plane as usize;
+            let sensed = if self.plane_page[p] == (block, page) {
+                self.counters.plane_cache_hits += 1;
+                self.plane_free[p].max(t)
+            } else {
+                let tr = match self.ftl.block_mode(block) {
+                    CellMode::Slc => self.t.read_slc,
+                    CellMode::Native => self.t.read_native,
+                };
+                let die_busy = self.die_free[die as usize];
+                let start = t.max(self.plane_free[p]).max(die_busy);
+                if die_busy > t && die_busy >= self.plane_free[p] {
+                    self.counters.reads_behind_program += 1;
+                }
+                self.die_busy[die as usize] += Nanos(tr.0 / u64::from(self.geo.planes));
+                self.plane_page[p] = (block, page);
+                start + tr
+            };
+            let out = self.channel_xfer(die, sensed, LPN_BYTES);
+            self.plane_free[p] = out;
+            ready = ready.max(out);
+        }
+        self.link(ready, u64::from(cmd.len_bytes), false)
+    }
+
+    fn lpn_range(&self, cmd: &Command) -> (u32, u32) {
+        let max = u64::from(self.geo.user_lpns);
+        let first = (cmd.offset_bytes / LPN_BYTES).min(max);
+        let last = (cmd.offset_bytes + u64::from(cmd.len_bytes)).div_ceil(LPN_BYTES).min(max);
+        (first as u32, last as u32)
+    }
+}
+
+impl Device for NandDevice {
+    fn submit(&mut self, cmd: &Command, now: Nanos) -> Nanos {
+        self.background(now);
+        let done = match cmd.op {
+            Op::Read => self.read(cmd, now),
+            Op::Write => self.write(cmd, now),
+            Op::Flush => self.flush(now),
+            Op::Discard => self.discard(cmd, now),
+        };
+        self.last_activity = self.last_activity.max(done);
+        done
+    }
+
+    fn queue_depth(&self) -> u32 {
+        self.queue_depth
+    }
+
+    fn capacity_bytes(&self) -> u64 {
+        self.capacity_bytes
+    }
+
+    fn counters(&self, now: Nanos) -> DeviceCounters {
+        let f = &self.ftl.counters;
+        let c = &self.counters;
+        let span = now.as_secs_f64().max(1e-12);
+        let erase = self.ftl.erase_counts();
+        let mean_erase = erase.iter().map(|&e| f64::from(e)).sum::<f64>() / erase.len().max(1) as f64;
+        let free_now: u32 = (0..self.geo.dies).map(|d| self.ftl.free_blocks(d)).sum();
+        DeviceCounters {
+            model: "nand".into(),
+            host_read_bytes: c.host_read_bytes,
+            host_write_bytes: c.host_write_bytes,
+            host_pages_written: f.host_slots_written,
+            nand_pages_written: f.nand_slots_written,
+            write_amplification: if f.host_slots_written > 0 {
+                f.nand_slots_written as f64 / f.host_slots_written as f64
+            } else {
+                0.0
+            },
+            gc_runs: f.gc_victims,
+            gc_pages_moved: f.gc_slots_moved,
+            erases: f.erases,
+            slc_writes: f.slc_slots_written,
+            slc_folds: f.fold_blocks,
+            buffer_read_hits: c.buffer_read_hits,
+            reads_behind_program: c.reads_behind_program,
+            flushes: c.flushes,
+            discards: c.discards,
+            unit_utilization: self.die_busy.iter().map(|b| (b.as_secs_f64() / span).min(1.0)).collect(),
+            extra: vec![
+                ("over_provisioning".into(), self.geo.over_provisioning()),
+                ("fold_pages_moved".into(), f.fold_slots_moved as f64),
+                ("plane_cache_hits".into(), c.plane_cache_hits as f64),
+                ("unmapped_reads".into(), c.unmapped_reads as f64),
+                ("fua_writes".into(), c.fua_writes as f64),
+                ("buffer_full_waits".into(), c.buffer_full_waits as f64),
+                ("foreground_gc_steps".into(), c.fg_gc_steps as f64),
+                ("background_steps".into(), c.bg_steps as f64),
+                ("min_free_blocks_per_die".into(), f64::from(c.min_free_blocks)),
+                ("free_blocks_end".into(), f64::from(free_now)),
+                ("slc_blocks_end".into(), self.ftl.slc_blocks_total() as f64),
+                ("mean_erase_count".into(), mean_erase),
+                ("mapped_fraction".into(), self.ftl.mapped_lpns() as f64 / f64::from(self.geo.user_lpns)),
+            ],
+            series: vec![
+                DeviceSeries::per_second("host_pages_programmed", &self.series.host_slots),
+                DeviceSeries::per_second("nand_pages_programmed", &self.series.nand_slots),
+                DeviceSeries::per_second("gc_and_fold_pages_moved", &self.series.gc_slots),
+            ],
+        }
+    }
+}
