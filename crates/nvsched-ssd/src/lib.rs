@@ -9,7 +9,9 @@ mod simple;
 
 pub use nand::config::{GcPolicy, NandConfig};
 pub use nand::{NandDevice, Precondition};
-pub use profile::{builtin_profiles, load_profile, parse_profile, DeviceProfile, HostPath, ModelConfig, ProfileError};
+pub use profile::{
+    builtin_profiles, load_profile, parse_profile, Datasheet, DeviceProfile, HostPath, ModelConfig, ProfileError,
+};
 pub use simple::{SimpleConfig, SimpleDevice};
 
 use nvsched_core::{Nanos, Op};

@@ -13,6 +13,10 @@ use std::path::Path;
 /// The shipped profiles: (name, TOML text).
 const BUILTIN: &[(&str, &str)] = &[
     ("970evoplus-250g", include_str!("../../../profiles/970evoplus-250g.toml")),
+    ("970pro-512g", include_str!("../../../profiles/970pro-512g.toml")),
+    ("960pro-512g", include_str!("../../../profiles/960pro-512g.toml")),
+    ("840pro-256g", include_str!("../../../profiles/840pro-256g.toml")),
+    ("enterprise-nvme", include_str!("../../../profiles/enterprise-nvme.toml")),
     ("simple-nvme", include_str!("../../../profiles/simple-nvme.toml")),
 ];
 
@@ -65,6 +69,34 @@ pub enum ModelConfig {
     Nand(Box<NandConfig>),
 }
 
+/// The public figures a profile is calibrated to (`[datasheet]`), checked by
+/// `nvsched devices --verify` and the calibration tests.
+#[derive(Clone, Debug, Deserialize, PartialEq, Default)]
+#[serde(deny_unknown_fields)]
+pub struct Datasheet {
+    /// Sequential 128 KiB read, QD32.
+    pub seq_read_mbps: f64,
+    /// Sequential 128 KiB write, QD32 (inside the SLC cache when there is one).
+    pub seq_write_mbps: f64,
+    /// Sequential write once the SLC cache is full.
+    pub seq_write_after_cache_mbps: Option<f64>,
+    /// Random 4 KiB read, QD32 x 4 jobs.
+    pub rand_read_iops: f64,
+    /// Random 4 KiB write, QD32 x 4 jobs (inside the cache, or in `rand_write_state`).
+    pub rand_write_iops: f64,
+    pub rand_write_after_cache_iops: Option<f64>,
+    /// Drive state the random-write figure refers to: "clean" or "full".
+    #[serde(default = "clean_state")]
+    pub rand_write_state: String,
+    /// Random 4 KiB read at QD1.
+    pub qd1_read_iops: f64,
+    pub qd1_write_iops: Option<f64>,
+}
+
+fn clean_state() -> String {
+    "clean".into()
+}
+
 /// A parsed, validated profile.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DeviceProfile {
@@ -74,6 +106,7 @@ pub struct DeviceProfile {
     pub queue_depth: u32,
     pub host: HostPath,
     pub model: ModelConfig,
+    pub datasheet: Option<Datasheet>,
     /// The overrides applied, as given.
     pub overrides: Vec<(String, String)>,
 }
@@ -88,6 +121,7 @@ struct ProfileFile {
     host: HostPath,
     simple: Option<SimpleConfig>,
     nand: Option<NandConfig>,
+    datasheet: Option<Datasheet>,
 }
 
 impl DeviceProfile {
@@ -186,6 +220,7 @@ pub fn parse_profile(text: &str, overrides: &[(String, String)]) -> Result<Devic
         queue_depth: file.queue_depth,
         host: file.host,
         model,
+        datasheet: file.datasheet,
         overrides: overrides.to_vec(),
     })
 }

@@ -32,8 +32,8 @@ enum Command {
     Run(RunArgs),
     /// List the scheduling policies, their parameters and defaults.
     Policies,
-    /// List the shipped device profiles.
-    Devices,
+    /// List the shipped device profiles; --verify checks them against their datasheets.
+    Devices(DevicesArgs),
     /// Measure simulator speed: simulated requests per wall-clock second.
     Bench(BenchArgs),
 }
@@ -86,6 +86,18 @@ struct RunArgs {
 }
 
 #[derive(Args)]
+struct DevicesArgs {
+    /// Simulate each profile's datasheet workloads and compare with the cited figures.
+    #[arg(long)]
+    verify: bool,
+    /// Only these profiles (with --verify).
+    names: Vec<String>,
+    /// With --verify: shrink full-drive runs by this factor (same over-provisioning).
+    #[arg(long, default_value_t = 1)]
+    scale_full: u32,
+}
+
+#[derive(Args)]
 struct BenchArgs {
     /// Simulated seconds per benchmark run.
     #[arg(long, default_value_t = 5.0)]
@@ -103,10 +115,7 @@ fn main() -> ExitCode {
             print_policies();
             Ok(())
         }
-        Command::Devices => {
-            print_devices();
-            Ok(())
-        }
+        Command::Devices(args) => cmd_devices(args),
         Command::Bench(args) => cmd_bench(args),
     };
     match result {
@@ -252,6 +261,26 @@ fn print_policies() {
         println!("    {:<16} {} (default: the policy's own; {})", p.name, p.help, p.accepted());
     }
     println!("\nUse: --sched ID or --sched ID:key=value,key=value (e.g. --sched k2:bound=4)");
+}
+
+fn cmd_devices(args: DevicesArgs) -> Result<(), String> {
+    if !args.verify {
+        print_devices();
+        return Ok(());
+    }
+    let mut failed = 0;
+    for p in builtin_profiles() {
+        if p.datasheet.is_none() || (!args.names.is_empty() && !args.names.contains(&p.name)) {
+            continue;
+        }
+        let checks = nvsched::calibration::verify(&p, args.scale_full.max(1))?;
+        failed += checks.iter().filter(|c| c.error().abs() > 0.15).count();
+        println!("{}", nvsched::calibration::table(&p.name, &checks));
+    }
+    if failed > 0 {
+        return Err(format!("{failed} figure(s) off by more than 15%"));
+    }
+    Ok(())
 }
 
 fn print_devices() {

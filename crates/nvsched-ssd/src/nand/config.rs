@@ -165,6 +165,14 @@ impl Geometry {
                 raw_slots
             ));
         }
+        let spare_blocks_per_die = (raw_slots - user_lpns) / u64::from(slots_per_block) / u64::from(dies);
+        let needed = u64::from(cfg.bg_gc_free_blocks.max(crate::nand::RESERVE_FOR_PRECONDITION))
+            + u64::from(cfg.gc_soft_free_blocks);
+        if spare_blocks_per_die <= needed {
+            return Err(format!(
+                "nand: {spare_blocks_per_die} spare blocks per die cannot hold bg_gc_free_blocks/preconditioning reserve plus gc_soft_free_blocks ({needed})"
+            ));
+        }
         Ok(Geometry {
             channels: cfg.channels,
             dies,

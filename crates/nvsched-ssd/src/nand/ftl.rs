@@ -189,8 +189,8 @@ impl Ftl {
             die.free = (0..geo.blocks_per_die).rev().map(|i| d as u32 * geo.blocks_per_die + i).collect();
         }
         Ftl {
-            l2p: vec![UNMAPPED; geo.user_lpns as usize],
-            p2l: vec![NO_LPN; slots],
+            l2p: big_zeroed_table(geo.user_lpns as usize),
+            p2l: big_zeroed_table(slots),
             valid: vec![0; blocks],
             wp: vec![0; blocks],
             state: vec![BlockState::Free; blocks],
@@ -601,12 +601,18 @@ impl Ftl {
         self.counters = FtlCounters::default();
     }
 
-    /// Idle-time GC without timing until every die has `target` free blocks (or nothing
-    /// left to collect). Returns the steps taken.
+    /// Idle-time GC without timing until every die has `target` free blocks, or until
+    /// cleaning would gain almost nothing (the best victim is nearly all valid). Returns
+    /// the steps taken.
     pub fn collect_until_free(&mut self, target: u32) -> u64 {
         let mut steps = 0;
+        let worthwhile = self.geo.slots_per_block - self.geo.unit_slots;
         for die in 0..self.geo.dies {
             while self.free_blocks(die) < target {
+                let starting_victim = self.dies[die as usize].gc_victim.is_none();
+                if starting_victim && self.min_victim_valid(die).is_none_or(|v| v > worthwhile) {
+                    break;
+                }
                 if self.gc_step(die).is_none() {
                     break;
                 }
@@ -646,6 +652,28 @@ impl Ftl {
         }
         Ok(())
     }
+}
+
+/// A zero-filled table for the mapping: allocated zeroed (the OS maps pages lazily, so
+/// an unwritten drive costs no memory) and, on Linux, backed by transparent huge pages
+/// where allowed, which cuts the TLB misses of random mapping updates.
+fn big_zeroed_table(len: usize) -> Vec<u32> {
+    let v = vec![0u32; len];
+    #[cfg(target_os = "linux")]
+    {
+        const HUGE: usize = 2 << 20;
+        let start = v.as_ptr() as usize;
+        let aligned = start.div_ceil(HUGE) * HUGE;
+        let end = start + len * std::mem::size_of::<u32>();
+        if end > aligned + HUGE {
+            // SAFETY: the range lies inside the allocation we own; MADV_HUGEPAGE only
+            // changes how the kernel backs it, not its contents.
+            unsafe {
+                libc::madvise(aligned as *mut libc::c_void, (end - aligned) / HUGE * HUGE, libc::MADV_HUGEPAGE);
+            }
+        }
+    }
+    v
 }
 
 /// Valid fraction of the block cleaned in the LRW steady state: the root in (0, 1) of

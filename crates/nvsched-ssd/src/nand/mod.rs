@@ -15,6 +15,7 @@
 
 pub mod config;
 pub mod ftl;
+pub mod timeline;
 
 use crate::{Command, Device, DeviceCounters, DeviceSeries};
 use config::{Geometry, NandConfig, LPN_BYTES};
@@ -22,6 +23,7 @@ use ftl::{CellMode, Ftl, Lookup, StepWork, Stream};
 use nvsched_core::{Nanos, Op};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
+use timeline::GapTimeline;
 
 /// Free blocks per die the steady-state preconditioner leaves for GC to work with.
 pub const RESERVE_FOR_PRECONDITION: u32 = 8;
@@ -84,10 +86,10 @@ pub struct NandDevice {
     // resource timelines
     plane_free: Vec<Nanos>,
     die_free: Vec<Nanos>,
-    chan_free: Vec<Nanos>,
+    channels: Vec<GapTimeline>,
     ctrl_free: Nanos,
-    link_in_free: Nanos,
-    link_out_free: Nanos,
+    link_in: GapTimeline,
+    link_out: GapTimeline,
     /// Page held in each plane's register after a read (block, page).
     plane_page: Vec<(u32, u32)>,
     // DRAM write buffer
@@ -173,7 +175,7 @@ impl NandDevice {
             buffer_cap_slots: (cfg.write_buffer_bytes / LPN_BYTES).max(u64::from(geo.unit_slots)),
             plane_free: vec![Nanos::ZERO; dies * geo.planes as usize],
             die_free: vec![Nanos::ZERO; dies],
-            chan_free: vec![Nanos::ZERO; geo.channels as usize],
+            channels: vec![GapTimeline::default(); geo.channels as usize],
             plane_page: vec![NO_PAGE; dies * geo.planes as usize],
             gc_debt: vec![0.0; dies],
             programs_booked: 0,
@@ -186,8 +188,8 @@ impl NandDevice {
             queue_depth,
             capacity_bytes,
             ctrl_free: Nanos::ZERO,
-            link_in_free: Nanos::ZERO,
-            link_out_free: Nanos::ZERO,
+            link_in: GapTimeline::default(),
+            link_out: GapTimeline::default(),
             buffer_used_slots: 0,
             releases: BinaryHeap::new(),
             admit_floor: Nanos::ZERO,
@@ -222,18 +224,14 @@ impl NandDevice {
 
     fn link(&mut self, ready: Nanos, bytes: u64, inbound: bool) -> Nanos {
         let d = Nanos((bytes as f64 * self.t.link_ns_per_byte).round() as u64);
-        let free = if inbound || self.cfg.link_half_duplex { &mut self.link_in_free } else { &mut self.link_out_free };
-        let start = (*free).max(ready);
-        *free = start + d;
-        *free
+        let line = if inbound || self.cfg.link_half_duplex { &mut self.link_in } else { &mut self.link_out };
+        line.book(ready, d)
     }
 
     fn channel_xfer(&mut self, die: u32, ready: Nanos, bytes: u64) -> Nanos {
         let c = self.geo.channel_of_die(die) as usize;
         let d = Nanos((bytes as f64 * self.t.channel_ns_per_byte).round() as u64);
-        let start = self.chan_free[c].max(ready);
-        self.chan_free[c] = start + d;
-        self.chan_free[c]
+        self.channels[c].book(ready, d)
     }
 
     fn planes(&self, die: u32) -> std::ops::Range<usize> {
@@ -563,6 +561,11 @@ impl NandDevice {
 
 impl Device for NandDevice {
     fn submit(&mut self, cmd: &Command, now: Nanos) -> Nanos {
+        for c in &mut self.channels {
+            c.prune(now);
+        }
+        self.link_in.prune(now);
+        self.link_out.prune(now);
         self.background(now);
         let done = match cmd.op {
             Op::Read => self.read(cmd, now),

@@ -1,0 +1,179 @@
+//! Checks a simulated device profile against the datasheet figures it cites: the same
+//! workloads a datasheet uses (sequential 128 KiB at QD32, random 4 KiB at QD32 x 4
+//! jobs, random 4 KiB at QD1), run in the simulator.
+
+use crate::run::{run_sim, RunSpec};
+use nvsched_report::JobStats;
+use nvsched_sim::NoObserver;
+use nvsched_ssd::{Datasheet, DeviceProfile};
+use nvsched_workload::jobfile::HostEnvironment;
+use nvsched_workload::{parse_job_str, ParseOptions};
+use std::path::Path;
+
+/// One checked figure.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Check {
+    pub name: &'static str,
+    pub unit: &'static str,
+    pub cited: f64,
+    pub measured: f64,
+    /// The drive state it was measured in.
+    pub state: String,
+}
+
+impl Check {
+    /// measured / cited - 1
+    pub fn error(&self) -> f64 {
+        self.measured / self.cited - 1.0
+    }
+}
+
+/// The drive region the read workloads use; preconditioning writes it first.
+const READ_REGION: &str = "32g";
+
+fn job(name: &str, rw: &str, bs: &str, depth: u32, jobs: u32, runtime: &str, size: Option<&str>) -> String {
+    let engine = if depth == 1 { "psync" } else { "io_uring" };
+    let size = size.map(|s| format!("size={s}\n")).unwrap_or_default();
+    format!(
+        "[global]\nfilename=/dev/nvme0n1\ndirect=1\ntime_based\nruntime={runtime}\ngroup_reporting\n{size}\
+         [{name}]\nioengine={engine}\niodepth={depth}\nnumjobs={jobs}\nrw={rw}\nbs={bs}\n"
+    )
+}
+
+fn with_state(profile: &DeviceProfile, state: &str) -> Result<DeviceProfile, String> {
+    let mut overrides = profile.overrides.clone();
+    overrides.retain(|(k, _)| k != "nand.precondition");
+    overrides.push(("nand.precondition".into(), state.into()));
+    let base = nvsched_ssd::load_profile(&profile.name, &overrides).map_err(|e| e.to_string())?;
+    Ok(base)
+}
+
+fn simulate(profile: &DeviceProfile, text: &str) -> Result<JobStats, String> {
+    let jobs = parse_job_str(text, Path::new("calibration.fio"), &HostEnvironment, ParseOptions::default())
+        .map_err(|e| e.to_string())?;
+    let policy = nvsched_policy::build("none").map_err(|e| e.to_string())?;
+    let (report, _) = run_sim(RunSpec { jobs: &jobs, policy, profile, seed: 1 }, &mut NoObserver, 0)?;
+    report.jobs.into_iter().next().ok_or_else(|| "no job".into())
+}
+
+fn iops(s: &JobStats, dir: usize) -> f64 {
+    s.dirs[dir].total_ios as f64 / s.runtime.as_secs_f64()
+}
+
+fn mbps(s: &JobStats, dir: usize) -> f64 {
+    s.dirs[dir].io_bytes as f64 / s.runtime.as_secs_f64() / 1e6
+}
+
+/// Mean of the per-second series over whole seconds `[from, to)`.
+fn window_mean(values: &[u64], from: usize, to: usize) -> f64 {
+    let w: Vec<f64> = values.iter().skip(from).take(to.saturating_sub(from)).map(|&v| v as f64).collect();
+    if w.is_empty() {
+        0.0
+    } else {
+        w.iter().sum::<f64>() / w.len() as f64
+    }
+}
+
+/// Seconds a write stream at `rate_mbps` needs to fill the SLC cache of a clean drive.
+fn cache_fill_seconds(profile: &DeviceProfile, rate_mbps: f64) -> f64 {
+    match &profile.model {
+        nvsched_ssd::ModelConfig::Nand(c) => (c.slc_static_bytes + c.slc_dynamic_max_bytes) as f64 / (rate_mbps * 1e6),
+        nvsched_ssd::ModelConfig::Simple(_) => 0.0,
+    }
+}
+
+/// Runs every datasheet workload on `profile`. `scale_full` shrinks blocks per die by
+/// that factor for full-drive figures (same over-provisioning and parallelism, so the
+/// same steady state, in a fraction of the memory and time).
+pub fn verify(profile: &DeviceProfile, scale_full: u32) -> Result<Vec<Check>, String> {
+    let ds: Datasheet = profile.datasheet.clone().ok_or_else(|| format!("profile '{}' cites no datasheet", profile.name))?;
+    let mut out = Vec::new();
+    // Reads need written data in their region; a large drive gets only that region.
+    let fraction = (0.5f64).min(64.0 * (1u64 << 30) as f64 / profile.capacity_bytes as f64);
+    let filled = with_state(profile, &format!("partial:{fraction}"))?;
+    let clean = with_state(profile, "clean")?;
+    let region = Some(READ_REGION);
+
+    let s = simulate(&filled, &job("qd1-read", "randread", "4k", 1, 1, "1", region))?;
+    out.push(Check { name: "random read QD1", unit: "IOPS", cited: ds.qd1_read_iops, measured: iops(&s, 0), state: "region written".into() });
+    let s = simulate(&filled, &job("rand-read", "randread", "4k", 32, 4, "1", region))?;
+    out.push(Check { name: "random read QD32x4", unit: "IOPS", cited: ds.rand_read_iops, measured: iops(&s, 0), state: "region written".into() });
+    let s = simulate(&filled, &job("seq-read", "read", "128k", 32, 1, "1", region))?;
+    out.push(Check { name: "sequential read 128K QD32", unit: "MB/s", cited: ds.seq_read_mbps, measured: mbps(&s, 0), state: "region written".into() });
+
+    // Sequential write: the first second is inside any SLC cache; with a cited
+    // after-cache figure, run past the cache and average the last two seconds.
+    let fill = cache_fill_seconds(&clean, ds.seq_write_mbps);
+    let runtime = if ds.seq_write_after_cache_mbps.is_some() { (fill + 3.0).ceil() as usize } else { 2 };
+    let s = simulate(&clean, &job("seq-write", "write", "128k", 32, 1, &runtime.to_string(), None))?;
+    let series = &s.dirs[1].series.bytes;
+    out.push(Check { name: "sequential write 128K QD32", unit: "MB/s", cited: ds.seq_write_mbps, measured: window_mean(series, 0, 1) / 1e6, state: "clean".into() });
+    if let Some(after) = ds.seq_write_after_cache_mbps {
+        out.push(Check { name: "sequential write after SLC cache", unit: "MB/s", cited: after, measured: window_mean(series, runtime - 2, runtime) / 1e6, state: "clean, cache full".into() });
+    }
+
+    // Random write.
+    let full_state = ds.rand_write_state == "full";
+    let rw_profile = if full_state {
+        let mut overrides = clean.overrides.clone();
+        overrides.retain(|(k, _)| k != "nand.precondition");
+        overrides.push(("nand.precondition".into(), "full".into()));
+        if scale_full > 1 {
+            if let nvsched_ssd::ModelConfig::Nand(c) = &clean.model {
+                // Same dies, same over-provisioning, same share of blocks GC keeps free.
+                let k = scale_full;
+                let hard = (c.gc_hard_free_blocks / k).max(2);
+                let soft = (c.gc_soft_free_blocks / k).max(hard + 1);
+                let bg = (c.bg_gc_free_blocks / k).max(soft + 1);
+                overrides.push(("nand.blocks_per_die".into(), (c.blocks_per_die / k).to_string()));
+                overrides.push(("capacity_bytes".into(), (clean.capacity_bytes / u64::from(k) / 4096 * 4096).to_string()));
+                overrides.push(("nand.gc_hard_free_blocks".into(), hard.to_string()));
+                overrides.push(("nand.gc_soft_free_blocks".into(), soft.to_string()));
+                overrides.push(("nand.bg_gc_free_blocks".into(), bg.to_string()));
+            }
+        }
+        nvsched_ssd::load_profile(&profile.name, &overrides).map_err(|e| e.to_string())?
+    } else {
+        clean.clone()
+    };
+    let rand_fill = cache_fill_seconds(&clean, ds.rand_write_iops * 4096.0 / 1e6);
+    let runtime = if full_state {
+        20
+    } else if ds.rand_write_after_cache_iops.is_some() {
+        (rand_fill + 3.0).ceil() as usize
+    } else {
+        1
+    };
+    let s = simulate(&rw_profile, &job("rand-write", "randwrite", "4k", 32, 4, &runtime.to_string(), None))?;
+    let ios = &s.dirs[1].series.ios;
+    let (measured, state) = if full_state {
+        (window_mean(ios, runtime - 5, runtime), if scale_full > 1 { format!("full, steady state (1/{scale_full} scale)") } else { "full, steady state".into() })
+    } else {
+        (window_mean(ios, 0, 1), "clean".to_string())
+    };
+    out.push(Check { name: "random write QD32x4", unit: "IOPS", cited: ds.rand_write_iops, measured, state });
+    if let Some(after) = ds.rand_write_after_cache_iops {
+        out.push(Check { name: "random write after SLC cache", unit: "IOPS", cited: after, measured: window_mean(ios, runtime - 2, runtime), state: "clean, cache full".into() });
+    }
+    if let Some(qd1w) = ds.qd1_write_iops {
+        let s = simulate(&clean, &job("qd1-write", "randwrite", "4k", 1, 1, "1", None))?;
+        out.push(Check { name: "random write QD1", unit: "IOPS", cited: qd1w, measured: iops(&s, 1), state: "clean".into() });
+    }
+    Ok(out)
+}
+
+/// The checks as a table.
+pub fn table(profile: &str, checks: &[Check]) -> String {
+    let mut s = format!("{profile}\n  {:<34} {:>12} {:>12} {:>8}  state\n", "figure", "datasheet", "simulated", "error");
+    for c in checks {
+        s.push_str(&format!(
+            "  {:<34} {:>12} {:>12} {:>+7.1}%  {}\n",
+            format!("{} ({})", c.name, c.unit),
+            format!("{:.0}", c.cited),
+            format!("{:.0}", c.measured),
+            c.error() * 100.0,
+            c.state
+        ));
+    }
+    s
+}
