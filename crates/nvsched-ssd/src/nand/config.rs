@@ -157,20 +157,14 @@ impl Geometry {
             return Err("nand: more than 2^32 4 KiB slots; use a smaller geometry".into());
         }
         let user_lpns = capacity_bytes / LPN_BYTES;
-        // every die needs its GC reserve plus room to work
-        let reserve = u64::from(dies) * u64::from(cfg.gc_soft_free_blocks + 2) * u64::from(slots_per_block);
-        if user_lpns + reserve > raw_slots {
-            return Err(format!(
-                "nand: capacity {capacity_bytes} bytes leaves too little over-provisioning: {} slots raw, {user_lpns} user, {reserve} needed for GC",
-                raw_slots
-            ));
+        if user_lpns >= raw_slots {
+            return Err(format!("nand: capacity {capacity_bytes} bytes exceeds the raw flash ({} bytes)", raw_slots * LPN_BYTES));
         }
         let spare_blocks_per_die = (raw_slots - user_lpns) / u64::from(slots_per_block) / u64::from(dies);
-        let needed = u64::from(cfg.bg_gc_free_blocks.max(crate::nand::RESERVE_FOR_PRECONDITION))
-            + u64::from(cfg.gc_soft_free_blocks);
-        if spare_blocks_per_die <= needed {
+        if spare_blocks_per_die <= u64::from(cfg.gc_soft_free_blocks) + 1 {
             return Err(format!(
-                "nand: {spare_blocks_per_die} spare blocks per die cannot hold bg_gc_free_blocks/preconditioning reserve plus gc_soft_free_blocks ({needed})"
+                "nand: {spare_blocks_per_die} spare blocks per die cannot keep gc_soft_free_blocks ({}) free",
+                cfg.gc_soft_free_blocks
             ));
         }
         Ok(Geometry {

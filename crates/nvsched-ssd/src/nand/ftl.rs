@@ -543,14 +543,13 @@ impl Ftl {
     /// Blocks are assigned ages round-robin over the dies, a random subset of each
     /// block's slots is valid (selection sampling), and the logical pages are placed by a
     /// random permutation.
-    pub fn precondition_steady_state(&mut self, seed: u64) {
+    /// `keep_free` blocks per die stay free (GC's working room).
+    pub fn precondition_steady_state(&mut self, seed: u64, keep_free: u32) {
         let geo = self.geo.clone();
         let dies = geo.dies as usize;
         let s = geo.slots_per_block as u64;
         let u_total = u64::from(geo.user_lpns);
-        // leave the GC working set free on every die
-        let keep_free = u64::from(crate::nand::RESERVE_FOR_PRECONDITION) * dies as u64;
-        let used = u64::from(geo.blocks) - keep_free;
+        let used = u64::from(geo.blocks) - u64::from(keep_free) * dies as u64;
         let rho = u_total as f64 / (used * s) as f64;
         let u = lrw_victim_utilization(rho);
         let c = used as f64 * s as f64 * (1.0 - u) / u_total as f64;

@@ -25,9 +25,6 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use timeline::GapTimeline;
 
-/// Free blocks per die the steady-state preconditioner leaves for GC to work with.
-pub const RESERVE_FOR_PRECONDITION: u32 = 8;
-
 /// The drive state at the start of a run.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Precondition {
@@ -154,7 +151,7 @@ impl NandDevice {
             Precondition::Clean => {}
             Precondition::Partial(f) => ftl.precondition_sequential(f),
             Precondition::Full => {
-                ftl.precondition_steady_state(seed);
+                ftl.precondition_steady_state(seed, cfg.gc_soft_free_blocks);
                 ftl.collect_until_free(cfg.bg_gc_free_blocks);
             }
         }
