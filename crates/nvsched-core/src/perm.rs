@@ -62,7 +62,6 @@ impl Permutation {
     }
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,5 +82,4 @@ mod tests {
             }
         }
     }
-
 }

@@ -84,6 +84,8 @@ pub struct EngineCounters {
     pub device_busy: Nanos,
     /// Sum of device service times (dispatch → device done) per direction.
     pub device_ticks: [Nanos; 3],
+    /// Host CPU time used (with a CPU model).
+    pub cpu_busy: Nanos,
 }
 
 /// The outcome of a simulation.
@@ -119,6 +121,7 @@ struct RqRecord {
     op: Op,
     len: u32,
     created: Nanos,
+    inserted: Nanos,
     dispatched: Nanos,
     merged_next: u32,
     generation: u32,
@@ -166,6 +169,8 @@ pub struct Simulation<'o> {
     in_system: u64,
     last_change: Nanos,
     device_busy_since: Option<Nanos>,
+    /// When each host CPU is free (empty: no CPU contention model).
+    cpu_free: Vec<Nanos>,
     counters: EngineCounters,
     device_series: [Vec<u64>; 2],
     files: Vec<PlacedFile>,
@@ -240,6 +245,7 @@ impl<'o> Simulation<'o> {
             j.record_prio = group_prios[j.reporting_group as usize].len() > 1;
         }
         let queue_depth = input.device.queue_depth().max(1);
+        let cpu_free = vec![Nanos::ZERO; input.host.cpus as usize];
         Ok(Simulation {
             now: Nanos::ZERO,
             events: EventQueue::default(),
@@ -262,6 +268,7 @@ impl<'o> Simulation<'o> {
             in_system: 0,
             last_change: Nanos::ZERO,
             device_busy_since: None,
+            cpu_free,
             counters: EngineCounters::default(),
             device_series: [Vec::new(), Vec::new()],
             files,
@@ -285,6 +292,7 @@ impl<'o> Simulation<'o> {
                 }
                 EventKind::Insert(slot) => self.on_insert(slot),
                 EventKind::DeviceArrive(slot) => self.on_device_arrive(slot),
+                EventKind::DeviceDone(slot) => self.on_device_done(slot),
                 EventKind::Complete(slot) => self.on_complete(slot),
                 EventKind::PolicyWake => {
                     if self.policy_wake == Some(ev.at) {
@@ -340,6 +348,20 @@ impl<'o> Simulation<'o> {
         }
     }
 
+    /// Runs `cost` of host CPU work ready at `ready` on the first free CPU; returns when
+    /// it ends. Without a CPU model the cost is a pure delay.
+    #[inline]
+    fn cpu(&mut self, ready: Nanos, cost: Nanos) -> Nanos {
+        if self.cpu_free.is_empty() {
+            return ready + cost;
+        }
+        let (i, free) = self.cpu_free.iter().enumerate().min_by_key(|(_, f)| **f).map(|(i, f)| (i, *f)).expect("cpus");
+        let end = free.max(ready) + cost;
+        self.cpu_free[i] = end;
+        self.counters.cpu_busy += cost;
+        end
+    }
+
     #[inline]
     fn note_in_system(&mut self, delta: i64) {
         self.counters.in_system_integral += self.in_system as f64 * (self.now - self.last_change).0 as f64;
@@ -393,6 +415,7 @@ impl<'o> Simulation<'o> {
                     op: Op::Read,
                     len: 0,
                     created: Nanos::ZERO,
+                    inserted: Nanos::ZERO,
                     dispatched: Nanos::ZERO,
                     merged_next: NONE,
                     generation: 0,
@@ -406,6 +429,7 @@ impl<'o> Simulation<'o> {
     fn issue_batch(&mut self, j: u32) {
         let n = self.batch.len() as u32;
         let submit_at = self.now + self.host.submit();
+        let submit_cpu = Nanos(self.host.submit_cpu_ns);
         let job = &mut self.jobs[j as usize];
         job.stats.record_submit_batch(n);
         let depth_after = job.driver.inflight();
@@ -455,12 +479,23 @@ impl<'o> Simulation<'o> {
                     self.counters.merges_by_dir[unit.op.index().min(2)] += 1;
                     continue;
                 }
-                self.events.push_lane(Lane::Submit, submit_at, EventKind::Insert(parent));
+                self.schedule_insert(parent, submit_cpu);
             }
             parent = slot;
         }
         if parent != NONE {
-            self.events.push_lane(Lane::Submit, submit_at, EventKind::Insert(parent));
+            self.schedule_insert(parent, submit_cpu);
+        }
+    }
+
+    /// The submission path of one request: CPU time (with a CPU model), then latency.
+    fn schedule_insert(&mut self, slot: u32, submit_cpu: Nanos) {
+        if self.cpu_free.is_empty() {
+            let at = self.now + self.host.submit();
+            self.events.push_lane(Lane::Submit, at, EventKind::Insert(slot));
+        } else {
+            let at = self.cpu(self.now, submit_cpu) + self.host.submit();
+            self.events.push(at, EventKind::Insert(slot));
         }
     }
 
@@ -482,6 +517,12 @@ impl<'o> Simulation<'o> {
     }
 
     fn on_insert(&mut self, slot: u32) {
+        // the request and whatever the plug merged into it reach the scheduler now
+        let mut s = slot;
+        while s != NONE {
+            self.rqs[s as usize].inserted = self.now;
+            s = self.rqs[s as usize].merged_next;
+        }
         let rq = self.rqs[slot as usize].rq;
         match self.sched.insert(rq, self.now) {
             Inserted::Queued => self.rqs[slot as usize].state = RqState::Queued,
@@ -524,7 +565,12 @@ impl<'o> Simulation<'o> {
             self.device_inflight += 1;
             self.counters.max_device_inflight = self.counters.max_device_inflight.max(self.device_inflight);
             self.observer.on_dispatch(self.now, &rq, self.device_inflight);
-            self.events.push_lane(Lane::Dispatch, self.now + self.cost.dispatch, EventKind::DeviceArrive(slot));
+            if self.cpu_free.is_empty() {
+                self.events.push_lane(Lane::Dispatch, self.now + self.cost.dispatch, EventKind::DeviceArrive(slot));
+            } else {
+                let at = self.cpu(self.now, self.cost.dispatch);
+                self.events.push(at, EventKind::DeviceArrive(slot));
+            }
         }
         if let Some(t) = self.sched.next_wakeup() {
             let t = t.max(self.now + Nanos(1));
@@ -552,7 +598,17 @@ impl<'o> Simulation<'o> {
             }
             series[sec] += u64::from(rq.len_bytes);
         }
-        self.events.push(done + self.host.complete() + self.cost.complete, EventKind::Complete(slot));
+        if self.cpu_free.is_empty() {
+            self.events.push(done + self.host.complete() + self.cost.complete, EventKind::Complete(slot));
+        } else {
+            self.events.push(done, EventKind::DeviceDone(slot));
+        }
+    }
+
+    /// With a CPU model: the completion is processed on a host CPU.
+    fn on_device_done(&mut self, slot: u32) {
+        let end = self.cpu(self.now, Nanos(self.host.complete_cpu_ns) + self.cost.complete);
+        self.events.push(end + self.host.complete(), EventKind::Complete(slot));
     }
 
     fn on_complete(&mut self, slot: u32) {
@@ -607,7 +663,7 @@ impl<'o> Simulation<'o> {
             let (slat, clat) = if job.sync_engine {
                 (None, latency)
             } else {
-                let s = self.host.submit();
+                let s = rec.inserted.saturating_sub(rec.created);
                 (Some(s), latency - s)
             };
             job.stats.record(rec.op, u64::from(rec.len), slat, clat, now - ramp_end);

@@ -17,6 +17,8 @@ pub enum EventKind {
     Insert(u32),
     /// A dispatched request reaches the device.
     DeviceArrive(u32),
+    /// The device finished a request; its completion now needs a host CPU.
+    DeviceDone(u32),
     /// A request's completion reaches the host (end of the completion path).
     Complete(u32),
     /// The policy asked to be called at this time.

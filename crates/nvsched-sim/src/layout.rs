@@ -32,6 +32,7 @@ fn needed_file_size(spec: &JobSpec, capacity: u64) -> Result<u64, String> {
         SizeOrPercent::Bytes(b) => b,
         SizeOrPercent::Percent(_) => 0,
     };
+    let offset = offset + spec.offset_increment * u64::from(spec.numjobs.saturating_sub(1));
     match spec.size {
         Some(SizeOrPercent::Bytes(b)) => Ok(offset + b),
         Some(SizeOrPercent::Percent(p)) => Ok((capacity as f64 * p / 100.0) as u64),
@@ -72,7 +73,7 @@ pub fn place(jobs: &[JobSpec], capacity: u64) -> Result<(Vec<PlacedFile>, Vec<Ve
         for clone in 0..spec.numjobs {
             let name = file_name(spec, clone);
             let file = files.iter().find(|f| f.name == name).expect("placed above");
-            let offset = spec.offset.resolve(file.len);
+            let offset = spec.offset.resolve(file.len) + spec.offset_increment * u64::from(clone);
             if offset >= file.len {
                 return Err(format!(
                     "job '{}' ({}): offset {offset} is beyond the end of '{}' ({} bytes)",
@@ -116,6 +117,14 @@ mod tests {
         let (_, regions) = place(&j, 1 << 30).unwrap();
         assert_eq!(regions[0][0], Region { start: 0, len: 1 << 30 });
         assert_eq!(regions[1][0], Region { start: 1 << 29, len: 1 << 29 });
+    }
+
+    #[test]
+    fn offset_increment_separates_clones() {
+        let j = jobs("[a]\nfilename=/dev/x\nsize=1m\nnumjobs=3\noffset_increment=10m\n");
+        let (_, regions) = place(&j, 1 << 30).unwrap();
+        let starts: Vec<u64> = regions[0].iter().map(|r| r.start).collect();
+        assert_eq!(starts, vec![0, 10 << 20, 20 << 20]);
     }
 
     #[test]

@@ -42,7 +42,7 @@ fn run(text: &str, sched: &str) -> SimOutcome {
 fn qd1_sync_latency_is_service_plus_host_path_exactly() {
     let out = run("[a]\nrw=randread\nbs=4k\nsize=64m\nruntime=1\ntime_based\n", "none");
     let p = profile(&[]);
-    let ModelConfig::Simple(cfg) = &p.model;
+    let ModelConfig::Simple(cfg) = &p.model else { unreachable!() };
     let expected = cfg.read_ns + p.host.submit_ns + p.host.complete_ns;
     let read = &out.clones[0].stats.dirs[0];
     assert!(read.total_ios > 1000);
@@ -58,7 +58,7 @@ fn policy_host_cost_is_charged() {
         "none:dispatch_cost=1us,complete_cost=2us",
     );
     let p = profile(&[]);
-    let ModelConfig::Simple(cfg) = &p.model;
+    let ModelConfig::Simple(cfg) = &p.model else { unreachable!() };
     let expected = cfg.read_ns + p.host.submit_ns + p.host.complete_ns + 3_000;
     assert_eq!(out.clones[0].stats.dirs[0].lat.mean(), expected as f64);
 }
@@ -164,4 +164,19 @@ fn fsync_issues_flushes_recorded_as_sync() {
     let s = &out.clones[0].stats;
     assert_eq!(s.sync.n, 64);
     assert_eq!(out.engine.device_commands[3], 64);
+}
+
+#[test]
+fn a_shared_host_cpu_caps_iops_and_queues_completions() {
+    let p = profile(&[("host.cpus", "1"), ("host.submit_cpu_ns", "4000"), ("host.complete_cpu_ns", "6000")]);
+    let text = "[a]\nfilename=/dev/nvme0n1\nioengine=io_uring\niodepth=64\nrw=randread\nruntime=200ms\ntime_based\n";
+    let out = run_with(text, "none", &p, 0, &mut NoObserver);
+    let iops = out.clones[0].stats.dirs[0].total_ios as f64 / out.clones[0].stats.runtime.as_secs_f64();
+    // 16 units x 80 us could do 200 K IOPS; one CPU at 10 us per request does 100 K
+    assert!((iops / 100_000.0 - 1.0).abs() < 0.02, "{iops}");
+    assert!(out.engine.cpu_busy.as_secs_f64() / out.end.as_secs_f64() > 0.97);
+    // without the CPU model the same costs would not limit throughput
+    let free = run_with(text, "none", &profile(&[]), 0, &mut NoObserver);
+    let iops_free = free.clones[0].stats.dirs[0].total_ios as f64 / free.clones[0].stats.runtime.as_secs_f64();
+    assert!(iops_free > 150_000.0, "{iops_free}");
 }

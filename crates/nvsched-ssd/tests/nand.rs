@@ -18,6 +18,7 @@ fn small_config() -> NandConfig {
         page_bytes: 16384,
         cell_bits: 3,
         t_read_us: 50.0,
+        t_read_spread: 0.0,
         t_read_slc_us: 25.0,
         t_prog_us: 1500.0,
         t_prog_slc_us: 150.0,
@@ -39,6 +40,7 @@ fn small_config() -> NandConfig {
         bg_gc_free_blocks: 7,
         idle_us: 1000.0,
         copyback: true,
+        read_ahead_bytes: 0,
         precondition: "clean".into(),
     }
 }
@@ -300,4 +302,24 @@ fn slc_cache_absorbs_then_writes_drop_to_native_speed() {
     let late = rate(1700, 2047);
     assert!(early > 4.0 * late, "SLC {early:.0} MB/s vs native {late:.0} MB/s");
     assert!(d.counters(t).slc_writes > 0);
+}
+
+#[test]
+fn read_ahead_speeds_up_sequential_reads_at_qd1() {
+    let run = |read_ahead: u64| {
+        let mut cfg = small_config();
+        cfg.precondition = "partial:0.5".into();
+        cfg.read_ahead_bytes = read_ahead;
+        let mut d = device(cfg, 0.15);
+        let mut t = Nanos::ZERO;
+        for lpn in 0..512u64 {
+            t = d.submit(&cmd(Op::Read, lpn, 1, false), t);
+        }
+        (t, d.counters(t).extra("read_ahead_hits").unwrap())
+    };
+    let (without, hits0) = run(0);
+    let (with, hits) = run(256 << 10);
+    assert_eq!(hits0, 0.0);
+    assert!(hits > 400.0, "{hits}");
+    assert!(with.0 * 2 < without.0, "read-ahead {with} vs none {without}");
 }

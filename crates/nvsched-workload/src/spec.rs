@@ -149,6 +149,8 @@ pub struct JobSpec {
     pub size: Option<SizeOrPercent>,
     pub io_size: Option<u64>,
     pub offset: SizeOrPercent,
+    /// Clone i starts at offset + i * offset_increment.
+    pub offset_increment: u64,
     pub filesize: Option<u64>,
     /// 0 = no limit
     pub runtime: Nanos,
@@ -174,6 +176,8 @@ pub struct JobSpec {
     pub randrepeat: bool,
     pub filename: Option<String>,
     pub kb_base: KbBase,
+    /// nvsched extension: the simulated drive's state before the run.
+    pub precondition: Option<String>,
     /// The job's own `key=value` lines as written (fio's "job options").
     pub job_options: Vec<(String, String)>,
 }
@@ -206,6 +210,7 @@ impl JobSpec {
             size: None,
             io_size: None,
             offset: SizeOrPercent::Bytes(0),
+            offset_increment: 0,
             filesize: None,
             runtime: Nanos::ZERO,
             time_based: false,
@@ -229,6 +234,7 @@ impl JobSpec {
             randrepeat: true,
             filename: None,
             kb_base: KbBase::Binary,
+            precondition: None,
             job_options: Vec::new(),
         }
     }
@@ -280,6 +286,33 @@ pub struct JobFile {
     pub global_options: Vec<(String, String)>,
     /// Options accepted with a caveat or ignored (with `ignore_unsupported`).
     pub warnings: Vec<String>,
+}
+
+impl JobFile {
+    /// The drive state the job file asks for (`precondition=`); jobs that set it must agree.
+    pub fn precondition(&self) -> Result<Option<String>, JobFileError> {
+        let mut found: Option<&JobSpec> = None;
+        for j in self.jobs.iter().filter(|j| j.precondition.is_some()) {
+            match found {
+                Some(first) if first.precondition != j.precondition => {
+                    return Err(JobFileError::new(
+                        &j.at,
+                        Some("precondition"),
+                        format!(
+                            "job '{}' asks for drive state {} but job '{}' for {}; the drive has one state",
+                            j.name,
+                            j.precondition.as_deref().unwrap_or(""),
+                            first.name,
+                            first.precondition.as_deref().unwrap_or("")
+                        ),
+                    ))
+                }
+                Some(_) => {}
+                None => found = Some(j),
+            }
+        }
+        Ok(found.and_then(|j| j.precondition.clone()))
+    }
 }
 
 /// How strictly to parse.
@@ -479,6 +512,10 @@ pub static OPTIONS: &[OptionDef] = &[
         j.offset = parse_size_or_percent(v, j.kb_base).map_err(|e| e.replace("(0, 100]", "[0, 100]"))?;
         Ok(())
     }),
+    opt!("offset_increment", [], false, "clone i starts at offset + i * offset_increment (bytes)", |j, v| {
+        j.offset_increment = parse_size(v, j.kb_base)?;
+        Ok(())
+    }),
     opt!("filesize", [], false, "size of the job's file (then size is only the I/O amount)", |j, v| {
         let s = parse_size(v, j.kb_base)?;
         if s == 0 {
@@ -622,6 +659,24 @@ pub static OPTIONS: &[OptionDef] = &[
         Ok(())
     }),
     opt!("thread", [], true, "accepted for compatibility; no effect in nvsched", |_, v| { parse_bool(v).map(|_| ()) }),
+    opt!(
+        "precondition",
+        [],
+        false,
+        "nvsched: simulated drive state before the run: clean, partial:FRACTION or full",
+        |j, v| {
+            let ok = v == "clean"
+                || v == "full"
+                || v.strip_prefix("partial:")
+                    .and_then(|f| f.parse::<f64>().ok())
+                    .is_some_and(|f| (0.0..=1.0).contains(&f));
+            if !ok {
+                return Err(format!("'{v}' is not a drive state; accepted: clean, full, partial:FRACTION (0..=1)"));
+            }
+            j.precondition = Some(v.to_string());
+            Ok(())
+        }
+    ),
 ];
 
 /// fio options nvsched knows of but does not model: a precise message instead of

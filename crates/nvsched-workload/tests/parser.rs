@@ -150,6 +150,7 @@ fn direct_sync_fsync() {
 
 #[test]
 fn sizes_offsets_numjobs() {
+    assert_eq!(job("offset_increment=4g").offset_increment, 4 << 30);
     let j = job("numjobs=4\nsize=20%\noffset=1g\nfilesize=2g\nio_size=512m");
     assert_eq!(j.numjobs, 4);
     assert_eq!(j.size, Some(SizeOrPercent::Percent(20.0)));
@@ -218,6 +219,16 @@ fn percentiles_distributions_seeds() {
     assert_eq!(job("randseed=1234").randseed, 1234);
     assert!(!job("randrepeat=0").randrepeat);
     assert!(!job("allrandrepeat=0").randrepeat);
+}
+
+#[test]
+fn precondition_is_one_state_per_file() {
+    assert_eq!(job("precondition=partial:0.5").precondition.as_deref(), Some("partial:0.5"));
+    let f = parse("[global]\nprecondition=full\n[a]\n[b]\n").unwrap();
+    assert_eq!(f.precondition().unwrap().as_deref(), Some("full"));
+    let f = parse("[a]\nprecondition=full\n[b]\nprecondition=clean\n").unwrap();
+    let e = f.precondition().unwrap_err().to_string();
+    assert!(e.contains("test.fio:3: option 'precondition'") && e.contains("one state"), "{e}");
 }
 
 #[test]
@@ -301,6 +312,8 @@ const BAD: &[(&str, &str)] = &[
     ("random_distribution=zipf:0.8:2", "center 2 is out of range"),
     ("randseed=abc", "'abc' is not an integer"),
     ("kb_base=999", "'999' is not a kb_base"),
+    ("precondition=half", "'half' is not a drive state"),
+    ("precondition=partial:2", "'partial:2' is not a drive state"),
     ("filename=a:b", "several files per job"),
     ("bs=4k ; comment", "unknown unit"),
     ("rw", "needs a value"),

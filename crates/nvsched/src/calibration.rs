@@ -86,7 +86,8 @@ fn cache_fill_seconds(profile: &DeviceProfile, rate_mbps: f64) -> f64 {
 /// that factor for full-drive figures (same over-provisioning and parallelism, so the
 /// same steady state, in a fraction of the memory and time).
 pub fn verify(profile: &DeviceProfile, scale_full: u32) -> Result<Vec<Check>, String> {
-    let ds: Datasheet = profile.datasheet.clone().ok_or_else(|| format!("profile '{}' cites no datasheet", profile.name))?;
+    let ds: Datasheet =
+        profile.datasheet.clone().ok_or_else(|| format!("profile '{}' cites no datasheet", profile.name))?;
     let mut out = Vec::new();
     // Reads need written data in their region; a large drive gets only that region.
     let fraction = (0.5f64).min(64.0 * (1u64 << 30) as f64 / profile.capacity_bytes as f64);
@@ -95,11 +96,29 @@ pub fn verify(profile: &DeviceProfile, scale_full: u32) -> Result<Vec<Check>, St
     let region = Some(READ_REGION);
 
     let s = simulate(&filled, &job("qd1-read", "randread", "4k", 1, 1, "1", region))?;
-    out.push(Check { name: "random read QD1", unit: "IOPS", cited: ds.qd1_read_iops, measured: iops(&s, 0), state: "region written".into() });
+    out.push(Check {
+        name: "random read QD1",
+        unit: "IOPS",
+        cited: ds.qd1_read_iops,
+        measured: iops(&s, 0),
+        state: "region written".into(),
+    });
     let s = simulate(&filled, &job("rand-read", "randread", "4k", 32, 4, "1", region))?;
-    out.push(Check { name: "random read QD32x4", unit: "IOPS", cited: ds.rand_read_iops, measured: iops(&s, 0), state: "region written".into() });
+    out.push(Check {
+        name: "random read QD32x4",
+        unit: "IOPS",
+        cited: ds.rand_read_iops,
+        measured: iops(&s, 0),
+        state: "region written".into(),
+    });
     let s = simulate(&filled, &job("seq-read", "read", "128k", 32, 1, "1", region))?;
-    out.push(Check { name: "sequential read 128K QD32", unit: "MB/s", cited: ds.seq_read_mbps, measured: mbps(&s, 0), state: "region written".into() });
+    out.push(Check {
+        name: "sequential read 128K QD32",
+        unit: "MB/s",
+        cited: ds.seq_read_mbps,
+        measured: mbps(&s, 0),
+        state: "region written".into(),
+    });
 
     // Sequential write: the first second is inside any SLC cache; with a cited
     // after-cache figure, run past the cache and average the last two seconds.
@@ -107,9 +126,21 @@ pub fn verify(profile: &DeviceProfile, scale_full: u32) -> Result<Vec<Check>, St
     let runtime = if ds.seq_write_after_cache_mbps.is_some() { (fill + 3.0).ceil() as usize } else { 2 };
     let s = simulate(&clean, &job("seq-write", "write", "128k", 32, 1, &runtime.to_string(), None))?;
     let series = &s.dirs[1].series.bytes;
-    out.push(Check { name: "sequential write 128K QD32", unit: "MB/s", cited: ds.seq_write_mbps, measured: window_mean(series, 0, 1) / 1e6, state: "clean".into() });
+    out.push(Check {
+        name: "sequential write 128K QD32",
+        unit: "MB/s",
+        cited: ds.seq_write_mbps,
+        measured: window_mean(series, 0, 1) / 1e6,
+        state: "clean".into(),
+    });
     if let Some(after) = ds.seq_write_after_cache_mbps {
-        out.push(Check { name: "sequential write after SLC cache", unit: "MB/s", cited: after, measured: window_mean(series, runtime - 2, runtime) / 1e6, state: "clean, cache full".into() });
+        out.push(Check {
+            name: "sequential write after SLC cache",
+            unit: "MB/s",
+            cited: after,
+            measured: window_mean(series, runtime - 2, runtime) / 1e6,
+            state: "clean, cache full".into(),
+        });
     }
 
     // Random write.
@@ -126,7 +157,8 @@ pub fn verify(profile: &DeviceProfile, scale_full: u32) -> Result<Vec<Check>, St
                 let soft = (c.gc_soft_free_blocks / k).max(hard + 1);
                 let bg = (c.bg_gc_free_blocks / k).max(soft + 1);
                 overrides.push(("nand.blocks_per_die".into(), (c.blocks_per_die / k).to_string()));
-                overrides.push(("capacity_bytes".into(), (clean.capacity_bytes / u64::from(k) / 4096 * 4096).to_string()));
+                overrides
+                    .push(("capacity_bytes".into(), (clean.capacity_bytes / u64::from(k) / 4096 * 4096).to_string()));
                 overrides.push(("nand.gc_hard_free_blocks".into(), hard.to_string()));
                 overrides.push(("nand.gc_soft_free_blocks".into(), soft.to_string()));
                 overrides.push(("nand.bg_gc_free_blocks".into(), bg.to_string()));
@@ -147,24 +179,44 @@ pub fn verify(profile: &DeviceProfile, scale_full: u32) -> Result<Vec<Check>, St
     let s = simulate(&rw_profile, &job("rand-write", "randwrite", "4k", 32, 4, &runtime.to_string(), None))?;
     let ios = &s.dirs[1].series.ios;
     let (measured, state) = if full_state {
-        (window_mean(ios, runtime - 5, runtime), if scale_full > 1 { format!("full, steady state (1/{scale_full} scale)") } else { "full, steady state".into() })
+        (
+            window_mean(ios, runtime - 5, runtime),
+            if scale_full > 1 {
+                format!("full, steady state (1/{scale_full} scale)")
+            } else {
+                "full, steady state".into()
+            },
+        )
     } else {
         (window_mean(ios, 0, 1), "clean".to_string())
     };
     out.push(Check { name: "random write QD32x4", unit: "IOPS", cited: ds.rand_write_iops, measured, state });
     if let Some(after) = ds.rand_write_after_cache_iops {
-        out.push(Check { name: "random write after SLC cache", unit: "IOPS", cited: after, measured: window_mean(ios, runtime - 2, runtime), state: "clean, cache full".into() });
+        out.push(Check {
+            name: "random write after SLC cache",
+            unit: "IOPS",
+            cited: after,
+            measured: window_mean(ios, runtime - 2, runtime),
+            state: "clean, cache full".into(),
+        });
     }
     if let Some(qd1w) = ds.qd1_write_iops {
         let s = simulate(&clean, &job("qd1-write", "randwrite", "4k", 1, 1, "1", None))?;
-        out.push(Check { name: "random write QD1", unit: "IOPS", cited: qd1w, measured: iops(&s, 1), state: "clean".into() });
+        out.push(Check {
+            name: "random write QD1",
+            unit: "IOPS",
+            cited: qd1w,
+            measured: iops(&s, 1),
+            state: "clean".into(),
+        });
     }
     Ok(out)
 }
 
 /// The checks as a table.
 pub fn table(profile: &str, checks: &[Check]) -> String {
-    let mut s = format!("{profile}\n  {:<34} {:>12} {:>12} {:>8}  state\n", "figure", "datasheet", "simulated", "error");
+    let mut s =
+        format!("{profile}\n  {:<34} {:>12} {:>12} {:>8}  state\n", "figure", "datasheet", "simulated", "error");
     for c in checks {
         s.push_str(&format!(
             "  {:<34} {:>12} {:>12} {:>+7.1}%  {}\n",

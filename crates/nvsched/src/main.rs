@@ -41,21 +41,38 @@ enum Command {
 #[derive(Args)]
 struct DeviceArgs {
     /// Device profile: a shipped name (see `nvsched devices`) or a TOML file.
-    #[arg(long, default_value = "simple-nvme", value_name = "PROFILE")]
+    #[arg(long, default_value = "970evoplus-250g", value_name = "PROFILE")]
     device: String,
     /// Override a profile field, e.g. `--device-set host.submit_ns=1500` (repeatable).
     #[arg(long = "device-set", value_name = "KEY=VALUE")]
     device_set: Vec<String>,
+    /// Drive state before the run: clean, partial:FRACTION or full (overrides the job
+    /// file's `precondition=` and the profile's default).
+    #[arg(long, value_name = "STATE")]
+    precondition: Option<String>,
 }
 
 impl DeviceArgs {
-    fn load(&self) -> Result<DeviceProfile, String> {
+    /// The profile with overrides; `from_jobs` is the job file's `precondition=`.
+    fn load(&self, from_jobs: Option<String>) -> Result<DeviceProfile, String> {
         let mut overrides = Vec::new();
         for kv in &self.device_set {
             let (k, v) = kv.split_once('=').ok_or_else(|| format!("--device-set '{kv}': expected KEY=VALUE"))?;
             overrides.push((k.trim().to_string(), v.trim().to_string()));
         }
-        load_profile(&self.device, &overrides).map_err(|e| e.to_string())
+        let base = load_profile(&self.device, &overrides).map_err(|e| e.to_string())?;
+        let Some(state) = self.precondition.clone().or(from_jobs) else { return Ok(base) };
+        nvsched_ssd::Precondition::parse(&state).map_err(|e| format!("--precondition: {e}"))?;
+        match base.model {
+            nvsched_ssd::ModelConfig::Nand(_) => {
+                overrides.push(("nand.precondition".into(), state));
+                load_profile(&self.device, &overrides).map_err(|e| e.to_string())
+            }
+            nvsched_ssd::ModelConfig::Simple(_) if state == "clean" => Ok(base),
+            nvsched_ssd::ModelConfig::Simple(_) => {
+                Err(format!("device '{}' is the simple model, which has no drive state ({state})", base.name))
+            }
+        }
     }
 }
 
@@ -211,7 +228,7 @@ fn load_jobs(path: &Path, ignore_unsupported: bool) -> Result<JobFile, String> {
 fn cmd_run(args: RunArgs) -> Result<(), String> {
     let formats = parse_formats(&args.output_format)?;
     let jobs = load_jobs(&args.jobfile, args.ignore_unsupported)?;
-    let profile = args.device.load()?;
+    let profile = args.device.load(jobs.precondition().map_err(|e| e.to_string())?)?;
     let policy = nvsched_policy::build(&args.sched).map_err(|e| format!("--sched: {e}"))?;
     let show = !args.quiet && std::io::stderr().is_terminal();
     let mut progress = Progress::new(expected_length(&jobs), show);

@@ -65,7 +65,16 @@ pub fn run_sim(
             "capacity_bytes": p.capacity_bytes,
             "queue_depth": p.queue_depth,
             "overrides": Value::Object(p.overrides.iter().map(|(k, v)| (k.clone(), json!(v))).collect()),
-            "host": { "submit_ns": p.host.submit_ns, "complete_ns": p.host.complete_ns, "nr_requests": p.host.nr_requests, "max_merge_bytes": p.host.max_merge_bytes },
+            "host": {
+                "submit_ns": p.host.submit_ns,
+                "complete_ns": p.host.complete_ns,
+                "nr_requests": p.host.nr_requests,
+                "max_merge_bytes": p.host.max_merge_bytes,
+                "cpus": p.host.cpus,
+                "submit_cpu_ns": p.host.submit_cpu_ns,
+                "complete_cpu_ns": p.host.complete_cpu_ns,
+            },
+            "precondition": p.precondition(),
             "counters": outcome.device,
         }),
     );

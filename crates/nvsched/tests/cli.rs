@@ -204,5 +204,5 @@ fn normal_output_reads_like_fio() {
     assert!(text.contains("rt: (groupid=0, jobs=1)"));
     assert!(text.contains("clat percentiles (usec):"));
     assert!(text.contains("Run status group 0 (all jobs):"));
-    assert!(text.contains("nvsched: policy none on simple-nvme"));
+    assert!(text.contains("nvsched: policy none on 970evoplus-250g (nand model)"), "{text}");
 }

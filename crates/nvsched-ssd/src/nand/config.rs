@@ -31,6 +31,10 @@ pub struct NandConfig {
     pub cell_bits: u32,
     /// Native-mode page read (tR).
     pub t_read_us: f64,
+    /// Spread of native read times over the page types of a word line: the lowest page
+    /// reads in t_read * (1 - spread), the highest in t_read * (1 + spread).
+    #[serde(default)]
+    pub t_read_spread: f64,
     /// SLC-mode page read.
     pub t_read_slc_us: f64,
     /// Native-mode program of one word line (`cell_bits` pages per plane, all planes).
@@ -70,6 +74,10 @@ pub struct NandConfig {
     pub bg_gc_free_blocks: u32,
     /// Quiet time before background folding and GC start.
     pub idle_us: f64,
+    /// Internal read-ahead for sequential reads (0 = off): how far ahead of a detected
+    /// stream the controller fetches.
+    #[serde(default)]
+    pub read_ahead_bytes: u64,
     /// GC and folding copy inside the die (no channel transfer).
     #[serde(default = "yes")]
     pub copyback: bool,
@@ -126,7 +134,7 @@ impl Geometry {
         if cfg.page_bytes == 0 || u64::from(cfg.page_bytes) % LPN_BYTES != 0 {
             return Err("nand.page_bytes must be a positive multiple of 4096".into());
         }
-        if cfg.pages_per_block % cfg.cell_bits != 0 {
+        if !cfg.pages_per_block.is_multiple_of(cfg.cell_bits) {
             return Err("nand.pages_per_block must be a multiple of cell_bits".into());
         }
         for (name, v) in [
@@ -143,22 +151,26 @@ impl Geometry {
                 return Err(format!("nand.{name} must be a positive number"));
             }
         }
+        if !(0.0..1.0).contains(&cfg.t_read_spread) {
+            return Err("nand.t_read_spread must be in [0, 1)".into());
+        }
         if cfg.gc_hard_free_blocks < 2 || cfg.gc_soft_free_blocks <= cfg.gc_hard_free_blocks {
             return Err("nand: need gc_soft_free_blocks > gc_hard_free_blocks >= 2".into());
         }
         let lpns_per_page = cfg.page_bytes / LPN_BYTES as u32;
         let slots_per_block = cfg.pages_per_block * cfg.planes_per_die * lpns_per_page;
         let dies = cfg.channels * cfg.dies_per_channel;
-        let blocks = dies
-            .checked_mul(cfg.blocks_per_die)
-            .ok_or("nand: too many blocks")?;
+        let blocks = dies.checked_mul(cfg.blocks_per_die).ok_or("nand: too many blocks")?;
         let raw_slots = u64::from(blocks) * u64::from(slots_per_block);
         if raw_slots >= u64::from(u32::MAX) - 2 {
             return Err("nand: more than 2^32 4 KiB slots; use a smaller geometry".into());
         }
         let user_lpns = capacity_bytes / LPN_BYTES;
         if user_lpns >= raw_slots {
-            return Err(format!("nand: capacity {capacity_bytes} bytes exceeds the raw flash ({} bytes)", raw_slots * LPN_BYTES));
+            return Err(format!(
+                "nand: capacity {capacity_bytes} bytes exceeds the raw flash ({} bytes)",
+                raw_slots * LPN_BYTES
+            ));
         }
         let spare_blocks_per_die = (raw_slots - user_lpns) / u64::from(slots_per_block) / u64::from(dies);
         if spare_blocks_per_die <= u64::from(cfg.gc_soft_free_blocks) + 1 {

@@ -60,6 +60,9 @@ const NO_PAGE: (u32, u32) = (u32::MAX, u32::MAX);
 
 struct Timing {
     read_native: Nanos,
+    /// Native read time by page type within a word line (LSB, CSB, MSB, ...): the
+    /// lower pages sense faster. The mean over the types is `read_native`.
+    read_by_page_type: Vec<Nanos>,
     read_slc: Nanos,
     prog_native: Nanos,
     prog_slc: Nanos,
@@ -99,6 +102,7 @@ pub struct NandDevice {
     /// Programs not yet known to be finished, per block: (write pointer after, done).
     pending: HashMap<u32, Vec<(u32, Nanos)>>,
     gc_debt: Vec<f64>,
+    read_ahead: ReadAhead,
     programs_booked: u64,
     last_activity: Nanos,
     // accounting
@@ -122,6 +126,72 @@ struct Extra {
     bg_steps: u64,
     min_free_blocks: u32,
     unmapped_reads: u64,
+    read_ahead_hits: u64,
+}
+
+/// Sequential-read detection and the controller buffer holding prefetched pages.
+struct ReadAhead {
+    /// Logical pages to fetch ahead of a sequential stream (0 = off).
+    window: u32,
+    /// Recently seen streams: (next expected page, fetched up to).
+    streams: [(u32, u32); 8],
+    next_stream: usize,
+    /// Prefetched pages and when their data is in controller memory.
+    buffer: HashMap<u32, Nanos>,
+    order: std::collections::VecDeque<u32>,
+}
+
+impl ReadAhead {
+    fn new(window: u32) -> ReadAhead {
+        ReadAhead {
+            window,
+            streams: [(u32::MAX, 0); 8],
+            next_stream: 0,
+            buffer: HashMap::new(),
+            order: std::collections::VecDeque::new(),
+        }
+    }
+
+    /// Records a read of [first, last); for a read continuing a stream, returns the
+    /// range to prefetch (up to `window` pages ahead, not fetched yet).
+    fn advance(&mut self, first: u32, last: u32, limit: u32) -> Option<(u32, u32)> {
+        if let Some(s) = self.streams.iter_mut().find(|s| s.0 == first) {
+            s.0 = last;
+            let from = s.1.max(last);
+            let to = last.saturating_add(self.window).min(limit);
+            s.1 = s.1.max(to);
+            return (from < to).then_some((from, to));
+        }
+        self.streams[self.next_stream] = (last, last);
+        self.next_stream = (self.next_stream + 1) % self.streams.len();
+        None
+    }
+
+    fn get(&self, lpn: u32) -> Option<Nanos> {
+        if self.buffer.is_empty() {
+            return None;
+        }
+        self.buffer.get(&lpn).copied()
+    }
+
+    fn store(&mut self, lpn: u32, ready: Nanos) {
+        if self.buffer.insert(lpn, ready).is_none() {
+            self.order.push_back(lpn);
+        }
+        // bounded: a few windows per stream
+        while self.order.len() > (self.window as usize * 16).max(64) {
+            if let Some(old) = self.order.pop_front() {
+                self.buffer.remove(&old);
+            }
+        }
+    }
+
+    /// Forgets a page whose data changed.
+    fn invalidate(&mut self, lpn: u32) {
+        if !self.buffer.is_empty() {
+            self.buffer.remove(&lpn);
+        }
+    }
 }
 
 /// Per-second device activity.
@@ -156,8 +226,16 @@ impl NandDevice {
             }
         }
         ftl.counters = ftl::FtlCounters::default();
+        let bits = cfg.cell_bits.max(1);
+        let read_by_page_type = (0..bits)
+            .map(|i| {
+                let pos = if bits == 1 { 0.0 } else { 2.0 * f64::from(i) / f64::from(bits - 1) - 1.0 };
+                us(cfg.t_read_us * (1.0 + cfg.t_read_spread * pos))
+            })
+            .collect();
         let t = Timing {
             read_native: us(cfg.t_read_us),
+            read_by_page_type,
             read_slc: us(cfg.t_read_slc_us),
             prog_native: us(cfg.t_prog_us),
             prog_slc: us(cfg.t_prog_slc_us),
@@ -175,6 +253,7 @@ impl NandDevice {
             channels: vec![GapTimeline::default(); geo.channels as usize],
             plane_page: vec![NO_PAGE; dies * geo.planes as usize],
             gc_debt: vec![0.0; dies],
+            read_ahead: ReadAhead::new((cfg.read_ahead_bytes / LPN_BYTES) as u32),
             programs_booked: 0,
             die_busy: vec![Nanos::ZERO; dies],
             counters: Extra { min_free_blocks: min_free, ..Extra::default() },
@@ -346,7 +425,8 @@ impl NandDevice {
     /// SLC blocks the cache may use per die now: the static part plus the dynamic part
     /// that shrinks as user data fills the drive.
     fn slc_budget_blocks_per_die(&self) -> u32 {
-        let unwritten = (u64::from(self.geo.user_lpns) - self.ftl.mapped_lpns().min(u64::from(self.geo.user_lpns))) * LPN_BYTES;
+        let unwritten =
+            (u64::from(self.geo.user_lpns) - self.ftl.mapped_lpns().min(u64::from(self.geo.user_lpns))) * LPN_BYTES;
         let dynamic = self.cfg.slc_dynamic_max_bytes.min(unwritten / u64::from(self.cfg.cell_bits));
         let bytes = self.cfg.slc_static_bytes + dynamic;
         let block_bytes = u64::from(self.geo.slc_slots_per_block) * LPN_BYTES;
@@ -443,7 +523,7 @@ impl NandDevice {
         self.releases.push(Reverse((done, lpns.len() as u32)));
         self.latest_release = self.latest_release.max(done);
         self.programs_booked += 1;
-        if self.programs_booked % 1024 == 0 {
+        if self.programs_booked.is_multiple_of(1024) {
             self.pending.retain(|_, v| v.last().is_some_and(|(_, d)| *d > now));
         }
         done
@@ -460,6 +540,7 @@ impl NandDevice {
         for lpn in first..last {
             self.ftl.stage(lpn);
             self.staged.push(lpn);
+            self.read_ahead.invalidate(lpn);
         }
         if cmd.fua && !self.cfg.power_loss_protection {
             self.counters.fua_writes += 1;
@@ -485,6 +566,7 @@ impl NandDevice {
         let (first, last) = self.lpn_range(cmd);
         for lpn in first..last {
             self.ftl.trim(lpn);
+            self.read_ahead.invalidate(lpn);
         }
         t
     }
@@ -499,51 +581,72 @@ impl NandDevice {
         list.iter().find(|(wp, _)| *wp > offset).is_some_and(|(_, done)| *done > t)
     }
 
+    /// When the data of `lpn` is in controller memory, reading from flash if needed,
+    /// for a read that reaches the flash stage at `t`.
+    fn fetch(&mut self, lpn: u32, t: Nanos) -> Nanos {
+        let slot = match self.ftl.lookup(lpn) {
+            Lookup::Unmapped => {
+                self.counters.unmapped_reads += 1;
+                return t;
+            }
+            Lookup::Staged => {
+                self.counters.buffer_read_hits += 1;
+                return t;
+            }
+            Lookup::Slot(s) => s,
+        };
+        if self.in_flight_program(slot, t) {
+            self.counters.buffer_read_hits += 1;
+            return t;
+        }
+        let block = self.geo.block_of_slot(slot);
+        let die = self.geo.die_of_block(block);
+        let (plane, page) = self.geo.plane_page_of_slot(slot);
+        let p = die as usize * self.geo.planes as usize + plane as usize;
+        let sensed = if self.plane_page[p] == (block, page) {
+            self.counters.plane_cache_hits += 1;
+            self.plane_free[p].max(t)
+        } else {
+            let tr = match self.ftl.block_mode(block) {
+                CellMode::Slc => self.t.read_slc,
+                CellMode::Native => self.t.read_by_page_type[(page % self.cfg.cell_bits) as usize],
+            };
+            let die_busy = self.die_free[die as usize];
+            let start = t.max(self.plane_free[p]).max(die_busy);
+            if die_busy > t && die_busy >= self.plane_free[p] {
+                self.counters.reads_behind_program += 1;
+            }
+            self.die_busy[die as usize] += Nanos(tr.0 / u64::from(self.geo.planes));
+            self.plane_page[p] = (block, page);
+            start + tr
+        };
+        let out = self.channel_xfer(die, sensed, LPN_BYTES);
+        self.plane_free[p] = out;
+        out
+    }
+
     fn read(&mut self, cmd: &Command, now: Nanos) -> Nanos {
         let t = self.controller(now, Op::Read);
         self.counters.host_read_bytes += u64::from(cmd.len_bytes);
         let (first, last) = self.lpn_range(cmd);
         let mut ready = t;
         for lpn in first..last {
-            let slot = match self.ftl.lookup(lpn) {
-                Lookup::Unmapped => {
-                    self.counters.unmapped_reads += 1;
-                    continue;
+            let at = match self.read_ahead.get(lpn) {
+                Some(prefetched) => {
+                    self.counters.read_ahead_hits += 1;
+                    prefetched.max(t)
                 }
-                Lookup::Staged => {
-                    self.counters.buffer_read_hits += 1;
-                    continue;
-                }
-                Lookup::Slot(s) => s,
+                None => self.fetch(lpn, t),
             };
-            if self.in_flight_program(slot, t) {
-                self.counters.buffer_read_hits += 1;
-                continue;
+            ready = ready.max(at);
+        }
+        if self.read_ahead.window > 0 {
+            if let Some((from, to)) = self.read_ahead.advance(first, last, self.geo.user_lpns) {
+                for lpn in from..to {
+                    let at = self.fetch(lpn, t);
+                    self.read_ahead.store(lpn, at);
+                }
             }
-            let block = self.geo.block_of_slot(slot);
-            let die = self.geo.die_of_block(block);
-            let (plane, page) = self.geo.plane_page_of_slot(slot);
-            let p = die as usize * self.geo.planes as usize + plane as usize;
-            let sensed = if self.plane_page[p] == (block, page) {
-                self.counters.plane_cache_hits += 1;
-                self.plane_free[p].max(t)
-            } else {
-                let tr = match self.ftl.block_mode(block) {
-                    CellMode::Slc => self.t.read_slc,
-                    CellMode::Native => self.t.read_native,
-                };
-                let die_busy = self.die_free[die as usize];
-                let start = t.max(self.plane_free[p]).max(die_busy);
-                if die_busy > t && die_busy >= self.plane_free[p] {
-                    self.counters.reads_behind_program += 1;
-                }
-                self.die_busy[die as usize] += Nanos(tr.0 / u64::from(self.geo.planes));
-                self.plane_page[p] = (block, page);
-                start + tr
-            };
-            let out = self.channel_xfer(die, sensed, LPN_BYTES);
-            self.plane_free[p] = out;
-            ready = ready.max(out);
         }
         self.link(ready, u64::from(cmd.len_bytes), false)
     }
@@ -615,6 +718,7 @@ impl Device for NandDevice {
                 ("fold_pages_moved".into(), f.fold_slots_moved as f64),
                 ("plane_cache_hits".into(), c.plane_cache_hits as f64),
                 ("unmapped_reads".into(), c.unmapped_reads as f64),
+                ("read_ahead_hits".into(), c.read_ahead_hits as f64),
                 ("fua_writes".into(), c.fua_writes as f64),
                 ("buffer_full_waits".into(), c.buffer_full_waits as f64),
                 ("foreground_gc_steps".into(), c.fg_gc_steps as f64),
