@@ -100,6 +100,9 @@ pub struct SimOutcome {
     pub tenants: Vec<(String, u32)>,
     /// Per-second device-wide bandwidth (bytes) by direction: read, write.
     pub device_series: [Vec<u64>; 2],
+    /// Wall-clock time of the event loop alone (device construction excluded); for
+    /// benchmarks, never part of a report.
+    pub loop_wall: std::time::Duration,
 }
 
 const NONE: u32 = u32::MAX;
@@ -279,6 +282,7 @@ impl<'o> Simulation<'o> {
 
     /// Runs to the end: every job finished and every request completed.
     pub fn run(mut self) -> Result<SimOutcome, SimError> {
+        let wall = std::time::Instant::now();
         self.start_phase(0);
         while let Some(ev) = self.events.pop() {
             debug_assert!(ev.at >= self.now, "event in the past");
@@ -308,7 +312,7 @@ impl<'o> Simulation<'o> {
         if self.phase < self.phases.len() || self.in_system > 0 {
             return Err(self.stall_error());
         }
-        Ok(self.finish())
+        Ok(self.finish(wall.elapsed()))
     }
 
     fn stall_error(&self) -> SimError {
@@ -691,7 +695,7 @@ impl<'o> Simulation<'o> {
         }
     }
 
-    fn finish(mut self) -> SimOutcome {
+    fn finish(mut self, loop_wall: std::time::Duration) -> SimOutcome {
         self.note_in_system(0);
         self.counters.events = self.events.processed();
         let end = self.now;
@@ -718,6 +722,7 @@ impl<'o> Simulation<'o> {
             files: self.files,
             tenants: self.tenants,
             device_series: self.device_series,
+            loop_wall,
         }
     }
 }

@@ -117,7 +117,7 @@ struct DevicesArgs {
 #[derive(Args)]
 struct BenchArgs {
     /// Simulated seconds per benchmark run.
-    #[arg(long, default_value_t = 5.0)]
+    #[arg(long, default_value_t = 10.0)]
     seconds: f64,
     /// Repetitions; the median is reported.
     #[arg(long, default_value_t = 3)]
@@ -317,33 +317,71 @@ fn print_devices() {
 const BENCH_RANDREAD_QD32: &str = "[global]\nfilename=/dev/nvme0n1\nbs=4k\ndirect=1\ntime_based\n\
 [randread-qd32]\nioengine=io_uring\niodepth=32\nrw=randread\nruntime=${RUNTIME}\n";
 
+const BENCH_RANDWRITE_QD32: &str = "[global]\nfilename=/dev/nvme0n1\nbs=4k\ndirect=1\ntime_based\n\
+[randwrite-qd32]\nioengine=io_uring\niodepth=32\nrw=randwrite\nruntime=${RUNTIME}\n";
+
 fn cmd_bench(args: BenchArgs) -> Result<(), String> {
     let runtime = format!("{}ms", (args.seconds * 1000.0).round() as u64);
     let k2_mix = include_str!("../../../examples/k2-mix.fio").replace("runtime=10", &format!("runtime={runtime}"));
     let randread = BENCH_RANDREAD_QD32.replace("${RUNTIME}", &runtime);
-    let cases = [
-        ("k2-mix (examples/k2-mix.fio), none", k2_mix.as_str(), "none", "simple-nvme"),
-        ("k2-mix (examples/k2-mix.fio), k2:bound=4", k2_mix.as_str(), "k2:bound=4", "simple-nvme"),
-        ("4 KiB random read QD32, none", randread.as_str(), "none", "simple-nvme"),
+    let randwrite = BENCH_RANDWRITE_QD32.replace("${RUNTIME}", &runtime);
+    type Case<'a> = (&'a str, &'a str, &'a str, &'a str, &'a [(&'a str, &'a str)]);
+    let cases: [Case; 5] = [
+        ("k2-mix, simple-nvme, none", &k2_mix, "none", "simple-nvme", &[]),
+        ("4 KiB random read QD32, simple-nvme", &randread, "none", "simple-nvme", &[]),
+        (
+            "k2-mix, 970evoplus-250g half full, none",
+            &k2_mix,
+            "none",
+            "970evoplus-250g",
+            &[("nand.precondition", "partial:0.5")],
+        ),
+        (
+            "k2-mix, 970evoplus-250g half full, k2:bound=4",
+            &k2_mix,
+            "k2:bound=4",
+            "970evoplus-250g",
+            &[("nand.precondition", "partial:0.5")],
+        ),
+        (
+            "4 KiB random write QD32, 970evoplus-250g full (GC)",
+            &randwrite,
+            "none",
+            "970evoplus-250g",
+            &[("nand.precondition", "full")],
+        ),
     ];
-    println!("{:<44} {:>10} {:>12} {:>12} {:>14}", "benchmark", "wall s", "requests", "events", "requests/s");
-    for (name, text, sched, device) in cases {
+    println!(
+        "{:<52} {:>9} {:>10} {:>11} {:>12} {:>13}",
+        "benchmark", "build s", "run s", "requests", "events", "requests/s"
+    );
+    for (name, text, sched, device, overrides) in cases {
         let jobs = parse_job_str(text, Path::new("bench.fio"), &HostEnvironment, ParseOptions::default())
             .map_err(|e| e.to_string())?;
-        let profile = load_profile(device, &[]).map_err(|e| e.to_string())?;
-        let mut samples = Vec::new();
+        let overrides: Vec<(String, String)> = overrides.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let profile = load_profile(device, &overrides).map_err(|e| e.to_string())?;
+        let mut runs = Vec::new();
+        let mut builds = Vec::new();
         let mut last = (0, 0);
         for _ in 0..args.reps.max(1) {
             let policy = nvsched_policy::build(sched).map_err(|e| e.to_string())?;
             let t = Instant::now();
             let (_, out) =
                 run_sim(RunSpec { jobs: &jobs, policy, profile: &profile, seed: 0 }, &mut nvsched_sim::NoObserver, 0)?;
-            samples.push(t.elapsed().as_secs_f64());
+            // device construction (preconditioning) is reported apart from the simulation
+            let loop_s = out.loop_wall.as_secs_f64();
+            runs.push(loop_s);
+            builds.push(t.elapsed().as_secs_f64() - loop_s);
             last = (out.engine.requests, out.engine.events);
         }
-        samples.sort_by(f64::total_cmp);
-        let wall = samples[samples.len() / 2];
-        println!("{name:<44} {wall:>10.3} {:>12} {:>12} {:>14.0}", last.0, last.1, last.0 as f64 / wall);
+        let build = median(&mut builds);
+        let run = median(&mut runs).max(1e-9);
+        println!("{name:<52} {build:>9.3} {run:>10.3} {:>11} {:>12} {:>13.0}", last.0, last.1, last.0 as f64 / run);
     }
     Ok(())
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
 }

@@ -489,7 +489,13 @@ impl Ftl {
         let base = victim * self.geo.slots_per_block;
         let end = self.wp[victim as usize];
         let mut last_page = u32::MAX;
-        while cursor < end && work.slots_moved < self.geo.unit_slots && self.valid[victim as usize] > 0 {
+        // Gather first, so the mapping-table lines of the whole step can be fetched from
+        // memory in parallel (the table is far larger than the caches).
+        let mut moves: Vec<(u32, u32)> = Vec::with_capacity(self.geo.unit_slots as usize);
+        while cursor < end
+            && moves.len() < self.geo.unit_slots as usize
+            && (moves.len() as u32) < self.valid[victim as usize]
+        {
             let slot = base + cursor;
             cursor += 1;
             let stored = self.p2l[slot as usize];
@@ -501,9 +507,13 @@ impl Ftl {
                 work.page_reads += 1;
                 last_page = page;
             }
-            self.relocate_slot(slot, stored - 1, die);
-            work.slots_moved += 1;
+            prefetch_for_write(&self.l2p, (stored - 1) as usize);
+            moves.push((slot, stored - 1));
         }
+        for &(slot, lpn) in &moves {
+            self.relocate_slot(slot, lpn, die);
+        }
+        work.slots_moved = moves.len() as u32;
         if work.slots_moved > 0 {
             work.programs = 1;
         }
@@ -651,6 +661,21 @@ impl Ftl {
         }
         Ok(())
     }
+}
+
+/// Hints the CPU to bring `table[index]` into cache (it is about to be written).
+#[inline]
+fn prefetch_for_write(table: &[u32], index: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(p) = table.get(index) {
+        // SAFETY: prefetching is a hint without architectural effect; `p` points into
+        // the table.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>((p as *const u32).cast());
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (table, index);
 }
 
 /// A zero-filled table for the mapping: allocated zeroed (the OS maps pages lazily, so
