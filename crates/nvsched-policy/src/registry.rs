@@ -23,7 +23,12 @@ pub struct PolicyInfo {
 }
 
 /// Every policy nvsched ships, in listing order.
-pub static POLICIES: &[&PolicyInfo] = &[&policies::none::INFO, &policies::k2::INFO];
+pub static POLICIES: &[&PolicyInfo] = &[
+    &policies::none::INFO, &policies::mq_deadline::INFO, &policies::kyber::INFO,
+    &policies::cfq::INFO,
+    &policies::k2::INFO,
+    &policies::mts::INFO,
+];
 
 /// Parameters every policy accepts, on top of its own.
 pub static COMMON_PARAMS: &[ParamSpec] = &[

@@ -1,7 +1,11 @@
 //! One file per policy. Each exports `INFO` (id, parameters, defaults, host cost) and one
 //! `impl Scheduler`.
 
+pub mod cfq;
 pub mod k2;
+pub mod kyber;
+pub mod mq_deadline;
+pub mod mts;
 pub mod none;
 
 #[cfg(test)]

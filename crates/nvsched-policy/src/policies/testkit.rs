@@ -59,7 +59,7 @@ impl Harness {
         Some(self.complete(id))
     }
 
-    #[allow(dead_code)] // used by the timer-driven policies' tests
+
     pub fn advance(&mut self, by: Nanos) {
         self.now += by;
     }

@@ -1,0 +1,283 @@
+//! `cfq`: completely fair queueing, the time-slice scheduler Linux used before blk-mq,
+//! as the Veloces and MTS-CFQ papers compare against. One queue per tenant (cgroup) when
+//! the request has one, else per process, split into sync and async; the active queue
+//! owns the device for a time slice proportional to its weight (up to `quantum` requests
+//! in flight), queues take turns round-robin, and real-time queues go first.
+
+use crate::params::{ParamKind, ParamSpec, Params};
+use crate::registry::PolicyInfo;
+use crate::scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler};
+use crate::{Nanos, PrioClass, Request};
+use std::collections::{HashMap, VecDeque};
+
+pub const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "slice_sync",
+        kind: ParamKind::Duration { min: Nanos(1_000), max: Nanos::from_secs(10) },
+        default: "100ms",
+        help: "time slice of a sync queue at weight 100 (cgroups) or ioprio level 4",
+    },
+    ParamSpec {
+        name: "slice_async",
+        kind: ParamKind::Duration { min: Nanos(1_000), max: Nanos::from_secs(10) },
+        default: "40ms",
+        help: "time slice of an async queue",
+    },
+    ParamSpec {
+        name: "quantum",
+        kind: ParamKind::Int { min: 1, max: 4096 },
+        default: "8",
+        help: "most requests of the active queue in flight",
+    },
+];
+
+pub static INFO: PolicyInfo = PolicyInfo {
+    id: "cfq",
+    summary: "time slices per tenant/process queue, proportional to weight; RT queues first",
+    source: "Linux block/cfq-iosched.c (removed in 5.0), as described in the MTS-CFQ and Veloces papers",
+    notes: "slice_idle is 0 (flash), so an empty active queue expires at once. Tenant queues \
+            get slice = base * weight / 100; process queues slice = base * (1 + (4 - level) / 5). \
+            Group scheduling is flattened: each tenant's requests share one queue per direction \
+            class (sync/async).",
+    params: PARAMS,
+    host_cost: HostCost { dispatch: Nanos(900), complete: Nanos(400) },
+    build: |p: &Params| Box::new(Cfq::from_params(p)),
+};
+
+#[derive(Debug)]
+struct CfqQueue {
+    tenant: u32,
+    weight: u32,
+    sync: bool,
+    rt: bool,
+    level: u8,
+    fifo: VecDeque<Request>,
+    inflight: u32,
+}
+
+/// The CFQ core, also used by `mts`.
+#[derive(Debug)]
+pub struct Cfq {
+    slice_sync: Nanos,
+    slice_async: Nanos,
+    quantum: u32,
+    queues: Vec<CfqQueue>,
+    index: HashMap<(bool, u32, bool), usize>,
+    /// Round-robin order over all queues ever seen.
+    order: VecDeque<usize>,
+    active: Option<usize>,
+    slice_end: Nanos,
+    /// Slice multiplier per tenant (MTS-CFQ adjusts these).
+    scale: HashMap<u32, f64>,
+    /// Bytes completed per tenant since the last `take_tenant_bytes`.
+    tenant_bytes: HashMap<u32, (u32, u64)>,
+    queued: usize,
+    slices: u64,
+}
+
+impl Cfq {
+    pub fn from_params(p: &Params) -> Cfq {
+        Cfq {
+            slice_sync: p.duration("slice_sync"),
+            slice_async: p.duration("slice_async"),
+            quantum: p.uint("quantum") as u32,
+            queues: Vec::new(),
+            index: HashMap::new(),
+            order: VecDeque::new(),
+            active: None,
+            slice_end: Nanos::ZERO,
+            scale: HashMap::new(),
+            tenant_bytes: HashMap::new(),
+            queued: 0,
+            slices: 0,
+        }
+    }
+
+    fn queue_for(&mut self, rq: &Request) -> usize {
+        let prio = rq.effective_prio();
+        let by_tenant = rq.tenant != 0;
+        let key = (by_tenant, if by_tenant { rq.tenant } else { rq.job }, rq.sync);
+        if let Some(&q) = self.index.get(&key) {
+            return q;
+        }
+        self.queues.push(CfqQueue {
+            tenant: rq.tenant,
+            weight: rq.tenant_weight,
+            sync: rq.sync,
+            rt: prio.class == PrioClass::RealTime,
+            level: prio.level,
+            fifo: VecDeque::new(),
+            inflight: 0,
+        });
+        let q = self.queues.len() - 1;
+        self.index.insert(key, q);
+        self.order.push_back(q);
+        q
+    }
+
+    /// Sets the slice multiplier of a tenant (MTS-CFQ's correction).
+    pub fn set_tenant_scale(&mut self, tenant: u32, scale: f64) {
+        self.scale.insert(tenant, scale);
+    }
+
+    pub fn tenant_scale(&self, tenant: u32) -> f64 {
+        self.scale.get(&tenant).copied().unwrap_or(1.0)
+    }
+
+    /// (tenant, weight, bytes completed) since the last call.
+    pub fn take_tenant_bytes(&mut self) -> Vec<(u32, u32, u64)> {
+        let mut v: Vec<(u32, u32, u64)> =
+            self.tenant_bytes.iter_mut().map(|(&t, (w, b))| (t, *w, std::mem::take(b))).collect();
+        v.sort_unstable();
+        v
+    }
+
+    fn slice_of(&self, q: usize) -> Nanos {
+        let queue = &self.queues[q];
+        let base = if queue.sync { self.slice_sync } else { self.slice_async };
+        let ns = if queue.tenant != 0 {
+            base.0 as f64 * f64::from(queue.weight) / 100.0 * self.tenant_scale(queue.tenant)
+        } else {
+            base.0 as f64 * (1.0 + (4.0 - f64::from(queue.level)) / 5.0)
+        };
+        Nanos(ns.max(1_000.0) as u64)
+    }
+
+    /// Next queue to serve: real-time queues first, round-robin within each class.
+    fn select(&mut self, now: Nanos) -> Option<usize> {
+        let start = self.active.and_then(|a| self.order.iter().position(|&q| q == a)).map_or(0, |p| p + 1);
+        let n = self.order.len();
+        let candidates: Vec<usize> = (0..n).map(|i| self.order[(start + i) % n]).collect();
+        let pick = candidates
+            .iter()
+            .copied()
+            .find(|&q| self.queues[q].rt && !self.queues[q].fifo.is_empty())
+            .or_else(|| candidates.iter().copied().find(|&q| !self.queues[q].fifo.is_empty()))?;
+        self.active = Some(pick);
+        self.slice_end = now + self.slice_of(pick);
+        self.slices += 1;
+        Some(pick)
+    }
+
+    fn others_waiting(&self, active: usize) -> bool {
+        self.queues.iter().enumerate().any(|(i, q)| i != active && !q.fifo.is_empty())
+    }
+}
+
+impl Scheduler for Cfq {
+    fn id(&self) -> &'static str {
+        "cfq"
+    }
+
+    fn insert(&mut self, rq: Request, _now: Nanos) -> Inserted {
+        let q = self.queue_for(&rq);
+        self.queues[q].fifo.push_back(rq);
+        self.queued += 1;
+        Inserted::Queued
+    }
+
+    fn dispatch(&mut self, now: Nanos, _device: DeviceView) -> Option<Request> {
+        if self.queued == 0 {
+            return None;
+        }
+        let expired = match self.active {
+            None => true,
+            Some(a) => {
+                let q = &self.queues[a];
+                // an RT queue preempts a best-effort slice
+                let rt_waiting = !q.rt && self.queues.iter().any(|o| o.rt && !o.fifo.is_empty());
+                q.fifo.is_empty() || (now >= self.slice_end && self.others_waiting(a)) || rt_waiting
+            }
+        };
+        let a = if expired { self.select(now)? } else { self.active.expect("active queue") };
+        let q = &mut self.queues[a];
+        if q.inflight >= self.quantum {
+            return None;
+        }
+        let rq = q.fifo.pop_front()?;
+        q.inflight += 1;
+        self.queued -= 1;
+        Some(rq)
+    }
+
+    fn complete(&mut self, done: &Completion<'_>) {
+        if !done.dispatched_by_policy {
+            return;
+        }
+        let by_tenant = done.rq.tenant != 0;
+        let key = (by_tenant, if by_tenant { done.rq.tenant } else { done.rq.job }, done.rq.sync);
+        if let Some(&q) = self.index.get(&key) {
+            self.queues[q].inflight = self.queues[q].inflight.saturating_sub(1);
+        }
+        if done.rq.op.is_data() {
+            let e = self.tenant_bytes.entry(done.rq.tenant).or_insert((done.rq.tenant_weight, 0));
+            e.1 += u64::from(done.rq.len_bytes);
+        }
+    }
+
+    fn requeue(&mut self, rq: Request, _now: Nanos) {
+        let q = self.queue_for(&rq);
+        self.queues[q].inflight = self.queues[q].inflight.saturating_sub(1);
+        self.queues[q].fifo.push_front(rq);
+        self.queued += 1;
+    }
+
+    fn next_wakeup(&self) -> Option<Nanos> {
+        // the slice ends while others wait: switch even if no completion comes
+        let a = self.active?;
+        self.others_waiting(a).then_some(self.slice_end)
+    }
+
+    fn queued(&self) -> usize {
+        self.queued
+    }
+
+    fn report(&self) -> PolicyReport {
+        PolicyReport::default().counter("queues", self.queues.len() as f64).counter("slices", self.slices as f64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policies::testkit::Harness;
+    use crate::IoPrio;
+
+    fn cfq(params: &str) -> Cfq {
+        Cfq::from_params(&Params::parse("cfq", PARAMS, params).unwrap())
+    }
+
+    #[test]
+    fn active_queue_owns_the_device_for_its_slice() {
+        let mut h = Harness::new(Box::new(cfq("quantum=4,slice_sync=10ms")), 64);
+        for i in 0..10 {
+            h.insert(Request::read(i, 0).with_tenant(1, 200));
+            h.insert(Request::read(100 + i, 0).with_tenant(2, 100));
+        }
+        let first: Vec<u64> = h.dispatch_all().iter().map(|r| r.id.0).collect();
+        assert_eq!(first, vec![0, 1, 2, 3], "quantum 4 of tenant 1 only");
+        while h.complete_oldest().is_some() {}
+        h.advance(Nanos::from_ms(21));
+        let next = h.dispatch_one().unwrap();
+        assert!(next.id.0 >= 100, "after tenant 1's 20 ms slice, tenant 2");
+    }
+
+    #[test]
+    fn rt_queue_preempts() {
+        let mut h = Harness::new(Box::new(cfq("")), 64);
+        h.insert(Request::read(1, 0).with_job(1));
+        h.insert(Request::read(2, 0).with_job(1));
+        assert_eq!(h.dispatch_one().unwrap().id.0, 1);
+        h.insert(Request::read(3, 0).with_job(2).with_prio(IoPrio::rt(0)));
+        assert_eq!(h.dispatch_one().unwrap().id.0, 3);
+    }
+
+    #[test]
+    fn slice_scale_lengthens_a_tenant_slice() {
+        let mut c = cfq("");
+        let a = c.queue_for(&Request::read(0, 0).with_tenant(1, 100));
+        assert_eq!(c.slice_of(a), Nanos::from_ms(100));
+        c.set_tenant_scale(1, 1.5);
+        assert_eq!(c.slice_of(a), Nanos::from_ms(150));
+    }
+}
