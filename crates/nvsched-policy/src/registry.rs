@@ -27,6 +27,9 @@ pub static POLICIES: &[&PolicyInfo] = &[
     &policies::none::INFO, &policies::mq_deadline::INFO, &policies::kyber::INFO,
     &policies::cfq::INFO,
     &policies::k2::INFO,
+    &policies::prio_token::INFO,
+    &policies::veloces::INFO,
+    &policies::tabs::INFO,
     &policies::mts::INFO,
 ];
 

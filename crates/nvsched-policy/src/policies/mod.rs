@@ -7,6 +7,9 @@ pub mod kyber;
 pub mod mq_deadline;
 pub mod mts;
 pub mod none;
+pub mod prio_token;
+pub mod tabs;
+pub mod veloces;
 
 #[cfg(test)]
 pub(crate) mod testkit;
