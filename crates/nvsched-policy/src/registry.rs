@@ -24,7 +24,9 @@ pub struct PolicyInfo {
 
 /// Every policy nvsched ships, in listing order.
 pub static POLICIES: &[&PolicyInfo] = &[
-    &policies::none::INFO, &policies::mq_deadline::INFO, &policies::kyber::INFO,
+    &policies::none::INFO,
+    &policies::mq_deadline::INFO,
+    &policies::kyber::INFO,
     &policies::cfq::INFO,
     &policies::k2::INFO,
     &policies::prio_token::INFO,

@@ -70,6 +70,8 @@ pub struct EngineCounters {
     pub events: u64,
     /// Requests the jobs issued (before merging).
     pub requests: u64,
+    /// Requests the jobs saw complete.
+    pub completed: u64,
     pub plug_merges: u64,
     pub sched_merges: u64,
     pub max_device_inflight: u32,
@@ -654,6 +656,8 @@ impl<'o> Simulation<'o> {
         let rec = self.rqs[slot as usize];
         let now = self.now;
         self.note_in_system(-1);
+        self.counters.completed += 1;
+        debug_assert!(rec.state != RqState::Free, "request completed twice");
         let latency = now - rec.created;
         self.counters.latency_sum += latency.0 as f64;
         let job = &mut self.jobs[rec.job as usize];

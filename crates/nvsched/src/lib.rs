@@ -2,6 +2,7 @@
 //! `nvsched` binary is a thin clap layer over this.
 
 pub mod calibration;
+pub mod metrics;
 pub mod run;
 
 pub use nvsched_policy as policy;

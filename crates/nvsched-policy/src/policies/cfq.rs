@@ -29,13 +29,21 @@ pub const PARAMS: &[ParamSpec] = &[
         default: "8",
         help: "most requests of the active queue in flight",
     },
+    ParamSpec {
+        name: "group_idle",
+        kind: ParamKind::Duration { min: Nanos::ZERO, max: Nanos::from_secs(1) },
+        default: "8ms",
+        help: "a tenant queue that runs empty keeps its slice this long waiting for its next request",
+    },
 ];
 
 pub static INFO: PolicyInfo = PolicyInfo {
     id: "cfq",
     summary: "time slices per tenant/process queue, proportional to weight; RT queues first",
     source: "Linux block/cfq-iosched.c (removed in 5.0), as described in the MTS-CFQ and Veloces papers",
-    notes: "slice_idle is 0 (flash), so an empty active queue expires at once. Tenant queues \
+    notes: "slice_idle is 0 (flash), so an empty process queue expires at once; a tenant \
+            (cgroup) queue keeps its slice while its requests are in flight and group_idle \
+            after the last one, as CFQ's group idling does. Tenant queues \
             get slice = base * weight / 100; process queues slice = base * (1 + (4 - level) / 5). \
             Group scheduling is flattened: each tenant's requests share one queue per direction \
             class (sync/async).",
@@ -73,6 +81,9 @@ pub struct Cfq {
     tenant_bytes: HashMap<u32, (u32, u64)>,
     queued: usize,
     slices: u64,
+    group_idle: Nanos,
+    /// When the active tenant queue ran empty with nothing in flight.
+    idle_since: Option<Nanos>,
 }
 
 impl Cfq {
@@ -90,6 +101,8 @@ impl Cfq {
             tenant_bytes: HashMap::new(),
             queued: 0,
             slices: 0,
+            group_idle: p.duration("group_idle"),
+            idle_since: None,
         }
     }
 
@@ -186,9 +199,27 @@ impl Scheduler for Cfq {
                 let q = &self.queues[a];
                 // an RT queue preempts a best-effort slice
                 let rt_waiting = !q.rt && self.queues.iter().any(|o| o.rt && !o.fifo.is_empty());
-                q.fifo.is_empty() || (now >= self.slice_end && self.others_waiting(a)) || rt_waiting
+                let slice_over = now >= self.slice_end;
+                let ran_empty = q.fifo.is_empty() && {
+                    if q.tenant == 0 {
+                        true
+                    } else if q.inflight > 0 {
+                        self.idle_since = None;
+                        slice_over
+                    } else {
+                        let since = *self.idle_since.get_or_insert(now);
+                        now >= since + self.group_idle || slice_over
+                    }
+                };
+                if !q.fifo.is_empty() {
+                    self.idle_since = None;
+                }
+                ran_empty || (slice_over && self.others_waiting(a)) || rt_waiting
             }
         };
+        if expired {
+            self.idle_since = None;
+        }
         let a = if expired { self.select(now)? } else { self.active.expect("active queue") };
         let q = &mut self.queues[a];
         if q.inflight >= self.quantum {
@@ -223,9 +254,16 @@ impl Scheduler for Cfq {
     }
 
     fn next_wakeup(&self) -> Option<Nanos> {
-        // the slice ends while others wait: switch even if no completion comes
+        // the slice ends (or group idling runs out) while others wait: switch even if no
+        // completion comes
         let a = self.active?;
-        self.others_waiting(a).then_some(self.slice_end)
+        if !self.others_waiting(a) {
+            return None;
+        }
+        Some(match self.idle_since {
+            Some(since) => self.slice_end.min(since + self.group_idle),
+            None => self.slice_end,
+        })
     }
 
     fn queued(&self) -> usize {

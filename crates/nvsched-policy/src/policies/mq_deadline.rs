@@ -36,7 +36,12 @@ pub const PARAMS: &[ParamSpec] = &[
         default: "2",
         help: "times reads may be preferred over waiting writes",
     },
-    ParamSpec { name: "front_merges", kind: ParamKind::Bool, default: "1", help: "merge a request in front of a queued one" },
+    ParamSpec {
+        name: "front_merges",
+        kind: ParamKind::Bool,
+        default: "1",
+        help: "merge a request in front of a queued one",
+    },
     ParamSpec {
         name: "prio_aging_expire",
         kind: ParamKind::Duration { min: Nanos(1_000), max: Nanos::from_secs(3600) },
@@ -384,7 +389,8 @@ mod tests {
 
     #[test]
     fn rt_class_before_be_and_be_waits_while_rt_is_outstanding() {
-        let mut h = Harness::new(Box::new(MqDeadline::from_params(&Params::parse("mq-deadline", PARAMS, "").unwrap())), 8);
+        let mut h =
+            Harness::new(Box::new(MqDeadline::from_params(&Params::parse("mq-deadline", PARAMS, "").unwrap())), 8);
         h.insert(Request::read(1, 0));
         h.insert(Request::read(2, 8192).with_prio(IoPrio::rt(3)));
         h.insert(Request::read(3, 16384).with_prio(IoPrio::rt(0)));
@@ -419,7 +425,12 @@ mod tests {
         assert_eq!(s.insert(Request::read(4, 0).with_prio(IoPrio::rt(0)), Nanos::ZERO), Inserted::Queued);
         let view = DeviceView { inflight: 0, queue_depth: 8 };
         assert_eq!(s.dispatch(Nanos::ZERO, view).unwrap().id.0, 4);
-        s.complete(&Completion { rq: &Request::read(4, 0).with_prio(IoPrio::rt(0)), dispatched_at: Nanos::ZERO, now: Nanos(1), dispatched_by_policy: true });
+        s.complete(&Completion {
+            rq: &Request::read(4, 0).with_prio(IoPrio::rt(0)),
+            dispatched_at: Nanos::ZERO,
+            now: Nanos(1),
+            dispatched_by_policy: true,
+        });
         let merged = s.dispatch(Nanos(1), view).unwrap();
         assert_eq!((merged.offset_bytes, merged.len_bytes), (4096, 12288));
         assert_eq!(s.report().get("merges"), Some(2.0));

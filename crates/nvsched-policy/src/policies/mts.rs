@@ -20,6 +20,12 @@ pub const PARAMS: &[ParamSpec] = &[
         help: "seconds of bandwidth history the correction uses (the paper found 10 better than 5 or 20)",
     },
     ParamSpec {
+        name: "dead_band",
+        kind: ParamKind::Float { min: 0.0, max: 0.5 },
+        default: "0.03",
+        help: "no correction while a tenant's measured proportion is within this of its ideal",
+    },
+    ParamSpec {
         name: "max_step",
         kind: ParamKind::Float { min: 0.01, max: 1.0 },
         default: "0.2",
@@ -43,6 +49,12 @@ pub const PARAMS: &[ParamSpec] = &[
         default: "8",
         help: "most requests of the active queue in flight",
     },
+    ParamSpec {
+        name: "group_idle",
+        kind: ParamKind::Duration { min: Nanos::ZERO, max: Nanos::from_secs(1) },
+        default: "8ms",
+        help: "CFQ's group idling",
+    },
 ];
 
 pub static INFO: PolicyInfo = PolicyInfo {
@@ -50,11 +62,12 @@ pub static INFO: PolicyInfo = PolicyInfo {
     summary: "MTS-CFQ: CFQ slices rescaled every second so tenant bandwidth follows weight, GC or not",
     source: "\"SSD Bandwidth Distributing I/O Scheduler Considering Garbage Collection\" (MTS-CFQ)",
     notes: "Control law: every second, for each tenant i other than the lowest-weight TVM, \
-            F_i = (w_i / w_TVM) / (BW_i / BW_TVM) over the window; the slice scale is \
-            multiplied by the window's mean F, limited to +-max_step per second and clamped \
-            to [0.1, 10] (the paper says the slice is scaled by the average F, smoothed so it \
-            never jumps; the multiplicative form makes the correction persist once \
-            proportions are met).",
+            F_i = (w_i / w_TVM) / (BW_i / BW_TVM) over the window; outside a dead band of \
+            +-dead_band the slice scale is multiplied by sqrt(F), limited to +-max_step per \
+            second and clamped to [0.1, 10]. The paper says the slice is scaled by the \
+            average F, smoothed so it never jumps; the multiplicative form keeps the \
+            correction once proportions are met, the square root and dead band keep the \
+            window's lag and noise from making it oscillate.",
     params: PARAMS,
     host_cost: HostCost { dispatch: Nanos(950), complete: Nanos(450) },
     build: |p: &Params| Box::new(Mts::from_params(p)),
@@ -66,6 +79,7 @@ const PERIOD: Nanos = Nanos::from_secs(1);
 pub struct Mts {
     cfq: Cfq,
     window: usize,
+    dead_band: f64,
     max_step: f64,
     next_tick: Nanos,
     started: bool,
@@ -81,16 +95,18 @@ impl Mts {
             "cfq",
             cfq::PARAMS,
             &format!(
-                "slice_sync={}ns,slice_async={}ns,quantum={}",
+                "slice_sync={}ns,slice_async={}ns,quantum={},group_idle={}ns",
                 p.duration("slice_sync").0,
                 p.duration("slice_async").0,
-                p.uint("quantum")
+                p.uint("quantum"),
+                p.duration("group_idle").0
             ),
         )
         .expect("valid CFQ parameters");
         Mts {
             cfq: Cfq::from_params(&cfq_params),
             window: p.uint("bw_window") as usize,
+            dead_band: p.float("dead_band"),
             max_step: p.float("max_step"),
             next_tick: Nanos::ZERO,
             started: false,
@@ -112,6 +128,10 @@ impl Mts {
                 e.1.pop_front();
             }
         }
+        // proportions are only meaningful over whole slice rounds: wait for a full window
+        if self.history.values().any(|(_, h)| h.len() < self.window) {
+            return;
+        }
         let bw = |h: &VecDeque<u64>| h.iter().sum::<u64>() as f64;
         // the TVM: smallest weight among tenants that moved data in the window
         let Some((&tvm, &(w_tvm, ref h_tvm))) =
@@ -131,10 +151,17 @@ impl Mts {
             })
             .collect();
         for (t, f) in updates {
-            let step = f.clamp(1.0 - self.max_step, 1.0 + self.max_step);
+            if (f - 1.0).abs() <= self.dead_band {
+                continue;
+            }
+            // half the correction per second: the window still holds older measurements
+            let step = f.sqrt().clamp(1.0 - self.max_step, 1.0 + self.max_step);
             let scale = (self.cfq.tenant_scale(t) * step).clamp(0.1, 10.0);
             self.cfq.set_tenant_scale(t, scale);
-            self.scale_series.entry(t).or_insert_with(|| TimeSeries::new(format!("slice_scale_tenant_{t}"), "x")).push(now, scale);
+            self.scale_series
+                .entry(t)
+                .or_insert_with(|| TimeSeries::new(format!("slice_scale_tenant_{t}"), "x"))
+                .push(now, scale);
         }
     }
 }
@@ -196,18 +223,27 @@ mod tests {
 
     #[test]
     fn underserved_tenant_gets_a_longer_slice_and_the_tvm_never_changes() {
-        let mut m = Mts::from_params(&Params::parse("mts", PARAMS, "bw_window=2").unwrap());
+        let mut m = Mts::from_params(&Params::parse("mts", PARAMS, "bw_window=1").unwrap());
         let view = DeviceView { inflight: 0, queue_depth: 64 };
         m.insert(Request::read(0, 0).with_tenant(1, 400), Nanos::ZERO);
         // tenant 1 (weight 400) moved only 2x the TVM's (weight 100) bytes: under-served
         for (tenant, weight, n) in [(1u32, 400u32, 200u64), (2, 100, 100)] {
             for i in 0..n {
                 let rq = Request::read(i, 0).with_tenant(tenant, weight);
-                m.complete(&Completion { rq: &rq, dispatched_at: Nanos::ZERO, now: Nanos(1), dispatched_by_policy: true });
+                m.complete(&Completion {
+                    rq: &rq,
+                    dispatched_at: Nanos::ZERO,
+                    now: Nanos(1),
+                    dispatched_by_policy: true,
+                });
             }
         }
         m.dispatch(Nanos::from_secs(1), view);
-        assert!((m.cfq.tenant_scale(1) - 1.2).abs() < 1e-9, "F = 2, limited to +20%: {}", m.cfq.tenant_scale(1));
+        assert!(
+            (m.cfq.tenant_scale(1) - 2f64.sqrt().min(1.2)).abs() < 1e-9,
+            "F = 2, sqrt, limited to +20%: {}",
+            m.cfq.tenant_scale(1)
+        );
         assert_eq!(m.cfq.tenant_scale(2), 1.0, "the TVM keeps its slice");
         m.insert(Request::read(9, 0).with_tenant(2, 100), Nanos::from_secs(1));
         m.insert(Request::read(10, 0).with_tenant(1, 400), Nanos::from_secs(1));

@@ -138,7 +138,14 @@ impl Tabs {
     }
 
     /// Fairness factor of one epoch: min/max over types of BW_t / Fair_t.
-    pub fn fairness(read_bw: f64, fua_bw: f64, n_read: usize, n_fua: usize, read_alone: f64, fua_alone: f64) -> Option<f64> {
+    pub fn fairness(
+        read_bw: f64,
+        fua_bw: f64,
+        n_read: usize,
+        n_fua: usize,
+        read_alone: f64,
+        fua_alone: f64,
+    ) -> Option<f64> {
         if n_read == 0 || n_fua == 0 {
             return None;
         }
@@ -154,7 +161,9 @@ impl Tabs {
         let secs = self.epoch.as_secs_f64();
         let rate = self.dispatched as f64 / secs;
         let (read_bw, fua_bw) = (self.read_bytes as f64 / secs, self.fua_bytes as f64 / secs);
-        if let Some(f) = Self::fairness(read_bw, fua_bw, self.readers.len(), self.writers.len(), self.read_alone, self.fua_alone) {
+        if let Some(f) =
+            Self::fairness(read_bw, fua_bw, self.readers.len(), self.writers.len(), self.read_alone, self.fua_alone)
+        {
             self.fairness_series.push(end, f);
             if self.phase == Phase::Sched {
                 let n = (self.readers.len() + self.writers.len()) as f64;

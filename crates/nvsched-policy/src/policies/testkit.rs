@@ -59,7 +59,6 @@ impl Harness {
         Some(self.complete(id))
     }
 
-
     pub fn advance(&mut self, by: Nanos) {
         self.now += by;
     }
