@@ -6,6 +6,9 @@ use crate::scheduler::{HostCost, Scheduler};
 use nvsched_core::Nanos;
 use std::fmt;
 
+/// A check across a policy's parameters.
+pub type Validate = fn(&Params) -> Result<(), String>;
+
 /// Everything known about a policy before building it: the single source for
 /// `--sched` parsing, validation and the `nvsched policies` listing.
 pub struct PolicyInfo {
@@ -19,6 +22,10 @@ pub struct PolicyInfo {
     pub params: &'static [ParamSpec],
     /// Default host CPU/path cost per dispatch and per completion.
     pub host_cost: HostCost,
+    /// A complete `--sched` value for this policy (listings, tests).
+    pub example: &'static str,
+    /// Checks across parameters (e.g. one of two must be given).
+    pub validate: Option<Validate>,
     pub build: fn(&Params) -> Box<dyn Scheduler>,
 }
 
@@ -29,6 +36,7 @@ pub static POLICIES: &[&PolicyInfo] = &[
     &policies::kyber::INFO,
     &policies::cfq::INFO,
     &policies::k2::INFO,
+    &policies::k2_adaptive::INFO,
     &policies::prio_token::INFO,
     &policies::veloces::INFO,
     &policies::tabs::INFO,
@@ -118,6 +126,9 @@ pub fn build(spec: &str) -> Result<BuiltPolicy, PolicySpecError> {
         })?;
     }
     let params = Params::parse(id, info.params, &own.join(",")).map_err(PolicySpecError::Param)?;
+    if let Some(validate) = info.validate {
+        validate(&params).map_err(|e| PolicySpecError::Param(ParamError(e)))?;
+    }
     Ok(BuiltPolicy {
         scheduler: (info.build)(&params),
         host_cost,
@@ -134,7 +145,7 @@ mod tests {
     #[test]
     fn builds_every_policy_with_defaults() {
         for info in POLICIES {
-            let built = build(info.id).unwrap_or_else(|e| panic!("{}: {e}", info.id));
+            let built = build(info.example).unwrap_or_else(|e| panic!("{}: {e}", info.id));
             assert_eq!(built.scheduler.id(), info.id);
             assert_eq!(built.host_cost, info.host_cost);
         }

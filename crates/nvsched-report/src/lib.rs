@@ -5,6 +5,7 @@
 pub mod fio_json;
 pub mod hist;
 pub mod normal;
+pub mod plots;
 pub mod stats;
 pub mod terse;
 

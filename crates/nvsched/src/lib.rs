@@ -3,6 +3,7 @@
 
 pub mod calibration;
 pub mod metrics;
+pub mod repro;
 pub mod run;
 
 pub use nvsched_policy as policy;

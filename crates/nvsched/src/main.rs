@@ -36,6 +36,8 @@ enum Command {
     Devices(DevicesArgs),
     /// Measure simulator speed: simulated requests per wall-clock second.
     Bench(BenchArgs),
+    /// Re-run a paper's experiment (experiments/NAME) and compare with its claims.
+    Repro(ReproArgs),
 }
 
 #[derive(Args)]
@@ -115,6 +117,30 @@ struct DevicesArgs {
 }
 
 #[derive(Args)]
+struct ReproArgs {
+    /// Experiment name (see experiments/), or `all`.
+    name: String,
+    /// Shorter runs and one repetition (for CI and a first look).
+    #[arg(long)]
+    quick: bool,
+    /// Output directory (default results/NAME).
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Ignore cached runs.
+    #[arg(long)]
+    force: bool,
+    /// No PNG/SVG figures.
+    #[arg(long)]
+    no_plots: bool,
+    /// Worker threads (default: all cores).
+    #[arg(long, short)]
+    jobs: Option<usize>,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Args)]
 struct BenchArgs {
     /// Simulated seconds per benchmark run.
     #[arg(long, default_value_t = 10.0)]
@@ -134,6 +160,7 @@ fn main() -> ExitCode {
         }
         Command::Devices(args) => cmd_devices(args),
         Command::Bench(args) => cmd_bench(args),
+        Command::Repro(args) => cmd_repro(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -260,6 +287,43 @@ fn cmd_run(args: RunArgs) -> Result<(), String> {
     Ok(())
 }
 
+fn cmd_repro(args: ReproArgs) -> Result<(), String> {
+    if let Some(n) = args.jobs {
+        rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global().map_err(|e| e.to_string())?;
+    }
+    let names = if args.name == "all" { nvsched::repro::list()? } else { vec![args.name.clone()] };
+    let known = nvsched::repro::list()?;
+    for name in &names {
+        if !known.contains(name) {
+            return Err(format!("unknown experiment '{name}'; known: {}, all", known.join(", ")));
+        }
+        let out = match (&args.out, names.len()) {
+            (Some(dir), 1) => dir.clone(),
+            (Some(dir), _) => dir.join(name),
+            (None, _) => PathBuf::from("results").join(name),
+        };
+        let opts = nvsched::repro::Options {
+            quick: args.quick,
+            out: out.clone(),
+            force: args.force,
+            progress: !args.quiet && std::io::stderr().is_terminal(),
+            plots: !args.no_plots,
+        };
+        let wall = Instant::now();
+        let outcome = nvsched::repro::run(name, &opts)?;
+        println!("{}", nvsched::repro::console_table(&outcome));
+        let simulated = outcome.runs.iter().filter(|r| !r.cached).count();
+        eprintln!(
+            "nvsched: {name}: {} runs ({simulated} simulated, {} from cache) in {:.1}s; results in {}",
+            outcome.runs.len(),
+            outcome.runs.len() - simulated,
+            wall.elapsed().as_secs_f64(),
+            out.display()
+        );
+    }
+    Ok(())
+}
+
 fn print_policies() {
     for info in POLICIES {
         println!("{}  —  {}", info.id, info.summary);
@@ -271,6 +335,7 @@ fn print_policies() {
         if !info.notes.is_empty() {
             println!("    notes: {}", info.notes);
         }
+        println!("    example: --sched {}", info.example);
         println!();
     }
     println!("Every policy also takes:");

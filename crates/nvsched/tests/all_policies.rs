@@ -125,14 +125,14 @@ proptest! {
             text.push_str(&job_section(i, g));
         }
         for info in POLICIES {
-            let (ledger, out, json) = simulate(&text, info.id, device);
+            let (ledger, out, json) = simulate(&text, info.example, device);
             let e = &out.engine;
             prop_assert_eq!(e.completed, e.requests, "{}: every issued request completes", info.id);
             prop_assert_eq!(ledger.duplicates, 0, "{}: no request completes twice", info.id);
             prop_assert_eq!(ledger.completed.len() as u64, e.requests);
             let reported: u64 = out.clones.iter().map(|c| c.stats.total_ios() + c.stats.sync.n + c.stats.ramp_dropped).sum();
             prop_assert_eq!(reported, e.requests, "{}: statistics account for every request", info.id);
-            let (_, again, json2) = simulate(&text, info.id, device);
+            let (_, again, json2) = simulate(&text, info.example, device);
             prop_assert_eq!(again.engine.events, out.engine.events, "{}: deterministic", info.id);
             prop_assert_eq!(json, json2, "{}: byte-identical JSON", info.id);
         }

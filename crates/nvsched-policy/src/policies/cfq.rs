@@ -49,6 +49,8 @@ pub static INFO: PolicyInfo = PolicyInfo {
             class (sync/async).",
     params: PARAMS,
     host_cost: HostCost { dispatch: Nanos(900), complete: Nanos(400) },
+    example: "cfq",
+    validate: None,
     build: |p: &Params| Box::new(Cfq::from_params(p)),
 };
 

@@ -57,6 +57,8 @@ pub static INFO: PolicyInfo = PolicyInfo {
             queue, so never across priorities (the original did not check).",
     params: PARAMS,
     host_cost: HostCost { dispatch: Nanos(150), complete: Nanos(100) },
+    example: "k2:bound=4",
+    validate: None,
     build: |p: &Params| Box::new(K2::from_params(p)),
 };
 

@@ -37,6 +37,8 @@ pub static INFO: PolicyInfo = PolicyInfo {
             maximum (256/128/64/16).",
     params: PARAMS,
     host_cost: HostCost { dispatch: Nanos(250), complete: Nanos(250) },
+    example: "kyber",
+    validate: None,
     build: |p: &Params| Box::new(Kyber::from_params(p)),
 };
 

@@ -3,6 +3,7 @@
 
 pub mod cfq;
 pub mod k2;
+pub mod k2_adaptive;
 pub mod kyber;
 pub mod mq_deadline;
 pub mod mts;

@@ -59,6 +59,8 @@ pub static INFO: PolicyInfo = PolicyInfo {
             the merged request keeps the earlier deadline. Flushes bypass the sorted queues.",
     params: PARAMS,
     host_cost: HostCost { dispatch: Nanos(400), complete: Nanos(150) },
+    example: "mq-deadline",
+    validate: None,
     build: |p: &Params| Box::new(MqDeadline::from_params(p)),
 };
 

@@ -70,6 +70,8 @@ pub static INFO: PolicyInfo = PolicyInfo {
             window's lag and noise from making it oscillate.",
     params: PARAMS,
     host_cost: HostCost { dispatch: Nanos(950), complete: Nanos(450) },
+    example: "mts",
+    validate: None,
     build: |p: &Params| Box::new(Mts::from_params(p)),
 };
 

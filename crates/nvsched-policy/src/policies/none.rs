@@ -16,6 +16,8 @@ pub static INFO: PolicyInfo = PolicyInfo {
     notes: "The baseline every experiment compares to.",
     params: PARAMS,
     host_cost: HostCost { dispatch: Nanos::ZERO, complete: Nanos::ZERO },
+    example: "none",
+    validate: None,
     build: |_: &Params| Box::new(NoneFifo::default()),
 };
 

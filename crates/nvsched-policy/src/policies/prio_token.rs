@@ -38,6 +38,8 @@ pub static INFO: PolicyInfo = PolicyInfo {
             bypass the tokens.",
     params: PARAMS,
     host_cost: HostCost { dispatch: Nanos(3_500), complete: Nanos(2_700) },
+    example: "prio-token",
+    validate: None,
     build: |p: &Params| Box::new(PrioToken::from_params(p)),
 };
 

@@ -62,6 +62,8 @@ pub static INFO: PolicyInfo = PolicyInfo {
             epoch always passes. Plain writes and other requests are not throttled.",
     params: PARAMS,
     host_cost: HostCost { dispatch: Nanos(400), complete: Nanos(300) },
+    example: "tabs",
+    validate: None,
     build: |p: &Params| Box::new(Tabs::from_params(p)),
 };
 

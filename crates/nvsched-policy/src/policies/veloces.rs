@@ -40,6 +40,8 @@ pub static INFO: PolicyInfo = PolicyInfo {
             direction, priority and tenant, up to 512 KiB.",
     params: PARAMS,
     host_cost: HostCost { dispatch: Nanos(350), complete: Nanos(150) },
+    example: "veloces",
+    validate: None,
     build: |p: &Params| Box::new(Veloces::from_params(p)),
 };
 

@@ -1,0 +1,281 @@
+//! `k2-adaptive`: K2 whose bound is tuned online, as the K2 analysis proposes ("develop a
+//! method that adaptively adjusts the queue length bound at runtime without relying on
+//! previous experiment results").
+//!
+//! Control law, evaluated every `window` of simulated (or real) time:
+//! - O1 (`target_p999`): the largest observed real-time latency of the window (a
+//!   conservative estimate of the tail) is compared with `margin * target`. Above: the
+//!   bound shrinks to 70% (multiplicative decrease, at least by one). Below 85% of it: the
+//!   bound grows by one eighth (at least one). Otherwise it holds. This climbs to the
+//!   largest bound whose real-time tail stays under the target, i.e. the most bandwidth
+//!   the target allows. Windows without real-time requests let the bound grow.
+//! - O2 (`target_bw`): the window's total bandwidth is compared with the target. Below:
+//!   the bound grows by 25% (at least one). Above 115% of it: the bound shrinks to 85%.
+//!   This settles on the smallest bound that delivers the bandwidth, i.e. the lowest
+//!   real-time tail the target allows.
+//!
+//! The bound stays in [`min_bound`, `max_bound`]; the real-time class is always served
+//! first (K2's strict priority), so it is never starved.
+
+use crate::params::{ParamKind, ParamSpec, Params};
+use crate::policies::k2::K2;
+use crate::registry::PolicyInfo;
+use crate::scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler, TimeSeries};
+use crate::{Nanos, PrioClass, Request};
+
+pub const PARAMS: &[ParamSpec] = &[
+    ParamSpec {
+        name: "target_p999",
+        kind: ParamKind::Duration { min: Nanos::ZERO, max: Nanos::from_secs(10) },
+        default: "0",
+        help: "O1: keep the real-time p99.9 latency under this, with as much bandwidth as possible",
+    },
+    ParamSpec {
+        name: "target_bw",
+        kind: ParamKind::Rate { min: 0.0, max: 1e12 },
+        default: "0",
+        help: "O2: deliver at least this total bandwidth with the lowest real-time tail",
+    },
+    ParamSpec {
+        name: "window",
+        kind: ParamKind::Duration { min: Nanos::from_ms(1), max: Nanos::from_secs(10) },
+        default: "200ms",
+        help: "control period",
+    },
+    ParamSpec {
+        name: "margin",
+        kind: ParamKind::Float { min: 0.1, max: 1.0 },
+        default: "0.9",
+        help: "O1 aims at margin * target (a window sees fewer samples than the whole run)",
+    },
+    ParamSpec {
+        name: "initial_bound",
+        kind: ParamKind::Int { min: 1, max: 65_536 },
+        default: "8",
+        help: "bound at start",
+    },
+    ParamSpec { name: "min_bound", kind: ParamKind::Int { min: 1, max: 65_536 }, default: "1", help: "smallest bound" },
+    ParamSpec {
+        name: "max_bound",
+        kind: ParamKind::Int { min: 1, max: 65_536 },
+        default: "256",
+        help: "largest bound",
+    },
+];
+
+pub static INFO: PolicyInfo = PolicyInfo {
+    id: "k2-adaptive",
+    summary: "K2 with an online controller of the bound for a latency (O1) or bandwidth (O2) target",
+    source: "nvsched, after the outlook of the K2 analysis (Electronics 2021)",
+    notes: "Give exactly one of target_p999 (O1) or target_bw (O2). See the module \
+            documentation for the control law; the bound over time is reported as the series \
+            'bound'.",
+    params: PARAMS,
+    host_cost: HostCost { dispatch: Nanos(150), complete: Nanos(120) },
+    example: "k2-adaptive:target_p999=500us",
+    validate: Some(|p: &Params| K2Adaptive::validate(p)),
+    build: |p: &Params| Box::new(K2Adaptive::from_params(p)),
+};
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Objective {
+    Latency(Nanos),
+    Bandwidth(f64),
+}
+
+#[derive(Debug)]
+pub struct K2Adaptive {
+    k2: K2,
+    objective: Objective,
+    window: Nanos,
+    margin: f64,
+    min_bound: u32,
+    max_bound: u32,
+    window_end: Option<Nanos>,
+    rt_max: Nanos,
+    rt_samples: u64,
+    bytes: u64,
+    series: TimeSeries,
+    adjustments: u64,
+}
+
+impl K2Adaptive {
+    pub fn from_params(p: &Params) -> K2Adaptive {
+        let objective = if p.duration("target_p999") > Nanos::ZERO {
+            Objective::Latency(p.duration("target_p999"))
+        } else if p.float("target_bw") > 0.0 {
+            Objective::Bandwidth(p.float("target_bw"))
+        } else {
+            // validated by `validate`; a policy without a target behaves as plain K2
+            Objective::Bandwidth(0.0)
+        };
+        let (min_bound, max_bound) = (p.uint("min_bound") as u32, p.uint("max_bound") as u32);
+        K2Adaptive {
+            k2: K2::new((p.uint("initial_bound") as u32).clamp(min_bound, max_bound.max(min_bound))),
+            objective,
+            window: p.duration("window"),
+            margin: p.float("margin"),
+            min_bound,
+            max_bound: max_bound.max(min_bound),
+            window_end: None,
+            rt_max: Nanos::ZERO,
+            rt_samples: 0,
+            bytes: 0,
+            series: TimeSeries::new("bound", "requests"),
+            adjustments: 0,
+        }
+    }
+
+    /// Checks that exactly one objective is given (the registry calls this).
+    pub fn validate(p: &Params) -> Result<(), String> {
+        let lat = p.duration("target_p999") > Nanos::ZERO;
+        let bw = p.float("target_bw") > 0.0;
+        match (lat, bw) {
+            (true, false) | (false, true) => Ok(()),
+            _ => {
+                Err("policy 'k2-adaptive' needs exactly one of target_p999=DURATION (O1) or target_bw=RATE (O2)".into())
+            }
+        }
+    }
+
+    pub fn bound(&self) -> u32 {
+        self.k2.bound()
+    }
+
+    fn adjust(&mut self, at: Nanos) {
+        let b = self.k2.bound();
+        let next = match self.objective {
+            Objective::Latency(target) => {
+                let goal = target.0 as f64 * self.margin;
+                let seen = self.rt_max.0 as f64;
+                if self.rt_samples > 0 && seen > goal {
+                    ((f64::from(b) * 0.7) as u32).min(b.saturating_sub(1))
+                } else if self.rt_samples == 0 || seen < 0.85 * goal {
+                    b + (b / 8).max(1)
+                } else {
+                    b
+                }
+            }
+            Objective::Bandwidth(target) => {
+                let bw = self.bytes as f64 / self.window.as_secs_f64();
+                if bw < target {
+                    ((f64::from(b) * 1.25).ceil() as u32).max(b + 1)
+                } else if bw > 1.15 * target {
+                    ((f64::from(b) * 0.85) as u32).min(b.saturating_sub(1))
+                } else {
+                    b
+                }
+            }
+        };
+        let next = next.clamp(self.min_bound, self.max_bound);
+        if next != b {
+            self.adjustments += 1;
+            self.k2.set_bound(next, at);
+        }
+        self.series.push(at, f64::from(next));
+        self.rt_max = Nanos::ZERO;
+        self.rt_samples = 0;
+        self.bytes = 0;
+    }
+}
+
+impl Scheduler for K2Adaptive {
+    fn id(&self) -> &'static str {
+        "k2-adaptive"
+    }
+
+    fn insert(&mut self, rq: Request, now: Nanos) -> Inserted {
+        if self.window_end.is_none() {
+            self.window_end = Some(now + self.window);
+            self.series.push(now, f64::from(self.k2.bound()));
+        }
+        self.k2.insert(rq, now)
+    }
+
+    fn dispatch(&mut self, now: Nanos, device: DeviceView) -> Option<Request> {
+        while let Some(end) = self.window_end.filter(|&e| now >= e) {
+            self.adjust(end);
+            self.window_end = Some(end + self.window);
+        }
+        self.k2.dispatch(now, device)
+    }
+
+    fn complete(&mut self, done: &Completion<'_>) {
+        if done.rq.op.is_data() {
+            self.bytes += u64::from(done.rq.len_bytes);
+        }
+        if done.rq.effective_prio().class == PrioClass::RealTime {
+            self.rt_max = self.rt_max.max(done.total_latency());
+            self.rt_samples += 1;
+        }
+        self.k2.complete(done);
+    }
+
+    fn requeue(&mut self, rq: Request, now: Nanos) {
+        self.k2.requeue(rq, now);
+    }
+
+    fn next_wakeup(&self) -> Option<Nanos> {
+        (self.k2.queued() > 0).then_some(self.window_end).flatten()
+    }
+
+    fn queued(&self) -> usize {
+        self.k2.queued()
+    }
+
+    fn report(&self) -> PolicyReport {
+        let mut r = self.k2.report();
+        r = r.counter("adjustments", self.adjustments as f64).with_series(self.series.clone());
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn adaptive(params: &str) -> K2Adaptive {
+        let p = Params::parse("k2-adaptive", PARAMS, params).unwrap();
+        K2Adaptive::validate(&p).unwrap();
+        K2Adaptive::from_params(&p)
+    }
+
+    fn rt_done(k: &mut K2Adaptive, latency: Nanos, now: Nanos) {
+        let rq = Request::read(1, 0).with_prio(crate::IoPrio::rt(0)).at(now - latency);
+        k.complete(&Completion { rq: &rq, dispatched_at: now - latency, now, dispatched_by_policy: false });
+    }
+
+    #[test]
+    fn o1_shrinks_on_a_miss_and_grows_with_headroom() {
+        let mut k = adaptive("target_p999=1ms,window=10ms,initial_bound=16");
+        let view = DeviceView { inflight: 0, queue_depth: 64 };
+        k.insert(Request::read(0, 0), Nanos::ZERO);
+        rt_done(&mut k, Nanos::from_ms(2), Nanos::from_ms(5));
+        k.dispatch(Nanos::from_ms(10), view);
+        assert_eq!(k.bound(), 11, "16 * 0.7");
+        rt_done(&mut k, Nanos::from_us(100), Nanos::from_ms(15));
+        k.dispatch(Nanos::from_ms(20), view);
+        assert_eq!(k.bound(), 12, "+1/8");
+    }
+
+    #[test]
+    fn o2_grows_until_the_bandwidth_target_is_met() {
+        let mut k = adaptive("target_bw=100MB/s,window=10ms,initial_bound=4");
+        let view = DeviceView { inflight: 0, queue_depth: 64 };
+        k.insert(Request::read(0, 0), Nanos::ZERO);
+        k.bytes = 500_000; // 50 MB/s
+        k.dispatch(Nanos::from_ms(10), view);
+        assert_eq!(k.bound(), 5);
+        k.bytes = 2_000_000; // 200 MB/s
+        k.dispatch(Nanos::from_ms(20), view);
+        assert_eq!(k.bound(), 4);
+    }
+
+    #[test]
+    fn exactly_one_objective() {
+        for bad in ["", "target_p999=1ms,target_bw=1MB/s"] {
+            let p = Params::parse("k2-adaptive", PARAMS, bad).unwrap();
+            assert!(K2Adaptive::validate(&p).is_err());
+        }
+    }
+}

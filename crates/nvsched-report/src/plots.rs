@@ -1,0 +1,266 @@
+//! Figures for reproductions: a grid of panels (bars, scatter points or lines), written
+//! as PNG and SVG. Text uses the DejaVu Sans font shipped in `assets/`, so rendering does
+//! not depend on the machine's fonts.
+
+use plotters::prelude::*;
+use plotters::style::FontStyle;
+use std::path::Path;
+use std::sync::Once;
+
+const FONT: &str = "sans-serif";
+static REGISTER: Once = Once::new();
+
+fn register_font() {
+    REGISTER.call_once(|| {
+        let bytes: &'static [u8] = include_bytes!("../../../assets/DejaVuSans.ttf");
+        if plotters::style::register_font(FONT, FontStyle::Normal, bytes).is_err() {
+            eprintln!("warning: could not register the plot font");
+        }
+    });
+}
+
+/// A point and the text drawn beside it.
+pub type LabelledPoint = (f64, f64, String);
+
+/// What a panel draws.
+#[derive(Clone, Debug)]
+pub enum PanelKind {
+    /// One bar per (label, value).
+    Bars(Vec<(String, f64)>),
+    /// Named series of labelled points (x, y, label).
+    Points(Vec<(String, Vec<LabelledPoint>)>),
+    /// Named series of lines (x, y).
+    Lines(Vec<(String, Vec<(f64, f64)>)>),
+}
+
+/// One panel of a figure.
+#[derive(Clone, Debug)]
+pub struct Panel {
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    pub log_x: bool,
+    pub log_y: bool,
+    pub kind: PanelKind,
+}
+
+/// A grid of panels.
+#[derive(Clone, Debug)]
+pub struct Figure {
+    pub title: String,
+    pub rows: usize,
+    pub cols: usize,
+    pub panels: Vec<Panel>,
+}
+
+const PALETTE: [RGBColor; 8] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+];
+
+impl Figure {
+    /// Writes `<stem>.png` and `<stem>.svg`.
+    pub fn save(&self, stem: &Path) -> Result<(), String> {
+        register_font();
+        let size = (460 * self.cols as u32, 340 * self.rows as u32 + 40);
+        let png = stem.with_extension("png");
+        let svg = stem.with_extension("svg");
+        self.draw(BitMapBackend::new(&png, size).into_drawing_area()).map_err(|e| format!("{}: {e}", png.display()))?;
+        self.draw(SVGBackend::new(&svg, size).into_drawing_area()).map_err(|e| format!("{}: {e}", svg.display()))?;
+        Ok(())
+    }
+
+    fn draw<DB: DrawingBackend>(&self, root: DrawingArea<DB, plotters::coord::Shift>) -> Result<(), String>
+    where
+        DB::ErrorType: 'static,
+    {
+        let err = |e: DrawingAreaErrorKind<DB::ErrorType>| e.to_string();
+        root.fill(&WHITE).map_err(err)?;
+        let root = root.titled(&self.title, (FONT, 22)).map_err(err)?;
+        let areas = root.split_evenly((self.rows, self.cols));
+        for (area, panel) in areas.iter().zip(&self.panels) {
+            draw_panel(area, panel).map_err(err)?;
+        }
+        root.present().map_err(err)
+    }
+}
+
+fn bounds(values: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for v in values.filter(|v| v.is_finite() && (!log || *v > 0.0)) {
+        lo = lo.min(v);
+        hi = hi.max(v);
+    }
+    if !lo.is_finite() {
+        return if log { (1.0, 10.0) } else { (0.0, 1.0) };
+    }
+    if log {
+        (lo / 1.5, hi * 1.5)
+    } else {
+        let pad = ((hi - lo) * 0.08).max(hi.abs() * 0.05).max(1e-9);
+        ((lo - pad).min(0.0), hi + pad)
+    }
+}
+
+type Err<DB> = DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>;
+
+fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, plotters::coord::Shift>, p: &Panel) -> Result<(), Err<DB>> {
+    let (xs, ys): (Vec<f64>, Vec<f64>) = match &p.kind {
+        PanelKind::Bars(b) => ((0..=b.len()).map(|i| i as f64).collect(), b.iter().map(|(_, v)| *v).collect()),
+        PanelKind::Points(s) => s.iter().flat_map(|(_, pts)| pts.iter().map(|(x, y, _)| (*x, *y))).unzip(),
+        PanelKind::Lines(s) => s.iter().flat_map(|(_, pts)| pts.iter().copied()).unzip(),
+    };
+    let (x0, x1) = match &p.kind {
+        PanelKind::Bars(b) => (0.0, b.len().max(1) as f64),
+        _ => bounds(xs.iter().copied(), p.log_x),
+    };
+    let (mut y0, y1) = bounds(ys.iter().copied(), p.log_y);
+    if matches!(p.kind, PanelKind::Bars(_)) && !p.log_y {
+        y0 = 0.0;
+    }
+    let mut builder = ChartBuilder::on(area);
+    builder.caption(&p.title, (FONT, 16)).margin(12).x_label_area_size(46).y_label_area_size(64);
+    macro_rules! finish {
+        ($chart:expr) => {{
+            let mut chart = $chart;
+            let mut mesh = chart.configure_mesh();
+            mesh.x_desc(p.x_label.as_str()).y_desc(p.y_label.as_str()).label_style((FONT, 12));
+            if let PanelKind::Bars(b) = &p.kind {
+                let names: Vec<String> = b.iter().map(|(n, _)| n.clone()).collect();
+                let fmt = move |x: &f64| {
+                    let i = x.floor() as usize;
+                    if (x - x.floor() - 0.5).abs() < 0.26 {
+                        names.get(i).cloned().unwrap_or_default()
+                    } else {
+                        String::new()
+                    }
+                };
+                mesh.x_labels(names_len(b) * 2 + 1).x_label_formatter(&fmt).disable_x_mesh();
+                mesh.draw()?;
+            } else {
+                mesh.draw()?;
+            }
+            draw_content(&mut chart, p)?;
+        }};
+    }
+    match (p.log_x, p.log_y) {
+        (false, false) => finish!(builder.build_cartesian_2d(x0..x1, y0..y1)?),
+        (false, true) => finish!(builder.build_cartesian_2d(x0..x1, (y0..y1).log_scale())?),
+        (true, false) => finish!(builder.build_cartesian_2d((x0..x1).log_scale(), y0..y1)?),
+        (true, true) => finish!(builder.build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())?),
+    }
+    Ok(())
+}
+
+fn names_len(b: &[(String, f64)]) -> usize {
+    b.len()
+}
+
+fn draw_content<'a, DB, X, Y>(chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>, p: &Panel) -> Result<(), Err<DB>>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+    Y: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
+{
+    match &p.kind {
+        PanelKind::Bars(bars) => {
+            let floor = if p.log_y {
+                bars.iter().map(|(_, v)| *v).filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min) / 1.5
+            } else {
+                0.0
+            };
+            chart.draw_series(bars.iter().enumerate().map(|(i, (_, v))| {
+                let c = PALETTE[i % PALETTE.len()];
+                Rectangle::new([(i as f64 + 0.15, floor), (i as f64 + 0.85, v.max(floor))], c.filled())
+            }))?;
+        }
+        PanelKind::Points(series) => {
+            for (k, (name, pts)) in series.iter().enumerate() {
+                let c = PALETTE[k % PALETTE.len()];
+                chart
+                    .draw_series(pts.iter().map(|(x, y, label)| {
+                        EmptyElement::at((*x, *y))
+                            + Circle::new((0, 0), 4, c.filled())
+                            + Text::new(label.clone(), (6, -6), (FONT, 11))
+                    }))?
+                    .label(name.as_str())
+                    .legend(move |(x, y)| Circle::new((x + 8, y), 4, c.filled()));
+            }
+            chart
+                .configure_series_labels()
+                .label_font((FONT, 12))
+                .border_style(BLACK)
+                .background_style(WHITE.mix(0.8))
+                .draw()?;
+        }
+        PanelKind::Lines(series) => {
+            for (k, (name, pts)) in series.iter().enumerate() {
+                let c = PALETTE[k % PALETTE.len()];
+                chart
+                    .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))?
+                    .label(name.as_str())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
+            }
+            chart
+                .configure_series_labels()
+                .label_font((FONT, 12))
+                .border_style(BLACK)
+                .background_style(WHITE.mix(0.8))
+                .draw()?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_png_and_svg() {
+        let dir = std::env::temp_dir().join(format!("nvsched-plot-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fig = Figure {
+            title: "test".into(),
+            rows: 1,
+            cols: 3,
+            panels: vec![
+                Panel {
+                    title: "bars".into(),
+                    x_label: "policy".into(),
+                    y_label: "p99.9 (us)".into(),
+                    log_x: false,
+                    log_y: true,
+                    kind: PanelKind::Bars(vec![("none".into(), 3000.0), ("K2-1".into(), 200.0)]),
+                },
+                Panel {
+                    title: "points".into(),
+                    x_label: "MB/s".into(),
+                    y_label: "us".into(),
+                    log_x: false,
+                    log_y: false,
+                    kind: PanelKind::Points(vec![("a".into(), vec![(1.0, 2.0, "1".into()), (3.0, 4.0, "2".into())])]),
+                },
+                Panel {
+                    title: "lines".into(),
+                    x_label: "us".into(),
+                    y_label: "CDF".into(),
+                    log_x: true,
+                    log_y: false,
+                    kind: PanelKind::Lines(vec![("a".into(), vec![(10.0, 0.1), (100.0, 0.9)])]),
+                },
+            ],
+        };
+        fig.save(&dir.join("fig")).unwrap();
+        assert!(std::fs::metadata(dir.join("fig.png")).unwrap().len() > 1000);
+        let svg = std::fs::read_to_string(dir.join("fig.svg")).unwrap();
+        assert!(svg.contains("p99.9 (us)"));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

@@ -1,0 +1,137 @@
+//! An experiment as data: `experiments/NAME/manifest.toml` names the job file, device,
+//! policies, variants (job-file variables), drive states, repetitions and the paper's
+//! numbers and claims, so users can copy and modify a reproduction without code.
+
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Manifest {
+    pub name: String,
+    pub title: String,
+    /// The paper, as cited.
+    pub paper: String,
+    /// Which analysis computes the metrics (k2, prio-nice, tabs, mts, veloces).
+    pub kind: String,
+    pub device: String,
+    #[serde(default)]
+    pub device_set: BTreeMap<String, String>,
+    /// Job file, relative to the manifest.
+    pub job: String,
+    pub policies: Vec<String>,
+    pub variants: Vec<Variant>,
+    pub states: Vec<State>,
+    pub full: Mode,
+    pub quick: Mode,
+    #[serde(default)]
+    pub paper_values: Vec<PaperValue>,
+    #[serde(default)]
+    pub claims: Vec<Claim>,
+    /// Free text for the report (model choices, known differences).
+    #[serde(default)]
+    pub notes: String,
+    #[serde(skip)]
+    pub dir: PathBuf,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Variant {
+    pub name: String,
+    /// This variant's own job file (default: the manifest's).
+    #[serde(default)]
+    pub job: Option<String>,
+    /// `${VAR}` values for the job file.
+    #[serde(default)]
+    pub vars: BTreeMap<String, String>,
+    /// Restricts the policies of this variant (default: all).
+    #[serde(default)]
+    pub policies: Option<Vec<String>>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct State {
+    pub name: String,
+    pub precondition: String,
+    /// `${RUNTIME}` in full and quick mode.
+    pub runtime: String,
+    pub quick_runtime: String,
+    #[serde(default)]
+    pub vars: BTreeMap<String, String>,
+}
+
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mode {
+    pub repetitions: u32,
+    /// Extra `${VAR}` values in this mode.
+    #[serde(default)]
+    pub vars: BTreeMap<String, String>,
+}
+
+/// A number the paper reports for one cell.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PaperValue {
+    /// `variant/state/policy/metric`
+    pub cell: String,
+    pub value: f64,
+}
+
+/// One checkable statement of the paper.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Claim {
+    pub id: String,
+    pub text: String,
+    /// factor: a/b within +-tolerance of `paper`; less: a < b; greater: a > b;
+    /// at_least: a >= paper * b; at_most: a <= paper * b; between: lo <= a <= hi;
+    /// choice: the value of `a` equals `paper` (e.g. a tuner's chosen bound).
+    pub kind: String,
+    pub a: String,
+    #[serde(default)]
+    pub b: Option<String>,
+    #[serde(default)]
+    pub paper: Option<f64>,
+    #[serde(default)]
+    pub tolerance: Option<f64>,
+    #[serde(default)]
+    pub lo: Option<f64>,
+    #[serde(default)]
+    pub hi: Option<f64>,
+}
+
+impl Manifest {
+    pub fn load(dir: &Path) -> Result<Manifest, String> {
+        let path = dir.join("manifest.toml");
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let mut m: Manifest = toml::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        m.dir = dir.to_path_buf();
+        if m.variants.is_empty() || m.states.is_empty() || m.policies.is_empty() {
+            return Err(format!("{}: needs variants, states and policies", path.display()));
+        }
+        for p in m.policies.iter().chain(m.variants.iter().flat_map(|v| v.policies.iter().flatten())) {
+            nvsched_policy::build(p).map_err(|e| format!("{}: policy '{p}': {e}", path.display()))?;
+        }
+        Ok(m)
+    }
+
+    pub fn job_path(&self) -> PathBuf {
+        self.dir.join(&self.job)
+    }
+
+    pub fn job_path_of(&self, v: &Variant) -> PathBuf {
+        self.dir.join(v.job.as_deref().unwrap_or(&self.job))
+    }
+
+    pub fn policies_of<'a>(&'a self, v: &'a Variant) -> &'a [String] {
+        v.policies.as_deref().unwrap_or(&self.policies)
+    }
+
+    pub fn paper_value(&self, cell: &str) -> Option<f64> {
+        self.paper_values.iter().find(|p| p.cell == cell).map(|p| p.value)
+    }
+}

@@ -1,0 +1,252 @@
+//! `nvsched repro NAME`: re-runs a paper's experiment from `experiments/NAME/` and puts
+//! nvsched's numbers next to the paper's claims, with tables, JSON, a report and plots.
+
+pub mod analysis;
+pub mod manifest;
+mod output;
+
+use crate::run::{run_sim, RunSpec};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+pub use manifest::Manifest;
+use nvsched_sim::NoObserver;
+use nvsched_ssd::load_profile;
+use nvsched_workload::jobfile::Environment;
+use nvsched_workload::{parse_job_str, ParseOptions};
+use rayon::prelude::*;
+use serde_json::{json, Value};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// How to run a reproduction.
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub quick: bool,
+    pub out: PathBuf,
+    pub force: bool,
+    pub progress: bool,
+    /// Write plots (PNG and SVG).
+    pub plots: bool,
+}
+
+/// One simulation of the experiment's matrix.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct RunKey {
+    pub variant: String,
+    pub state: String,
+    pub policy: String,
+    pub rep: u32,
+}
+
+/// Its results (from the simulator or the cache).
+#[derive(Clone, Debug)]
+pub struct RunResult {
+    pub key: RunKey,
+    pub seed: u64,
+    pub metrics: BTreeMap<String, f64>,
+    pub extra: Value,
+    pub fio: Value,
+    pub cached: bool,
+}
+
+/// A finished reproduction: per-cell means and the claims' verdicts.
+pub struct Outcome {
+    pub manifest: Manifest,
+    pub quick: bool,
+    pub runs: Vec<RunResult>,
+    /// `variant/state/policy/metric` -> mean over repetitions (and derived cells).
+    pub cells: BTreeMap<String, f64>,
+    pub verdicts: Vec<Verdict>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Verdict {
+    pub id: String,
+    pub text: String,
+    pub nvsched: Option<f64>,
+    pub paper: Option<f64>,
+    pub holds: Option<bool>,
+    pub detail: String,
+}
+
+/// `experiments/` next to the binary's sources, or in the working directory.
+pub fn experiments_dir() -> PathBuf {
+    let here = PathBuf::from("experiments");
+    if here.is_dir() {
+        return here;
+    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../experiments")
+}
+
+pub fn list() -> Result<Vec<String>, String> {
+    let dir = experiments_dir();
+    let mut names: Vec<String> = std::fs::read_dir(&dir)
+        .map_err(|e| format!("cannot list {}: {e}", dir.display()))?
+        .filter_map(|e| e.ok())
+        .filter(|e| e.path().join("manifest.toml").exists())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    Ok(names)
+}
+
+struct VarEnv(BTreeMap<String, String>);
+
+impl Environment for VarEnv {
+    fn var(&self, name: &str) -> Option<String> {
+        self.0.get(name).cloned()
+    }
+    fn keyword(&self, name: &str) -> Option<u64> {
+        (name == "pagesize").then_some(4096)
+    }
+}
+
+/// FNV-1a: a stable 64-bit hash for cache keys (the std hasher may change between
+/// Rust releases).
+fn fnv64(parts: &[&str]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for p in parts {
+        for b in p.bytes().chain(std::iter::once(0xff)) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    h
+}
+
+struct Planned {
+    key: RunKey,
+    seed: u64,
+    job_text: String,
+    overrides: Vec<(String, String)>,
+    hash: String,
+}
+
+fn plan(m: &Manifest, quick: bool) -> Result<Vec<Planned>, String> {
+    let mode = if quick { &m.quick } else { &m.full };
+    let mut out = Vec::new();
+    for v in &m.variants {
+        let path = m.job_path_of(v);
+        let job_template =
+            std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        for s in &m.states {
+            let mut vars = mode.vars.clone();
+            vars.extend(v.vars.clone());
+            vars.extend(s.vars.clone());
+            vars.insert("RUNTIME".into(), if quick { s.quick_runtime.clone() } else { s.runtime.clone() });
+            // expand variables now so the cache key sees the real job text
+            let env = VarEnv(vars);
+            let text = expand_vars(&job_template, &env);
+            let mut overrides: Vec<(String, String)> =
+                m.device_set.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+            overrides.push(("nand.precondition".into(), s.precondition.clone()));
+            for policy in m.policies_of(v) {
+                for rep in 0..mode.repetitions {
+                    let seed = u64::from(rep) + 1;
+                    let ov: Vec<String> = overrides.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                    let hash =
+                        fnv64(&[crate::VERSION, &m.kind, &text, &m.device, &ov.join(";"), policy, &seed.to_string()]);
+                    out.push(Planned {
+                        key: RunKey { variant: v.name.clone(), state: s.name.clone(), policy: policy.clone(), rep },
+                        seed,
+                        job_text: text.clone(),
+                        overrides: overrides.clone(),
+                        hash: format!("{hash:016x}"),
+                    });
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `${VAR}` substitution for manifests (the parser would expand them too, but the
+/// cache key must see the values).
+fn expand_vars(text: &str, env: &VarEnv) -> String {
+    let mut out = text.to_string();
+    for (k, v) in &env.0 {
+        out = out.replace(&format!("${{{k}}}"), v);
+    }
+    out
+}
+
+fn simulate(m: &Manifest, p: &Planned) -> Result<RunResult, String> {
+    let variant = m.variants.iter().find(|v| v.name == p.key.variant).expect("planned from the manifest");
+    let jobs = parse_job_str(&p.job_text, &m.job_path_of(variant), &VarEnv(BTreeMap::new()), ParseOptions::default())
+        .map_err(|e| e.to_string())?;
+    let profile = load_profile(&m.device, &p.overrides).map_err(|e| e.to_string())?;
+    let policy = nvsched_policy::build(&p.key.policy).map_err(|e| e.to_string())?;
+    let (report, _) = run_sim(RunSpec { jobs: &jobs, policy, profile: &profile, seed: p.seed }, &mut NoObserver, 0)?;
+    let (metrics, extra) = analysis::metrics(&m.kind, variant, &jobs, &report)?;
+    let fio = nvsched_report::fio_json::report_value(&report, false);
+    Ok(RunResult { key: p.key.clone(), seed: p.seed, metrics, extra, fio, cached: false })
+}
+
+fn cache_path(out: &Path, hash: &str) -> PathBuf {
+    out.join("cache").join(format!("{hash}.json"))
+}
+
+fn load_cached(path: &Path, key: &RunKey, seed: u64) -> Option<RunResult> {
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()?;
+    let metrics = v["metrics"].as_object()?.iter().filter_map(|(k, x)| Some((k.clone(), x.as_f64()?))).collect();
+    Some(RunResult { key: key.clone(), seed, metrics, extra: v["extra"].clone(), fio: v["fio"].clone(), cached: true })
+}
+
+fn store(path: &Path, r: &RunResult) -> Result<(), String> {
+    let v = json!({ "metrics": r.metrics, "extra": r.extra, "fio": r.fio });
+    let text = serde_json::to_string(&v).map_err(|e| e.to_string())?;
+    nvsched_report::write_atomic(path, text.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Runs (or loads) every simulation of the experiment and evaluates its claims.
+pub fn run(name: &str, opts: &Options) -> Result<Outcome, String> {
+    let m = Manifest::load(&experiments_dir().join(name))?;
+    let planned = plan(&m, opts.quick)?;
+    std::fs::create_dir_all(opts.out.join("cache")).map_err(|e| format!("{}: {e}", opts.out.display()))?;
+    let bar = ProgressBar::with_draw_target(
+        Some(planned.len() as u64),
+        if opts.progress { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() },
+    );
+    bar.set_style(
+        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} runs, eta {eta} {msg}")
+            .expect("valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_prefix(format!("{name}{}", if opts.quick { " (quick)" } else { "" }));
+    let results: Vec<Result<RunResult, String>> = planned
+        .par_iter()
+        .map(|p| {
+            let path = cache_path(&opts.out, &p.hash);
+            let r = match (!opts.force).then(|| load_cached(&path, &p.key, p.seed)).flatten() {
+                Some(r) => Ok(r),
+                None => simulate(&m, p).and_then(|r| store(&path, &r).map(|_| r)),
+            };
+            bar.inc(1);
+            r.map_err(|e| format!("{} / {} / {} / rep {}: {e}", p.key.variant, p.key.state, p.key.policy, p.key.rep))
+        })
+        .collect();
+    bar.finish_and_clear();
+    let mut runs = results.into_iter().collect::<Result<Vec<_>, _>>()?;
+    runs.sort_by(|a, b| a.key.cmp(&b.key));
+    let mut cells = aggregate(&runs);
+    analysis::derive(&m, &runs, &mut cells);
+    let verdicts = m.claims.iter().map(|c| analysis::judge(c, &cells)).collect();
+    let outcome = Outcome { manifest: m, quick: opts.quick, runs, cells, verdicts };
+    output::write_all(&outcome, opts)?;
+    Ok(outcome)
+}
+
+/// Mean of each metric over repetitions, per `variant/state/policy/metric`.
+fn aggregate(runs: &[RunResult]) -> BTreeMap<String, f64> {
+    let mut sums: BTreeMap<String, (f64, u32)> = BTreeMap::new();
+    for r in runs {
+        for (metric, v) in &r.metrics {
+            let cell = format!("{}/{}/{}/{}", r.key.variant, r.key.state, r.key.policy, metric);
+            let e = sums.entry(cell).or_insert((0.0, 0));
+            e.0 += v;
+            e.1 += 1;
+        }
+    }
+    sums.into_iter().map(|(k, (s, n))| (k, s / f64::from(n))).collect()
+}
+
+pub use output::console_table;
