@@ -5,6 +5,7 @@ pub mod calibration;
 pub mod metrics;
 pub mod repro;
 pub mod run;
+pub mod tune;
 
 pub use nvsched_policy as policy;
 pub use nvsched_report as report;

@@ -38,6 +38,8 @@ enum Command {
     Bench(BenchArgs),
     /// Re-run a paper's experiment (experiments/NAME) and compare with its claims.
     Repro(ReproArgs),
+    /// Choose a policy parameter for an objective (K2's bound, by the K2 analysis' rules).
+    Tune(TuneArgs),
 }
 
 #[derive(Args)]
@@ -141,6 +143,26 @@ struct ReproArgs {
 }
 
 #[derive(Args)]
+struct TuneArgs {
+    /// The policy to tune (only `k2`).
+    policy: String,
+    /// latency:ALPHA% (O1: RT p99.9 within ALPHA of none's, most bandwidth) or
+    /// bandwidth:BETA% (O2: bandwidth at least BETA of none's, lowest RT tail).
+    #[arg(long)]
+    objective: String,
+    /// Job file with one real-time job (prioclass=1) and background jobs.
+    #[arg(default_value = "examples/k2-mix.fio")]
+    jobfile: PathBuf,
+    /// Bounds to sweep.
+    #[arg(long, default_value = "1,2,4,8,16,32,64", value_delimiter = ',')]
+    bounds: Vec<u32>,
+    #[command(flatten)]
+    device: DeviceArgs,
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+#[derive(Args)]
 struct BenchArgs {
     /// Simulated seconds per benchmark run.
     #[arg(long, default_value_t = 10.0)]
@@ -161,6 +183,7 @@ fn main() -> ExitCode {
         Command::Devices(args) => cmd_devices(args),
         Command::Bench(args) => cmd_bench(args),
         Command::Repro(args) => cmd_repro(args),
+        Command::Tune(args) => cmd_tune(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -320,6 +343,27 @@ fn cmd_repro(args: ReproArgs) -> Result<(), String> {
             wall.elapsed().as_secs_f64(),
             out.display()
         );
+    }
+    Ok(())
+}
+
+fn cmd_tune(args: TuneArgs) -> Result<(), String> {
+    if args.policy != "k2" {
+        return Err(format!("tune knows the policy 'k2' only (got '{}')", args.policy));
+    }
+    let objective = nvsched::tune::Objective::parse(&args.objective)?;
+    if args.bounds.is_empty() || args.bounds.contains(&0) {
+        return Err("--bounds: give bounds >= 1".into());
+    }
+    let jobs = load_jobs(&args.jobfile, false)?;
+    let profile = args.device.load(jobs.precondition().map_err(|e| e.to_string())?)?;
+    eprintln!("nvsched: sweeping none and k2 bounds {:?} on {} ...", args.bounds, profile.name);
+    let rows = nvsched::tune::sweep(&jobs, &profile, args.seed, &args.bounds)?;
+    let (chosen, why) = nvsched::tune::choose(&rows, objective);
+    print!("{}", nvsched::tune::table(&rows, chosen));
+    println!("\n{why}");
+    if let Some(b) = chosen {
+        println!("Use: --sched k2:bound={b}");
     }
     Ok(())
 }

@@ -1,0 +1,170 @@
+//! `nvsched tune k2`: sweeps K2's bound on a workload and applies the guideline of the
+//! K2 analysis (Electronics 2021, Section 5): for a latency objective O1 the largest
+//! bound whose real-time p99.9 is at most alpha of `none`'s, for a bandwidth objective O2
+//! the smallest bound whose total bandwidth is at least beta of `none`'s.
+
+use crate::repro::analysis::k2_choices;
+use crate::run::{run_sim, RunSpec};
+use nvsched_core::PrioClass;
+use nvsched_sim::NoObserver;
+use nvsched_ssd::DeviceProfile;
+use nvsched_workload::JobFile;
+use rayon::prelude::*;
+
+/// What the bound should serve.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Objective {
+    /// O1: RT p99.9 at most this fraction of none's, with the most bandwidth.
+    Latency(f64),
+    /// O2: total bandwidth at least this fraction of none's, with the lowest RT tail.
+    Bandwidth(f64),
+}
+
+impl Objective {
+    pub fn parse(s: &str) -> Result<Objective, String> {
+        let (kind, pct) = s.split_once(':').ok_or_else(|| format!("objective '{s}': expected latency:ALPHA% or bandwidth:BETA%"))?;
+        let value: f64 = pct
+            .trim()
+            .trim_end_matches('%')
+            .parse()
+            .map_err(|_| format!("objective '{s}': '{pct}' is not a percentage"))?;
+        if !(value > 0.0 && value <= 100.0) {
+            return Err(format!("objective '{s}': the percentage must be in (0, 100]"));
+        }
+        match kind {
+            "latency" => Ok(Objective::Latency(value / 100.0)),
+            "bandwidth" => Ok(Objective::Bandwidth(value / 100.0)),
+            other => Err(format!("objective '{other}': expected latency or bandwidth")),
+        }
+    }
+}
+
+/// One configuration of the sweep.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Row {
+    pub policy: String,
+    pub bound: Option<u32>,
+    pub rt_p999_us: f64,
+    pub total_bw_mbps: f64,
+}
+
+/// Index of the real-time job's report entry: the first job with RT ioprio (each clone
+/// is its own entry).
+fn rt_entry(jobs: &JobFile) -> Result<usize, String> {
+    if jobs.jobs.iter().any(|j| j.group_reporting) {
+        return Err("tune needs per-job results: remove group_reporting".into());
+    }
+    let mut index = 0;
+    for j in &jobs.jobs {
+        if j.ioprio().class == PrioClass::RealTime {
+            return Ok(index);
+        }
+        index += j.numjobs as usize;
+    }
+    Err("the job file has no real-time job (prioclass=1) whose tail to protect".into())
+}
+
+/// Runs `none` and K2 at each bound (in parallel).
+pub fn sweep(jobs: &JobFile, profile: &DeviceProfile, seed: u64, bounds: &[u32]) -> Result<Vec<Row>, String> {
+    let rt = rt_entry(jobs)?;
+    let mut specs = vec![("none".to_string(), None)];
+    specs.extend(bounds.iter().map(|b| (format!("k2:bound={b}"), Some(*b))));
+    specs
+        .par_iter()
+        .map(|(spec, bound)| {
+            let policy = nvsched_policy::build(spec).map_err(|e| e.to_string())?;
+            let (report, _) = run_sim(RunSpec { jobs, policy, profile, seed }, &mut NoObserver, 0)?;
+            let rt_job = report.jobs.get(rt).ok_or("missing real-time job results")?;
+            let dir = if rt_job.dirs[1].total_ios > rt_job.dirs[0].total_ios { 1 } else { 0 };
+            let secs = |j: &nvsched_report::JobStats| j.runtime.as_secs_f64().max(1e-9);
+            let bw: f64 = report.jobs.iter().map(|j| (j.dirs[0].io_bytes + j.dirs[1].io_bytes) as f64 / secs(j)).sum();
+            Ok(Row {
+                policy: spec.clone(),
+                bound: *bound,
+                rt_p999_us: rt_job.dirs[dir].clat_hist.percentile(99.9) as f64 / 1e3,
+                total_bw_mbps: bw / 1e6,
+            })
+        })
+        .collect()
+}
+
+/// The guideline's choice and a sentence explaining it.
+pub fn choose(rows: &[Row], objective: Objective) -> (Option<u32>, String) {
+    let Some(none) = rows.iter().find(|r| r.bound.is_none()) else {
+        return (None, "no `none` reference run".into());
+    };
+    let k2: Vec<(u32, f64, f64)> = rows.iter().filter_map(|r| Some((r.bound?, r.rt_p999_us, r.total_bw_mbps))).collect();
+    let (alpha, beta) = match objective {
+        Objective::Latency(a) => (a, 0.0),
+        Objective::Bandwidth(b) => (1.0, b),
+    };
+    let (o1, o2) = k2_choices(&k2, (none.rt_p999_us, none.total_bw_mbps), alpha, beta);
+    match objective {
+        Objective::Latency(a) => {
+            let limit = a * none.rt_p999_us;
+            match o1 {
+                Some(b) => {
+                    let row = k2.iter().find(|r| r.0 == b).expect("chosen from rows");
+                    (Some(b), format!(
+                        "O1: bound {b} is the largest whose real-time p99.9 ({:.0} us) stays within {:.0}% of none's ({:.0} us, limit {:.0} us), keeping {:.0} MB/s ({:.0}% of none's bandwidth).",
+                        row.1, a * 100.0, none.rt_p999_us, limit, row.2, 100.0 * row.2 / none.total_bw_mbps
+                    ))
+                }
+                None => (None, format!("O1: no bound keeps the real-time p99.9 within {:.0}% of none's ({limit:.0} us); bound 1 is the closest.", a * 100.0)),
+            }
+        }
+        Objective::Bandwidth(b) => {
+            let floor = b * none.total_bw_mbps;
+            match o2 {
+                Some(k) => {
+                    let row = k2.iter().find(|r| r.0 == k).expect("chosen from rows");
+                    (Some(k), format!(
+                        "O2: bound {k} is the smallest that keeps {:.0} MB/s, at least {:.0}% of none's ({:.0} MB/s), with a real-time p99.9 of {:.0} us (none: {:.0} us).",
+                        row.2, b * 100.0, none.total_bw_mbps, row.1, none.rt_p999_us
+                    ))
+                }
+                None => (None, format!("O2: no bound reaches {floor:.0} MB/s ({:.0}% of none's).", b * 100.0)),
+            }
+        }
+    }
+}
+
+pub fn table(rows: &[Row], chosen: Option<u32>) -> String {
+    let mut s = format!("{:<14} {:>16} {:>18}\n", "policy", "RT p99.9 (us)", "total BW (MB/s)");
+    for r in rows {
+        let mark = if r.bound.is_some() && r.bound == chosen { "  <- chosen" } else { "" };
+        s.push_str(&format!("{:<14} {:>16.0} {:>18.1}{mark}\n", r.policy, r.rt_p999_us, r.total_bw_mbps));
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn objectives_parse() {
+        assert_eq!(Objective::parse("latency:50%"), Ok(Objective::Latency(0.5)));
+        assert_eq!(Objective::parse("bandwidth:90"), Ok(Objective::Bandwidth(0.9)));
+        assert!(Objective::parse("latency:150%").is_err());
+        assert!(Objective::parse("speed:50%").is_err());
+        assert!(Objective::parse("latency").is_err());
+    }
+
+    #[test]
+    fn choices_explain_themselves() {
+        let rows = vec![
+            Row { policy: "none".into(), bound: None, rt_p999_us: 1000.0, total_bw_mbps: 600.0 },
+            Row { policy: "k2:bound=1".into(), bound: Some(1), rt_p999_us: 150.0, total_bw_mbps: 60.0 },
+            Row { policy: "k2:bound=8".into(), bound: Some(8), rt_p999_us: 400.0, total_bw_mbps: 400.0 },
+            Row { policy: "k2:bound=32".into(), bound: Some(32), rt_p999_us: 900.0, total_bw_mbps: 590.0 },
+        ];
+        let (b, why) = choose(&rows, Objective::Latency(0.5));
+        assert_eq!(b, Some(8));
+        assert!(why.starts_with("O1: bound 8 is the largest"), "{why}");
+        let (b, why) = choose(&rows, Objective::Bandwidth(0.9));
+        assert_eq!(b, Some(32));
+        assert!(why.contains("smallest"), "{why}");
+        assert_eq!(choose(&rows, Objective::Latency(0.1)).0, None);
+    }
+}
