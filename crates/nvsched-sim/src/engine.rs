@@ -96,6 +96,8 @@ pub struct SimOutcome {
     pub end: Nanos,
     pub device: DeviceCounters,
     pub policy: PolicyReport,
+    /// The policy's registry id.
+    pub policy_id: &'static str,
     pub engine: EngineCounters,
     pub files: Vec<PlacedFile>,
     /// (cgroup name, weight) by tenant id - 1; tenant 0 is "no cgroup".
@@ -722,6 +724,7 @@ impl<'o> Simulation<'o> {
             end,
             device: self.device.counters(end),
             policy: self.sched.report(),
+            policy_id: self.sched.id(),
             engine: self.counters,
             files: self.files,
             tenants: self.tenants,

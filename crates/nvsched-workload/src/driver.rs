@@ -79,8 +79,9 @@ impl JobDriver {
         })
     }
 
-    /// Starts the clone (its group's turn has come).
-    pub fn start(&mut self, now: Nanos) {
+    /// Starts the clone (its group's turn has come); it issues after `startdelay`.
+    pub fn start(&mut self, group_start: Nanos) {
+        let now = group_start + self.spec.startdelay;
         self.started_at = Some(now);
         self.ramp_end = now + self.spec.ramp_time;
         self.end = (self.spec.runtime > Nanos::ZERO).then(|| now + self.spec.ramp_time + self.spec.runtime);
@@ -139,7 +140,10 @@ impl JobDriver {
 
     /// Like [`poll`](Self::poll), issuing at most `max_units` (free scheduler tags).
     pub fn poll_at_most(&mut self, now: Nanos, out: &mut Vec<IoUnit>, max_units: u32) -> Poll {
-        let Some(_) = self.started_at else { return Poll::Blocked };
+        let Some(start) = self.started_at else { return Poll::Blocked };
+        if now < start {
+            return Poll::WaitUntil(start);
+        }
         if !self.stopped && self.end.is_some_and(|end| now >= end) {
             self.stopped = true;
             self.pending = None;
@@ -330,6 +334,15 @@ mod tests {
         d.on_complete(Nanos(2));
         assert_eq!(d.poll(Nanos(2), &mut out), Poll::Ready);
         assert_eq!(out[2].op, Op::Flush);
+    }
+
+    #[test]
+    fn startdelay_postpones_the_first_issue() {
+        let mut d = driver("[a]\nrw=randread\nstartdelay=5ms\nruntime=1ms\ntime_based\n");
+        let mut out = Vec::new();
+        assert_eq!(d.poll(Nanos::ZERO, &mut out), Poll::WaitUntil(Nanos::from_ms(5)));
+        assert_eq!(d.end(), Some(Nanos::from_ms(6)));
+        assert_eq!(d.poll(Nanos::from_ms(5), &mut out), Poll::Ready);
     }
 
     #[test]

@@ -156,6 +156,8 @@ pub struct JobSpec {
     pub runtime: Nanos,
     pub time_based: bool,
     pub ramp_time: Nanos,
+    /// Delay before the job starts (within its group).
+    pub startdelay: Nanos,
     pub thinktime: Nanos,
     /// bytes/s per direction, 0 = unlimited
     pub rate_bps: [u64; 3],
@@ -215,6 +217,7 @@ impl JobSpec {
             runtime: Nanos::ZERO,
             time_based: false,
             ramp_time: Nanos::ZERO,
+            startdelay: Nanos::ZERO,
             thinktime: Nanos::ZERO,
             rate_bps: [0; 3],
             rate_iops: [0; 3],
@@ -536,6 +539,10 @@ pub static OPTIONS: &[OptionDef] = &[
         j.ramp_time = parse_time(v, Nanos::from_secs(1))?;
         Ok(())
     }),
+    opt!("startdelay", [], false, "delay before the job starts, seconds unless a unit is given", |j, v| {
+        j.startdelay = parse_time(v, Nanos::from_secs(1))?;
+        Ok(())
+    }),
     opt!(
         "thinktime",
         [],
@@ -692,7 +699,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "nrfiles",
     "number_ios",
     "loops",
-    "startdelay",
     "thinktime_blocks",
     "thinktime_blocks_type",
     "thinktime_spin",

@@ -173,6 +173,7 @@ fn times_and_their_default_units() {
     assert_eq!(job("thinktime=2ms").thinktime, Nanos::from_ms(2));
     assert_eq!(job("timeout=1h").runtime, Nanos::from_secs(3600));
     assert!(!job("time_based=0\nruntime=1").time_based);
+    assert_eq!(job("startdelay=2").startdelay, Nanos::from_secs(2));
 }
 
 #[test]

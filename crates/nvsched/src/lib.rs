@@ -2,6 +2,7 @@
 //! `nvsched` binary is a thin clap layer over this.
 
 pub mod calibration;
+pub mod figures;
 pub mod metrics;
 pub mod repro;
 pub mod run;

@@ -98,6 +98,10 @@ struct RunArgs {
     /// Write the report to this file (atomically) instead of standard output.
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
+    /// Write figures (PNG and SVG) of the per-second bandwidth of each job, the policy's
+    /// time series (e.g. k2-adaptive's bound) and the device's activity into DIR.
+    #[arg(long, value_name = "DIR")]
+    plot: Option<PathBuf>,
     /// Turn unknown or unsupported job options into warnings.
     #[arg(long)]
     ignore_unsupported: bool,
@@ -286,6 +290,12 @@ fn cmd_run(args: RunArgs) -> Result<(), String> {
     let (report, outcome) =
         run_sim(RunSpec { jobs: &jobs, policy, profile: &profile, seed: args.seed }, &mut progress, timestamp_ms())?;
     progress.bar.finish_and_clear();
+    if let Some(dir) = &args.plot {
+        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        for name in nvsched::figures::run_figures(&report, &outcome, dir)? {
+            eprintln!("nvsched: wrote {}", dir.join(name).display());
+        }
+    }
     let mut text = String::new();
     for f in formats {
         text.push_str(&report.render(f));

@@ -22,7 +22,8 @@ pub enum Objective {
 
 impl Objective {
     pub fn parse(s: &str) -> Result<Objective, String> {
-        let (kind, pct) = s.split_once(':').ok_or_else(|| format!("objective '{s}': expected latency:ALPHA% or bandwidth:BETA%"))?;
+        let (kind, pct) =
+            s.split_once(':').ok_or_else(|| format!("objective '{s}': expected latency:ALPHA% or bandwidth:BETA%"))?;
         let value: f64 = pct
             .trim()
             .trim_end_matches('%')
@@ -93,7 +94,8 @@ pub fn choose(rows: &[Row], objective: Objective) -> (Option<u32>, String) {
     let Some(none) = rows.iter().find(|r| r.bound.is_none()) else {
         return (None, "no `none` reference run".into());
     };
-    let k2: Vec<(u32, f64, f64)> = rows.iter().filter_map(|r| Some((r.bound?, r.rt_p999_us, r.total_bw_mbps))).collect();
+    let k2: Vec<(u32, f64, f64)> =
+        rows.iter().filter_map(|r| Some((r.bound?, r.rt_p999_us, r.total_bw_mbps))).collect();
     let (alpha, beta) = match objective {
         Objective::Latency(a) => (a, 0.0),
         Objective::Bandwidth(b) => (1.0, b),

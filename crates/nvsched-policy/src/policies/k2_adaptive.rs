@@ -3,10 +3,15 @@
 //! previous experiment results").
 //!
 //! Control law, evaluated every `window` of simulated (or real) time:
-//! - O1 (`target_p999`): the largest observed real-time latency of the window (a
-//!   conservative estimate of the tail) is compared with `margin * target`. Above: the
-//!   bound shrinks to 70% (multiplicative decrease, at least by one). Below 85% of it: the
-//!   bound grows by one eighth (at least one). Otherwise it holds. This climbs to the
+//! - O1 (`target_p999`): the largest real-time latency of the window (a conservative
+//!   estimate of the tail) is compared with `margin * target`. Above: the bound shrinks
+//!   by a quarter (at least one) and that bound becomes a ceiling. The bound grows by one
+//!   eighth (at least one) while the largest latency of the last five windows stays below
+//!   85% of the goal, but reaches the ceiling again only after a back-off (2 windows,
+//!   doubling after each probe that misses, at most 32), so it settles just under the
+//!   largest bound that meets the target. Far below the goal (under 50%, as when the
+//!   background load drops) the ceiling is forgotten and the bound grows by half per
+//!   window. Otherwise it holds. This climbs to the
 //!   largest bound whose real-time tail stays under the target, i.e. the most bandwidth
 //!   the target allows. Windows without real-time requests let the bound grow.
 //! - O2 (`target_bw`): the window's total bandwidth is compared with the target. Below:
@@ -45,7 +50,7 @@ pub const PARAMS: &[ParamSpec] = &[
     ParamSpec {
         name: "margin",
         kind: ParamKind::Float { min: 0.1, max: 1.0 },
-        default: "0.9",
+        default: "0.95",
         help: "O1 aims at margin * target (a window sees fewer samples than the whole run)",
     },
     ParamSpec {
@@ -62,6 +67,11 @@ pub const PARAMS: &[ParamSpec] = &[
         help: "largest bound",
     },
 ];
+
+/// Windows whose real-time maxima the O1 signal remembers.
+const TAIL_WINDOWS: usize = 5;
+/// Longest wait, in windows, before probing a bound that missed the target.
+const MAX_BACKOFF: u32 = 32;
 
 pub static INFO: PolicyInfo = PolicyInfo {
     id: "k2-adaptive",
@@ -94,6 +104,13 @@ pub struct K2Adaptive {
     window_end: Option<Nanos>,
     rt_max: Nanos,
     rt_samples: u64,
+    /// Real-time maxima of the last windows (newest last): the tail signal.
+    recent_max: std::collections::VecDeque<Nanos>,
+    /// O1: the smallest bound seen to miss the target, probed again only after
+    /// `backoff` windows (doubling after each failed probe).
+    ceiling: Option<u32>,
+    backoff: u32,
+    wait: u32,
     bytes: u64,
     series: TimeSeries,
     adjustments: u64,
@@ -110,8 +127,13 @@ impl K2Adaptive {
             Objective::Bandwidth(0.0)
         };
         let (min_bound, max_bound) = (p.uint("min_bound") as u32, p.uint("max_bound") as u32);
+        let initial = match (p.uint("initial_bound") as u32, objective) {
+            (0, Objective::Latency(_)) => min_bound,
+            (0, Objective::Bandwidth(_)) => 8,
+            (b, _) => b,
+        };
         K2Adaptive {
-            k2: K2::new((p.uint("initial_bound") as u32).clamp(min_bound, max_bound.max(min_bound))),
+            k2: K2::new(initial.clamp(min_bound, max_bound.max(min_bound))),
             objective,
             window: p.duration("window"),
             margin: p.float("margin"),
@@ -120,6 +142,10 @@ impl K2Adaptive {
             window_end: None,
             rt_max: Nanos::ZERO,
             rt_samples: 0,
+            recent_max: std::collections::VecDeque::new(),
+            ceiling: None,
+            backoff: 2,
+            wait: 0,
             bytes: 0,
             series: TimeSeries::new("bound", "requests"),
             adjustments: 0,
@@ -147,11 +173,42 @@ impl K2Adaptive {
         let next = match self.objective {
             Objective::Latency(target) => {
                 let goal = target.0 as f64 * self.margin;
-                let seen = self.rt_max.0 as f64;
-                if self.rt_samples > 0 && seen > goal {
-                    ((f64::from(b) * 0.7) as u32).min(b.saturating_sub(1))
-                } else if self.rt_samples == 0 || seen < 0.85 * goal {
-                    b + (b / 8).max(1)
+                if self.rt_samples > 0 {
+                    self.recent_max.push_back(self.rt_max);
+                    if self.recent_max.len() > TAIL_WINDOWS {
+                        self.recent_max.pop_front();
+                    }
+                }
+                // the tail is rare: remember it for a few windows
+                let seen = self.recent_max.iter().max().map_or(0.0, |m| m.0 as f64);
+                if self.rt_samples > 0 && self.rt_max.0 as f64 > goal {
+                    // a miss: step down and remember where it happened
+                    if self.ceiling.is_some_and(|c| b >= c) {
+                        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+                    }
+                    self.ceiling = Some(self.ceiling.map_or(b, |c| c.min(b)));
+                    self.wait = self.backoff;
+                    b - (b / 4).max(1).min(b - 1)
+                } else if seen < 0.5 * goal {
+                    // far below the target (e.g. the background load dropped): the old
+                    // ceiling no longer holds
+                    self.ceiling = None;
+                    self.backoff = 2;
+                    b + (b / 2).max(1)
+                } else if seen < 0.85 * goal {
+                    let next = b + (b / 8).max(1);
+                    match self.ceiling {
+                        Some(c) if next >= c && self.wait > 0 => {
+                            self.wait -= 1;
+                            b
+                        }
+                        Some(c) if next >= c => {
+                            // probe the ceiling once more
+                            self.ceiling = None;
+                            next.min(c)
+                        }
+                        _ => next,
+                    }
                 } else {
                     b
                 }
@@ -252,10 +309,16 @@ mod tests {
         k.insert(Request::read(0, 0), Nanos::ZERO);
         rt_done(&mut k, Nanos::from_ms(2), Nanos::from_ms(5));
         k.dispatch(Nanos::from_ms(10), view);
-        assert_eq!(k.bound(), 11, "16 * 0.7");
-        rt_done(&mut k, Nanos::from_us(100), Nanos::from_ms(15));
+        assert_eq!(k.bound(), 12, "-1/4");
+        // 800 us: below 85% of the 900 us goal, but the 2 ms miss is still remembered
+        rt_done(&mut k, Nanos::from_us(800), Nanos::from_ms(15));
         k.dispatch(Nanos::from_ms(20), view);
-        assert_eq!(k.bound(), 12, "+1/8");
+        assert_eq!(k.bound(), 12, "the miss of the last windows holds it");
+        for i in 3..10 {
+            rt_done(&mut k, Nanos::from_us(700), Nanos::from_ms(10 * i - 5));
+            k.dispatch(Nanos::from_ms(10 * i), view);
+        }
+        assert!(k.bound() > 12 && k.bound() <= 16, "grows back under the ceiling: {}", k.bound());
     }
 
     #[test]

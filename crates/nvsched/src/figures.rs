@@ -1,0 +1,87 @@
+//! Figures of a single run (`nvsched run --plot DIR`): per-second bandwidth per job, the
+//! policy's time series, and the device's internal activity.
+
+use nvsched_report::plots::{Figure, Panel, PanelKind};
+use nvsched_report::RunReport;
+use nvsched_sim::SimOutcome;
+use std::path::Path;
+
+/// Writes the figures; returns their file names (without extension).
+pub fn run_figures(report: &RunReport, outcome: &SimOutcome, dir: &Path) -> Result<Vec<String>, String> {
+    let mut names = Vec::new();
+    let series: Vec<(String, Vec<(f64, f64)>)> = report
+        .jobs
+        .iter()
+        .enumerate()
+        .map(|(i, j)| {
+            let pts = (0..j.dirs[0].series.bytes.len().max(j.dirs[1].series.bytes.len()))
+                .map(|s| {
+                    let b = j.dirs.iter().map(|d| d.series.bytes.get(s).copied().unwrap_or(0)).sum::<u64>();
+                    (s as f64 + 0.5, b as f64 / 1e6)
+                })
+                .collect();
+            (format!("{} #{i}", j.name), pts)
+        })
+        .collect();
+    let bw = Panel {
+        title: "bandwidth per job".into(),
+        x_label: "time (s)".into(),
+        y_label: "MB/s".into(),
+        log_x: false,
+        log_y: false,
+        kind: PanelKind::Lines(series),
+    };
+    Figure { title: "Per-second bandwidth".into(), rows: 1, cols: 1, panels: vec![bw] }.save(&dir.join("bandwidth"))?;
+    names.push("bandwidth".to_string());
+    let policy: Vec<Panel> = outcome
+        .policy
+        .series
+        .iter()
+        .map(|s| Panel {
+            title: s.name.clone(),
+            x_label: "time (s)".into(),
+            y_label: s.unit.clone(),
+            log_x: false,
+            log_y: false,
+            kind: PanelKind::Lines(vec![(
+                s.name.clone(),
+                s.points.iter().map(|(t, v)| (*t as f64 / 1e9, *v)).collect(),
+            )]),
+        })
+        .collect();
+    if !policy.is_empty() {
+        let cols = policy.len().min(3);
+        Figure {
+            title: format!("Policy {}", outcome.policy_id),
+            rows: policy.len().div_ceil(cols),
+            cols,
+            panels: policy,
+        }
+        .save(&dir.join("policy"))?;
+        names.push("policy".to_string());
+    }
+    let device: Vec<Panel> = outcome
+        .device
+        .series
+        .iter()
+        .filter(|s| s.values.iter().any(|v| *v > 0.0))
+        .map(|s| Panel {
+            title: s.name.replace('_', " "),
+            x_label: "time (s)".into(),
+            y_label: "4 KiB pages per second".into(),
+            log_x: false,
+            log_y: false,
+            kind: PanelKind::Lines(vec![(
+                s.name.clone(),
+                s.values.iter().enumerate().map(|(i, v)| (i as f64 + 0.5, *v)).collect(),
+            )]),
+        })
+        .collect();
+    if !device.is_empty() {
+        let cols = device.len().min(3);
+        Figure { title: "Device activity".into(), rows: device.len().div_ceil(cols), cols, panels: device }
+            .save(&dir.join("device"))?;
+        names.push("device".to_string());
+    }
+    Ok(names)
+}
