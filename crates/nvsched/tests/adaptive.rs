@@ -13,7 +13,7 @@ fn k2_job(extra: &str) -> String {
     let text =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/k2-analysis/k2.fio"))
             .unwrap();
-    text.replace("${OP}", "randread").replace("${RUNTIME}", "6").replace("${RAMP}", "0") + extra
+    text.replace("${OP}", "randread").replace("${RUNTIME}", "10").replace("${RAMP}", "0") + extra
 }
 
 fn run(text: &str, sched: &str) -> (Vec<JobStats>, SimOutcome) {
