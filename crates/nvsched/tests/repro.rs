@@ -1,0 +1,32 @@
+//! `nvsched repro`: outputs, claims and the run cache, on the quickest experiment.
+
+use std::path::Path;
+use std::process::Command;
+
+#[test]
+fn repro_writes_its_outputs_and_reuses_cached_runs() {
+    let out = std::env::temp_dir().join(format!("nvsched-repro-{}", std::process::id()));
+    let run = || {
+        Command::new(env!("CARGO_BIN_EXE_nvsched"))
+            .args(["repro", "tabs", "--quick", "-q", "--out", out.to_str().unwrap()])
+            .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+            .output()
+            .unwrap()
+    };
+    let first = run();
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let table = String::from_utf8(first.stdout).unwrap();
+    assert!(table.contains("Claims (nvsched vs paper):") && table.contains("fairness"), "{table}");
+    for f in ["results.json", "report.md", "tabs-half-full.png", "tabs-half-full.svg"] {
+        assert!(out.join(f).exists(), "{f}");
+    }
+    let results: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    assert_eq!(results["runs"].as_array().unwrap().len(), 10);
+    assert!(results["runs"][0]["fio"]["jobs"].is_array(), "fio-compatible job JSON inside");
+    assert!(results["claims"].as_array().unwrap().iter().all(|c| c["holds"].is_boolean()));
+    let second = run();
+    let err = String::from_utf8(second.stderr).unwrap();
+    assert!(err.contains("(0 simulated, 10 from cache)"), "{err}");
+    assert_eq!(String::from_utf8(second.stdout).unwrap(), table, "cached runs give the same table");
+    std::fs::remove_dir_all(&out).unwrap();
+}
