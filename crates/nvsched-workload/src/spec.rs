@@ -180,6 +180,12 @@ pub struct JobSpec {
     pub kb_base: KbBase,
     /// nvsched extension: the simulated drive's state before the run.
     pub precondition: Option<String>,
+    /// `verify=crc32c`: written blocks carry a checked header (real devices only).
+    pub verify: bool,
+    /// Read back and check what was written after the writes (fio's default 1).
+    pub do_verify: bool,
+    /// Only check the headers written by an earlier run; issue no workload.
+    pub verify_only: bool,
     /// The job's own `key=value` lines as written (fio's "job options").
     pub job_options: Vec<(String, String)>,
 }
@@ -238,6 +244,9 @@ impl JobSpec {
             filename: None,
             kb_base: KbBase::Binary,
             precondition: None,
+            verify: false,
+            do_verify: true,
+            verify_only: false,
             job_options: Vec::new(),
         }
     }
@@ -666,6 +675,22 @@ pub static OPTIONS: &[OptionDef] = &[
         Ok(())
     }),
     opt!("thread", [], true, "accepted for compatibility; no effect in nvsched", |_, v| { parse_bool(v).map(|_| ()) }),
+    opt!("verify", [], false, "crc32c: written blocks carry a checksummed header, read back and checked (uring engine)", |j, v| {
+        j.verify = match v {
+            "crc32c" | "crc32c-intel" => true,
+            "0" | "none" => false,
+            other => return Err(format!("'{other}' is not a supported verify method; accepted: crc32c, none")),
+        };
+        Ok(())
+    }),
+    opt!("do_verify", [], true, "read back and check after writing (with verify)", |j, v| {
+        j.do_verify = parse_bool(v)?;
+        Ok(())
+    }),
+    opt!("verify_only", [], true, "only check the headers written by an earlier run (with verify)", |j, v| {
+        j.verify_only = parse_bool(v)?;
+        Ok(())
+    }),
     opt!(
         "precondition",
         [],
@@ -722,7 +747,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "zonemode",
     "zonesize",
     "verify_pattern",
-    "do_verify",
     "write_iolog",
     "read_iolog",
     "write_lat_log",

@@ -108,6 +108,21 @@ struct RunArgs {
     /// No progress indicator.
     #[arg(long, short)]
     quiet: bool,
+    /// sim: the simulated device; uring: real I/O on the jobs' files or devices.
+    #[arg(long, default_value = "sim", value_parser = ["sim", "uring"])]
+    engine: String,
+    /// uring: allow writing to block devices and to files nvsched did not create.
+    #[arg(long)]
+    allow_destructive: bool,
+    /// uring: keep the files nvsched created.
+    #[arg(long)]
+    keep_files: bool,
+    /// uring: busy-poll for completions instead of sleeping.
+    #[arg(long)]
+    poll: bool,
+    /// uring: ring size (the most requests at the device at once).
+    #[arg(long, default_value_t = 256)]
+    ring_entries: u32,
 }
 
 #[derive(Args)]
@@ -280,6 +295,9 @@ fn load_jobs(path: &Path, ignore_unsupported: bool) -> Result<JobFile, String> {
 }
 
 fn cmd_run(args: RunArgs) -> Result<(), String> {
+    if args.engine == "uring" {
+        return cmd_run_uring(args);
+    }
     let formats = parse_formats(&args.output_format)?;
     let jobs = load_jobs(&args.jobfile, args.ignore_unsupported)?;
     let profile = args.device.load(jobs.precondition().map_err(|e| e.to_string())?)?;
@@ -374,6 +392,52 @@ fn cmd_tune(args: TuneArgs) -> Result<(), String> {
     println!("\n{why}");
     if let Some(b) = chosen {
         println!("Use: --sched k2:bound={b}");
+    }
+    Ok(())
+}
+
+fn emit(text: &str, output: &Option<PathBuf>) -> Result<(), String> {
+    match output {
+        Some(path) => nvsched_report::write_atomic(path, text.as_bytes()).map_err(|e| format!("cannot write '{}': {e}", path.display())),
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
+}
+
+fn cmd_run_uring(args: RunArgs) -> Result<(), String> {
+    let formats = parse_formats(&args.output_format)?;
+    let jobs = load_jobs(&args.jobfile, args.ignore_unsupported)?;
+    let policy = nvsched_policy::build(&args.sched).map_err(|e| format!("--sched: {e}"))?;
+    nvsched_uring::available()?;
+    let opts = nvsched_uring::UringOptions {
+        ring_entries: args.ring_entries.max(1),
+        poll: args.poll,
+        safety: nvsched_uring::targets::Safety { allow_destructive: args.allow_destructive },
+        keep_files: args.keep_files,
+        seed: args.seed,
+    };
+    let (report, outcome) = nvsched::run::run_uring(&jobs, policy, &opts, timestamp_ms())?;
+    let mut text = String::new();
+    for f in formats {
+        text.push_str(&report.render(f));
+    }
+    emit(&text, &args.output)?;
+    for w in &jobs.warnings {
+        eprintln!("warning: {w}");
+    }
+    for e in outcome.io_errors.iter().take(10) {
+        eprintln!("nvsched: I/O error: {e}");
+    }
+    for e in outcome.verify_errors.iter().take(20) {
+        eprintln!("nvsched: {e}");
+    }
+    if !outcome.verify_errors.is_empty() {
+        return Err(format!("verify failed: {} bad block(s)", outcome.verify_errors.len()));
+    }
+    if !outcome.io_errors.is_empty() {
+        return Err(format!("{} I/O error(s)", outcome.io_errors.len()));
     }
     Ok(())
 }

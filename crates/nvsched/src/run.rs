@@ -39,23 +39,15 @@ pub fn run_sim(
         observer,
     )
     .map_err(|e| e.to_string())?;
-    let entries = reporting_entries(spec.jobs, &outcome);
+    let clones: Vec<(u32, usize, &JobStats)> =
+        outcome.clones.iter().map(|c| (c.reporting_group, c.job_index, &c.stats)).collect();
+    let entries = reporting_entries(spec.jobs, &clones);
     let mut nvsched = Map::new();
     nvsched.insert("version".into(), json!(crate::VERSION));
     nvsched.insert("engine".into(), json!("sim"));
     nvsched.insert("seed".into(), json!(spec.seed));
     nvsched.insert("simulated_time_ns".into(), json!(outcome.end.0));
-    nvsched.insert(
-        "policy".into(),
-        json!({
-            "spec": policy_spec,
-            "id": policy_id,
-            "params": Value::Object(given.iter().map(|(k, v)| (k.clone(), json!(v))).collect()),
-            "host_cost_ns": { "dispatch": host_cost.dispatch.0, "complete": host_cost.complete.0 },
-            "counters": Value::Object(outcome.policy.counters.iter().map(|(k, v)| (k.clone(), json!(v))).collect()),
-            "series": outcome.policy.series,
-        }),
-    );
+    nvsched.insert("policy".into(), policy_value(&policy_spec, policy_id, &given, host_cost, &outcome.policy));
     let p = spec.profile;
     nvsched.insert(
         "device".into(),
@@ -90,7 +82,8 @@ pub fn run_sim(
             "mean_in_system": if outcome.end.0 > 0 { e.in_system_integral / outcome.end.0 as f64 } else { 0.0 },
         }),
     );
-    nvsched.insert("tenants".into(), tenants_value(&outcome));
+    let by_tenant: Vec<(u32, &JobStats)> = outcome.clones.iter().map(|c| (c.tenant, &c.stats)).collect();
+    nvsched.insert("tenants".into(), tenants_of(&outcome.tenants, &by_tenant));
     nvsched.insert(
         "jobs".into(),
         Value::Array(entries.iter().map(|j| json!({ "jobname": j.name, "series": series_value(j) })).collect()),
@@ -115,47 +108,55 @@ pub fn run_sim(
 }
 
 /// fio's reporting: a group with `group_reporting` becomes one entry, otherwise one entry
-/// per clone.
-pub fn reporting_entries(jobs: &JobFile, outcome: &SimOutcome) -> Vec<JobStats> {
+/// per clone. `clones` holds (reporting group, job index, statistics) in run order.
+pub fn reporting_entries(jobs: &JobFile, clones: &[(u32, usize, &JobStats)]) -> Vec<JobStats> {
     let mut entries: Vec<JobStats> = Vec::new();
     let mut merged_group: Option<(u32, usize)> = None;
-    for c in &outcome.clones {
-        let grouped = outcome
-            .clones
-            .iter()
-            .filter(|o| o.reporting_group == c.reporting_group)
-            .any(|o| jobs.jobs[o.job_index].group_reporting);
+    for &(group, _, stats) in clones {
+        let grouped = clones.iter().filter(|o| o.0 == group).any(|o| jobs.jobs[o.1].group_reporting);
         if grouped {
             match merged_group {
-                Some((g, idx)) if g == c.reporting_group => entries[idx].merge(&c.stats),
+                Some((g, idx)) if g == group => entries[idx].merge(stats),
                 _ => {
-                    entries.push(c.stats.clone());
-                    merged_group = Some((c.reporting_group, entries.len() - 1));
+                    entries.push(stats.clone());
+                    merged_group = Some((group, entries.len() - 1));
                 }
             }
         } else {
-            entries.push(c.stats.clone());
+            entries.push(stats.clone());
         }
     }
     entries
 }
 
-fn series_value(j: &JobStats) -> Value {
-    let dir = |d: usize| json!({ "bw_bytes": j.dirs[d].series.bytes, "iops": j.dirs[d].series.ios });
-    json!({ "window_s": 1, "read": dir(0), "write": dir(1), "trim": dir(2) })
-}
-
-fn tenants_value(o: &SimOutcome) -> Value {
+/// (name, weight, bytes, bytes/s) per tenant, from per-clone (tenant id, statistics).
+fn tenants_of(tenants: &[(String, u32)], clones: &[(u32, &JobStats)]) -> Value {
     let mut out = Vec::new();
-    for (i, (name, weight)) in o.tenants.iter().enumerate() {
+    for (i, (name, weight)) in tenants.iter().enumerate() {
         let id = i as u32 + 1;
-        let members: Vec<_> = o.clones.iter().filter(|c| c.tenant == id).collect();
-        let bytes: u64 = members.iter().map(|c| c.stats.dirs.iter().map(|d| d.io_bytes).sum::<u64>()).sum();
-        let runtime = members.iter().map(|c| c.stats.runtime).max().unwrap_or(Nanos::ZERO);
+        let members: Vec<&JobStats> = clones.iter().filter(|c| c.0 == id).map(|c| c.1).collect();
+        let bytes: u64 = members.iter().map(|s| s.dirs.iter().map(|d| d.io_bytes).sum::<u64>()).sum();
+        let runtime = members.iter().map(|s| s.runtime).max().unwrap_or(Nanos::ZERO);
         let bw = if runtime.0 > 0 { bytes as f64 / runtime.as_secs_f64() } else { 0.0 };
         out.push(json!({ "name": name, "weight": weight, "io_bytes": bytes, "bw_bytes": bw }));
     }
     Value::Array(out)
+}
+
+fn policy_value(spec: &str, id: &str, given: &[(String, String)], cost: nvsched_policy::HostCost, report: &nvsched_policy::PolicyReport) -> Value {
+    json!({
+        "spec": spec,
+        "id": id,
+        "params": Value::Object(given.iter().map(|(k, v)| (k.clone(), json!(v))).collect()),
+        "host_cost_ns": { "dispatch": cost.dispatch.0, "complete": cost.complete.0 },
+        "counters": Value::Object(report.counters.iter().map(|(k, v)| (k.clone(), json!(v))).collect()),
+        "series": report.series,
+    })
+}
+
+fn series_value(j: &JobStats) -> Value {
+    let dir = |d: usize| json!({ "bw_bytes": j.dirs[d].series.bytes, "iops": j.dirs[d].series.ios });
+    json!({ "window_s": 1, "read": dir(0), "write": dir(1), "trim": dir(2) })
 }
 
 fn disk_util(p: &DeviceProfile, o: &SimOutcome) -> DiskUtil {
@@ -207,4 +208,86 @@ fn trim_number(v: f64) -> String {
     } else {
         format!("{v:.4}")
     }
+}
+
+/// Runs a job file on real files or devices through io_uring and builds the report.
+pub fn run_uring(
+    jobs: &JobFile,
+    policy: BuiltPolicy,
+    opts: &nvsched_uring::UringOptions,
+    timestamp_ms: u64,
+) -> Result<(RunReport, nvsched_uring::UringOutcome), String> {
+    let policy_spec = policy.spec.clone();
+    let policy_id = policy.info.id;
+    let given = policy.params.given.clone();
+    let host_cost = policy.host_cost;
+    let outcome = nvsched_uring::run(&jobs.jobs, policy.scheduler, opts)?;
+    let clones: Vec<(u32, usize, &JobStats)> =
+        outcome.clones.iter().map(|c| (c.reporting_group, c.job_index, &c.stats)).collect();
+    let entries = reporting_entries(jobs, &clones);
+    let by_tenant: Vec<(u32, &JobStats)> = outcome.clones.iter().map(|c| (c.tenant, &c.stats)).collect();
+    let mut nvsched = Map::new();
+    nvsched.insert("version".into(), json!(crate::VERSION));
+    nvsched.insert("engine".into(), json!("uring"));
+    nvsched.insert("kernel".into(), json!(outcome.kernel));
+    nvsched.insert("seed".into(), json!(opts.seed));
+    nvsched.insert("policy".into(), policy_value(&policy_spec, policy_id, &given, host_cost, &outcome.policy));
+    nvsched.insert(
+        "targets".into(),
+        Value::Array(
+            outcome
+                .targets
+                .iter()
+                .map(|t| {
+                    json!({
+                        "path": t.path.display().to_string(),
+                        "kind": if t.block_device { "block device" } else { "file" },
+                        "created_by_nvsched": t.created,
+                        "size_bytes": t.size,
+                        "kernel_scheduler": t.kernel_scheduler,
+                    })
+                })
+                .collect(),
+        ),
+    );
+    nvsched.insert(
+        "engine_counters".into(),
+        json!({
+            "requests": outcome.requests,
+            "max_in_ring": outcome.max_in_ring,
+            "ring_entries": opts.ring_entries,
+            "cpu_user_s": outcome.cpu_user.as_secs_f64(),
+            "cpu_sys_s": outcome.cpu_sys.as_secs_f64(),
+            "cpu_per_io_us": outcome.cpu_per_io().as_secs_f64() * 1e6,
+            "io_errors": outcome.io_errors,
+            "verified_blocks": outcome.verified_blocks,
+            "verify_errors": outcome.verify_errors,
+        }),
+    );
+    nvsched.insert("tenants".into(), tenants_of(&outcome.tenants, &by_tenant));
+    nvsched.insert(
+        "jobs".into(),
+        Value::Array(entries.iter().map(|j| json!({ "jobname": j.name, "series": series_value(j) })).collect()),
+    );
+    let mut summary = vec![format!(
+        "nvsched: policy {policy_spec} on {} via io_uring (kernel {}), {} requests, at most {} in the ring, {:.2} us CPU per I/O",
+        outcome.targets.iter().map(|t| t.path.display().to_string()).collect::<Vec<_>>().join(", "),
+        outcome.kernel,
+        outcome.requests,
+        outcome.max_in_ring,
+        outcome.cpu_per_io().as_secs_f64() * 1e6
+    )];
+    if outcome.verified_blocks > 0 || !outcome.verify_errors.is_empty() {
+        summary.push(format!("  verify: {} blocks checked, {} errors", outcome.verified_blocks, outcome.verify_errors.len()));
+    }
+    let report = RunReport {
+        version: format!("nvsched-{}", crate::VERSION),
+        timestamp_ms,
+        global_options: jobs.global_options.clone(),
+        jobs: entries,
+        disk_util: Vec::new(),
+        nvsched: Value::Object(nvsched),
+        summary_extra: summary,
+    };
+    Ok((report, outcome))
 }

@@ -1,0 +1,721 @@
+//! The event loop: one thread, one ring.
+
+use crate::targets::{self, Target};
+use crate::verify;
+use crate::{CloneOutcome, TargetInfo, UringOptions, UringOutcome};
+use io_uring::{opcode, squeue, types, IoUring};
+use nvsched_core::rng::mix64;
+use nvsched_core::{IoPrio, Nanos, Op};
+use nvsched_policy::{Completion, DeviceView, Inserted, Request, RequestId, Scheduler};
+use nvsched_report::JobStats;
+use nvsched_workload::{EngineKind, IoUnit, JobDriver, JobSpec, Poll, Region, SizeOrPercent};
+use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+const ALIGN: usize = 4096;
+const NONE: u32 = u32::MAX;
+
+/// A page-aligned I/O buffer (O_DIRECT needs alignment).
+struct AlignedBuf {
+    ptr: *mut u8,
+    len: usize,
+}
+
+impl AlignedBuf {
+    fn new(len: usize) -> AlignedBuf {
+        let len = len.max(ALIGN).div_ceil(ALIGN) * ALIGN;
+        let layout = Layout::from_size_align(len, ALIGN).expect("valid layout");
+        // SAFETY: non-zero size, valid alignment; freed in Drop with the same layout.
+        let ptr = unsafe { alloc_zeroed(layout) };
+        assert!(!ptr.is_null(), "out of memory for I/O buffers");
+        AlignedBuf { ptr, len }
+    }
+    fn slice_mut(&mut self, len: usize) -> &mut [u8] {
+        // SAFETY: ptr is valid for self.len bytes, len is checked, and &mut self is unique.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, len.min(self.len)) }
+    }
+    fn slice(&self, len: usize) -> &[u8] {
+        // SAFETY: as above, shared.
+        unsafe { std::slice::from_raw_parts(self.ptr, len.min(self.len)) }
+    }
+}
+
+impl Drop for AlignedBuf {
+    fn drop(&mut self) {
+        // SAFETY: allocated in `new` with this layout.
+        unsafe { dealloc(self.ptr, Layout::from_size_align(self.len, ALIGN).expect("valid layout")) }
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum State {
+    Free,
+    Queued,
+    Merged,
+    InRing,
+}
+
+struct Slot {
+    rq: Request,
+    clone: u32,
+    op: Op,
+    len: u32,
+    offset: u64,
+    created: Nanos,
+    inserted: Nanos,
+    dispatched: Nanos,
+    buf: AlignedBuf,
+    merged_next: u32,
+    generation: u32,
+    state: State,
+    iov: Vec<libc::iovec>,
+}
+
+struct CloneState {
+    driver: JobDriver,
+    stats: JobStats,
+    target: usize,
+    job_index: usize,
+    reporting_group: u32,
+    prio: IoPrio,
+    nice: i8,
+    tenant: u32,
+    weight: u32,
+    sync_engine: bool,
+    write_sync: bool,
+    datasync: bool,
+    wake_at: Option<Nanos>,
+    kick: bool,
+    done: bool,
+    verify: bool,
+    do_verify: bool,
+    verify_only: bool,
+    region: Region,
+    /// Blocks written with a verify header: offset -> (length, generation).
+    written: BTreeMap<u64, (u32, u64)>,
+    next_generation: u64,
+    completed_now: u32,
+}
+
+struct Engine {
+    ring: IoUring,
+    start: Instant,
+    clones: Vec<CloneState>,
+    phases: Vec<Vec<u32>>,
+    phase: usize,
+    /// (fd, path) of each target; the files stay open in the caller.
+    targets: Vec<(i32, PathBuf)>,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    sched: Box<dyn Scheduler>,
+    in_ring: u32,
+    max_in_ring: u32,
+    ring_entries: u32,
+    poll: bool,
+    max_bs: usize,
+    requests: u64,
+    io_errors: Vec<String>,
+    batch: Vec<IoUnit>,
+}
+
+fn usage() -> (Duration, Duration) {
+    // SAFETY: getrusage fills the zeroed struct.
+    let ru = unsafe {
+        let mut ru: libc::rusage = std::mem::zeroed();
+        libc::getrusage(libc::RUSAGE_SELF, &mut ru);
+        ru
+    };
+    let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
+    (tv(ru.ru_utime), tv(ru.ru_stime))
+}
+
+fn file_name(spec: &JobSpec, clone: u32) -> String {
+    spec.filename.clone().unwrap_or_else(|| format!("{}.{clone}.0", spec.name))
+}
+
+/// Runs the jobs on real files or devices.
+pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions) -> Result<UringOutcome, String> {
+    // targets: one per distinct file name, sized for every clone using it
+    let mut wanted: Vec<(String, u64, bool)> = Vec::new();
+    for spec in jobs {
+        if spec.active_ops().any(|o| o == Op::Discard) {
+            return Err(format!("job '{}': trim is not supported by the uring engine", spec.name));
+        }
+        let writes = !spec.verify_only && (spec.pattern.writes() || spec.fsync_every > 0 || spec.fdatasync_every > 0);
+        for clone in 0..spec.numjobs {
+            let name = file_name(spec, clone);
+            let offset = match spec.offset {
+                SizeOrPercent::Bytes(b) => b,
+                SizeOrPercent::Percent(_) => 0,
+            } + spec.offset_increment * u64::from(clone);
+            let need = match (spec.filesize, spec.size) {
+                (Some(fs), _) => fs,
+                (None, Some(SizeOrPercent::Bytes(b))) => offset + b,
+                _ if name.starts_with("/dev/") => 0,
+                _ => {
+                    return Err(format!(
+                        "job '{}': set size or filesize for '{name}' (or filename=/dev/... for a whole device)",
+                        spec.name
+                    ))
+                }
+            };
+            match wanted.iter_mut().find(|w| w.0 == name) {
+                Some(w) => {
+                    w.1 = w.1.max(need);
+                    w.2 |= writes;
+                }
+                None => wanted.push((name, need, writes)),
+            }
+        }
+    }
+    let mut targets_open = Vec::new();
+    for (name, size, writes) in &wanted {
+        match targets::open(&PathBuf::from(name), *size, *writes, opts.safety) {
+            Ok(t) => targets_open.push(t),
+            Err(e) => {
+                cleanup(&targets_open, opts.keep_files);
+                return Err(e);
+            }
+        }
+    }
+    let result = run_on(jobs, scheduler, opts, &targets_open);
+    cleanup(&targets_open, opts.keep_files);
+    result
+}
+
+fn cleanup(targets: &[Target], keep: bool) {
+    if keep {
+        return;
+    }
+    for t in targets.iter().filter(|t| t.created) {
+        let _ = std::fs::remove_file(&t.path);
+    }
+}
+
+fn run_on(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions, targets: &[Target]) -> Result<UringOutcome, String> {
+    let ring = IoUring::builder().build(opts.ring_entries.max(8)).map_err(|e| format!("io_uring setup: {e}"))?;
+    let mut clones = Vec::new();
+    let mut phases: Vec<Vec<u32>> = vec![Vec::new()];
+    let mut tenants: Vec<(String, u32)> = Vec::new();
+    let mut reporting_group = 0;
+    let mut ordinal = 0u64;
+    let mut max_bs = 4096usize;
+    for (job_index, spec) in jobs.iter().enumerate() {
+        if job_index > 0 && spec.stonewall {
+            phases.push(Vec::new());
+        }
+        if job_index > 0 && (spec.stonewall || spec.new_group) {
+            reporting_group += 1;
+        }
+        max_bs = max_bs.max(spec.max_bs() as usize);
+        let tenant = match &spec.cgroup {
+            None => 0,
+            Some(name) => match tenants.iter().position(|(n, _)| n == name) {
+                Some(i) => i as u32 + 1,
+                None => {
+                    tenants.push((name.clone(), spec.cgroup_weight));
+                    tenants.len() as u32
+                }
+            },
+        };
+        let weight = if tenant == 0 { 100 } else { tenants[tenant as usize - 1].1 };
+        let arc = Arc::new(spec.clone());
+        for clone in 0..spec.numjobs {
+            ordinal += 1;
+            let name = file_name(spec, clone);
+            let target = targets.iter().position(|t| t.path == PathBuf::from(&name)).expect("opened above");
+            let t = &targets[target];
+            let offset = spec.offset.resolve(t.size) + spec.offset_increment * u64::from(clone);
+            if offset >= t.size {
+                return Err(format!("job '{}': offset {offset} is beyond the end of '{name}'", spec.name));
+            }
+            let len = spec.size.map_or(t.size - offset, |s| s.resolve(t.size)).min(t.size - offset);
+            let region = Region { start: offset, len };
+            let seed = mix64(spec.randseed ^ mix64(ordinal)) ^ mix64(opts.seed.wrapping_add(0x5eed));
+            let driver = JobDriver::new(arc.clone(), clone, region, seed)?;
+            let mut stats = JobStats::new(spec.name.clone(), reporting_group, spec.percentile_list.clone(), spec.iodepth);
+            stats.job_options = spec.job_options.clone();
+            stats.description = spec.description.clone();
+            phases.last_mut().expect("one phase").push(clones.len() as u32);
+            clones.push(CloneState {
+                driver,
+                stats,
+                target,
+                job_index,
+                reporting_group,
+                prio: spec.ioprio(),
+                nice: spec.nice,
+                tenant,
+                weight,
+                sync_engine: spec.engine_kind == EngineKind::Sync,
+                write_sync: spec.direct || spec.writes_fua(),
+                datasync: spec.fdatasync_every > 0,
+                wake_at: None,
+                kick: false,
+                done: false,
+                verify: spec.verify,
+                do_verify: spec.do_verify,
+                verify_only: spec.verify && spec.verify_only,
+                region,
+                written: BTreeMap::new(),
+                next_generation: 1,
+                completed_now: 0,
+            });
+        }
+    }
+    let target_info: Vec<TargetInfo> = targets
+        .iter()
+        .map(|t| TargetInfo {
+            path: t.path.clone(),
+            block_device: t.block_device,
+            created: t.created,
+            kernel_scheduler: targets::kernel_scheduler(&t.path),
+            size: t.size,
+        })
+        .collect();
+    let (u0, s0) = usage();
+    let mut e = Engine {
+        ring,
+        start: Instant::now(),
+        clones,
+        phases,
+        phase: 0,
+        targets: targets.iter().map(|t| (t.fd(), t.path.clone())).collect(),
+        slots: Vec::new(),
+        free: Vec::new(),
+        sched: scheduler,
+        in_ring: 0,
+        max_in_ring: 0,
+        ring_entries: opts.ring_entries.max(8),
+        poll: opts.poll,
+        max_bs,
+        requests: 0,
+        io_errors: Vec::new(),
+        batch: Vec::with_capacity(64),
+    };
+    e.event_loop()?;
+    let end = e.now();
+    let (verify_errors, verified_blocks) = e.verify_phase()?;
+    let (u1, s1) = usage();
+    Ok(UringOutcome {
+        clones: e
+            .clones
+            .into_iter()
+            .map(|c| CloneOutcome {
+                job_index: c.job_index,
+                clone: c.driver.clone_index,
+                reporting_group: c.reporting_group,
+                tenant: c.tenant,
+                stats: c.stats,
+            })
+            .collect(),
+        end,
+        policy: e.sched.report(),
+        policy_id: e.sched.id(),
+        requests: e.requests,
+        max_in_ring: e.max_in_ring,
+        io_errors: e.io_errors,
+        verify_errors,
+        verified_blocks,
+        kernel: targets::kernel_release(),
+        targets: target_info,
+        cpu_user: u1.saturating_sub(u0),
+        cpu_sys: s1.saturating_sub(s0),
+        tenants,
+    })
+}
+
+impl Engine {
+    fn now(&self) -> Nanos {
+        Nanos(self.start.elapsed().as_nanos() as u64)
+    }
+
+    fn start_phase(&mut self, phase: usize, now: Nanos) {
+        self.phase = phase;
+        if phase >= self.phases.len() {
+            return;
+        }
+        for &c in &self.phases[phase] {
+            let clone = &mut self.clones[c as usize];
+            clone.driver.start(now);
+            clone.kick = true;
+            if clone.verify_only {
+                // nothing to issue: the region is checked in the verify phase
+                clone.done = true;
+            }
+        }
+    }
+
+    fn event_loop(&mut self) -> Result<(), String> {
+        self.start_phase(0, Nanos::ZERO);
+        loop {
+            let now = self.now();
+            while self.phase < self.phases.len() && self.phases[self.phase].iter().all(|&c| self.clones[c as usize].done) {
+                self.start_phase(self.phase + 1, now);
+            }
+            for i in 0..self.clones.len() {
+                let c = &self.clones[i];
+                if !c.done && c.driver.started_at().is_some() && (c.kick || c.wake_at.is_some_and(|w| w <= now)) {
+                    self.poll_clone(i as u32, now);
+                }
+            }
+            self.kick(now);
+            if self.phase >= self.phases.len() && self.in_ring == 0 && self.sched.queued() == 0 {
+                return Ok(());
+            }
+            let deadline = self
+                .clones
+                .iter()
+                .filter(|c| !c.done)
+                .filter_map(|c| c.wake_at)
+                .chain(self.sched.next_wakeup())
+                .min();
+            self.wait(now, deadline)?;
+            self.reap();
+        }
+    }
+
+    /// Submits pending SQEs and waits for a completion or the deadline.
+    fn wait(&mut self, now: Nanos, deadline: Option<Nanos>) -> Result<(), String> {
+        if self.in_ring == 0 {
+            self.ring.submit().map_err(|e| format!("io_uring submit: {e}"))?;
+            match deadline {
+                Some(d) if d > now => {
+                    let gap = Duration::from_nanos((d - now).0);
+                    if self.poll {
+                        while self.now() < d {
+                            std::hint::spin_loop();
+                        }
+                    } else {
+                        std::thread::sleep(gap);
+                    }
+                }
+                Some(_) => {}
+                None if self.sched.queued() > 0 => {
+                    return Err(format!(
+                        "policy '{}' holds {} request(s) with none in flight and no timer: stalled",
+                        self.sched.id(),
+                        self.sched.queued()
+                    ))
+                }
+                None => {}
+            }
+            return Ok(());
+        }
+        if self.poll {
+            self.ring.submit().map_err(|e| format!("io_uring submit: {e}"))?;
+            return Ok(());
+        }
+        let result = match deadline {
+            Some(d) if d > now => {
+                let gap = (d - now).0;
+                let ts = types::Timespec::new().sec(gap / 1_000_000_000).nsec((gap % 1_000_000_000) as u32);
+                let args = types::SubmitArgs::new().timespec(&ts);
+                self.ring.submitter().submit_with_args(1, &args)
+            }
+            Some(_) => self.ring.submit(),
+            None => self.ring.submit_and_wait(1),
+        };
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) if e.raw_os_error() == Some(libc::ETIME) || e.raw_os_error() == Some(libc::EINTR) => Ok(()),
+            Err(e) => Err(format!("io_uring wait: {e}")),
+        }
+    }
+
+    fn poll_clone(&mut self, c: u32, now: Nanos) {
+        self.clones[c as usize].kick = false;
+        loop {
+            self.batch.clear();
+            let clone = &mut self.clones[c as usize];
+            match clone.driver.poll(now, &mut self.batch) {
+                Poll::Ready => {
+                    let units = std::mem::take(&mut self.batch);
+                    for u in &units {
+                        self.issue(c, *u, now);
+                    }
+                    self.batch = units;
+                }
+                Poll::WaitUntil(t) => {
+                    clone.wake_at = Some(t);
+                    return;
+                }
+                Poll::Blocked => {
+                    clone.wake_at = None;
+                    return;
+                }
+                Poll::Finished => {
+                    clone.done = true;
+                    clone.wake_at = None;
+                    let end = clone.driver.finished_at().unwrap_or(now);
+                    clone.stats.runtime = end.saturating_sub(clone.driver.ramp_end());
+                    return;
+                }
+            }
+        }
+    }
+
+    fn alloc_slot(&mut self) -> u32 {
+        if let Some(s) = self.free.pop() {
+            return s;
+        }
+        self.slots.push(Slot {
+            rq: Request::read(0, 0),
+            clone: 0,
+            op: Op::Read,
+            len: 0,
+            offset: 0,
+            created: Nanos::ZERO,
+            inserted: Nanos::ZERO,
+            dispatched: Nanos::ZERO,
+            buf: AlignedBuf::new(self.max_bs),
+            merged_next: NONE,
+            generation: 0,
+            state: State::Free,
+            iov: Vec::new(),
+        });
+        (self.slots.len() - 1) as u32
+    }
+
+    fn issue(&mut self, c: u32, unit: IoUnit, now: Nanos) {
+        let slot = self.alloc_slot();
+        self.requests += 1;
+        let clone = &mut self.clones[c as usize];
+        clone.stats.record_issue_depth(clone.driver.inflight());
+        let s = &mut self.slots[slot as usize];
+        s.generation = s.generation.wrapping_add(1);
+        if unit.op == Op::Write && clone.verify {
+            let generation = clone.next_generation;
+            clone.next_generation += 1;
+            verify::fill(s.buf.slice_mut(unit.len_bytes as usize), unit.offset_bytes, generation);
+            clone.written.insert(unit.offset_bytes, (unit.len_bytes, generation));
+        }
+        s.rq = Request {
+            id: RequestId(u64::from(slot) | (u64::from(s.generation) << 32)),
+            op: unit.op,
+            offset_bytes: unit.offset_bytes,
+            len_bytes: unit.len_bytes,
+            sync: unit.op != Op::Write || clone.write_sync,
+            fua: clone.driver.fua() && unit.op == Op::Write,
+            prio: clone.prio,
+            nice: clone.nice,
+            job: c,
+            tenant: clone.tenant,
+            tenant_weight: clone.weight,
+            submit_time: now,
+        };
+        s.clone = c;
+        s.op = unit.op;
+        s.len = unit.len_bytes;
+        s.offset = unit.offset_bytes;
+        s.created = now;
+        s.inserted = now;
+        s.merged_next = NONE;
+        s.state = State::Queued;
+        let rq = s.rq;
+        match self.sched.insert(rq, now) {
+            Inserted::Queued => {}
+            Inserted::MergedInto(parent) => {
+                let p = parent.0 as u32;
+                let mut tail = slot;
+                while self.slots[tail as usize].merged_next != NONE {
+                    tail = self.slots[tail as usize].merged_next;
+                }
+                self.slots[tail as usize].merged_next = self.slots[p as usize].merged_next;
+                self.slots[p as usize].merged_next = slot;
+                self.slots[slot as usize].state = State::Merged;
+            }
+        }
+    }
+
+    fn kick(&mut self, now: Nanos) {
+        while self.in_ring < self.ring_entries {
+            let view = DeviceView { inflight: self.in_ring, queue_depth: self.ring_entries };
+            let Some(rq) = self.sched.dispatch(now, view) else { break };
+            let slot = rq.id.0 as u32;
+            self.slots[slot as usize].rq = rq;
+            self.slots[slot as usize].dispatched = now;
+            self.slots[slot as usize].state = State::InRing;
+            let sqe = self.build_sqe(slot);
+            // SAFETY: the buffers and iovecs the SQE points to live in the slot, which is
+            // not reused until its CQE is reaped.
+            unsafe {
+                while self.ring.submission().push(&sqe).is_err() {
+                    self.ring.submit().expect("submit to make room");
+                }
+            }
+            self.in_ring += 1;
+            self.max_in_ring = self.max_in_ring.max(self.in_ring);
+        }
+    }
+
+    fn build_sqe(&mut self, slot: u32) -> squeue::Entry {
+        let s = &self.slots[slot as usize];
+        let clone = &self.clones[s.clone as usize];
+        let fd = types::Fd(self.targets[clone.target].0);
+        let ioprio = s.rq.prio.to_raw();
+        let entry = match s.op {
+            Op::Flush => {
+                let flags = if clone.datasync { types::FsyncFlags::DATASYNC } else { types::FsyncFlags::empty() };
+                opcode::Fsync::new(fd).flags(flags).build()
+            }
+            Op::Read | Op::Write => {
+                if s.merged_next == NONE {
+                    let ptr = s.buf.ptr;
+                    if s.op == Op::Read {
+                        opcode::Read::new(fd, ptr, s.len).offset(s.offset).ioprio(ioprio).build()
+                    } else {
+                        let flags = if s.rq.fua { libc::RWF_DSYNC } else { 0 };
+                        opcode::Write::new(fd, ptr, s.len).offset(s.offset).ioprio(ioprio).rw_flags(flags).build()
+                    }
+                } else {
+                    // a merged request: one vectored I/O over the members' buffers
+                    let mut members = Vec::new();
+                    let mut m = slot;
+                    while m != NONE {
+                        let ms = &self.slots[m as usize];
+                        members.push((ms.offset, ms.buf.ptr, ms.len));
+                        m = ms.merged_next;
+                    }
+                    members.sort_by_key(|m| m.0);
+                    let start = members[0].0;
+                    let iov: Vec<libc::iovec> =
+                        members.iter().map(|(_, p, l)| libc::iovec { iov_base: *p as *mut libc::c_void, iov_len: *l as usize }).collect();
+                    let op = s.op;
+                    let fua = s.rq.fua;
+                    let sm = &mut self.slots[slot as usize];
+                    sm.iov = iov;
+                    let (ptr, n) = (sm.iov.as_ptr(), sm.iov.len() as u32);
+                    if op == Op::Read {
+                        opcode::Readv::new(fd, ptr, n).offset(start).ioprio(ioprio).build()
+                    } else {
+                        let flags = if fua { libc::RWF_DSYNC } else { 0 };
+                        opcode::Writev::new(fd, ptr, n).offset(start).ioprio(ioprio).rw_flags(flags).build()
+                    }
+                }
+            }
+            Op::Discard => opcode::Nop::new().build(),
+        };
+        entry.user_data(u64::from(slot))
+    }
+
+    fn reap(&mut self) {
+        let done: Vec<(u32, i32)> = self.ring.completion().map(|c| (c.user_data() as u32, c.result())).collect();
+        if done.is_empty() {
+            return;
+        }
+        let now = self.now();
+        for (slot, result) in done {
+            let expected: i64 = {
+                let mut n = 0i64;
+                let mut m = slot;
+                while m != NONE {
+                    n += i64::from(self.slots[m as usize].len);
+                    m = self.slots[m as usize].merged_next;
+                }
+                n
+            };
+            let s = &self.slots[slot as usize];
+            if result < 0 {
+                self.io_errors.push(format!(
+                    "{} at offset {}: {}",
+                    s.op.name(),
+                    s.offset,
+                    std::io::Error::from_raw_os_error(-result)
+                ));
+            } else if s.op.is_data() && i64::from(result) != expected {
+                self.io_errors.push(format!("{} at offset {}: short I/O ({result} of {expected} bytes)", s.op.name(), s.offset));
+            }
+            self.complete(slot, now);
+        }
+        for i in 0..self.clones.len() {
+            let n = std::mem::take(&mut self.clones[i].completed_now);
+            if n > 0 {
+                self.clones[i].stats.record_complete_batch(n);
+            }
+        }
+    }
+
+    fn complete(&mut self, slot: u32, now: Nanos) {
+        self.in_ring -= 1;
+        let rq = self.slots[slot as usize].rq;
+        let dispatched = self.slots[slot as usize].dispatched;
+        self.sched.complete(&Completion { rq: &rq, dispatched_at: dispatched, now, dispatched_by_policy: true });
+        let mut m = slot;
+        while m != NONE {
+            let next = self.slots[m as usize].merged_next;
+            let (c, op, len, created, inserted) = {
+                let s = &self.slots[m as usize];
+                (s.clone, s.op, s.len, s.created, s.inserted)
+            };
+            let clone = &mut self.clones[c as usize];
+            clone.driver.on_complete(now);
+            clone.kick = true;
+            clone.completed_now += 1;
+            let ramp_end = clone.driver.ramp_end();
+            if now >= ramp_end {
+                let latency = now - created;
+                let (slat, clat) =
+                    if clone.sync_engine { (None, latency) } else { (Some(inserted - created), latency - (inserted - created)) };
+                clone.stats.record(op, u64::from(len), slat, clat, now - ramp_end);
+            } else {
+                clone.stats.ramp_dropped += 1;
+            }
+            let s = &mut self.slots[m as usize];
+            s.state = State::Free;
+            s.merged_next = NONE;
+            s.iov.clear();
+            self.free.push(m);
+            m = next;
+        }
+    }
+
+    /// Reads back what verify jobs wrote (or, for verify_only, their whole region) and
+    /// checks every block's header.
+    fn verify_phase(&mut self) -> Result<(Vec<String>, u64), String> {
+        let mut errors = Vec::new();
+        let mut checked = 0u64;
+        for i in 0..self.clones.len() {
+            let c = &self.clones[i];
+            if !c.verify || !(c.do_verify || c.verify_only) {
+                continue;
+            }
+            let bs = c.driver.spec.bs[Op::Write.index()].min() as u64;
+            let list: Vec<(u64, u32, Option<u64>)> = if c.verify_only {
+                (0..c.region.len / bs).map(|k| (c.region.start + k * bs, bs as u32, None)).collect()
+            } else {
+                c.written.iter().map(|(&off, &(len, g))| (off, len, Some(g))).collect()
+            };
+            let fd = types::Fd(self.targets[c.target].0);
+            let path = self.targets[c.target].1.display().to_string();
+            let depth = 16usize;
+            let bufs: Vec<AlignedBuf> = (0..depth).map(|_| AlignedBuf::new(self.max_bs)).collect();
+            for chunk in list.chunks(depth) {
+                for (k, (off, len, _)) in chunk.iter().enumerate() {
+                    let sqe = opcode::Read::new(fd, bufs[k].ptr, *len).offset(*off).build().user_data(k as u64);
+                    // SAFETY: bufs[k] outlives the wait below.
+                    unsafe {
+                        self.ring.submission().push(&sqe).map_err(|_| "verify: submission queue full".to_string())?;
+                    }
+                }
+                self.ring.submit_and_wait(chunk.len()).map_err(|e| format!("verify: {e}"))?;
+                let results: Vec<(usize, i32)> = self.ring.completion().map(|c| (c.user_data() as usize, c.result())).collect();
+                for (k, res) in results {
+                    let (off, len, gen) = chunk[k];
+                    checked += 1;
+                    if res != len as i32 {
+                        errors.push(format!("verify: {path}: read of block at offset {off} failed ({res})"));
+                        continue;
+                    }
+                    if let Err(e) = verify::check(bufs[k].slice(len as usize), off, gen) {
+                        errors.push(format!("verify: {path}: {e}"));
+                    }
+                }
+            }
+        }
+        Ok((errors, checked))
+    }
+}

@@ -1,0 +1,99 @@
+//! nvsched's real-device engine: the same job drivers and scheduling policies as the
+//! simulator, in front of io_uring with O_DIRECT. One thread runs one event loop: job
+//! drivers decide what to issue, the policy orders and admits requests in user space
+//! (`insert`/`dispatch`/`complete`/`next_wakeup`), admitted requests become SQEs, and CQEs
+//! complete them. Timers use a bounded wait in `io_uring_enter`, not busy polling (unless
+//! `poll` is set).
+
+#[cfg(target_os = "linux")]
+mod engine;
+pub mod targets;
+pub mod verify;
+
+#[cfg(target_os = "linux")]
+pub use engine::run;
+
+use nvsched_core::Nanos;
+use nvsched_policy::PolicyReport;
+use nvsched_report::JobStats;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// How to run on real devices.
+#[derive(Clone, Debug)]
+pub struct UringOptions {
+    /// Submission/completion ring size: the most requests in flight at the device.
+    pub ring_entries: u32,
+    /// Busy-poll for completions instead of sleeping in the kernel.
+    pub poll: bool,
+    pub safety: targets::Safety,
+    /// Keep files nvsched created (default: remove them at the end).
+    pub keep_files: bool,
+    pub seed: u64,
+}
+
+impl Default for UringOptions {
+    fn default() -> Self {
+        UringOptions { ring_entries: 256, poll: false, safety: targets::Safety::default(), keep_files: false, seed: 0 }
+    }
+}
+
+/// One job clone's results.
+#[derive(Clone, Debug)]
+pub struct CloneOutcome {
+    pub job_index: usize,
+    pub clone: u32,
+    pub reporting_group: u32,
+    pub tenant: u32,
+    pub stats: JobStats,
+}
+
+/// A target the run used.
+#[derive(Clone, Debug)]
+pub struct TargetInfo {
+    pub path: PathBuf,
+    pub block_device: bool,
+    pub created: bool,
+    pub kernel_scheduler: Option<String>,
+    pub size: u64,
+}
+
+/// What a real-device run did.
+#[derive(Clone, Debug)]
+pub struct UringOutcome {
+    pub clones: Vec<CloneOutcome>,
+    pub end: Nanos,
+    pub policy: PolicyReport,
+    pub policy_id: &'static str,
+    pub requests: u64,
+    /// Most requests in the ring at once (the device queue the policy controls).
+    pub max_in_ring: u32,
+    pub io_errors: Vec<String>,
+    pub verify_errors: Vec<String>,
+    pub verified_blocks: u64,
+    pub kernel: String,
+    pub targets: Vec<TargetInfo>,
+    pub cpu_user: Duration,
+    pub cpu_sys: Duration,
+    pub tenants: Vec<(String, u32)>,
+}
+
+impl UringOutcome {
+    /// CPU time (user + system) per completed request.
+    pub fn cpu_per_io(&self) -> Duration {
+        let n = self.requests.max(1) as u32;
+        (self.cpu_user + self.cpu_sys) / n
+    }
+}
+
+/// Whether io_uring works here (for tests that need it): `Err` says why not.
+pub fn available() -> Result<(), String> {
+    #[cfg(target_os = "linux")]
+    {
+        io_uring::IoUring::new(8).map(|_| ()).map_err(|e| format!("io_uring unavailable: {e}"))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err("io_uring needs Linux".into())
+    }
+}

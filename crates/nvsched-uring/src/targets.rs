@@ -1,0 +1,146 @@
+//! The files and block devices jobs run on: creation and layout like fio, and the safety
+//! rules (never write to a block device or a file nvsched did not create without
+//! `--allow-destructive`; never touch a mounted block device).
+
+
+use std::fs::{File, OpenOptions};
+use std::io::Write;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+/// An open target.
+#[derive(Debug)]
+pub struct Target {
+    pub path: PathBuf,
+    pub file: File,
+    pub size: u64,
+    pub block_device: bool,
+    /// nvsched created it in this run (and removes it unless asked to keep it).
+    pub created: bool,
+    pub writes: bool,
+}
+
+impl Target {
+    pub fn fd(&self) -> i32 {
+        self.file.as_raw_fd()
+    }
+}
+
+/// What a run may do to a target.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Safety {
+    pub allow_destructive: bool,
+}
+
+fn is_mounted(dev: &Path) -> bool {
+    let Ok(mounts) = std::fs::read_to_string("/proc/self/mounts") else { return false };
+    let Ok(canonical) = std::fs::canonicalize(dev) else { return false };
+    let name = canonical.to_string_lossy().into_owned();
+    mounts.lines().filter_map(|l| l.split_whitespace().next()).any(|src| {
+        std::fs::canonicalize(src).map(|c| c.to_string_lossy().into_owned()).is_ok_and(|c| c == name || c.starts_with(&name))
+    })
+}
+
+fn block_device_size(file: &File) -> std::io::Result<u64> {
+    let mut size: u64 = 0;
+    // BLKGETSIZE64 = _IOR(0x12, 114, size_t)
+    const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+    // SAFETY: the ioctl writes one u64 into `size`, which outlives the call.
+    let r = unsafe { libc::ioctl(file.as_raw_fd(), BLKGETSIZE64, &mut size as *mut u64) };
+    if r != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(size)
+}
+
+/// Opens (creating and laying out if needed) a target of at least `size` bytes.
+pub fn open(path: &Path, size: u64, writes: bool, safety: Safety) -> Result<Target, String> {
+    let meta = std::fs::metadata(path);
+    let exists = meta.is_ok();
+    let block = meta.as_ref().is_ok_and(|m| m.file_type().is_block_device());
+    if block && is_mounted(path) {
+        return Err(format!("refusing to use '{}': the block device (or a partition of it) is mounted", path.display()));
+    }
+    if writes && exists && !safety.allow_destructive {
+        let what = if block { "a block device" } else { "a file nvsched did not create" };
+        return Err(format!(
+            "refusing to write to '{}': it is {what}; its data would be overwritten. Pass --allow-destructive if that is intended",
+            path.display()
+        ));
+    }
+    if !exists && path.to_string_lossy().starts_with("/dev/") {
+        return Err(format!("'{}' does not exist", path.display()));
+    }
+    let created = !exists;
+    if created {
+        layout(path, size)?;
+    }
+    let mut opts = OpenOptions::new();
+    opts.read(true).write(writes).custom_flags(libc::O_DIRECT);
+    let file = opts.open(path).map_err(|e| format!("cannot open '{}' with O_DIRECT: {e}", path.display()))?;
+    let actual = if block {
+        block_device_size(&file).map_err(|e| format!("{}: size: {e}", path.display()))?
+    } else {
+        file.metadata().map_err(|e| e.to_string())?.len()
+    };
+    if actual < size {
+        return Err(format!("'{}' holds {actual} bytes but the jobs need {size}", path.display()));
+    }
+    Ok(Target { path: path.to_path_buf(), file, size: actual, block_device: block, created, writes })
+}
+
+/// Creates the file and writes it completely (as fio lays out files), with
+/// pseudo-random data so reads are not served from sparse holes.
+fn layout(path: &Path, size: u64) -> Result<(), String> {
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| format!("cannot create '{}': {e}", path.display()))?;
+    let chunk = 1 << 20;
+    let mut buf = vec![0u8; chunk];
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut left = size;
+    while left > 0 {
+        for b in buf.chunks_mut(8) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let bytes = x.to_le_bytes();
+            b.copy_from_slice(&bytes[..b.len()]);
+        }
+        let n = left.min(chunk as u64) as usize;
+        f.write_all(&buf[..n]).map_err(|e| format!("cannot lay out '{}': {e}", path.display()))?;
+        left -= n as u64;
+    }
+    f.sync_all().map_err(|e| e.to_string())
+}
+
+/// The kernel I/O scheduler of the device holding `path` (`/sys/.../queue/scheduler`).
+pub fn kernel_scheduler(path: &Path) -> Option<String> {
+    let meta = std::fs::metadata(path).ok()?;
+    use std::os::unix::fs::MetadataExt;
+    let dev = if meta.file_type().is_block_device() { meta.rdev() } else { meta.dev() };
+    let (major, minor) = (libc::major(dev), libc::minor(dev));
+    let base = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    for q in [base.join("queue/scheduler"), base.join("../queue/scheduler")] {
+        if let Ok(s) = std::fs::read_to_string(q) {
+            return s.split_whitespace().find(|w| w.starts_with('[')).map(|w| w.trim_matches(['[', ']']).to_string());
+        }
+    }
+    None
+}
+
+/// `uname -r`.
+pub fn kernel_release() -> String {
+    // SAFETY: uname fills the zeroed struct; the release field is NUL-terminated.
+    unsafe {
+        let mut u: libc::utsname = std::mem::zeroed();
+        if libc::uname(&mut u) == 0 {
+            return std::ffi::CStr::from_ptr(u.release.as_ptr()).to_string_lossy().into_owned();
+        }
+    }
+    "unknown".into()
+}
+
