@@ -1,0 +1,149 @@
+//! The io_uring engine on temporary files: safety, verify, K2's bound in the ring.
+//! Skips (saying why) where the kernel refuses io_uring.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn skip() -> bool {
+    match nvsched_uring::available() {
+        Ok(()) => false,
+        Err(why) => {
+            eprintln!("SKIPPED: {why}");
+            true
+        }
+    }
+}
+
+fn dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("nvsched-uring-{}-{}", std::process::id(), rand_suffix()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn rand_suffix() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().subsec_nanos() as u64
+}
+
+fn nvsched(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nvsched")).args(args).output().unwrap()
+}
+
+fn write_job(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, body).unwrap();
+    p
+}
+
+fn checksum(p: &Path) -> u32 {
+    crc32c::crc32c(&std::fs::read(p).unwrap())
+}
+
+#[test]
+fn refuses_to_write_an_existing_file_and_leaves_it_unchanged() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let data = d.join("precious.dat");
+    std::fs::write(&data, vec![7u8; 1 << 20]).unwrap();
+    let before = checksum(&data);
+    let job = write_job(&d, "w.fio", &format!("[w]\nfilename={}\nsize=1m\nrw=randwrite\nbs=4k\ndirect=1\n", data.display()));
+    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("refusing to write to") && err.contains("--allow-destructive"), "{err}");
+    assert_eq!(checksum(&data), before, "the file is unchanged");
+    // reading it is fine
+    let job = write_job(&d, "r.fio", &format!("[r]\nfilename={}\nsize=1m\nrw=randread\nbs=4k\ndirect=1\n", data.display()));
+    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "-q"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(checksum(&data), before);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn refuses_a_mounted_block_device() {
+    if skip() {
+        return;
+    }
+    // the device holding / is mounted on any machine that runs this test
+    let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
+    let Some(dev) = mounts.lines().filter_map(|l| {
+        let mut f = l.split_whitespace();
+        let (src, dst) = (f.next()?, f.next()?);
+        (dst == "/" && src.starts_with("/dev/")).then(|| src.to_string())
+    }).next() else {
+        eprintln!("SKIPPED: / is not on a /dev block device here");
+        return;
+    };
+    let d = dir();
+    let job = write_job(&d, "r.fio", &format!("[r]\nfilename={dev}\nrw=randread\nbs=4k\ndirect=1\nruntime=1\ntime_based\n"));
+    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "--allow-destructive"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8(out.stderr).unwrap().contains("is mounted"));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn verify_passes_then_catches_a_corrupted_block() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let data = d.join("v.dat");
+    let body = |extra: &str| format!("[v]\nfilename={}\nsize=4m\nrw=write\nbs=4k\ndirect=1\nioengine=io_uring\niodepth=8\nverify=crc32c\n{extra}", data.display());
+    // write + verify in one run
+    let job = write_job(&d, "wv.fio", &body(""));
+    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "--output-format=json", "-q"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["nvsched"]["engine_counters"]["verified_blocks"], 1024);
+    assert!(!data.exists(), "the file nvsched created is removed");
+    // write, keep, corrupt one block, verify only
+    let job = write_job(&d, "w.fio", &body("do_verify=0\n"));
+    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "--keep-files", "-q"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let mut bytes = std::fs::read(&data).unwrap();
+    let bad = 4096 * 37;
+    bytes[bad + 100] ^= 0xff;
+    std::fs::write(&data, &bytes).unwrap();
+    let job = write_job(&d, "c.fio", &body("verify_only=1\n"));
+    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "-q"]);
+    assert_ne!(out.status.code(), Some(0));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains(&format!("block at offset {bad}")) && err.contains("crc32c mismatch"), "{err}");
+    assert!(err.contains("verify failed: 1 bad block"), "{err}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn k2_keeps_no_more_than_its_bound_in_the_ring() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let data = d.join("k2.dat");
+    let job = write_job(
+        &d,
+        "k2.fio",
+        &format!(
+            "[global]\nfilename={}\nsize=64m\ndirect=1\nbs=4k\nrw=randread\nruntime=2\ntime_based\n\
+             [rt]\nioengine=psync\nprioclass=1\nthinktime=2000\n[be]\nioengine=io_uring\niodepth=32\nnumjobs=3\n",
+            data.display()
+        ),
+    );
+    for (sched, bound) in [("k2:bound=1", 1), ("k2:bound=4", 4)] {
+        let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "--sched", sched, "--output-format=json", "-q"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["nvsched"]["engine_counters"]["max_in_ring"], bound, "{sched}");
+        assert_eq!(v["nvsched"]["engine"], "uring");
+        assert!(v["jobs"][0]["read"]["clat_ns"]["percentile"]["99.900000"].as_u64().unwrap() > 0);
+        assert!(v["nvsched"]["kernel"].as_str().unwrap().len() > 1);
+    }
+    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "--output-format=json", "-q"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["nvsched"]["engine_counters"]["max_in_ring"].as_u64().unwrap() > 4, "none fills the ring");
+    std::fs::remove_dir_all(&d).unwrap();
+}
