@@ -196,7 +196,16 @@ fn cleanup(targets: &[Target], keep: bool) {
 }
 
 fn run_on(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions, targets: &[Target]) -> Result<UringOutcome, String> {
-    let ring = IoUring::builder().build(opts.ring_entries.max(8)).map_err(|e| format!("io_uring setup: {e}"))?;
+    // One thread submits and reaps: completions need no interrupting task work
+    // (COOP_TASKRUN), and the kernel may skip issuer checks (SINGLE_ISSUER). Older
+    // kernels refuse the flags: fall back to a plain ring.
+    let entries = opts.ring_entries.max(8);
+    let ring = IoUring::builder()
+        .setup_coop_taskrun()
+        .setup_single_issuer()
+        .build(entries)
+        .or_else(|_| IoUring::new(entries))
+        .map_err(|e| format!("io_uring setup: {e}"))?;
     let mut clones = Vec::new();
     let mut phases: Vec<Vec<u32>> = vec![Vec::new()];
     let mut tenants: Vec<(String, u32)> = Vec::new();
