@@ -1,11 +1,23 @@
 # nvsched — the two commands of the quick start, and a few more.
 #
-#   make demo    the main job: the K2 mix under `none` and under K2 (bound 1)
+#   make repro   the main job: the K2 analysis reproduced on the 970 EVO Plus profile (quick)
 #   make test    every test (what .ci/run runs)
 
 CARGO ?= cargo
 
-.PHONY: demo test lint bench fuzz
+.PHONY: repro repro-full repro-all demo test lint bench fuzz
+
+repro:
+	$(CARGO) build --release
+	./target/release/nvsched repro k2-analysis --quick
+
+repro-full:
+	$(CARGO) build --release
+	./target/release/nvsched repro k2-analysis
+
+repro-all:
+	$(CARGO) build --release
+	./target/release/nvsched repro all --quick
 
 demo:
 	$(CARGO) build --release

@@ -11,7 +11,7 @@ use nvsched_report::JobStats;
 use nvsched_workload::{EngineKind, IoUnit, JobDriver, JobSpec, Poll, Region, SizeOrPercent};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -119,6 +119,7 @@ struct Engine {
     requests: u64,
     io_errors: Vec<String>,
     batch: Vec<IoUnit>,
+    waits: u64,
 }
 
 fn usage() -> (Duration, Duration) {
@@ -195,7 +196,12 @@ fn cleanup(targets: &[Target], keep: bool) {
     }
 }
 
-fn run_on(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions, targets: &[Target]) -> Result<UringOutcome, String> {
+fn run_on(
+    jobs: &[JobSpec],
+    scheduler: Box<dyn Scheduler>,
+    opts: &UringOptions,
+    targets: &[Target],
+) -> Result<UringOutcome, String> {
     // One thread submits and reaps: completions need no interrupting task work
     // (COOP_TASKRUN), and the kernel may skip issuer checks (SINGLE_ISSUER). Older
     // kernels refuse the flags: fall back to a plain ring.
@@ -235,7 +241,7 @@ fn run_on(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions, 
         for clone in 0..spec.numjobs {
             ordinal += 1;
             let name = file_name(spec, clone);
-            let target = targets.iter().position(|t| t.path == PathBuf::from(&name)).expect("opened above");
+            let target = targets.iter().position(|t| t.path.as_path() == Path::new(&name)).expect("opened above");
             let t = &targets[target];
             let offset = spec.offset.resolve(t.size) + spec.offset_increment * u64::from(clone);
             if offset >= t.size {
@@ -245,7 +251,8 @@ fn run_on(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions, 
             let region = Region { start: offset, len };
             let seed = mix64(spec.randseed ^ mix64(ordinal)) ^ mix64(opts.seed.wrapping_add(0x5eed));
             let driver = JobDriver::new(arc.clone(), clone, region, seed)?;
-            let mut stats = JobStats::new(spec.name.clone(), reporting_group, spec.percentile_list.clone(), spec.iodepth);
+            let mut stats =
+                JobStats::new(spec.name.clone(), reporting_group, spec.percentile_list.clone(), spec.iodepth);
             stats.job_options = spec.job_options.clone();
             stats.description = spec.description.clone();
             phases.last_mut().expect("one phase").push(clones.len() as u32);
@@ -304,6 +311,7 @@ fn run_on(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions, 
         requests: 0,
         io_errors: Vec::new(),
         batch: Vec::with_capacity(64),
+        waits: 0,
     };
     e.event_loop()?;
     let end = e.now();
@@ -326,6 +334,7 @@ fn run_on(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions, 
         policy_id: e.sched.id(),
         requests: e.requests,
         max_in_ring: e.max_in_ring,
+        waits: e.waits,
         io_errors: e.io_errors,
         verify_errors,
         verified_blocks,
@@ -362,7 +371,9 @@ impl Engine {
         self.start_phase(0, Nanos::ZERO);
         loop {
             let now = self.now();
-            while self.phase < self.phases.len() && self.phases[self.phase].iter().all(|&c| self.clones[c as usize].done) {
+            while self.phase < self.phases.len()
+                && self.phases[self.phase].iter().all(|&c| self.clones[c as usize].done)
+            {
                 self.start_phase(self.phase + 1, now);
             }
             for i in 0..self.clones.len() {
@@ -375,13 +386,8 @@ impl Engine {
             if self.phase >= self.phases.len() && self.in_ring == 0 && self.sched.queued() == 0 {
                 return Ok(());
             }
-            let deadline = self
-                .clones
-                .iter()
-                .filter(|c| !c.done)
-                .filter_map(|c| c.wake_at)
-                .chain(self.sched.next_wakeup())
-                .min();
+            let deadline =
+                self.clones.iter().filter(|c| !c.done).filter_map(|c| c.wake_at).chain(self.sched.next_wakeup()).min();
             self.wait(now, deadline)?;
             self.reap();
         }
@@ -418,6 +424,7 @@ impl Engine {
             self.ring.submit().map_err(|e| format!("io_uring submit: {e}"))?;
             return Ok(());
         }
+        self.waits += 1;
         let result = match deadline {
             Some(d) if d > now => {
                 let gap = (d - now).0;
@@ -591,8 +598,10 @@ impl Engine {
                     }
                     members.sort_by_key(|m| m.0);
                     let start = members[0].0;
-                    let iov: Vec<libc::iovec> =
-                        members.iter().map(|(_, p, l)| libc::iovec { iov_base: *p as *mut libc::c_void, iov_len: *l as usize }).collect();
+                    let iov: Vec<libc::iovec> = members
+                        .iter()
+                        .map(|(_, p, l)| libc::iovec { iov_base: *p as *mut libc::c_void, iov_len: *l as usize })
+                        .collect();
                     let op = s.op;
                     let fua = s.rq.fua;
                     let sm = &mut self.slots[slot as usize];
@@ -611,13 +620,18 @@ impl Engine {
         entry.user_data(u64::from(slot))
     }
 
+    /// Completes what the kernel finished. Each completion is followed at once by the
+    /// requests it lets the jobs and the policy issue, submitted right away (as fio does
+    /// with iodepth_batch_submit=1), so the device is not left idle while the rest of a
+    /// burst of completions is processed.
     fn reap(&mut self) {
         let done: Vec<(u32, i32)> = self.ring.completion().map(|c| (c.user_data() as u32, c.result())).collect();
         if done.is_empty() {
             return;
         }
-        let now = self.now();
+
         for (slot, result) in done {
+            let now = self.now();
             let expected: i64 = {
                 let mut n = 0i64;
                 let mut m = slot;
@@ -636,9 +650,22 @@ impl Engine {
                     std::io::Error::from_raw_os_error(-result)
                 ));
             } else if s.op.is_data() && i64::from(result) != expected {
-                self.io_errors.push(format!("{} at offset {}: short I/O ({result} of {expected} bytes)", s.op.name(), s.offset));
+                self.io_errors.push(format!(
+                    "{} at offset {}: short I/O ({result} of {expected} bytes)",
+                    s.op.name(),
+                    s.offset
+                ));
             }
+            let clone = self.slots[slot as usize].clone;
             self.complete(slot, now);
+            if !self.clones[clone as usize].done {
+                self.poll_clone(clone, now);
+            }
+            let before = self.in_ring;
+            self.kick(now);
+            if self.in_ring > before {
+                let _ = self.ring.submit();
+            }
         }
         for i in 0..self.clones.len() {
             let n = std::mem::take(&mut self.clones[i].completed_now);
@@ -667,8 +694,11 @@ impl Engine {
             let ramp_end = clone.driver.ramp_end();
             if now >= ramp_end {
                 let latency = now - created;
-                let (slat, clat) =
-                    if clone.sync_engine { (None, latency) } else { (Some(inserted - created), latency - (inserted - created)) };
+                let (slat, clat) = if clone.sync_engine {
+                    (None, latency)
+                } else {
+                    (Some(inserted - created), latency - (inserted - created))
+                };
                 clone.stats.record(op, u64::from(len), slat, clat, now - ramp_end);
             } else {
                 clone.stats.ramp_dropped += 1;
@@ -711,7 +741,8 @@ impl Engine {
                     }
                 }
                 self.ring.submit_and_wait(chunk.len()).map_err(|e| format!("verify: {e}"))?;
-                let results: Vec<(usize, i32)> = self.ring.completion().map(|c| (c.user_data() as usize, c.result())).collect();
+                let results: Vec<(usize, i32)> =
+                    self.ring.completion().map(|c| (c.user_data() as usize, c.result())).collect();
                 for (k, res) in results {
                     let (off, len, gen) = chunk[k];
                     checked += 1;

@@ -2,7 +2,6 @@
 //! rules (never write to a block device or a file nvsched did not create without
 //! `--allow-destructive`; never touch a mounted block device).
 
-
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -38,7 +37,9 @@ fn is_mounted(dev: &Path) -> bool {
     let Ok(canonical) = std::fs::canonicalize(dev) else { return false };
     let name = canonical.to_string_lossy().into_owned();
     mounts.lines().filter_map(|l| l.split_whitespace().next()).any(|src| {
-        std::fs::canonicalize(src).map(|c| c.to_string_lossy().into_owned()).is_ok_and(|c| c == name || c.starts_with(&name))
+        std::fs::canonicalize(src)
+            .map(|c| c.to_string_lossy().into_owned())
+            .is_ok_and(|c| c == name || c.starts_with(&name))
     })
 }
 
@@ -60,7 +61,10 @@ pub fn open(path: &Path, size: u64, writes: bool, safety: Safety) -> Result<Targ
     let exists = meta.is_ok();
     let block = meta.as_ref().is_ok_and(|m| m.file_type().is_block_device());
     if block && is_mounted(path) {
-        return Err(format!("refusing to use '{}': the block device (or a partition of it) is mounted", path.display()));
+        return Err(format!(
+            "refusing to use '{}': the block device (or a partition of it) is mounted",
+            path.display()
+        ));
     }
     if writes && exists && !safety.allow_destructive {
         let what = if block { "a block device" } else { "a file nvsched did not create" };
@@ -143,4 +147,3 @@ pub fn kernel_release() -> String {
     }
     "unknown".into()
 }
-
