@@ -94,9 +94,9 @@ pub fn open(path: &Path, size: u64, writes: bool, safety: Safety) -> Result<Targ
     Ok(Target { path: path.to_path_buf(), file, size: actual, block_device: block, created, writes })
 }
 
-/// Creates the file and writes it completely (as fio lays out files), with
+/// Creates a new file and writes it completely (as fio lays out files), with
 /// pseudo-random data so reads are not served from sparse holes.
-fn layout(path: &Path, size: u64) -> Result<(), String> {
+pub fn layout(path: &Path, size: u64) -> Result<(), String> {
     let mut f = OpenOptions::new()
         .write(true)
         .create_new(true)

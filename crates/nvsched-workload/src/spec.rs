@@ -675,14 +675,20 @@ pub static OPTIONS: &[OptionDef] = &[
         Ok(())
     }),
     opt!("thread", [], true, "accepted for compatibility; no effect in nvsched", |_, v| { parse_bool(v).map(|_| ()) }),
-    opt!("verify", [], false, "crc32c: written blocks carry a checksummed header, read back and checked (uring engine)", |j, v| {
-        j.verify = match v {
-            "crc32c" | "crc32c-intel" => true,
-            "0" | "none" => false,
-            other => return Err(format!("'{other}' is not a supported verify method; accepted: crc32c, none")),
-        };
-        Ok(())
-    }),
+    opt!(
+        "verify",
+        [],
+        false,
+        "crc32c: written blocks carry a checksummed header, read back and checked (uring engine)",
+        |j, v| {
+            j.verify = match v {
+                "crc32c" | "crc32c-intel" => true,
+                "0" | "none" => false,
+                other => return Err(format!("'{other}' is not a supported verify method; accepted: crc32c, none")),
+            };
+            Ok(())
+        }
+    ),
     opt!("do_verify", [], true, "read back and check after writing (with verify)", |j, v| {
         j.do_verify = parse_bool(v)?;
         Ok(())

@@ -4,6 +4,7 @@
 pub mod calibration;
 pub mod figures;
 pub mod metrics;
+pub mod realdev;
 pub mod repro;
 pub mod run;
 pub mod tune;

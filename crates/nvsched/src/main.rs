@@ -17,8 +17,11 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 
 /// Design, compare and tune host I/O schedulers for NVMe SSDs.
 ///
-/// nvsched runs fio job files against a simulated NVMe SSD through a pluggable host
-/// I/O scheduler and reports like fio (normal, json, json+, terse).
+/// nvsched runs fio job files against a simulated NVMe SSD (or, with --engine uring, a real
+/// device) through a pluggable host
+/// I/O scheduler and reports like fio (normal, json, json+, terse); it reproduces the
+/// papers' experiments (repro), tunes K2's bound (tune) and fits profiles to real devices
+/// (calibrate, compare).
 #[derive(Parser)]
 #[command(name = "nvsched", version, propagate_version = true, args_override_self = true)]
 struct Cli {
@@ -28,7 +31,7 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the jobs of a fio job file through a policy on a simulated device.
+    /// Run the jobs of a fio job file through a policy on a simulated (or real) device.
     Run(RunArgs),
     /// List the scheduling policies, their parameters and defaults.
     Policies,
@@ -40,6 +43,10 @@ enum Command {
     Repro(ReproArgs),
     /// Choose a policy parameter for an objective (K2's bound, by the K2 analysis' rules).
     Tune(TuneArgs),
+    /// Measure a real device (io_uring) and write a simulator profile fitted to it.
+    Calibrate(CalibrateArgs),
+    /// Run a job file on a real device and in simulation, side by side.
+    Compare(CompareArgs),
 }
 
 #[derive(Args)]
@@ -182,6 +189,46 @@ struct TuneArgs {
 }
 
 #[derive(Args)]
+struct CalibrateArgs {
+    /// File or block device to measure (a new file is created and removed afterwards).
+    #[arg(long)]
+    filename: PathBuf,
+    /// Bytes of it to use.
+    #[arg(long, default_value = "1g")]
+    size: String,
+    /// Seconds per measurement.
+    #[arg(long, default_value_t = 3)]
+    seconds: u32,
+    /// Also measure writes on an existing file or a block device (destroys its data).
+    #[arg(long)]
+    allow_destructive: bool,
+    /// Where to write the fitted profile (default: calibrated.toml).
+    #[arg(long, default_value = "calibrated.toml")]
+    output: PathBuf,
+}
+
+#[derive(Args)]
+struct CompareArgs {
+    /// fio job file (its filenames are replaced by --filename on the device).
+    jobfile: PathBuf,
+    /// File or block device to run on.
+    #[arg(long)]
+    filename: PathBuf,
+    /// Simulator profile (e.g. the output of `nvsched calibrate`).
+    #[arg(long, default_value = "calibrated.toml")]
+    device: String,
+    /// Scheduling policy for both runs, ID or ID:key=value,... (see `nvsched policies`).
+    #[arg(long, default_value = "none")]
+    sched: String,
+    /// Allow writes to an existing file or a block device (destroys its data).
+    #[arg(long)]
+    allow_destructive: bool,
+    /// Seed for the jobs' random offsets (same on both sides).
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+}
+
+#[derive(Args)]
 struct BenchArgs {
     /// Simulated seconds per benchmark run.
     #[arg(long, default_value_t = 10.0)]
@@ -203,6 +250,8 @@ fn main() -> ExitCode {
         Command::Bench(args) => cmd_bench(args),
         Command::Repro(args) => cmd_repro(args),
         Command::Tune(args) => cmd_tune(args),
+        Command::Calibrate(args) => cmd_calibrate(args),
+        Command::Compare(args) => cmd_compare(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -398,7 +447,8 @@ fn cmd_tune(args: TuneArgs) -> Result<(), String> {
 
 fn emit(text: &str, output: &Option<PathBuf>) -> Result<(), String> {
     match output {
-        Some(path) => nvsched_report::write_atomic(path, text.as_bytes()).map_err(|e| format!("cannot write '{}': {e}", path.display())),
+        Some(path) => nvsched_report::write_atomic(path, text.as_bytes())
+            .map_err(|e| format!("cannot write '{}': {e}", path.display())),
         None => {
             print!("{text}");
             Ok(())
@@ -439,6 +489,69 @@ fn cmd_run_uring(args: RunArgs) -> Result<(), String> {
     if !outcome.io_errors.is_empty() {
         return Err(format!("{} I/O error(s)", outcome.io_errors.len()));
     }
+    Ok(())
+}
+
+fn uring_opts(allow_destructive: bool, seed: u64) -> Result<nvsched_uring::UringOptions, String> {
+    nvsched_uring::available()?;
+    Ok(nvsched_uring::UringOptions {
+        safety: nvsched_uring::targets::Safety { allow_destructive },
+        seed,
+        ..nvsched_uring::UringOptions::default()
+    })
+}
+
+fn cmd_calibrate(args: CalibrateArgs) -> Result<(), String> {
+    let size = nvsched_workload::units::parse_size(&args.size, nvsched_workload::KbBase::Binary)
+        .map_err(|e| format!("--size: {e}"))?;
+    let exists = args.filename.exists();
+    let writes = !exists || args.allow_destructive;
+    if !writes {
+        eprintln!(
+            "nvsched: '{}' exists: measuring reads only (--allow-destructive to measure writes too)",
+            args.filename.display()
+        );
+    }
+    // A file that does not exist yet is created here, so the measurements may write to it
+    // (it is nvsched's own scratch file) and it is removed at the end.
+    if !exists {
+        nvsched_uring::targets::layout(&args.filename, size)?;
+    }
+    let opts = uring_opts(writes, 0)?;
+    let opts = nvsched_uring::UringOptions { keep_files: true, ..opts };
+    eprintln!(
+        "nvsched: measuring {} ({} bytes, {} s per measurement) ...",
+        args.filename.display(),
+        size,
+        args.seconds
+    );
+    let result = nvsched::realdev::measure(&args.filename, size, args.seconds, writes, &opts);
+    if !exists {
+        let _ = std::fs::remove_file(&args.filename);
+    }
+    let m = result?;
+    print!("{}", nvsched::realdev::measurements_table(&m));
+    let name = args.output.file_stem().map_or("calibrated".into(), |s| s.to_string_lossy().into_owned());
+    let toml = nvsched::realdev::fit_profile(&name, &m, size);
+    nvsched_report::write_atomic(&args.output, toml.as_bytes())
+        .map_err(|e| format!("{}: {e}", args.output.display()))?;
+    println!("\nwrote {} (use: --device {})", args.output.display(), args.output.display());
+    Ok(())
+}
+
+fn cmd_compare(args: CompareArgs) -> Result<(), String> {
+    let jobs = load_jobs(&args.jobfile, false)?;
+    let profile = load_profile(&args.device, &[]).map_err(|e| e.to_string())?;
+    let opts = uring_opts(args.allow_destructive, args.seed)?;
+    let (real, sim) = nvsched::realdev::compare(&jobs, &args.filename, &profile, &args.sched, &opts)?;
+    println!(
+        "{} under {} on {} (real, io_uring) vs {} (simulated)",
+        args.jobfile.display(),
+        args.sched,
+        args.filename.display(),
+        profile.name
+    );
+    print!("{}", nvsched::realdev::comparison_table(&real, &sim));
     Ok(())
 }
 

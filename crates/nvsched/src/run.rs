@@ -143,7 +143,13 @@ fn tenants_of(tenants: &[(String, u32)], clones: &[(u32, &JobStats)]) -> Value {
     Value::Array(out)
 }
 
-fn policy_value(spec: &str, id: &str, given: &[(String, String)], cost: nvsched_policy::HostCost, report: &nvsched_policy::PolicyReport) -> Value {
+fn policy_value(
+    spec: &str,
+    id: &str,
+    given: &[(String, String)],
+    cost: nvsched_policy::HostCost,
+    report: &nvsched_policy::PolicyReport,
+) -> Value {
     json!({
         "spec": spec,
         "id": id,
@@ -255,6 +261,7 @@ pub fn run_uring(
         json!({
             "requests": outcome.requests,
             "max_in_ring": outcome.max_in_ring,
+            "completion_waits": outcome.waits,
             "ring_entries": opts.ring_entries,
             "cpu_user_s": outcome.cpu_user.as_secs_f64(),
             "cpu_sys_s": outcome.cpu_sys.as_secs_f64(),
@@ -278,7 +285,11 @@ pub fn run_uring(
         outcome.cpu_per_io().as_secs_f64() * 1e6
     )];
     if outcome.verified_blocks > 0 || !outcome.verify_errors.is_empty() {
-        summary.push(format!("  verify: {} blocks checked, {} errors", outcome.verified_blocks, outcome.verify_errors.len()));
+        summary.push(format!(
+            "  verify: {} blocks checked, {} errors",
+            outcome.verified_blocks,
+            outcome.verify_errors.len()
+        ));
     }
     let report = RunReport {
         version: format!("nvsched-{}", crate::VERSION),

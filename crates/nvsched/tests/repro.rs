@@ -20,7 +20,8 @@ fn repro_writes_its_outputs_and_reuses_cached_runs() {
     for f in ["results.json", "report.md", "tabs-half-full.png", "tabs-half-full.svg"] {
         assert!(out.join(f).exists(), "{f}");
     }
-    let results: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let results: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
     assert_eq!(results["runs"].as_array().unwrap().len(), 10);
     assert!(results["runs"][0]["fio"]["jobs"].is_array(), "fio-compatible job JSON inside");
     assert!(results["claims"].as_array().unwrap().iter().all(|c| c["holds"].is_boolean()));

@@ -48,14 +48,16 @@ fn refuses_to_write_an_existing_file_and_leaves_it_unchanged() {
     let data = d.join("precious.dat");
     std::fs::write(&data, vec![7u8; 1 << 20]).unwrap();
     let before = checksum(&data);
-    let job = write_job(&d, "w.fio", &format!("[w]\nfilename={}\nsize=1m\nrw=randwrite\nbs=4k\ndirect=1\n", data.display()));
+    let job =
+        write_job(&d, "w.fio", &format!("[w]\nfilename={}\nsize=1m\nrw=randwrite\nbs=4k\ndirect=1\n", data.display()));
     let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring"]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("refusing to write to") && err.contains("--allow-destructive"), "{err}");
     assert_eq!(checksum(&data), before, "the file is unchanged");
     // reading it is fine
-    let job = write_job(&d, "r.fio", &format!("[r]\nfilename={}\nsize=1m\nrw=randread\nbs=4k\ndirect=1\n", data.display()));
+    let job =
+        write_job(&d, "r.fio", &format!("[r]\nfilename={}\nsize=1m\nrw=randread\nbs=4k\ndirect=1\n", data.display()));
     let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "-q"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(checksum(&data), before);
@@ -69,16 +71,21 @@ fn refuses_a_mounted_block_device() {
     }
     // the device holding / is mounted on any machine that runs this test
     let mounts = std::fs::read_to_string("/proc/self/mounts").unwrap();
-    let Some(dev) = mounts.lines().filter_map(|l| {
-        let mut f = l.split_whitespace();
-        let (src, dst) = (f.next()?, f.next()?);
-        (dst == "/" && src.starts_with("/dev/")).then(|| src.to_string())
-    }).next() else {
+    let Some(dev) = mounts
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (src, dst) = (f.next()?, f.next()?);
+            (dst == "/" && src.starts_with("/dev/")).then(|| src.to_string())
+        })
+        .next()
+    else {
         eprintln!("SKIPPED: / is not on a /dev block device here");
         return;
     };
     let d = dir();
-    let job = write_job(&d, "r.fio", &format!("[r]\nfilename={dev}\nrw=randread\nbs=4k\ndirect=1\nruntime=1\ntime_based\n"));
+    let job =
+        write_job(&d, "r.fio", &format!("[r]\nfilename={dev}\nrw=randread\nbs=4k\ndirect=1\nruntime=1\ntime_based\n"));
     let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "--allow-destructive"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8(out.stderr).unwrap().contains("is mounted"));
@@ -92,7 +99,9 @@ fn verify_passes_then_catches_a_corrupted_block() {
     }
     let d = dir();
     let data = d.join("v.dat");
-    let body = |extra: &str| format!("[v]\nfilename={}\nsize=4m\nrw=write\nbs=4k\ndirect=1\nioengine=io_uring\niodepth=8\nverify=crc32c\n{extra}", data.display());
+    let body = |extra: &str| {
+        format!("[v]\nfilename={}\nsize=4m\nrw=write\nbs=4k\ndirect=1\nioengine=io_uring\niodepth=8\nverify=crc32c\n{extra}", data.display())
+    };
     // write + verify in one run
     let job = write_job(&d, "wv.fio", &body(""));
     let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "--output-format=json", "-q"]);
@@ -134,7 +143,16 @@ fn k2_keeps_no_more_than_its_bound_in_the_ring() {
         ),
     );
     for (sched, bound) in [("k2:bound=1", 1), ("k2:bound=4", 4)] {
-        let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "--sched", sched, "--output-format=json", "-q"]);
+        let out = nvsched(&[
+            "run",
+            job.to_str().unwrap(),
+            "--engine",
+            "uring",
+            "--sched",
+            sched,
+            "--output-format=json",
+            "-q",
+        ]);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
         let v: Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(v["nvsched"]["engine_counters"]["max_in_ring"], bound, "{sched}");
@@ -146,4 +164,88 @@ fn k2_keeps_no_more_than_its_bound_in_the_ring() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert!(v["nvsched"]["engine_counters"]["max_in_ring"].as_u64().unwrap() > 4, "none fills the ring");
     std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn calibrate_fits_a_profile_the_simulator_loads_and_removes_its_scratch_file() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let scratch = d.join("scratch.dat");
+    let profile = d.join("fitted.toml");
+    let out = nvsched(&[
+        "calibrate",
+        "--filename",
+        scratch.to_str().unwrap(),
+        "--size",
+        "16m",
+        "--seconds",
+        "1",
+        "--output",
+        profile.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{}{}", stdout, String::from_utf8_lossy(&out.stderr));
+    assert!(!scratch.exists(), "the scratch file is removed");
+    assert!(stdout.contains("random write QD32 x 4"), "a file nvsched created is measured for writes too:\n{stdout}");
+    let text = std::fs::read_to_string(&profile).unwrap();
+    assert!(text.contains("[simple]") && text.contains("units = "), "{text}");
+
+    // the fitted profile drives the simulator, and `compare` puts both side by side
+    let job = write_job(
+        &d,
+        "mix.fio",
+        "[global]\nsize=8m\nbs=4k\ndirect=1\nruntime=1\ntime_based\n[r]\nrw=randread\nioengine=io_uring\niodepth=4\n",
+    );
+    let sim = nvsched(&["run", job.to_str().unwrap(), "--device", profile.to_str().unwrap(), "-q"]);
+    assert!(sim.status.success(), "{}", String::from_utf8_lossy(&sim.stderr));
+    let target = d.join("cmp.dat");
+    let cmp = nvsched(&[
+        "compare",
+        job.to_str().unwrap(),
+        "--filename",
+        target.to_str().unwrap(),
+        "--device",
+        profile.to_str().unwrap(),
+        "--sched",
+        "k2:bound=2",
+    ]);
+    let table = String::from_utf8_lossy(&cmp.stdout);
+    assert!(cmp.status.success(), "{table}{}", String::from_utf8_lossy(&cmp.stderr));
+    let row = table.lines().find(|l| l.starts_with("r ")).unwrap_or_else(|| panic!("no row for job r:\n{table}"));
+    let iops: Vec<f64> = row.split_whitespace().skip(2).take(2).map(|v| v.parse().unwrap()).collect();
+    assert!(iops[0] > 0.0 && iops[1] > 0.0, "{table}");
+    assert!(!target.exists(), "compare removes the file it created");
+    std::fs::remove_dir_all(&d).ok();
+}
+
+#[test]
+fn calibrate_only_reads_an_existing_file() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let data = d.join("precious.dat");
+    std::fs::write(&data, vec![3u8; 4 << 20]).unwrap();
+    let before = checksum(&data);
+    let profile = d.join("fitted.toml");
+    let out = nvsched(&[
+        "calibrate",
+        "--filename",
+        data.to_str().unwrap(),
+        "--size",
+        "4m",
+        "--seconds",
+        "1",
+        "--output",
+        profile.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(stderr.contains("measuring reads only"), "{stderr}");
+    assert!(!stdout.contains("random write"), "{stdout}");
+    assert_eq!(checksum(&data), before, "the file is unchanged");
+    std::fs::remove_dir_all(&d).ok();
 }
