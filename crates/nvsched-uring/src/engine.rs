@@ -174,7 +174,15 @@ pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions)
     }
     let mut targets_open = Vec::new();
     for (name, size, writes) in &wanted {
-        match targets::open(&PathBuf::from(name), *size, *writes, opts.safety) {
+        // prefilling writes, so it is subject to the same safety rules as a writing job
+        let opened = targets::open(&PathBuf::from(name), *size, *writes || opts.prefill, opts.safety).and_then(|t| {
+            if opts.prefill && !t.created {
+                let region = if *size == 0 { t.size } else { *size };
+                targets::prefill(&t.path, region)?;
+            }
+            Ok(t)
+        });
+        match opened {
             Ok(t) => targets_open.push(t),
             Err(e) => {
                 cleanup(&targets_open, opts.keep_files);

@@ -29,12 +29,22 @@ pub struct UringOptions {
     pub safety: targets::Safety,
     /// Keep files nvsched created (default: remove them at the end).
     pub keep_files: bool,
+    /// Overwrite existing targets with random data before the jobs start (files nvsched
+    /// creates are always laid out with random data).
+    pub prefill: bool,
     pub seed: u64,
 }
 
 impl Default for UringOptions {
     fn default() -> Self {
-        UringOptions { ring_entries: 256, poll: false, safety: targets::Safety::default(), keep_files: false, seed: 0 }
+        UringOptions {
+            ring_entries: 256,
+            poll: false,
+            safety: targets::Safety::default(),
+            keep_files: false,
+            prefill: false,
+            seed: 0,
+        }
     }
 }
 

@@ -97,11 +97,22 @@ pub fn open(path: &Path, size: u64, writes: bool, safety: Safety) -> Result<Targ
 /// Creates a new file and writes it completely (as fio lays out files), with
 /// pseudo-random data so reads are not served from sparse holes.
 pub fn layout(path: &Path, size: u64) -> Result<(), String> {
-    let mut f = OpenOptions::new()
+    let f = OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(path)
         .map_err(|e| format!("cannot create '{}': {e}", path.display()))?;
+    fill_random(f, path, size)
+}
+
+/// Overwrites the first `size` bytes of an existing file or block device with
+/// pseudo-random data (`--prefill`): destructive, so the caller checks the safety rules.
+pub fn prefill(path: &Path, size: u64) -> Result<(), String> {
+    let f = OpenOptions::new().write(true).open(path).map_err(|e| format!("cannot open '{}': {e}", path.display()))?;
+    fill_random(f, path, size)
+}
+
+fn fill_random(mut f: File, path: &Path, size: u64) -> Result<(), String> {
     let chunk = 1 << 20;
     let mut buf = vec![0u8; chunk];
     let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
@@ -115,10 +126,10 @@ pub fn layout(path: &Path, size: u64) -> Result<(), String> {
             b.copy_from_slice(&bytes[..b.len()]);
         }
         let n = left.min(chunk as u64) as usize;
-        f.write_all(&buf[..n]).map_err(|e| format!("cannot lay out '{}': {e}", path.display()))?;
+        f.write_all(&buf[..n]).map_err(|e| format!("cannot fill '{}': {e}", path.display()))?;
         left -= n as u64;
     }
-    f.sync_all().map_err(|e| e.to_string())
+    f.sync_all().map_err(|e| format!("cannot fill '{}': {e}", path.display()))
 }
 
 /// The kernel I/O scheduler of the device holding `path` (`/sys/.../queue/scheduler`).

@@ -127,6 +127,11 @@ struct RunArgs {
     /// uring: busy-poll for completions instead of sleeping.
     #[arg(long)]
     poll: bool,
+    /// uring: overwrite existing files or devices with random data before the jobs start,
+    /// so reads are not served from holes or unmapped blocks (needs --allow-destructive;
+    /// files nvsched creates are always laid out with random data).
+    #[arg(long)]
+    prefill: bool,
     /// uring: ring size (the most requests at the device at once).
     #[arg(long, default_value_t = 256)]
     ring_entries: u32,
@@ -347,6 +352,15 @@ fn cmd_run(args: RunArgs) -> Result<(), String> {
     if args.engine == "uring" {
         return cmd_run_uring(args);
     }
+    let uring_only = [
+        ("--allow-destructive", args.allow_destructive),
+        ("--keep-files", args.keep_files),
+        ("--poll", args.poll),
+        ("--prefill", args.prefill),
+    ];
+    if let Some((flag, _)) = uring_only.iter().find(|(_, set)| *set) {
+        return Err(format!("{flag} applies to real devices only: add --engine uring"));
+    }
     let formats = parse_formats(&args.output_format)?;
     let jobs = load_jobs(&args.jobfile, args.ignore_unsupported)?;
     let profile = args.device.load(jobs.precondition().map_err(|e| e.to_string())?)?;
@@ -466,6 +480,7 @@ fn cmd_run_uring(args: RunArgs) -> Result<(), String> {
         poll: args.poll,
         safety: nvsched_uring::targets::Safety { allow_destructive: args.allow_destructive },
         keep_files: args.keep_files,
+        prefill: args.prefill,
         seed: args.seed,
     };
     let (report, outcome) = nvsched::run::run_uring(&jobs, policy, &opts, timestamp_ms())?;

@@ -249,3 +249,26 @@ fn calibrate_only_reads_an_existing_file() {
     assert_eq!(checksum(&data), before, "the file is unchanged");
     std::fs::remove_dir_all(&d).ok();
 }
+
+#[test]
+fn prefill_is_a_write_and_needs_the_destructive_flag() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let data = d.join("zeros.dat");
+    std::fs::write(&data, vec![0u8; 2 << 20]).unwrap();
+    let before = checksum(&data);
+    let job =
+        write_job(&d, "r.fio", &format!("[r]\nfilename={}\nsize=2m\nrw=randread\nbs=4k\ndirect=1\n", data.display()));
+    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "--prefill", "-q"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--allow-destructive"));
+    assert_eq!(checksum(&data), before, "refused: the file is unchanged");
+    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "--prefill", "--allow-destructive", "-q"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let bytes = std::fs::read(&data).unwrap();
+    assert_eq!(bytes.len(), 2 << 20, "prefill keeps the size");
+    assert!(bytes.iter().filter(|&&b| b == 0).count() < bytes.len() / 100, "the file now holds random data");
+    std::fs::remove_dir_all(&d).ok();
+}
