@@ -1,7 +1,7 @@
 # nvsched — the two commands of the quick start, and a few more.
 #
 #   make repro   the main job: the K2 analysis reproduced on the 970 EVO Plus profile (quick)
-#   make test    every test (what .ci/run runs)
+#   make test    every test, then rustfmt and clippy (what .ci/run runs)
 
 CARGO ?= cargo
 
@@ -26,6 +26,8 @@ demo:
 
 test:
 	$(CARGO) test --workspace
+	$(CARGO) fmt --check
+	$(CARGO) clippy --workspace --all-targets -- -D warnings
 
 lint:
 	$(CARGO) fmt --check

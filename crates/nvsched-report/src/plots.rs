@@ -31,6 +31,9 @@ pub enum PanelKind {
     Points(Vec<(String, Vec<LabelledPoint>)>),
     /// Named series of lines (x, y).
     Lines(Vec<(String, Vec<(f64, f64)>)>),
+    /// Named cumulative distributions (value, fraction): lines with the legend in the
+    /// lower right, which a CDF leaves empty.
+    Cdf(Vec<(String, Vec<(f64, f64)>)>),
 }
 
 /// One panel of a figure.
@@ -114,7 +117,7 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, plotters::coord::Shift>
     let (xs, ys): (Vec<f64>, Vec<f64>) = match &p.kind {
         PanelKind::Bars(b) => ((0..=b.len()).map(|i| i as f64).collect(), b.iter().map(|(_, v)| *v).collect()),
         PanelKind::Points(s) => s.iter().flat_map(|(_, pts)| pts.iter().map(|(x, y, _)| (*x, *y))).unzip(),
-        PanelKind::Lines(s) => s.iter().flat_map(|(_, pts)| pts.iter().copied()).unzip(),
+        PanelKind::Lines(s) | PanelKind::Cdf(s) => s.iter().flat_map(|(_, pts)| pts.iter().copied()).unzip(),
     };
     let (x0, x1) = match &p.kind {
         PanelKind::Bars(b) => (0.0, b.len().max(1) as f64),
@@ -130,7 +133,21 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, plotters::coord::Shift>
         ($chart:expr) => {{
             let mut chart = $chart;
             let mut mesh = chart.configure_mesh();
-            mesh.x_desc(p.x_label.as_str()).y_desc(p.y_label.as_str()).label_style((FONT, 12));
+            mesh.x_desc(p.x_label.as_str())
+                .y_desc(p.y_label.as_str())
+                .label_style((FONT, 12))
+                .y_label_formatter(&tick)
+                .x_label_formatter(&tick);
+            if p.log_x || p.log_y {
+                // a log axis draws a light line per sub-decade step: too dense to read
+                mesh.light_line_style(TRANSPARENT);
+            }
+            if p.log_x {
+                mesh.x_labels(6);
+            }
+            if p.log_y {
+                mesh.y_labels(8);
+            }
             if let PanelKind::Bars(b) = &p.kind {
                 let names: Vec<String> = b.iter().map(|(n, _)| n.clone()).collect();
                 let fmt = move |x: &f64| {
@@ -156,6 +173,16 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, plotters::coord::Shift>
         (true, true) => finish!(builder.build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())?),
     }
     Ok(())
+}
+
+/// Axis tick text: no needless decimals ("1000", "2.5", "0.25").
+fn tick(v: &f64) -> String {
+    let text = if v.abs() >= 100.0 { format!("{v:.0}") } else { format!("{v:.2}") };
+    if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    }
 }
 
 fn names_len(b: &[(String, f64)]) -> usize {
@@ -192,14 +219,17 @@ where
                     .label(name.as_str())
                     .legend(move |(x, y)| Circle::new((x + 8, y), 4, c.filled()));
             }
-            chart
-                .configure_series_labels()
-                .label_font((FONT, 12))
-                .border_style(BLACK)
-                .background_style(WHITE.mix(0.8))
-                .draw()?;
+            if series.len() > 1 {
+                chart
+                    .configure_series_labels()
+                    .position(SeriesLabelPosition::UpperLeft)
+                    .label_font((FONT, 12))
+                    .border_style(BLACK)
+                    .background_style(WHITE.mix(0.8))
+                    .draw()?;
+            }
         }
-        PanelKind::Lines(series) => {
+        PanelKind::Lines(series) | PanelKind::Cdf(series) => {
             for (k, (name, pts)) in series.iter().enumerate() {
                 let c = PALETTE[k % PALETTE.len()];
                 chart
@@ -207,12 +237,20 @@ where
                     .label(name.as_str())
                     .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
             }
-            chart
-                .configure_series_labels()
-                .label_font((FONT, 12))
-                .border_style(BLACK)
-                .background_style(WHITE.mix(0.8))
-                .draw()?;
+            let corner = if matches!(p.kind, PanelKind::Cdf(_)) {
+                SeriesLabelPosition::LowerRight
+            } else {
+                SeriesLabelPosition::UpperRight
+            };
+            if series.len() > 1 {
+                chart
+                    .configure_series_labels()
+                    .position(corner)
+                    .label_font((FONT, 12))
+                    .border_style(BLACK)
+                    .background_style(WHITE.mix(0.8))
+                    .draw()?;
+            }
         }
     }
     Ok(())

@@ -190,9 +190,10 @@ fn summary_lines(p: &DeviceProfile, policy: &str, seed: u64, o: &SimOutcome) -> 
     )];
     let d = &o.device;
     let util: Vec<String> = d.unit_utilization.iter().map(|u| format!("{:.0}", u * 100.0)).collect();
+    // with nothing written, write amplification is undefined rather than 0
+    let wa = if d.host_pages_written == 0 { "n/a".to_string() } else { format!("{:.2}", d.write_amplification) };
     lines.push(format!(
-        "  device: write amplification {:.2}, GC runs {}, pages moved {}, erases {}, SLC writes {}, folds {}, reads behind program {}, unit utilisation % [{}]",
-        d.write_amplification,
+        "  device: write amplification {wa}, GC runs {}, pages moved {}, erases {}, SLC writes {}, folds {}, reads behind program {}, unit utilisation % [{}]",
         d.gc_runs,
         d.gc_pages_moved,
         d.erases,

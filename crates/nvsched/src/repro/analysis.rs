@@ -40,18 +40,23 @@ pub fn metrics(kind: &str, variant: &Variant, _jobs: &JobFile, report: &RunRepor
             m.insert("rt_p99_us".into(), h.percentile(99.0) as f64 / 1e3);
             m.insert("rt_mean_us".into(), rt.dirs[dir].clat.mean() / 1e3);
             m.insert("total_bw_mbps".into(), jobs.iter().map(|j| bw(j, dir)).sum::<f64>() / 1e6);
-            // the RT job's latency CDF, thinned to at most 200 points
+            // the RT job's latency CDF as a step curve (a vertical rise at each histogram
+            // bin), thinned to steps of at least 0.5% so it stays small
             let total = h.total().max(1) as f64;
             let mut acc = 0u64;
-            let mut cdf: Vec<(f64, f64)> = h
-                .bins()
-                .map(|(v, c)| {
-                    acc += c;
-                    (v as f64 / 1e3, acc as f64 / total)
-                })
-                .collect();
-            let step = (cdf.len() / 200).max(1);
-            cdf = cdf.into_iter().step_by(step).collect();
+            let mut cdf: Vec<(f64, f64)> = Vec::new();
+            let mut shown = 0.0;
+            let bins: Vec<(u64, u64)> = h.bins().collect();
+            for (i, &(v, c)) in bins.iter().enumerate() {
+                acc += c;
+                let f = acc as f64 / total;
+                if f - shown >= 0.005 || i + 1 == bins.len() {
+                    let x = v as f64 / 1e3;
+                    cdf.push((x, shown));
+                    cdf.push((x, f));
+                    shown = f;
+                }
+            }
             extra = json!({ "rt_cdf": cdf });
         }
         "prio-nice" => {

@@ -113,6 +113,24 @@ fn fnv64(parts: &[&str]) -> u64 {
     h
 }
 
+/// Identifies the build that simulates, so results cached by another build (whose model
+/// or analysis may differ) are not reused: the version plus the executable's size and
+/// modification time.
+fn build_fingerprint() -> &'static str {
+    static FINGERPRINT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    FINGERPRINT.get_or_init(|| {
+        let exe = std::env::current_exe().and_then(std::fs::metadata);
+        let stamp = exe
+            .ok()
+            .and_then(|m| {
+                let t = m.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
+                Some(format!("{}:{}", m.len(), t.as_nanos()))
+            })
+            .unwrap_or_default();
+        format!("{} {stamp}", crate::VERSION)
+    })
+}
+
 struct Planned {
     key: RunKey,
     seed: u64,
@@ -144,7 +162,7 @@ fn plan(m: &Manifest, quick: bool) -> Result<Vec<Planned>, String> {
                     let seed = u64::from(rep) + 1;
                     let ov: Vec<String> = overrides.iter().map(|(k, v)| format!("{k}={v}")).collect();
                     let hash =
-                        fnv64(&[crate::VERSION, &m.kind, &text, &m.device, &ov.join(";"), policy, &seed.to_string()]);
+                        fnv64(&[build_fingerprint(), &m.kind, &text, &m.device, &ov.join(";"), policy, &seed.to_string()]);
                     out.push(Planned {
                         key: RunKey { variant: v.name.clone(), state: s.name.clone(), policy: policy.clone(), rep },
                         seed,

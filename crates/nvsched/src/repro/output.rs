@@ -253,7 +253,7 @@ fn plots(o: &Outcome, out: &std::path::Path) -> Result<Vec<String>, String> {
                         y_label: "CDF".into(),
                         log_x: true,
                         log_y: false,
-                        kind: PanelKind::Lines(series),
+                        kind: PanelKind::Cdf(series),
                     }
                 })
                 .collect();
