@@ -2,22 +2,34 @@
 //! method that adaptively adjusts the queue length bound at runtime without relying on
 //! previous experiment results").
 //!
-//! Control law, evaluated every `window` of simulated (or real) time:
-//! - O1 (`target_p999`): the largest real-time latency of the window (a conservative
-//!   estimate of the tail) is compared with `margin * target`. Above: the bound shrinks
-//!   by a quarter (at least one) and that bound becomes a ceiling. The bound grows by one
-//!   eighth (at least one) while the largest latency of the last five windows stays below
-//!   85% of the goal, but reaches the ceiling again only after a back-off (2 windows,
-//!   doubling after each probe that misses, at most 32), so it settles just under the
-//!   largest bound that meets the target. Far below the goal (under 50%, as when the
-//!   background load drops) the ceiling is forgotten and the bound grows by half per
-//!   window. Otherwise it holds. This climbs to the
-//!   largest bound whose real-time tail stays under the target, i.e. the most bandwidth
-//!   the target allows. Windows without real-time requests let the bound grow.
+//! Control law. The goal is `margin * target`; the bound changes at the end of every
+//! `window` and, for O1, also at once on a miss.
+//! - O1 (`target_p999`): the largest real-time latency of a window is the tail signal
+//!   (with about 100 real-time requests per window it sits near the p99; the last five
+//!   windows are remembered, so one slow request holds the bound for a second).
+//!   - A real-time request over the goal lowers the bound by a quarter (at least one) at
+//!     once, not at the end of the window: every request that runs under a bound that is
+//!     too large adds to the tail. The next miss counts only if its request was
+//!     dispatched under the new bound. The bound that missed becomes a ceiling.
+//!   - A window without a miss, with the remembered maxima under the goal, grows the
+//!     bound: by half until the first miss (a slow start, as TCP's), then by an eighth
+//!     (at least one). It reaches the ceiling again only after a back-off (2 windows,
+//!     doubling after each probe that misses, at most 32) and only with headroom (the
+//!     remembered maxima under 85% of the goal), so it settles just under the largest
+//!     bound that meets the target.
+//!   - Far below the goal (under 50%, as when the background load drops) the ceiling is
+//!     forgotten and the bound grows by half per window.
+//!   - Misses at `min_bound` are not held against growing (no bound avoids them: start-up
+//!     bursts, device hiccups). O1 starts at `min_bound` unless `initial_bound` is set.
+//!
+//!   This finds the largest bound whose real-time tail stays under the target, i.e. the
+//!   most bandwidth the target allows, where the tail grows with the bound; where it
+//!   does not (sequential reads at bounds 1-8 on the K2 workload), it ends at the bound
+//!   where misses stop or at `min_bound`.
 //! - O2 (`target_bw`): the window's total bandwidth is compared with the target. Below:
 //!   the bound grows by 25% (at least one). Above 115% of it: the bound shrinks to 85%.
 //!   This settles on the smallest bound that delivers the bandwidth, i.e. the lowest
-//!   real-time tail the target allows.
+//!   real-time tail the target allows. O2 starts at 8 unless `initial_bound` is set.
 //!
 //! The bound stays in [`min_bound`, `max_bound`]; the real-time class is always served
 //! first (K2's strict priority), so it is never starved.
@@ -55,9 +67,9 @@ pub const PARAMS: &[ParamSpec] = &[
     },
     ParamSpec {
         name: "initial_bound",
-        kind: ParamKind::Int { min: 1, max: 65_536 },
-        default: "8",
-        help: "bound at start",
+        kind: ParamKind::Int { min: 0, max: 65_536 },
+        default: "0",
+        help: "bound at start; 0: min_bound for O1 (start safe, grow), 8 for O2",
     },
     ParamSpec { name: "min_bound", kind: ParamKind::Int { min: 1, max: 65_536 }, default: "1", help: "smallest bound" },
     ParamSpec {
@@ -111,6 +123,12 @@ pub struct K2Adaptive {
     ceiling: Option<u32>,
     backoff: u32,
     wait: u32,
+    /// O1: a real-time completion over the goal already lowered the bound in this window.
+    shrunk_early: bool,
+    /// O1: when a miss last lowered the bound.
+    last_shrink: Option<Nanos>,
+    /// O1: no miss yet, so the bound grows fast.
+    slow_start: bool,
     bytes: u64,
     series: TimeSeries,
     adjustments: u64,
@@ -146,6 +164,9 @@ impl K2Adaptive {
             ceiling: None,
             backoff: 2,
             wait: 0,
+            shrunk_early: false,
+            slow_start: true,
+            last_shrink: None,
             bytes: 0,
             series: TimeSeries::new("bound", "requests"),
             adjustments: 0,
@@ -168,12 +189,28 @@ impl K2Adaptive {
         self.k2.bound()
     }
 
+    /// O1's answer to a miss: a quarter down, and the bound that missed becomes a
+    /// ceiling probed again only after a back-off (doubled if the probe itself missed).
+    fn step_down(&mut self, b: u32) -> u32 {
+        self.slow_start = false;
+        if self.ceiling.is_some_and(|c| b >= c) {
+            self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+        }
+        self.ceiling = Some(self.ceiling.map_or(b, |c| c.min(b)));
+        self.wait = self.backoff;
+        b - (b / 4).max(1).min(b - 1)
+    }
+
     fn adjust(&mut self, at: Nanos) {
         let b = self.k2.bound();
         let next = match self.objective {
             Objective::Latency(target) => {
                 let goal = target.0 as f64 * self.margin;
-                if self.rt_samples > 0 {
+                let missed = self.rt_samples > 0 && self.rt_max.0 as f64 > goal;
+                // a miss at the smallest bound says nothing about the bound (no bound
+                // would have avoided it: start-up bursts, device hiccups), so it is not
+                // remembered against growing
+                if self.rt_samples > 0 && !(missed && b <= self.min_bound) {
                     self.recent_max.push_back(self.rt_max);
                     if self.recent_max.len() > TAIL_WINDOWS {
                         self.recent_max.pop_front();
@@ -181,29 +218,35 @@ impl K2Adaptive {
                 }
                 // the tail is rare: remember it for a few windows
                 let seen = self.recent_max.iter().max().map_or(0.0, |m| m.0 as f64);
-                if self.rt_samples > 0 && self.rt_max.0 as f64 > goal {
-                    // a miss: step down and remember where it happened
-                    if self.ceiling.is_some_and(|c| b >= c) {
-                        self.backoff = (self.backoff * 2).min(MAX_BACKOFF);
+                if self.shrunk_early {
+                    // this window's miss was already answered when it happened
+                    b
+                } else if missed {
+                    if b > self.min_bound {
+                        self.step_down(b)
+                    } else {
+                        b
                     }
-                    self.ceiling = Some(self.ceiling.map_or(b, |c| c.min(b)));
-                    self.wait = self.backoff;
-                    b - (b / 4).max(1).min(b - 1)
                 } else if seen < 0.5 * goal {
                     // far below the target (e.g. the background load dropped): the old
                     // ceiling no longer holds
                     self.ceiling = None;
                     self.backoff = 2;
                     b + (b / 2).max(1)
-                } else if seen < 0.85 * goal {
-                    let next = b + (b / 8).max(1);
+                } else if seen <= goal {
+                    // until the first miss, grow by half per window (a slow start, as
+                    // TCP's); then by an eighth
+                    let step = if self.slow_start { (b / 2).max(1) } else { (b / 8).max(1) };
+                    let next = b + step;
                     match self.ceiling {
-                        Some(c) if next >= c && self.wait > 0 => {
-                            self.wait -= 1;
+                        Some(c) if next >= c && (self.wait > 0 || seen >= 0.85 * goal) => {
+                            // at the ceiling: probe it again only after the back-off, and
+                            // only with headroom (close to the goal, a larger bound would
+                            // miss; each probe that misses adds a sample to the tail)
+                            self.wait = self.wait.saturating_sub(1);
                             b
                         }
                         Some(c) if next >= c => {
-                            // probe the ceiling once more
                             self.ceiling = None;
                             next.min(c)
                         }
@@ -230,6 +273,7 @@ impl K2Adaptive {
             self.k2.set_bound(next, at);
         }
         self.series.push(at, f64::from(next));
+        self.shrunk_early = false;
         self.rt_max = Nanos::ZERO;
         self.rt_samples = 0;
         self.bytes = 0;
@@ -262,8 +306,25 @@ impl Scheduler for K2Adaptive {
             self.bytes += u64::from(done.rq.len_bytes);
         }
         if done.rq.effective_prio().class == PrioClass::RealTime {
-            self.rt_max = self.rt_max.max(done.total_latency());
+            let latency = done.total_latency();
+            self.rt_max = self.rt_max.max(latency);
             self.rt_samples += 1;
+            // a miss is answered at once, not at the end of the window: each further
+            // request at a bound that is too large adds to the tail
+            if let Objective::Latency(target) = self.objective {
+                let b = self.k2.bound();
+                // once per bound: a miss counts against the new bound only if its
+                // request was dispatched under it
+                let under_current = self.last_shrink.is_none_or(|at| done.dispatched_at >= at);
+                if under_current && latency.0 as f64 > target.0 as f64 * self.margin && b > self.min_bound {
+                    let next = self.step_down(b).max(self.min_bound);
+                    self.shrunk_early = true;
+                    self.last_shrink = Some(done.now);
+                    self.adjustments += 1;
+                    self.k2.set_bound(next, done.now);
+                    self.series.push(done.now, f64::from(next));
+                }
+            }
         }
         self.k2.complete(done);
     }

@@ -161,8 +161,15 @@ fn plan(m: &Manifest, quick: bool) -> Result<Vec<Planned>, String> {
                 for rep in 0..mode.repetitions {
                     let seed = u64::from(rep) + 1;
                     let ov: Vec<String> = overrides.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                    let hash =
-                        fnv64(&[build_fingerprint(), &m.kind, &text, &m.device, &ov.join(";"), policy, &seed.to_string()]);
+                    let hash = fnv64(&[
+                        build_fingerprint(),
+                        &m.kind,
+                        &text,
+                        &m.device,
+                        &ov.join(";"),
+                        policy,
+                        &seed.to_string(),
+                    ]);
                     out.push(Planned {
                         key: RunKey { variant: v.name.clone(), state: s.name.clone(), policy: policy.clone(), rep },
                         seed,
