@@ -4,11 +4,11 @@
 
 use crate::events::{EventKind, EventQueue, Lane};
 use crate::layout::{self, PlacedFile};
-use nvsched_core::rng::mix64;
 use nvsched_core::{IoPrio, Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Request, RequestId, Scheduler};
 use nvsched_report::JobStats;
 use nvsched_ssd::{Command, Device, DeviceCounters, HostPath};
+use nvsched_workload::{clone_seed, Tenants};
 use nvsched_workload::{EngineKind, IoUnit, JobDriver, JobSpec, Poll};
 use std::collections::VecDeque;
 use std::fmt;
@@ -189,7 +189,7 @@ impl<'o> Simulation<'o> {
     pub fn new(input: SimInput<'_>, observer: &'o mut dyn Observer) -> Result<Simulation<'o>, SimError> {
         let capacity = input.device.capacity_bytes();
         let (files, regions) = layout::place(input.jobs, capacity).map_err(SimError)?;
-        let mut tenants: Vec<(String, u32)> = Vec::new();
+        let mut tenants = Tenants::default();
         let mut jobs = Vec::new();
         let mut phases: Vec<Vec<u32>> = vec![Vec::new()];
         let mut reporting_group = 0u32;
@@ -203,21 +203,11 @@ impl<'o> Simulation<'o> {
                 reporting_group += 1;
                 group_prios.push(Vec::new());
             }
-            let tenant = match &spec.cgroup {
-                None => 0,
-                Some(name) => match tenants.iter().position(|(n, _)| n == name) {
-                    Some(i) => i as u32 + 1,
-                    None => {
-                        tenants.push((name.clone(), spec.cgroup_weight));
-                        tenants.len() as u32
-                    }
-                },
-            };
-            let tenant_weight = if tenant == 0 { 100 } else { tenants[tenant as usize - 1].1 };
+            let (tenant, tenant_weight) = tenants.tenant_of(spec);
             let spec_arc = Arc::new(spec.clone());
             for clone in 0..spec.numjobs {
                 ordinal += 1;
-                let seed = mix64(spec.randseed ^ mix64(ordinal)) ^ mix64(input.seed.wrapping_add(0x5eed));
+                let seed = clone_seed(spec, ordinal, input.seed);
                 let region = regions[job_index][clone as usize];
                 let driver = JobDriver::new(spec_arc.clone(), clone, region, seed).map_err(SimError)?;
                 let mut stats =
@@ -279,7 +269,7 @@ impl<'o> Simulation<'o> {
             counters: EngineCounters::default(),
             device_series: [Vec::new(), Vec::new()],
             files,
-            tenants,
+            tenants: tenants.named,
             observer,
         })
     }

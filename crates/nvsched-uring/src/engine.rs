@@ -4,10 +4,10 @@ use crate::targets::{self, Target};
 use crate::verify;
 use crate::{CloneOutcome, TargetInfo, UringOptions, UringOutcome};
 use io_uring::{opcode, squeue, types, IoUring};
-use nvsched_core::rng::mix64;
 use nvsched_core::{IoPrio, Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, Inserted, Request, RequestId, Scheduler};
 use nvsched_report::JobStats;
+use nvsched_workload::{clone_seed, Tenants};
 use nvsched_workload::{EngineKind, IoUnit, JobDriver, JobSpec, Poll, Region, SizeOrPercent};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::BTreeMap;
@@ -222,7 +222,7 @@ fn run_on(
         .map_err(|e| format!("io_uring setup: {e}"))?;
     let mut clones = Vec::new();
     let mut phases: Vec<Vec<u32>> = vec![Vec::new()];
-    let mut tenants: Vec<(String, u32)> = Vec::new();
+    let mut tenants = Tenants::default();
     let mut reporting_group = 0;
     let mut ordinal = 0u64;
     let mut max_bs = 4096usize;
@@ -234,17 +234,7 @@ fn run_on(
             reporting_group += 1;
         }
         max_bs = max_bs.max(spec.max_bs() as usize);
-        let tenant = match &spec.cgroup {
-            None => 0,
-            Some(name) => match tenants.iter().position(|(n, _)| n == name) {
-                Some(i) => i as u32 + 1,
-                None => {
-                    tenants.push((name.clone(), spec.cgroup_weight));
-                    tenants.len() as u32
-                }
-            },
-        };
-        let weight = if tenant == 0 { 100 } else { tenants[tenant as usize - 1].1 };
+        let (tenant, weight) = tenants.tenant_of(spec);
         let arc = Arc::new(spec.clone());
         for clone in 0..spec.numjobs {
             ordinal += 1;
@@ -257,7 +247,7 @@ fn run_on(
             }
             let len = spec.size.map_or(t.size - offset, |s| s.resolve(t.size)).min(t.size - offset);
             let region = Region { start: offset, len };
-            let seed = mix64(spec.randseed ^ mix64(ordinal)) ^ mix64(opts.seed.wrapping_add(0x5eed));
+            let seed = clone_seed(spec, ordinal, opts.seed);
             let driver = JobDriver::new(arc.clone(), clone, region, seed)?;
             let mut stats =
                 JobStats::new(spec.name.clone(), reporting_group, spec.percentile_list.clone(), spec.iodepth);
@@ -350,7 +340,7 @@ fn run_on(
         targets: target_info,
         cpu_user: u1.saturating_sub(u0),
         cpu_sys: s1.saturating_sub(s0),
-        tenants,
+        tenants: tenants.named,
     })
 }
 

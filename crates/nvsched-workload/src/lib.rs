@@ -5,6 +5,7 @@ pub mod driver;
 pub mod gen;
 pub mod jobfile;
 pub mod spec;
+pub mod tenants;
 pub mod units;
 
 pub use driver::{JobDriver, Poll};
@@ -14,4 +15,5 @@ pub use spec::{
     parse_job_file, parse_job_str, BlockSizes, Distribution, EngineKind, JobFile, JobSpec, ParseOptions, Pattern,
     RateProcess, SyncMode, DEFAULT_PERCENTILES, OPTIONS,
 };
+pub use tenants::{clone_seed, Tenants};
 pub use units::{KbBase, SizeOrPercent};

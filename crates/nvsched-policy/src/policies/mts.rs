@@ -31,30 +31,11 @@ pub const PARAMS: &[ParamSpec] = &[
         default: "0.2",
         help: "largest relative change of a slice scale per second (smoothing)",
     },
-    ParamSpec {
-        name: "slice_sync",
-        kind: ParamKind::Duration { min: Nanos(1_000), max: Nanos::from_secs(10) },
-        default: "100ms",
-        help: "CFQ's sync slice at weight 100",
-    },
-    ParamSpec {
-        name: "slice_async",
-        kind: ParamKind::Duration { min: Nanos(1_000), max: Nanos::from_secs(10) },
-        default: "40ms",
-        help: "CFQ's async slice at weight 100",
-    },
-    ParamSpec {
-        name: "quantum",
-        kind: ParamKind::Int { min: 1, max: 4096 },
-        default: "8",
-        help: "most requests of the active queue in flight",
-    },
-    ParamSpec {
-        name: "group_idle",
-        kind: ParamKind::Duration { min: Nanos::ZERO, max: Nanos::from_secs(1) },
-        default: "8ms",
-        help: "CFQ's group idling",
-    },
+    // CFQ's own parameters: MTS runs CFQ underneath
+    cfq::PARAMS[0],
+    cfq::PARAMS[1],
+    cfq::PARAMS[2],
+    cfq::PARAMS[3],
 ];
 
 pub static INFO: PolicyInfo = PolicyInfo {

@@ -4,6 +4,7 @@ use super::{Options, Outcome};
 use nvsched_report::plots::{Figure, Panel, PanelKind};
 use serde_json::{json, Value};
 use std::fmt::Write;
+use std::path::Path;
 
 /// The metrics shown in tables, by experiment kind: (metric, header).
 fn columns(kind: &str) -> &'static [(&'static str, &'static str)] {
@@ -185,14 +186,17 @@ fn plots(o: &Outcome, out: &std::path::Path) -> Result<Vec<String>, String> {
                 }
             }
             let name = format!("k2-{}", st.name);
-            Figure {
-                title: format!("K2: RT p99.9 and total bandwidth, {} drive", st.name),
-                rows: 2,
-                cols: m.variants.len(),
-                panels,
-            }
-            .save(&out.join(&name))?;
-            names.push(name);
+            save_figure(
+                out,
+                &mut names,
+                name,
+                Figure {
+                    title: format!("K2: RT p99.9 and total bandwidth, {} drive", st.name),
+                    rows: 2,
+                    cols: m.variants.len(),
+                    panels,
+                },
+            )?;
             // trade-off scatter
             let panels = m
                 .variants
@@ -220,14 +224,17 @@ fn plots(o: &Outcome, out: &std::path::Path) -> Result<Vec<String>, String> {
                 })
                 .collect();
             let name = format!("k2-tradeoff-{}", st.name);
-            Figure {
-                title: format!("Latency / bandwidth trade-off, {} drive", st.name),
-                rows: 1,
-                cols: m.variants.len(),
-                panels,
-            }
-            .save(&out.join(&name))?;
-            names.push(name);
+            save_figure(
+                out,
+                &mut names,
+                name,
+                Figure {
+                    title: format!("Latency / bandwidth trade-off, {} drive", st.name),
+                    rows: 1,
+                    cols: m.variants.len(),
+                    panels,
+                },
+            )?;
             // RT latency CDFs (first repetition)
             let panels = m
                 .variants
@@ -258,14 +265,17 @@ fn plots(o: &Outcome, out: &std::path::Path) -> Result<Vec<String>, String> {
                 })
                 .collect();
             let name = format!("k2-cdf-{}", st.name);
-            Figure {
-                title: format!("Real-time job latency CDFs, {} drive", st.name),
-                rows: 1,
-                cols: m.variants.len(),
-                panels,
-            }
-            .save(&out.join(&name))?;
-            names.push(name);
+            save_figure(
+                out,
+                &mut names,
+                name,
+                Figure {
+                    title: format!("Real-time job latency CDFs, {} drive", st.name),
+                    rows: 1,
+                    cols: m.variants.len(),
+                    panels,
+                },
+            )?;
         } else if let Some((metric, label)) =
             cols.iter().rev().find(|(c, _)| o.cells.keys().any(|k| k.ends_with(&format!("/{c}"))))
         {
@@ -291,10 +301,17 @@ fn plots(o: &Outcome, out: &std::path::Path) -> Result<Vec<String>, String> {
                 })
                 .collect();
             let name = format!("{}-{}", m.name, st.name);
-            Figure { title: format!("{}: {label}, {} drive", m.name, st.name), rows: rows_n, cols: cols_n, panels }
-                .save(&out.join(&name))?;
-            names.push(name);
+            let figure =
+                Figure { title: format!("{}: {label}, {} drive", m.name, st.name), rows: rows_n, cols: cols_n, panels };
+            save_figure(out, &mut names, name, figure)?;
         }
     }
     Ok(names)
+}
+
+/// Writes `figure` as OUT/NAME.png and .svg and records its name for the report.
+fn save_figure(out: &Path, names: &mut Vec<String>, name: String, figure: Figure) -> Result<(), String> {
+    figure.save(&out.join(&name))?;
+    names.push(name);
+    Ok(())
 }

@@ -1,0 +1,56 @@
+//! What every engine derives the same way from a job file: tenants (fio `cgroup` with
+//! `cgroup_weight`) and each job clone's random seed.
+
+use crate::spec::JobSpec;
+use nvsched_core::rng::mix64;
+
+/// Tenants in order of first appearance; tenant 0 is "no cgroup" (weight 100).
+#[derive(Clone, Debug, Default)]
+pub struct Tenants {
+    /// (cgroup name, weight) of tenants 1, 2, ...
+    pub named: Vec<(String, u32)>,
+}
+
+impl Tenants {
+    /// The tenant of a job and its weight, registering its cgroup on first sight.
+    pub fn tenant_of(&mut self, spec: &JobSpec) -> (u32, u32) {
+        let Some(name) = &spec.cgroup else { return (0, 100) };
+        let index = match self.named.iter().position(|(n, _)| n == name) {
+            Some(i) => i,
+            None => {
+                self.named.push((name.clone(), spec.cgroup_weight));
+                self.named.len() - 1
+            }
+        };
+        (index as u32 + 1, self.named[index].1)
+    }
+}
+
+/// The seed of a job clone's generators: from the job's `randseed`, the clone's ordinal
+/// in the job file (1, 2, ...) and the run's seed, so simulated and real runs of the same
+/// job file issue the same offsets.
+pub fn clone_seed(spec: &JobSpec, ordinal: u64, run_seed: u64) -> u64 {
+    mix64(spec.randseed ^ mix64(ordinal)) ^ mix64(run_seed.wrapping_add(0x5eed))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cgroups_become_tenants_in_order_with_the_first_weight() {
+        let text = "[global]\nsize=1m\n[none]\n[a]\ncgroup=a\ncgroup_weight=300\n\
+                    [b]\ncgroup=b\ncgroup_weight=150\n[a2]\ncgroup=a\ncgroup_weight=999\n";
+        let jobs = crate::parse_job_str(
+            text,
+            std::path::Path::new("t.fio"),
+            &crate::HostEnvironment,
+            crate::ParseOptions::default(),
+        )
+        .unwrap();
+        let mut t = Tenants::default();
+        let got: Vec<(u32, u32)> = jobs.jobs.iter().map(|j| t.tenant_of(j)).collect();
+        // a cgroup keeps the weight it was first given
+        assert_eq!(got, vec![(0, 100), (1, 300), (2, 150), (1, 300)]);
+    }
+}
