@@ -636,12 +636,15 @@ impl<'o> Simulation<'o> {
             let n = std::mem::take(&mut self.jobs[j as usize].completed_now);
             self.jobs[j as usize].stats.record_complete_batch(n);
         }
+        // jobs already waiting for a tag get the freed ones first; a job whose request
+        // just completed queues behind them (otherwise the first nr_requests worth of
+        // jobs would keep all tags for good)
+        self.wake_tag_waiters();
         for &j in &touched {
             self.poll_job(j);
         }
         self.touched = touched;
         self.touched.clear();
-        self.wake_tag_waiters();
     }
 
     fn finish_request(&mut self, slot: u32) {

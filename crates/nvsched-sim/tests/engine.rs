@@ -130,6 +130,23 @@ fn nr_requests_limits_allocated_requests() {
 }
 
 #[test]
+fn tags_go_to_waiting_jobs_first_come_first_served() {
+    // 8 jobs at depth 8 share 16 tags: without a FIFO hand-off the first two jobs would
+    // re-take their own freed tags for good and the others would starve
+    let p = profile(&[("host.nr_requests", "16")]);
+    let out = run_with(
+        "[a]\nioengine=io_uring\niodepth=8\nrw=randread\nsize=64m\nruntime=50ms\ntime_based\nnumjobs=8\n",
+        "none",
+        &p,
+        0,
+        &mut NoObserver,
+    );
+    let ios: Vec<u64> = out.clones.iter().map(|c| c.stats.dirs[0].total_ios).collect();
+    let (lo, hi) = (*ios.iter().min().unwrap(), *ios.iter().max().unwrap());
+    assert!(lo > 0 && hi as f64 / lo as f64 <= 1.02, "equal share of the tags: {ios:?}");
+}
+
+#[test]
 fn stonewall_runs_groups_in_sequence() {
     let out =
         run("[a]\nrw=read\nsize=4m\n[b]\nstonewall\nrw=write\nsize=4m\n[c]\nnew_group\nrw=randread\nsize=4m\n", "none");
