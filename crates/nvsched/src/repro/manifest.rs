@@ -49,6 +49,10 @@ pub struct Variant {
     /// Restricts the policies of this variant (default: all).
     #[serde(default)]
     pub policies: Option<Vec<String>>,
+    /// Full-mode `${RUNTIME}` of this variant per state name, instead of the state's
+    /// (e.g. reads on a full drive need no 1000 s garbage-collection run).
+    #[serde(default)]
+    pub full_runtime: BTreeMap<String, String>,
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -112,6 +116,15 @@ impl Manifest {
         m.dir = dir.to_path_buf();
         if m.variants.is_empty() || m.states.is_empty() || m.policies.is_empty() {
             return Err(format!("{}: needs variants, states and policies", path.display()));
+        }
+        for v in &m.variants {
+            if let Some(state) = v.full_runtime.keys().find(|k| !m.states.iter().any(|s| &s.name == *k)) {
+                return Err(format!(
+                    "{}: variant '{}': full_runtime names state '{state}', which is not one of the states",
+                    path.display(),
+                    v.name
+                ));
+            }
         }
         for p in m.policies.iter().chain(m.variants.iter().flat_map(|v| v.policies.iter().flatten())) {
             nvsched_policy::build(p).map_err(|e| format!("{}: policy '{p}': {e}", path.display()))?;

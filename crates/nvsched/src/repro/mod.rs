@@ -150,7 +150,8 @@ fn plan(m: &Manifest, quick: bool) -> Result<Vec<Planned>, String> {
             let mut vars = mode.vars.clone();
             vars.extend(v.vars.clone());
             vars.extend(s.vars.clone());
-            vars.insert("RUNTIME".into(), if quick { s.quick_runtime.clone() } else { s.runtime.clone() });
+            let runtime = if quick { &s.quick_runtime } else { v.full_runtime.get(&s.name).unwrap_or(&s.runtime) };
+            vars.insert("RUNTIME".into(), runtime.clone());
             // expand variables now so the cache key sees the real job text
             let env = VarEnv(vars);
             let text = expand_vars(&job_template, &env);
@@ -275,3 +276,39 @@ fn aggregate(runs: &[RunResult]) -> BTreeMap<String, f64> {
 }
 
 pub use output::console_table;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn k2_manifest() -> Manifest {
+        Manifest::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/k2-analysis")).unwrap()
+    }
+
+    fn runtime_of(plan: &[Planned], variant: &str, state: &str) -> String {
+        let p = plan.iter().find(|p| p.key.variant == variant && p.key.state == state).unwrap();
+        p.job_text.lines().find(|l| l.starts_with("runtime=")).unwrap().to_string()
+    }
+
+    #[test]
+    fn a_variant_can_shorten_a_state_in_full_mode() {
+        let m = k2_manifest();
+        let full = plan(&m, false).unwrap();
+        assert_eq!(runtime_of(&full, "randwrite", "full"), "runtime=1000s", "GC runs keep the state's runtime");
+        assert_eq!(runtime_of(&full, "randread", "full"), "runtime=100s");
+        let quick = plan(&m, true).unwrap();
+        assert_eq!(runtime_of(&quick, "randread", "full"), runtime_of(&quick, "randwrite", "full"));
+    }
+
+    #[test]
+    fn full_runtime_must_name_a_state() {
+        let dir = std::env::temp_dir().join(format!("nvsched-manifest-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let src = k2_manifest().dir.join("manifest.toml");
+        let text = std::fs::read_to_string(src).unwrap().replacen("{ full = \"100s\" }", "{ ful = \"100s\" }", 1);
+        std::fs::write(dir.join("manifest.toml"), text).unwrap();
+        let err = Manifest::load(&dir).unwrap_err();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(err.contains("variant 'read': full_runtime names state 'ful'"), "{err}");
+    }
+}
