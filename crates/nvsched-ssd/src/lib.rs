@@ -8,7 +8,7 @@ mod profile;
 mod simple;
 
 pub use nand::config::{GcPolicy, NandConfig};
-pub use nand::{NandDevice, Precondition};
+pub use nand::{DriveStates, NandDevice, Precondition};
 pub use profile::{
     builtin_profiles, load_profile, parse_profile, Datasheet, DeviceProfile, HostPath, ModelConfig, ProfileError,
 };

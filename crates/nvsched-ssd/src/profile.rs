@@ -2,7 +2,7 @@
 //! one device model, overridable field by field (`--device-set simple.units=8`).
 
 use crate::nand::config::NandConfig;
-use crate::nand::NandDevice;
+use crate::nand::{DriveStates, NandDevice};
 use crate::simple::{SimpleConfig, SimpleDevice};
 use crate::Device;
 use nvsched_core::Nanos;
@@ -146,6 +146,17 @@ impl DeviceProfile {
                     .map_err(|e| ProfileError(format!("profile '{}': {e}", self.name)))?,
             ),
         })
+    }
+
+    /// As `build`, reusing preconditioned drive states from `states` (for sweeps).
+    pub fn build_from(&self, seed: u64, states: &DriveStates) -> Result<Box<dyn Device>, ProfileError> {
+        match &self.model {
+            ModelConfig::Nand(cfg) => Ok(Box::new(
+                NandDevice::new_from((**cfg).clone(), self.queue_depth, self.capacity_bytes, seed, states)
+                    .map_err(|e| ProfileError(format!("profile '{}': {e}", self.name)))?,
+            )),
+            ModelConfig::Simple(_) => self.build(seed),
+        }
     }
 
     pub fn model_name(&self) -> &'static str {

@@ -5,7 +5,7 @@
 use nvsched_core::{Nanos, Op, SimRng};
 use nvsched_ssd::nand::config::{Geometry, LPN_BYTES};
 use nvsched_ssd::nand::ftl::{lrw_write_amplification, Ftl, Stream};
-use nvsched_ssd::{Command, Device, GcPolicy, NandConfig, NandDevice};
+use nvsched_ssd::{Command, Device, DriveStates, GcPolicy, NandConfig, NandDevice};
 
 /// 4 dies of 2 planes, 96 blocks each, 48 pages per block (TLC), 16 KiB pages.
 fn small_config() -> NandConfig {
@@ -322,4 +322,25 @@ fn read_ahead_speeds_up_sequential_reads_at_qd1() {
     assert_eq!(hits0, 0.0);
     assert!(hits > 400.0, "{hits}");
     assert!(with.0 * 2 < without.0, "read-ahead {with} vs none {without}");
+}
+
+#[test]
+fn a_copied_drive_state_behaves_exactly_as_a_fresh_one() {
+    let mut cfg = small_config();
+    cfg.precondition = "full".into();
+    let cap = capacity_for(&cfg, 0.15);
+    let states = DriveStates::new();
+    // random overwrites with GC: every completion time must match
+    let completions = |mut d: NandDevice| -> Vec<Nanos> {
+        let mut rng = SimRng::seed_from(7);
+        let lpns = cap / LPN_BYTES;
+        (0..4000u64).map(|i| d.submit(&cmd(Op::Write, rng.below(lpns), 1, false), Nanos(i * 2_000))).collect()
+    };
+    let fresh = completions(NandDevice::new(cfg.clone(), 256, cap, 3).unwrap());
+    let first = completions(NandDevice::new_from(cfg.clone(), 256, cap, 3, &states).unwrap());
+    let copied = completions(NandDevice::new_from(cfg.clone(), 256, cap, 3, &states).unwrap());
+    assert_eq!(first, fresh);
+    assert_eq!(copied, fresh, "a run from the kept state matches a fresh build");
+    let other_seed = completions(NandDevice::new_from(cfg, 256, cap, 4, &states).unwrap());
+    assert_ne!(other_seed, fresh, "a full drive's state depends on the seed");
 }

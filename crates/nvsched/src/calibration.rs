@@ -52,7 +52,8 @@ fn simulate(profile: &DeviceProfile, text: &str) -> Result<JobStats, String> {
     let jobs = parse_job_str(text, Path::new("calibration.fio"), &HostEnvironment, ParseOptions::default())
         .map_err(|e| e.to_string())?;
     let policy = nvsched_policy::build("none").map_err(|e| e.to_string())?;
-    let (report, _) = run_sim(RunSpec { jobs: &jobs, policy, profile, seed: 1 }, &mut NoObserver, 0)?;
+    let (report, _) =
+        run_sim(RunSpec { jobs: &jobs, policy, profile, seed: 1, drive_states: None }, &mut NoObserver, 0)?;
     report.jobs.into_iter().next().ok_or_else(|| "no job".into())
 }
 

@@ -368,8 +368,11 @@ fn cmd_run(args: RunArgs) -> Result<(), String> {
     let show = !args.quiet && std::io::stderr().is_terminal();
     let mut progress = Progress::new(expected_length(&jobs), show);
     let wall = Instant::now();
-    let (report, outcome) =
-        run_sim(RunSpec { jobs: &jobs, policy, profile: &profile, seed: args.seed }, &mut progress, timestamp_ms())?;
+    let (report, outcome) = run_sim(
+        RunSpec { jobs: &jobs, policy, profile: &profile, seed: args.seed, drive_states: None },
+        &mut progress,
+        timestamp_ms(),
+    )?;
     progress.bar.finish_and_clear();
     if let Some(dir) = &args.plot {
         std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -420,7 +423,7 @@ fn cmd_repro(args: ReproArgs) -> Result<(), String> {
             quick: args.quick,
             out: out.clone(),
             force: args.force,
-            progress: !args.quiet && std::io::stderr().is_terminal(),
+            progress: !args.quiet,
             plots: !args.no_plots,
         };
         let wall = Instant::now();
@@ -677,8 +680,11 @@ fn cmd_bench(args: BenchArgs) -> Result<(), String> {
         for _ in 0..args.reps.max(1) {
             let policy = nvsched_policy::build(sched).map_err(|e| e.to_string())?;
             let t = Instant::now();
-            let (_, out) =
-                run_sim(RunSpec { jobs: &jobs, policy, profile: &profile, seed: 0 }, &mut nvsched_sim::NoObserver, 0)?;
+            let (_, out) = run_sim(
+                RunSpec { jobs: &jobs, policy, profile: &profile, seed: 0, drive_states: None },
+                &mut nvsched_sim::NoObserver,
+                0,
+            )?;
             // device construction (preconditioning) is reported apart from the simulation
             let loop_s = out.loop_wall.as_secs_f64();
             runs.push(loop_s);

@@ -187,7 +187,8 @@ pub fn compare(
         spec.filename = Some("/dev/nvme0n1".into());
     }
     let policy = nvsched_policy::build(sched).map_err(|e| e.to_string())?;
-    let (sim, _) = run_sim(RunSpec { jobs: &sim_jobs, policy, profile, seed: opts.seed }, &mut NoObserver, 0)?;
+    let (sim, _) =
+        run_sim(RunSpec { jobs: &sim_jobs, policy, profile, seed: opts.seed, drive_states: None }, &mut NoObserver, 0)?;
     Ok((real, sim))
 }
 

@@ -4,7 +4,7 @@ use nvsched_core::Nanos;
 use nvsched_policy::BuiltPolicy;
 use nvsched_report::{DiskUtil, JobStats, RunReport};
 use nvsched_sim::{simulate, Observer, SimInput, SimOutcome};
-use nvsched_ssd::DeviceProfile;
+use nvsched_ssd::{DeviceProfile, DriveStates};
 use nvsched_workload::JobFile;
 use serde_json::{json, Map, Value};
 
@@ -14,6 +14,8 @@ pub struct RunSpec<'a> {
     pub policy: BuiltPolicy,
     pub profile: &'a DeviceProfile,
     pub seed: u64,
+    /// Preconditioned drive states shared by the runs of a sweep (None: build afresh).
+    pub drive_states: Option<&'a DriveStates>,
 }
 
 /// Simulates and builds the report. `timestamp_ms` is the wall-clock time to print in
@@ -30,7 +32,11 @@ pub fn run_sim(
     let outcome = simulate(
         SimInput {
             jobs: &spec.jobs.jobs,
-            device: spec.profile.build(spec.seed).map_err(|e| e.to_string())?,
+            device: match spec.drive_states {
+                Some(states) => spec.profile.build_from(spec.seed, states),
+                None => spec.profile.build(spec.seed),
+            }
+            .map_err(|e| e.to_string())?,
             host: spec.profile.host.clone(),
             scheduler: spec.policy.scheduler,
             host_cost,

@@ -7,7 +7,7 @@ use crate::repro::analysis::k2_choices;
 use crate::run::{run_sim, RunSpec};
 use nvsched_core::PrioClass;
 use nvsched_sim::NoObserver;
-use nvsched_ssd::DeviceProfile;
+use nvsched_ssd::{DeviceProfile, DriveStates};
 use nvsched_workload::JobFile;
 use rayon::prelude::*;
 
@@ -70,11 +70,16 @@ pub fn sweep(jobs: &JobFile, profile: &DeviceProfile, seed: u64, bounds: &[u32])
     let rt = rt_entry(jobs)?;
     let mut specs = vec![("none".to_string(), None)];
     specs.extend(bounds.iter().map(|b| (format!("k2:bound={b}"), Some(*b))));
+    let drive_states = DriveStates::new();
     specs
         .par_iter()
         .map(|(spec, bound)| {
             let policy = nvsched_policy::build(spec).map_err(|e| e.to_string())?;
-            let (report, _) = run_sim(RunSpec { jobs, policy, profile, seed }, &mut NoObserver, 0)?;
+            let (report, _) = run_sim(
+                RunSpec { jobs, policy, profile, seed, drive_states: Some(&drive_states) },
+                &mut NoObserver,
+                0,
+            )?;
             let rt_job = report.jobs.get(rt).ok_or("missing real-time job results")?;
             let dir = if rt_job.dirs[1].total_ios > rt_job.dirs[0].total_ios { 1 } else { 0 };
             let secs = |j: &nvsched_report::JobStats| j.runtime.as_secs_f64().max(1e-9);

@@ -30,7 +30,8 @@ fn run(text: &str, sched: &str) -> (Vec<JobStats>, SimOutcome) {
     let profile = load_profile("970evoplus-250g", &overrides).unwrap();
     let policy = nvsched_policy::build(sched).unwrap();
     let (report, out) =
-        run_sim(RunSpec { jobs: &jobs, policy, profile: &profile, seed: 1 }, &mut NoObserver, 0).unwrap();
+        run_sim(RunSpec { jobs: &jobs, policy, profile: &profile, seed: 1, drive_states: None }, &mut NoObserver, 0)
+            .unwrap();
     (report.jobs, out)
 }
 

@@ -105,8 +105,9 @@ fn simulate(text: &str, sched: &str, device: &str) -> (Ledger, nvsched_sim::SimO
         .unwrap();
     let policy = nvsched_policy::build(sched).unwrap();
     let mut ledger = Ledger::default();
-    let (report, outcome) = run_sim(RunSpec { jobs: &jobs, policy, profile: &profile, seed: 9 }, &mut ledger, 0)
-        .unwrap_or_else(|e| panic!("{sched}: {e}\n{text}"));
+    let (report, outcome) =
+        run_sim(RunSpec { jobs: &jobs, policy, profile: &profile, seed: 9, drive_states: None }, &mut ledger, 0)
+            .unwrap_or_else(|e| panic!("{sched}: {e}\n{text}"));
     let json = report.render(nvsched_report::Format::Json);
     (ledger, outcome, json)
 }

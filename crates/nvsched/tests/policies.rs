@@ -25,7 +25,8 @@ fn run(
     }
     let profile = load_profile(device, &o).unwrap();
     let policy = nvsched_policy::build(sched).unwrap();
-    let (report, outcome) = run_sim(RunSpec { jobs: &jobs, policy, profile: &profile, seed: 1 }, obs, 0).unwrap();
+    let (report, outcome) =
+        run_sim(RunSpec { jobs: &jobs, policy, profile: &profile, seed: 1, drive_states: None }, obs, 0).unwrap();
     (report.jobs, outcome)
 }
 

@@ -32,7 +32,8 @@ fn random_writes(state: &str, seconds: u32) -> (Vec<f64>, DeviceCounters) {
     let profile = load_profile("970evoplus-250g", &[("nand.precondition".into(), state.into())]).unwrap();
     let policy = nvsched_policy::build("none").unwrap();
     let (report, outcome) =
-        run_sim(RunSpec { jobs: &jobs, policy, profile: &profile, seed: 3 }, &mut NoObserver, 0).unwrap();
+        run_sim(RunSpec { jobs: &jobs, policy, profile: &profile, seed: 3, drive_states: None }, &mut NoObserver, 0)
+            .unwrap();
     let series = report.jobs[0].dirs[1].series.bytes.iter().map(|&b| b as f64 / 1e6).collect();
     (series, outcome.device)
 }

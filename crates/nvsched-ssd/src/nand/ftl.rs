@@ -158,6 +158,7 @@ pub struct FtlCounters {
     pub erases: u64,
 }
 
+#[derive(Clone)]
 pub struct Ftl {
     pub geo: Geometry,
     l2p: Vec<u32>,

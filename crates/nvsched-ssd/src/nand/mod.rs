@@ -23,6 +23,7 @@ use ftl::{CellMode, Ftl, Lookup, StepWork, Stream};
 use nvsched_core::{Nanos, Op};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
+use std::sync::{Arc, Mutex};
 use timeline::GapTimeline;
 
 /// The drive state at the start of a run.
@@ -212,20 +213,68 @@ impl Series {
     }
 }
 
+/// Preconditioned drive states kept for the runs of one sweep: a full drive takes
+/// seconds to build and is the same for every run with the same configuration and seed,
+/// so later runs start from a copy. Holds one FTL (hundreds of MB for a consumer drive)
+/// per distinct state; drop it when the sweep ends.
+#[derive(Default)]
+pub struct DriveStates {
+    states: Mutex<HashMap<String, Arc<Ftl>>>,
+}
+
+impl DriveStates {
+    pub fn new() -> DriveStates {
+        DriveStates::default()
+    }
+}
+
+/// The FTL of a drive in its configured initial state.
+fn preconditioned_ftl(cfg: &NandConfig, geo: &Geometry, seed: u64) -> Result<Ftl, String> {
+    let mut ftl = Ftl::new(geo.clone(), cfg.gc_policy);
+    match Precondition::parse(&cfg.precondition)? {
+        Precondition::Clean => {}
+        Precondition::Partial(f) => ftl.precondition_sequential(f),
+        Precondition::Full => {
+            ftl.precondition_steady_state(seed, cfg.gc_soft_free_blocks);
+            ftl.collect_until_free(cfg.bg_gc_free_blocks);
+        }
+    }
+    ftl.counters = ftl::FtlCounters::default();
+    Ok(ftl)
+}
+
 impl NandDevice {
     pub fn new(cfg: NandConfig, queue_depth: u32, capacity_bytes: u64, seed: u64) -> Result<NandDevice, String> {
         let geo = Geometry::new(&cfg, capacity_bytes)?;
-        let precondition = Precondition::parse(&cfg.precondition)?;
-        let mut ftl = Ftl::new(geo.clone(), cfg.gc_policy);
-        match precondition {
-            Precondition::Clean => {}
-            Precondition::Partial(f) => ftl.precondition_sequential(f),
-            Precondition::Full => {
-                ftl.precondition_steady_state(seed, cfg.gc_soft_free_blocks);
-                ftl.collect_until_free(cfg.bg_gc_free_blocks);
+        let ftl = preconditioned_ftl(&cfg, &geo, seed)?;
+        Ok(NandDevice::with_ftl(cfg, geo, ftl, queue_depth, capacity_bytes))
+    }
+
+    /// As `new`, starting from a copy of a state in `states` when one was built before.
+    pub fn new_from(
+        cfg: NandConfig,
+        queue_depth: u32,
+        capacity_bytes: u64,
+        seed: u64,
+        states: &DriveStates,
+    ) -> Result<NandDevice, String> {
+        let geo = Geometry::new(&cfg, capacity_bytes)?;
+        // only the full drive's preconditioning is random
+        let seed_part = if matches!(Precondition::parse(&cfg.precondition)?, Precondition::Full) { seed } else { 0 };
+        let key = format!("{cfg:?}|{capacity_bytes}|{seed_part}");
+        let cached = states.states.lock().expect("no panics while held").get(&key).cloned();
+        let ftl = match cached {
+            Some(ftl) => (*ftl).clone(),
+            None => {
+                let ftl = preconditioned_ftl(&cfg, &geo, seed)?;
+                states.states.lock().expect("no panics while held").entry(key).or_insert_with(|| Arc::new(ftl.clone()));
+                ftl
             }
-        }
-        ftl.counters = ftl::FtlCounters::default();
+        };
+        Ok(NandDevice::with_ftl(cfg, geo, ftl, queue_depth, capacity_bytes))
+    }
+
+    fn with_ftl(cfg: NandConfig, geo: Geometry, ftl: Ftl, queue_depth: u32, capacity_bytes: u64) -> NandDevice {
         let bits = cfg.cell_bits.max(1);
         let read_by_page_type = (0..bits)
             .map(|i| {
@@ -246,7 +295,7 @@ impl NandDevice {
         };
         let dies = geo.dies as usize;
         let min_free = (0..geo.dies).map(|d| ftl.free_blocks(d)).min().unwrap_or(0);
-        Ok(NandDevice {
+        NandDevice {
             buffer_cap_slots: (cfg.write_buffer_bytes / LPN_BYTES).max(u64::from(geo.unit_slots)),
             plane_free: vec![Nanos::ZERO; dies * geo.planes as usize],
             die_free: vec![Nanos::ZERO; dies],
@@ -274,7 +323,7 @@ impl NandDevice {
             pending: HashMap::new(),
             last_activity: Nanos::ZERO,
             series: Series::default(),
-        })
+        }
     }
 
     pub fn geometry(&self) -> &Geometry {

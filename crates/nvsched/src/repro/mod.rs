@@ -9,13 +9,15 @@ use crate::run::{run_sim, RunSpec};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 pub use manifest::Manifest;
 use nvsched_sim::NoObserver;
-use nvsched_ssd::load_profile;
+use nvsched_ssd::{load_profile, DriveStates};
 use nvsched_workload::jobfile::Environment;
 use nvsched_workload::{parse_job_str, ParseOptions};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
+use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// How to run a reproduction.
 #[derive(Clone, Debug)]
@@ -195,13 +197,17 @@ fn expand_vars(text: &str, env: &VarEnv) -> String {
     out
 }
 
-fn simulate(m: &Manifest, p: &Planned) -> Result<RunResult, String> {
+fn simulate(m: &Manifest, p: &Planned, drive_states: &DriveStates) -> Result<RunResult, String> {
     let variant = m.variants.iter().find(|v| v.name == p.key.variant).expect("planned from the manifest");
     let jobs = parse_job_str(&p.job_text, &m.job_path_of(variant), &VarEnv(BTreeMap::new()), ParseOptions::default())
         .map_err(|e| e.to_string())?;
     let profile = load_profile(&m.device, &p.overrides).map_err(|e| e.to_string())?;
     let policy = nvsched_policy::build(&p.key.policy).map_err(|e| e.to_string())?;
-    let (report, _) = run_sim(RunSpec { jobs: &jobs, policy, profile: &profile, seed: p.seed }, &mut NoObserver, 0)?;
+    let (report, _) = run_sim(
+        RunSpec { jobs: &jobs, policy, profile: &profile, seed: p.seed, drive_states: Some(drive_states) },
+        &mut NoObserver,
+        0,
+    )?;
     let (metrics, extra) = analysis::metrics(&m.kind, variant, &jobs, &report)?;
     let fio = nvsched_report::fio_json::report_value(&report, false);
     Ok(RunResult { key: p.key.clone(), seed: p.seed, metrics, extra, fio, cached: false })
@@ -238,15 +244,25 @@ pub fn run(name: &str, opts: &Options) -> Result<Outcome, String> {
             .progress_chars("=> "),
     );
     bar.set_prefix(format!("{name}{}", if opts.quick { " (quick)" } else { "" }));
+    // without a terminal the bar is not drawn: say how far it got every tenth instead
+    let plain_progress = opts.progress && !std::io::stderr().is_terminal();
+    let done = AtomicUsize::new(0);
+    // runs in the same drive state start from a copy of one preconditioning
+    let drive_states = DriveStates::new();
+    let total = planned.len();
     let results: Vec<Result<RunResult, String>> = planned
         .par_iter()
         .map(|p| {
             let path = cache_path(&opts.out, &p.hash);
             let r = match (!opts.force).then(|| load_cached(&path, &p.key, p.seed)).flatten() {
                 Some(r) => Ok(r),
-                None => simulate(&m, p).and_then(|r| store(&path, &r).map(|_| r)),
+                None => simulate(&m, p, &drive_states).and_then(|r| store(&path, &r).map(|_| r)),
             };
             bar.inc(1);
+            let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+            if plain_progress && (n * 10 / total.max(1) > (n - 1) * 10 / total.max(1)) {
+                eprintln!("{name}: {n}/{total} runs");
+            }
             r.map_err(|e| format!("{} / {} / {} / rep {}: {e}", p.key.variant, p.key.state, p.key.policy, p.key.rep))
         })
         .collect();
