@@ -139,24 +139,23 @@ impl DeviceProfile {
     /// Builds a fresh device in its initial (preconditioned) state; `seed` drives the
     /// random parts of preconditioning.
     pub fn build(&self, seed: u64) -> Result<Box<dyn Device>, ProfileError> {
-        Ok(match &self.model {
-            ModelConfig::Simple(cfg) => Box::new(SimpleDevice::new(cfg.clone(), self.queue_depth, self.capacity_bytes)),
-            ModelConfig::Nand(cfg) => Box::new(
-                NandDevice::new((**cfg).clone(), self.queue_depth, self.capacity_bytes, seed)
-                    .map_err(|e| ProfileError(format!("profile '{}': {e}", self.name)))?,
-            ),
-        })
+        self.build_with(seed, None)
     }
 
-    /// As `build`, reusing preconditioned drive states from `states` (for sweeps).
-    pub fn build_from(&self, seed: u64, states: &DriveStates) -> Result<Box<dyn Device>, ProfileError> {
-        match &self.model {
-            ModelConfig::Nand(cfg) => Ok(Box::new(
-                NandDevice::new_from((**cfg).clone(), self.queue_depth, self.capacity_bytes, seed, states)
-                    .map_err(|e| ProfileError(format!("profile '{}': {e}", self.name)))?,
-            )),
-            ModelConfig::Simple(_) => self.build(seed),
-        }
+    /// As `build`; with `states`, a preconditioned drive state built before for the same
+    /// configuration and seed is copied instead of built again (for sweeps).
+    pub fn build_with(&self, seed: u64, states: Option<&DriveStates>) -> Result<Box<dyn Device>, ProfileError> {
+        Ok(match &self.model {
+            ModelConfig::Simple(cfg) => Box::new(SimpleDevice::new(cfg.clone(), self.queue_depth, self.capacity_bytes)),
+            ModelConfig::Nand(cfg) => {
+                let (cfg, qd, cap) = ((**cfg).clone(), self.queue_depth, self.capacity_bytes);
+                let device = match states {
+                    Some(states) => NandDevice::new_from(cfg, qd, cap, seed, states),
+                    None => NandDevice::new(cfg, qd, cap, seed),
+                };
+                Box::new(device.map_err(|e| ProfileError(format!("profile '{}': {e}", self.name)))?)
+            }
+        })
     }
 
     pub fn model_name(&self) -> &'static str {

@@ -32,11 +32,7 @@ pub fn run_sim(
     let outcome = simulate(
         SimInput {
             jobs: &spec.jobs.jobs,
-            device: match spec.drive_states {
-                Some(states) => spec.profile.build_from(spec.seed, states),
-                None => spec.profile.build(spec.seed),
-            }
-            .map_err(|e| e.to_string())?,
+            device: spec.profile.build_with(spec.seed, spec.drive_states).map_err(|e| e.to_string())?,
             host: spec.profile.host.clone(),
             scheduler: spec.policy.scheduler,
             host_cost,

@@ -229,9 +229,9 @@ impl DriveStates {
 }
 
 /// The FTL of a drive in its configured initial state.
-fn preconditioned_ftl(cfg: &NandConfig, geo: &Geometry, seed: u64) -> Result<Ftl, String> {
+fn preconditioned_ftl(cfg: &NandConfig, geo: &Geometry, precondition: Precondition, seed: u64) -> Ftl {
     let mut ftl = Ftl::new(geo.clone(), cfg.gc_policy);
-    match Precondition::parse(&cfg.precondition)? {
+    match precondition {
         Precondition::Clean => {}
         Precondition::Partial(f) => ftl.precondition_sequential(f),
         Precondition::Full => {
@@ -240,13 +240,13 @@ fn preconditioned_ftl(cfg: &NandConfig, geo: &Geometry, seed: u64) -> Result<Ftl
         }
     }
     ftl.counters = ftl::FtlCounters::default();
-    Ok(ftl)
+    ftl
 }
 
 impl NandDevice {
     pub fn new(cfg: NandConfig, queue_depth: u32, capacity_bytes: u64, seed: u64) -> Result<NandDevice, String> {
         let geo = Geometry::new(&cfg, capacity_bytes)?;
-        let ftl = preconditioned_ftl(&cfg, &geo, seed)?;
+        let ftl = preconditioned_ftl(&cfg, &geo, Precondition::parse(&cfg.precondition)?, seed);
         Ok(NandDevice::with_ftl(cfg, geo, ftl, queue_depth, capacity_bytes))
     }
 
@@ -259,14 +259,15 @@ impl NandDevice {
         states: &DriveStates,
     ) -> Result<NandDevice, String> {
         let geo = Geometry::new(&cfg, capacity_bytes)?;
+        let precondition = Precondition::parse(&cfg.precondition)?;
         // only the full drive's preconditioning is random
-        let seed_part = if matches!(Precondition::parse(&cfg.precondition)?, Precondition::Full) { seed } else { 0 };
+        let seed_part = if matches!(precondition, Precondition::Full) { seed } else { 0 };
         let key = format!("{cfg:?}|{capacity_bytes}|{seed_part}");
         let cached = states.states.lock().expect("no panics while held").get(&key).cloned();
         let ftl = match cached {
             Some(ftl) => (*ftl).clone(),
             None => {
-                let ftl = preconditioned_ftl(&cfg, &geo, seed)?;
+                let ftl = preconditioned_ftl(&cfg, &geo, precondition, seed);
                 states.states.lock().expect("no panics while held").entry(key).or_insert_with(|| Arc::new(ftl.clone()));
                 ftl
             }

@@ -260,7 +260,7 @@ pub fn run(name: &str, opts: &Options) -> Result<Outcome, String> {
             };
             bar.inc(1);
             let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-            if plain_progress && (n * 10 / total.max(1) > (n - 1) * 10 / total.max(1)) {
+            if plain_progress && n * 10 / total > (n - 1) * 10 / total {
                 eprintln!("{name}: {n}/{total} runs");
             }
             r.map_err(|e| format!("{} / {} / {} / rep {}: {e}", p.key.variant, p.key.state, p.key.policy, p.key.rep))
