@@ -4,7 +4,7 @@
 
 use nvsched_core::{Nanos, Op, SimRng};
 use nvsched_ssd::nand::config::{Geometry, LPN_BYTES};
-use nvsched_ssd::nand::ftl::{lrw_write_amplification, Ftl, Stream};
+use nvsched_ssd::nand::ftl::{lrw_write_amplification, Ftl, Lookup, Stream};
 use nvsched_ssd::{Command, Device, DriveStates, GcPolicy, NandConfig, NandDevice};
 
 /// 4 dies of 2 planes, 96 blocks each, 48 pages per block (TLC), 16 KiB pages.
@@ -41,6 +41,7 @@ fn small_config() -> NandConfig {
         idle_us: 1000.0,
         copyback: true,
         read_ahead_bytes: 0,
+        independent_plane_reads: true,
         precondition: "clean".into(),
     }
 }
@@ -302,6 +303,33 @@ fn slc_cache_absorbs_then_writes_drop_to_native_speed() {
     let late = rate(1700, 2047);
     assert!(early > 4.0 * late, "SLC {early:.0} MB/s vs native {late:.0} MB/s");
     assert!(d.counters(t).slc_writes > 0);
+}
+
+#[test]
+fn without_independent_plane_reads_a_die_senses_one_page_at_a_time() {
+    let run = |independent: bool| {
+        let mut cfg = small_config();
+        cfg.precondition = "partial:0.5".into();
+        cfg.independent_plane_reads = independent;
+        let mut d = device(cfg, 0.15);
+        let geo = d.geometry().clone();
+        let where_is = |d: &NandDevice, lpn: u32| match d.ftl().lookup(lpn) {
+            Lookup::Slot(s) => (geo.die_of_block(geo.block_of_slot(s)), geo.plane_page_of_slot(s).0),
+            _ => panic!("lpn {lpn} is written"),
+        };
+        // two pages of die 0 on different planes
+        let a = 0u32;
+        let b = (1..geo.unit_slots)
+            .find(|&l| where_is(&d, l).0 == where_is(&d, a).0 && where_is(&d, l).1 != where_is(&d, a).1)
+            .expect("a page on the other plane");
+        let first = d.submit(&cmd(Op::Read, u64::from(a), 1, false), Nanos::ZERO);
+        let second = d.submit(&cmd(Op::Read, u64::from(b), 1, false), Nanos::ZERO);
+        (first, second)
+    };
+    let (first, second) = run(true);
+    assert!(second < first + Nanos::from_us(25), "planes sense in parallel: {first} then {second}");
+    let (first, second) = run(false);
+    assert!(second >= first + Nanos::from_us(40), "the second sense waits for the first: {first} then {second}");
 }
 
 #[test]

@@ -81,6 +81,11 @@ pub struct NandConfig {
     /// GC and folding copy inside the die (no channel transfer).
     #[serde(default = "yes")]
     pub copyback: bool,
+    /// The planes of a die sense different pages at the same time. NAND before
+    /// independent multi-plane reads (before ~2020) senses one page per die at a time,
+    /// so random reads are limited by dies, not planes.
+    #[serde(default = "yes")]
+    pub independent_plane_reads: bool,
     /// Drive state before the run: clean, partial:F or full.
     #[serde(default = "clean")]
     pub precondition: String,

@@ -108,6 +108,8 @@ pub struct NandDevice {
     last_activity: Nanos,
     // accounting
     die_busy: Vec<Nanos>,
+    /// When each die's sense circuitry is free (used without independent plane reads).
+    die_sense_free: Vec<Nanos>,
     counters: Extra,
     series: Series,
 }
@@ -306,6 +308,7 @@ impl NandDevice {
             read_ahead: ReadAhead::new((cfg.read_ahead_bytes / LPN_BYTES) as u32),
             programs_booked: 0,
             die_busy: vec![Nanos::ZERO; dies],
+            die_sense_free: vec![Nanos::ZERO; dies],
             counters: Extra { min_free_blocks: min_free, ..Extra::default() },
             cfg,
             geo,
@@ -662,11 +665,17 @@ impl NandDevice {
                 CellMode::Native => self.t.read_by_page_type[(page % self.cfg.cell_bits) as usize],
             };
             let die_busy = self.die_free[die as usize];
-            let start = t.max(self.plane_free[p]).max(die_busy);
+            let mut start = t.max(self.plane_free[p]).max(die_busy);
             if die_busy > t && die_busy >= self.plane_free[p] {
                 self.counters.reads_behind_program += 1;
             }
-            self.die_busy[die as usize] += Nanos(tr.0 / u64::from(self.geo.planes));
+            if self.cfg.independent_plane_reads {
+                self.die_busy[die as usize] += Nanos(tr.0 / u64::from(self.geo.planes));
+            } else {
+                start = start.max(self.die_sense_free[die as usize]);
+                self.die_sense_free[die as usize] = start + tr;
+                self.die_busy[die as usize] += tr;
+            }
             self.plane_page[p] = (block, page);
             start + tr
         };
