@@ -10,8 +10,8 @@
 //!   windows are remembered, so one slow request holds the bound for a second).
 //!   - A miss lowers the bound by a quarter (at least one) at
 //!     once, not at the end of the window: every request that runs under a bound that is
-//!     too large adds to the tail. The next miss counts only if its request was
-//!     dispatched under the new bound. The bound that missed becomes a ceiling.
+//!     too large adds to the tail. A request counts only if it was dispatched after
+//!     the last change of the bound. The bound that missed becomes a ceiling.
 //!   - A window without a miss, with the remembered maxima under the goal, grows the
 //!     bound: by half until the first miss (a slow start, as TCP's), then by an eighth
 //!     (at least one). It reaches the ceiling again only after a back-off (2 windows,
@@ -130,8 +130,8 @@ pub struct K2Adaptive {
     wait: u32,
     /// O1: a miss already lowered the bound in this window.
     shrunk_early: bool,
-    /// O1: when a miss last lowered the bound.
-    last_shrink: Option<Nanos>,
+    /// O1: when the bound last changed.
+    last_change: Option<Nanos>,
     /// O1: no miss yet, so the bound grows fast.
     slow_start: bool,
     bytes: u64,
@@ -171,7 +171,7 @@ impl K2Adaptive {
             wait: 0,
             shrunk_early: false,
             slow_start: true,
-            last_shrink: None,
+            last_change: None,
             bytes: 0,
             series: TimeSeries::new("bound", "requests"),
             adjustments: 0,
@@ -273,6 +273,7 @@ impl K2Adaptive {
         if next != b {
             self.adjustments += 1;
             self.k2.set_bound(next, at);
+            self.last_change = Some(at);
         }
         self.series.push(at, f64::from(next));
         self.shrunk_early = false;
@@ -309,19 +310,21 @@ impl Scheduler for K2Adaptive {
         }
         if done.rq.effective_prio().class == PrioClass::RealTime {
             let latency = done.total_latency();
-            self.rt_max = self.rt_max.max(latency);
-            self.rt_samples += 1;
+            // a request dispatched before the last change of the bound tells about the
+            // old bound (or the switch between them), not about this one
+            let under_current = self.last_change.is_none_or(|at| done.dispatched_at >= at);
+            if under_current {
+                self.rt_max = self.rt_max.max(latency);
+                self.rt_samples += 1;
+            }
             // a miss is answered at once, not at the end of the window: each further
             // request at a bound that is too large adds to the tail
             if let Objective::Latency(target) = self.objective {
                 let b = self.k2.bound();
-                // once per bound: a miss counts against the new bound only if its
-                // request was dispatched under it
-                let under_current = self.last_shrink.is_none_or(|at| done.dispatched_at >= at);
                 if under_current && latency > target && b > self.min_bound {
                     let next = self.step_down(b).max(self.min_bound);
                     self.shrunk_early = true;
-                    self.last_shrink = Some(done.now);
+                    self.last_change = Some(done.now);
                     self.adjustments += 1;
                     self.k2.set_bound(next, done.now);
                     self.series.push(done.now, f64::from(next));
@@ -382,6 +385,38 @@ mod tests {
             k.dispatch(Nanos::from_ms(10 * i), view);
         }
         assert!(k.bound() > 12 && k.bound() <= 16, "grows back under the ceiling: {}", k.bound());
+    }
+
+    #[test]
+    fn o1_a_miss_is_over_the_target_and_counts_only_under_the_current_bound() {
+        let mut k = adaptive("target_p999=1ms,window=10ms,initial_bound=16");
+        let view = DeviceView { inflight: 0, queue_depth: 64 };
+        k.insert(Request::read(0, 0), Nanos::ZERO);
+        // between the goal (950 us) and the target: no miss, but no headroom to grow either
+        rt_done(&mut k, Nanos::from_us(980), Nanos::from_ms(5));
+        k.dispatch(Nanos::from_ms(10), view);
+        assert_eq!(k.bound(), 16);
+        rt_done(&mut k, Nanos::from_ms(2), Nanos::from_ms(12));
+        assert_eq!(k.bound(), 12, "a miss lowers the bound at once");
+        // dispatched before that change: says nothing about bound 12
+        rt_done(&mut k, Nanos::from_ms(3), Nanos::from_ms(13));
+        assert_eq!(k.bound(), 12);
+        // dispatched after it: a miss of bound 12
+        rt_done(&mut k, Nanos::from_ms(1) + Nanos(500_000), Nanos::from_ms(15));
+        assert_eq!(k.bound(), 9);
+    }
+
+    #[test]
+    fn o1_misses_at_the_smallest_bound_do_not_stop_it_growing() {
+        let mut k = adaptive("target_p999=1ms,window=10ms");
+        let view = DeviceView { inflight: 0, queue_depth: 64 };
+        k.insert(Request::read(0, 0), Nanos::ZERO);
+        rt_done(&mut k, Nanos::from_ms(2), Nanos::from_ms(5));
+        k.dispatch(Nanos::from_ms(10), view);
+        assert_eq!(k.bound(), 2, "probes past bound 1's miss");
+        rt_done(&mut k, Nanos::from_us(500), Nanos::from_ms(15));
+        k.dispatch(Nanos::from_ms(20), view);
+        assert_eq!(k.bound(), 3, "and keeps growing where bound 2 meets the target");
     }
 
     #[test]
