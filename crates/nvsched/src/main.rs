@@ -181,9 +181,17 @@ struct TuneArgs {
     /// bandwidth:BETA% (O2: bandwidth at least BETA of none's, lowest RT tail).
     #[arg(long)]
     objective: String,
-    /// Job file with one real-time job (prioclass=1) and background jobs.
-    #[arg(default_value = "examples/k2-mix.fio")]
-    jobfile: PathBuf,
+    /// Job file with one real-time job (prioclass=1) and background jobs
+    /// [default: examples/k2-mix.fio].
+    jobfile: Option<PathBuf>,
+    /// Tune on a cell of a reproduction instead of a job file: its job file, device
+    /// profile and overrides, e.g. `k2-analysis:randread` or `k2-analysis:read:full`
+    /// (default state: the first one).
+    #[arg(long, value_name = "NAME:VARIANT[:STATE]", conflicts_with = "jobfile")]
+    experiment: Option<String>,
+    /// With --experiment: the paper's runtime (the full mode) instead of the quick one.
+    #[arg(long, requires = "experiment")]
+    full: bool,
     /// Bounds to sweep.
     #[arg(long, default_value = "1,2,4,8,16,32,64", value_delimiter = ',')]
     bounds: Vec<u32>,
@@ -449,8 +457,14 @@ fn cmd_tune(args: TuneArgs) -> Result<(), String> {
     if args.bounds.is_empty() || args.bounds.contains(&0) {
         return Err("--bounds: give bounds >= 1".into());
     }
-    let jobs = load_jobs(&args.jobfile, false)?;
-    let profile = args.device.load(jobs.precondition().map_err(|e| e.to_string())?)?;
+    let (jobs, profile) = match &args.experiment {
+        Some(cell) => experiment_cell(cell, !args.full, &args.device)?,
+        None => {
+            let jobs = load_jobs(args.jobfile.as_deref().unwrap_or(Path::new("examples/k2-mix.fio")), false)?;
+            let profile = args.device.load(jobs.precondition().map_err(|e| e.to_string())?)?;
+            (jobs, profile)
+        }
+    };
     eprintln!("nvsched: sweeping none and k2 bounds {:?} on {} ...", args.bounds, profile.name);
     let rows = nvsched::tune::sweep(&jobs, &profile, args.seed, &args.bounds)?;
     let (chosen, why) = nvsched::tune::choose(&rows, objective);
@@ -460,6 +474,32 @@ fn cmd_tune(args: TuneArgs) -> Result<(), String> {
         println!("Use: --sched k2:bound={b}");
     }
     Ok(())
+}
+
+/// The jobs and device of one cell of a reproduction (`NAME:VARIANT[:STATE]`), with the
+/// user's `--device-set` applied on top of the manifest's.
+fn experiment_cell(
+    cell: &str,
+    quick: bool,
+    device: &DeviceArgs,
+) -> Result<(nvsched_workload::JobFile, DeviceProfile), String> {
+    let mut parts = cell.splitn(3, ':');
+    let (Some(name), Some(variant)) = (parts.next(), parts.next()) else {
+        return Err(format!("--experiment '{cell}': expected NAME:VARIANT[:STATE], e.g. k2-analysis:randread"));
+    };
+    let (manifest, setup) = nvsched::repro::cell(name, variant, parts.next(), quick)?;
+    let jobs = parse_job_str(&setup.job_text, &setup.job_path, &HostEnvironment, ParseOptions::default())
+        .map_err(|e| e.to_string())?;
+    let mut overrides = setup.overrides;
+    for kv in &device.device_set {
+        let (k, v) = kv.split_once('=').ok_or_else(|| format!("--device-set '{kv}': expected KEY=VALUE"))?;
+        overrides.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    if let Some(state) = &device.precondition {
+        overrides.push(("nand.precondition".into(), state.clone()));
+    }
+    let profile = load_profile(&manifest.device, &overrides).map_err(|e| e.to_string())?;
+    Ok((jobs, profile))
 }
 
 fn emit(text: &str, output: &Option<PathBuf>) -> Result<(), String> {

@@ -183,6 +183,25 @@ fn errors_name_what_is_wrong() {
 }
 
 #[test]
+fn tune_on_a_reproduction_cell_uses_its_jobs_and_device() {
+    // the paper's example: O1 at alpha 50% picks bound 32 for random reads
+    let out = nvsched(&["tune", "k2", "--objective", "latency:50%", "--experiment", "k2-analysis:randread"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("Use: --sched k2:bound=32"), "{text}");
+    for (cell, expected) in [
+        ("k2-analysis:nope", "has no variant 'nope' (it has: read, randread, write, randwrite)"),
+        ("k2-analysis:read:half", "has no drive state 'half' (it has: partial, full)"),
+        ("k2-analysis", "expected NAME:VARIANT[:STATE]"),
+    ] {
+        let out = nvsched(&["tune", "k2", "--objective", "latency:50%", "--experiment", cell]);
+        assert_eq!(out.status.code(), Some(1), "{cell}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains(expected), "{cell}: {err}");
+    }
+}
+
+#[test]
 fn listings_cover_every_policy_and_device() {
     let out = String::from_utf8(nvsched(&["policies"]).stdout).unwrap();
     for p in nvsched::policy::POLICIES {

@@ -8,6 +8,7 @@ mod output;
 use crate::run::{run_sim, RunSpec};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 pub use manifest::Manifest;
+use manifest::{State, Variant};
 use nvsched_sim::NoObserver;
 use nvsched_ssd::{load_profile, DriveStates};
 use nvsched_workload::jobfile::Environment;
@@ -141,6 +142,54 @@ struct Planned {
     hash: String,
 }
 
+/// One cell of an experiment, ready to simulate: the job text with the manifest's
+/// variables expanded and the device overrides (the manifest's plus the drive state).
+pub struct CellSetup {
+    pub job_path: PathBuf,
+    pub job_text: String,
+    pub overrides: Vec<(String, String)>,
+}
+
+fn cell_setup(m: &Manifest, v: &Variant, s: &State, quick: bool, job_template: &str) -> CellSetup {
+    let mode = if quick { &m.quick } else { &m.full };
+    let mut vars = mode.vars.clone();
+    vars.extend(v.vars.clone());
+    vars.extend(s.vars.clone());
+    let runtime = if quick { &s.quick_runtime } else { v.full_runtime.get(&s.name).unwrap_or(&s.runtime) };
+    vars.insert("RUNTIME".into(), runtime.clone());
+    // expand variables now so the cache key sees the real job text
+    let job_text = expand_vars(job_template, &VarEnv(vars));
+    let mut overrides: Vec<(String, String)> = m.device_set.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    overrides.push(("nand.precondition".into(), s.precondition.clone()));
+    CellSetup { job_path: m.job_path_of(v), job_text, overrides }
+}
+
+/// The setup of `variant` in `state` (default: the first state) of experiment `name`, as
+/// `repro` would run it (`quick`: the quick mode's runtime and variables).
+pub fn cell(name: &str, variant: &str, state: Option<&str>, quick: bool) -> Result<(Manifest, CellSetup), String> {
+    let m = Manifest::load(&experiments_dir().join(name))?;
+    let names = |items: Vec<&str>| items.join(", ");
+    let v = m.variants.iter().find(|v| v.name == variant).ok_or_else(|| {
+        format!(
+            "experiment '{name}' has no variant '{variant}' (it has: {})",
+            names(m.variants.iter().map(|v| v.name.as_str()).collect())
+        )
+    })?;
+    let s = match state {
+        None => m.states.first().ok_or_else(|| format!("experiment '{name}' has no drive states"))?,
+        Some(state) => m.states.iter().find(|s| s.name == state).ok_or_else(|| {
+            format!(
+                "experiment '{name}' has no drive state '{state}' (it has: {})",
+                names(m.states.iter().map(|s| s.name.as_str()).collect())
+            )
+        })?,
+    };
+    let path = m.job_path_of(v);
+    let template = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let setup = cell_setup(&m, v, s, quick, &template);
+    Ok((m, setup))
+}
+
 fn plan(m: &Manifest, quick: bool) -> Result<Vec<Planned>, String> {
     let mode = if quick { &m.quick } else { &m.full };
     let mut out = Vec::new();
@@ -149,17 +198,7 @@ fn plan(m: &Manifest, quick: bool) -> Result<Vec<Planned>, String> {
         let job_template =
             std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
         for s in &m.states {
-            let mut vars = mode.vars.clone();
-            vars.extend(v.vars.clone());
-            vars.extend(s.vars.clone());
-            let runtime = if quick { &s.quick_runtime } else { v.full_runtime.get(&s.name).unwrap_or(&s.runtime) };
-            vars.insert("RUNTIME".into(), runtime.clone());
-            // expand variables now so the cache key sees the real job text
-            let env = VarEnv(vars);
-            let text = expand_vars(&job_template, &env);
-            let mut overrides: Vec<(String, String)> =
-                m.device_set.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
-            overrides.push(("nand.precondition".into(), s.precondition.clone()));
+            let CellSetup { job_text: text, overrides, .. } = cell_setup(m, v, s, quick, &job_template);
             for policy in m.policies_of(v) {
                 for rep in 0..mode.repetitions {
                     let seed = u64::from(rep) + 1;
