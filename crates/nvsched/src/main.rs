@@ -66,18 +66,28 @@ struct DeviceArgs {
 impl DeviceArgs {
     /// The profile with overrides; `from_jobs` is the job file's `precondition=`.
     fn load(&self, from_jobs: Option<String>) -> Result<DeviceProfile, String> {
-        let mut overrides = Vec::new();
+        self.load_over(&self.device, Vec::new(), from_jobs)
+    }
+
+    /// Profile `name` with `overrides` (e.g. a manifest's), then the user's
+    /// `--device-set` and the drive state (`--precondition`, else `from_jobs`) on top.
+    fn load_over(
+        &self,
+        name: &str,
+        mut overrides: Vec<(String, String)>,
+        from_jobs: Option<String>,
+    ) -> Result<DeviceProfile, String> {
         for kv in &self.device_set {
             let (k, v) = kv.split_once('=').ok_or_else(|| format!("--device-set '{kv}': expected KEY=VALUE"))?;
             overrides.push((k.trim().to_string(), v.trim().to_string()));
         }
-        let base = load_profile(&self.device, &overrides).map_err(|e| e.to_string())?;
+        let base = load_profile(name, &overrides).map_err(|e| e.to_string())?;
         let Some(state) = self.precondition.clone().or(from_jobs) else { return Ok(base) };
         nvsched_ssd::Precondition::parse(&state).map_err(|e| format!("--precondition: {e}"))?;
         match base.model {
             nvsched_ssd::ModelConfig::Nand(_) => {
                 overrides.push(("nand.precondition".into(), state));
-                load_profile(&self.device, &overrides).map_err(|e| e.to_string())
+                load_profile(name, &overrides).map_err(|e| e.to_string())
             }
             nvsched_ssd::ModelConfig::Simple(_) if state == "clean" => Ok(base),
             nvsched_ssd::ModelConfig::Simple(_) => {
@@ -490,15 +500,7 @@ fn experiment_cell(
     let (manifest, setup) = nvsched::repro::cell(name, variant, parts.next(), quick)?;
     let jobs = parse_job_str(&setup.job_text, &setup.job_path, &HostEnvironment, ParseOptions::default())
         .map_err(|e| e.to_string())?;
-    let mut overrides = setup.overrides;
-    for kv in &device.device_set {
-        let (k, v) = kv.split_once('=').ok_or_else(|| format!("--device-set '{kv}': expected KEY=VALUE"))?;
-        overrides.push((k.trim().to_string(), v.trim().to_string()));
-    }
-    if let Some(state) = &device.precondition {
-        overrides.push(("nand.precondition".into(), state.clone()));
-    }
-    let profile = load_profile(&manifest.device, &overrides).map_err(|e| e.to_string())?;
+    let profile = device.load_over(&manifest.device, setup.overrides, None)?;
     Ok((jobs, profile))
 }
 

@@ -221,27 +221,27 @@ impl K2Adaptive {
                         self.recent_max.pop_front();
                     }
                 }
-                // the tail is rare: remember it for a few windows
-                // (no window to go by: only misses at `min_bound` so far; try to grow)
-                let seen = self.recent_max.iter().max().map_or(0.6 * goal, |m| m.0 as f64);
+                // the tail is rare: remember it for a few windows (None: only misses at
+                // `min_bound` so far, nothing that speaks against growing)
+                let seen = self.recent_max.iter().max().map(|m| m.0 as f64);
                 if self.shrunk_early {
                     // this window's miss was already answered when it happened
                     b
                 } else if missed && b > self.min_bound {
                     self.step_down(b)
-                } else if seen < 0.5 * goal {
+                } else if seen.is_some_and(|s| s < 0.5 * goal) {
                     // far below the target (e.g. the background load dropped): the old
                     // ceiling no longer holds
                     self.ceiling = None;
                     self.backoff = 2;
                     b + (b / 2).max(1)
-                } else if seen <= goal {
+                } else if seen.is_none_or(|s| s <= goal) {
                     // until the first miss, grow by half per window (a slow start, as
                     // TCP's); then by an eighth
                     let step = if self.slow_start { (b / 2).max(1) } else { (b / 8).max(1) };
                     let next = b + step;
                     match self.ceiling {
-                        Some(c) if next >= c && (self.wait > 0 || seen >= 0.85 * goal) => {
+                        Some(c) if next >= c && (self.wait > 0 || seen.is_some_and(|s| s >= 0.85 * goal)) => {
                             // at the ceiling: probe it again only after the back-off, and
                             // only with headroom (close to the goal, a larger bound would
                             // miss; each probe that misses adds a sample to the tail)

@@ -184,21 +184,23 @@ pub fn cell(name: &str, variant: &str, state: Option<&str>, quick: bool) -> Resu
             )
         })?,
     };
-    let path = m.job_path_of(v);
-    let template = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let setup = cell_setup(&m, v, s, quick, &template);
+    let setup = cell_setup(&m, v, s, quick, &job_template(&m, v)?);
     Ok((m, setup))
+}
+
+/// The job file of a variant, variables not yet expanded.
+fn job_template(m: &Manifest, v: &Variant) -> Result<String, String> {
+    let path = m.job_path_of(v);
+    std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))
 }
 
 fn plan(m: &Manifest, quick: bool) -> Result<Vec<Planned>, String> {
     let mode = if quick { &m.quick } else { &m.full };
     let mut out = Vec::new();
     for v in &m.variants {
-        let path = m.job_path_of(v);
-        let job_template =
-            std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let template = job_template(m, v)?;
         for s in &m.states {
-            let CellSetup { job_text: text, overrides, .. } = cell_setup(m, v, s, quick, &job_template);
+            let CellSetup { job_text: text, overrides, .. } = cell_setup(m, v, s, quick, &template);
             for policy in m.policies_of(v) {
                 for rep in 0..mode.repetitions {
                     let seed = u64::from(rep) + 1;
