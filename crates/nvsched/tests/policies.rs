@@ -211,9 +211,8 @@ fn mts_distributes_bandwidth_by_weight_on_a_full_drive() {
     let (mts, out) = run(&text, "mts", "840pro-256g", &[], &mut NoObserver);
     let (e_cfq, e_mts) = (error(&cfq), error(&mts));
     assert!(out.policy.get("manager_ticks").unwrap() > 30.0);
-    // In this model GC does not skew CFQ's time slices (its cost lands on whichever tenant
-    // writes, smoothly), so CFQ is already within a few percent of the weights; MTS must
-    // stay there too (its per-second corrections add some measurement noise).
+    // GC stalls make a 4 KiB request outlast the lightest tenant's 14 ms slice, so under
+    // CFQ the light tenants get more than their weight; MTS measures and corrects it.
     eprintln!("distribution error: mts {e_mts:.4}, cfq {e_cfq:.4}");
-    assert!(e_mts < 0.10 && e_mts <= e_cfq + 0.05, "distribution error: mts {e_mts:.3}, cfq {e_cfq:.3}");
+    assert!(e_mts < 0.10 && e_mts < e_cfq, "distribution error: mts {e_mts:.3}, cfq {e_cfq:.3}");
 }

@@ -15,7 +15,7 @@ pub const PARAMS: &[ParamSpec] = &[
         name: "slice_sync",
         kind: ParamKind::Duration { min: Nanos(1_000), max: Nanos::from_secs(10) },
         default: "100ms",
-        help: "time slice of a sync queue at weight 100 (cgroups) or ioprio level 4",
+        help: "time slice of a process's sync queue at ioprio level 4",
     },
     ParamSpec {
         name: "slice_async",
@@ -35,6 +35,12 @@ pub const PARAMS: &[ParamSpec] = &[
         default: "8ms",
         help: "a tenant queue that runs empty keeps its slice this long waiting for its next request",
     },
+    ParamSpec {
+        name: "group_latency",
+        kind: ParamKind::Duration { min: Nanos(1_000), max: Nanos::from_secs(10) },
+        default: "300ms",
+        help: "one round over the busy tenants (CFQ's target_latency): a tenant's slice is its weight's share of it",
+    },
 ];
 
 pub static INFO: PolicyInfo = PolicyInfo {
@@ -44,7 +50,8 @@ pub static INFO: PolicyInfo = PolicyInfo {
     notes: "slice_idle is 0 (flash), so an empty process queue expires at once; a tenant \
             (cgroup) queue keeps its slice while its requests are in flight and group_idle \
             after the last one, as CFQ's group idling does. Tenant queues \
-            get slice = base * weight / 100; process queues slice = base * (1 + (4 - level) / 5). \
+            get slice = group_latency * weight / (sum of the busy tenants' weights), as \
+            cfq_group_slice does; process queues slice = base * (1 + (4 - level) / 5). \
             Group scheduling is flattened: each tenant's requests share one queue per direction \
             class (sync/async).",
     params: PARAMS,
@@ -84,6 +91,7 @@ pub struct Cfq {
     queued: usize,
     slices: u64,
     group_idle: Nanos,
+    group_latency: Nanos,
     /// When the active tenant queue ran empty with nothing in flight.
     idle_since: Option<Nanos>,
 }
@@ -104,6 +112,7 @@ impl Cfq {
             queued: 0,
             slices: 0,
             group_idle: p.duration("group_idle"),
+            group_latency: p.duration("group_latency"),
             idle_since: None,
         }
     }
@@ -151,11 +160,26 @@ impl Cfq {
         let queue = &self.queues[q];
         let base = if queue.sync { self.slice_sync } else { self.slice_async };
         let ns = if queue.tenant != 0 {
-            base.0 as f64 * f64::from(queue.weight) / 100.0 * self.tenant_scale(queue.tenant)
+            let share = f64::from(queue.weight) / f64::from(self.busy_tenant_weight(q));
+            self.group_latency.0 as f64 * share * self.tenant_scale(queue.tenant)
         } else {
             base.0 as f64 * (1.0 + (4.0 - f64::from(queue.level)) / 5.0)
         };
-        Nanos(ns.max(1_000.0) as u64)
+        Nanos(ns.max(1_000.0).round() as u64)
+    }
+
+    /// Sum of the weights of the tenants with requests queued or in flight, counting the
+    /// tenant of queue `q` whether busy or not.
+    fn busy_tenant_weight(&self, q: usize) -> u32 {
+        let mut busy: Vec<(u32, u32)> = self
+            .queues
+            .iter()
+            .filter(|o| o.tenant != 0 && (o.tenant == self.queues[q].tenant || !o.fifo.is_empty() || o.inflight > 0))
+            .map(|o| (o.tenant, o.weight))
+            .collect();
+        busy.sort_unstable();
+        busy.dedup_by_key(|(t, _)| *t);
+        busy.iter().map(|(_, w)| w).sum::<u32>().max(1)
     }
 
     /// Next queue to serve: real-time queues first, round-robin within each class.
@@ -289,7 +313,7 @@ mod tests {
 
     #[test]
     fn active_queue_owns_the_device_for_its_slice() {
-        let mut h = Harness::new(Box::new(cfq("quantum=4,slice_sync=10ms")), 64);
+        let mut h = Harness::new(Box::new(cfq("quantum=4,group_latency=30ms")), 64);
         for i in 0..10 {
             h.insert(Request::read(i, 0).with_tenant(1, 200));
             h.insert(Request::read(100 + i, 0).with_tenant(2, 100));
@@ -313,11 +337,26 @@ mod tests {
     }
 
     #[test]
+    fn a_tenant_slice_is_its_weight_share_of_one_round_over_busy_tenants() {
+        let mut c = cfq("group_latency=300ms");
+        let heavy = c.queue_for(&Request::read(0, 0).with_tenant(1, 200));
+        let light = c.queue_for(&Request::read(1, 0).with_tenant(2, 100));
+        c.insert(Request::read(2, 0).with_tenant(1, 200), Nanos::ZERO);
+        c.insert(Request::read(3, 0).with_tenant(2, 100), Nanos::ZERO);
+        assert_eq!(c.slice_of(heavy), Nanos::from_ms(200));
+        assert_eq!(c.slice_of(light), Nanos::from_ms(100));
+        // an idle tenant's weight does not shrink the busy ones' slices
+        let idle = c.queue_for(&Request::read(4, 0).with_tenant(3, 300));
+        assert_eq!(c.slice_of(heavy), Nanos::from_ms(200));
+        assert_eq!(c.slice_of(idle), Nanos::from_ms(150), "weight 300 of 200 + 100 + 300");
+    }
+
+    #[test]
     fn slice_scale_lengthens_a_tenant_slice() {
         let mut c = cfq("");
         let a = c.queue_for(&Request::read(0, 0).with_tenant(1, 100));
-        assert_eq!(c.slice_of(a), Nanos::from_ms(100));
+        assert_eq!(c.slice_of(a), Nanos::from_ms(300), "alone: the whole round");
         c.set_tenant_scale(1, 1.5);
-        assert_eq!(c.slice_of(a), Nanos::from_ms(150));
+        assert_eq!(c.slice_of(a), Nanos::from_ms(450));
     }
 }

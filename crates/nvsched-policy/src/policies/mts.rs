@@ -36,6 +36,7 @@ pub const PARAMS: &[ParamSpec] = &[
     cfq::PARAMS[1],
     cfq::PARAMS[2],
     cfq::PARAMS[3],
+    cfq::PARAMS[4],
 ];
 
 pub static INFO: PolicyInfo = PolicyInfo {
@@ -74,20 +75,9 @@ pub struct Mts {
 
 impl Mts {
     pub fn from_params(p: &Params) -> Mts {
-        let cfq_params = Params::parse(
-            "cfq",
-            cfq::PARAMS,
-            &format!(
-                "slice_sync={}ns,slice_async={}ns,quantum={},group_idle={}ns",
-                p.duration("slice_sync").0,
-                p.duration("slice_async").0,
-                p.uint("quantum"),
-                p.duration("group_idle").0
-            ),
-        )
-        .expect("valid CFQ parameters");
         Mts {
-            cfq: Cfq::from_params(&cfq_params),
+            // CFQ's parameters are part of MTS's own list
+            cfq: Cfq::from_params(p),
             window: p.uint("bw_window") as usize,
             dead_band: p.float("dead_band"),
             max_step: p.float("max_step"),
