@@ -1,11 +1,16 @@
 # nvsched — the two commands of the quick start, and a few more.
 #
 #   make repro   the main job: the K2 analysis reproduced on the 970 EVO Plus profile (quick)
-#   make test    every test, then rustfmt and clippy (what .ci/run runs)
+#   make test    every test (Rust, then the Python package's), then rustfmt and clippy
+#                (what .ci/run runs)
+#   make python  the Python package (PyO3, built by maturin) into ./.venv, with Ray
 
 CARGO ?= cargo
+PYTHON ?= python3
+VENV ?= .venv
+PY_DEPS = 'maturin>=1.5,<2' 'pytest>=7' 'ray>=2.9'
 
-.PHONY: repro repro-full repro-all demo test lint bench fuzz
+.PHONY: repro repro-full repro-all demo test test-python python lint bench fuzz
 
 repro:
 	$(CARGO) build --release
@@ -26,8 +31,22 @@ demo:
 
 test:
 	$(CARGO) test --workspace
+	$(MAKE) test-python
 	$(CARGO) fmt --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+
+$(VENV)/.deps:
+	$(PYTHON) -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check $(PY_DEPS)
+	touch $@
+
+python: $(VENV)/.deps
+	VIRTUAL_ENV=$(abspath $(VENV)) $(VENV)/bin/maturin develop -q -m crates/nvsched-py/Cargo.toml
+
+# The CLI binary too: one test checks that Python and the command line report alike.
+test-python: python
+	$(CARGO) build -q -p nvsched --bin nvsched
+	NVSCHED_BIN=$(abspath target/debug/nvsched) $(VENV)/bin/pytest -q crates/nvsched-py/tests
 
 lint:
 	$(CARGO) fmt --check

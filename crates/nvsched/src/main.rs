@@ -13,7 +13,7 @@ use nvsched_workload::{parse_job_file, parse_job_str, JobFile, ParseOptions};
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::Instant;
 
 /// Design, compare and tune host I/O schedulers for NVMe SSDs.
 ///
@@ -81,19 +81,7 @@ impl DeviceArgs {
             let (k, v) = kv.split_once('=').ok_or_else(|| format!("--device-set '{kv}': expected KEY=VALUE"))?;
             overrides.push((k.trim().to_string(), v.trim().to_string()));
         }
-        let base = load_profile(name, &overrides).map_err(|e| e.to_string())?;
-        let Some(state) = self.precondition.clone().or(from_jobs) else { return Ok(base) };
-        nvsched_ssd::Precondition::parse(&state).map_err(|e| format!("--precondition: {e}"))?;
-        match base.model {
-            nvsched_ssd::ModelConfig::Nand(_) => {
-                overrides.push(("nand.precondition".into(), state));
-                load_profile(name, &overrides).map_err(|e| e.to_string())
-            }
-            nvsched_ssd::ModelConfig::Simple(_) if state == "clean" => Ok(base),
-            nvsched_ssd::ModelConfig::Simple(_) => {
-                Err(format!("device '{}' is the simple model, which has no drive state ({state})", base.name))
-            }
-        }
+        nvsched::run::load_device(name, overrides, self.precondition.clone().or(from_jobs))
     }
 }
 
@@ -294,13 +282,6 @@ fn parse_formats(list: &str) -> Result<Vec<Format>, String> {
         .collect()
 }
 
-fn timestamp_ms() -> u64 {
-    if let Some(secs) = std::env::var("SOURCE_DATE_EPOCH").ok().and_then(|s| s.parse::<u64>().ok()) {
-        return secs * 1000;
-    }
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
-}
-
 /// Progress on stderr for runs over a second, in simulated time.
 struct Progress {
     bar: ProgressBar,
@@ -389,7 +370,7 @@ fn cmd_run(args: RunArgs) -> Result<(), String> {
     let (report, outcome) = run_sim(
         RunSpec { jobs: &jobs, policy, profile: &profile, seed: args.seed, drive_states: None },
         &mut progress,
-        timestamp_ms(),
+        nvsched::run::timestamp_ms(),
     )?;
     progress.bar.finish_and_clear();
     if let Some(dir) = &args.plot {
@@ -528,7 +509,7 @@ fn cmd_run_uring(args: RunArgs) -> Result<(), String> {
         prefill: args.prefill,
         seed: args.seed,
     };
-    let (report, outcome) = nvsched::run::run_uring(&jobs, policy, &opts, timestamp_ms())?;
+    let (report, outcome) = nvsched::run::run_uring(&jobs, policy, &opts, nvsched::run::timestamp_ms())?;
     let mut text = String::new();
     for f in formats {
         text.push_str(&report.render(f));

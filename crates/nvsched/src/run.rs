@@ -4,9 +4,80 @@ use nvsched_core::Nanos;
 use nvsched_policy::BuiltPolicy;
 use nvsched_report::{DiskUtil, JobStats, RunReport};
 use nvsched_sim::{simulate, Observer, SimInput, SimOutcome};
-use nvsched_ssd::{DeviceProfile, DriveStates};
+use nvsched_ssd::{load_profile, DeviceProfile, DriveStates, ModelConfig, Precondition};
+use nvsched_workload::jobfile::{Environment, HostEnvironment};
 use nvsched_workload::JobFile;
 use serde_json::{json, Map, Value};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Profile `name` (shipped or a TOML file) with `overrides` applied in order, in drive
+/// state `state` (clean, partial:FRACTION or full; None: the profile's own).
+pub fn load_device(
+    name: &str,
+    mut overrides: Vec<(String, String)>,
+    state: Option<String>,
+) -> Result<DeviceProfile, String> {
+    let base = load_profile(name, &overrides).map_err(|e| e.to_string())?;
+    let Some(state) = state else { return Ok(base) };
+    Precondition::parse(&state).map_err(|e| format!("precondition {state}: {e}"))?;
+    match base.model {
+        ModelConfig::Nand(_) => {
+            overrides.push(("nand.precondition".into(), state));
+            load_profile(name, &overrides).map_err(|e| e.to_string())
+        }
+        ModelConfig::Simple(_) if state == "clean" => Ok(base),
+        ModelConfig::Simple(_) => {
+            Err(format!("device '{}' is the simple model, which has no drive state ({state})", base.name))
+        }
+    }
+}
+
+/// The time of day written into reports: `SOURCE_DATE_EPOCH` when set (for byte-identical
+/// reports across runs), else now.
+pub fn timestamp_ms() -> u64 {
+    if let Some(secs) = std::env::var("SOURCE_DATE_EPOCH").ok().and_then(|s| s.parse::<u64>().ok()) {
+        return secs * 1000;
+    }
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Job-file variables (`${NAME}`) from `vars` first, then from the process environment.
+struct VarsThenHost<'a>(&'a [(String, String)]);
+
+impl Environment for VarsThenHost<'_> {
+    fn var(&self, name: &str) -> Option<String> {
+        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v.clone()).or_else(|| HostEnvironment.var(name))
+    }
+    fn keyword(&self, name: &str) -> Option<u64> {
+        HostEnvironment.keyword(name)
+    }
+}
+
+/// One simulated run from fio job text, as the language bindings call it: `source` names
+/// the text in error messages, `vars` sets job-file variables; `state` overrides the job
+/// file's `precondition=`. Returns the fio-compatible JSON report.
+#[allow(clippy::too_many_arguments)]
+pub fn simulate_job_text(
+    text: &str,
+    source: &str,
+    vars: &[(String, String)],
+    sched: &str,
+    device: &str,
+    overrides: Vec<(String, String)>,
+    state: Option<String>,
+    seed: u64,
+    timestamp_ms: u64,
+) -> Result<String, String> {
+    let jobs =
+        nvsched_workload::parse_job_str(text, std::path::Path::new(source), &VarsThenHost(vars), Default::default())
+            .map_err(|e| e.to_string())?;
+    let from_jobs = jobs.precondition().map_err(|e| e.to_string())?;
+    let profile = load_device(device, overrides, state.or(from_jobs))?;
+    let policy = nvsched_policy::build(sched).map_err(|e| format!("sched: {e}"))?;
+    let spec = RunSpec { jobs: &jobs, policy, profile: &profile, seed, drive_states: None };
+    let (report, _) = run_sim(spec, &mut nvsched_sim::NoObserver, timestamp_ms)?;
+    Ok(report.render(nvsched_report::Format::Json))
+}
 
 /// What to run.
 pub struct RunSpec<'a> {

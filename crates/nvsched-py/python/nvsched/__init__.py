@@ -1,0 +1,124 @@
+"""nvsched from Python: fio job files through host I/O schedulers on a simulated NVMe SSD.
+
+The engine, policies and device profiles are the ones of the ``nvsched`` command; a run
+gives the same fio-compatible JSON as ``nvsched run --output-format json``, as a dict.
+
+    >>> import nvsched
+    >>> r = nvsched.run("experiments/k2-analysis/k2.fio", "k2:bound=4",
+    ...                 vars={"OP": "randread", "RUNTIME": "2s", "RAMP": "0"},
+    ...                 precondition="partial:0.5", seed=1)
+    >>> nvsched.summary(r)["jobs"][0]["read"]["p99_9_us"]
+
+Sweeps over policies and seeds run in parallel threads or on a Ray cluster: see
+:func:`nvsched.sweep.sweep`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Mapping, Optional, Sequence, Tuple, Union
+
+from . import _native
+
+__version__ = _native.__version__
+__all__ = ["run", "policies", "devices", "summary", "JobInput"]
+
+JobInput = Union[str, "os.PathLike[str]"]
+
+
+def job_text(job: JobInput) -> Tuple[str, str]:
+    """(text, name for messages) of a job given as a path, or as job-file text.
+
+    A string with a newline in it is job-file text; anything else is a path.
+    """
+    if isinstance(job, str) and "\n" in job:
+        return job, "<job text>"
+    path = os.fspath(job)
+    with open(path, encoding="utf-8") as f:
+        return f.read(), path
+
+
+def _pairs(mapping: Optional[Union[Mapping[str, object], Sequence[Tuple[str, object]]]]):
+    if mapping is None:
+        return []
+    items = mapping.items() if isinstance(mapping, Mapping) else mapping
+    return [(str(k), str(v)) for k, v in items]
+
+
+def run(
+    job: JobInput,
+    sched: str = "none",
+    *,
+    device: str = "970evoplus-250g",
+    device_set: Optional[Mapping[str, object]] = None,
+    precondition: Optional[str] = None,
+    vars: Optional[Mapping[str, object]] = None,
+    seed: int = 0,
+    timestamp_ms: Optional[int] = None,
+) -> dict:
+    """Simulates one run and returns fio's JSON report as a dict.
+
+    job: a job file's path, or job-file text. sched: a policy as ``--sched`` takes it
+    (``"k2:bound=4"``). device: a shipped profile name or a TOML file. device_set:
+    profile overrides, like ``--device-set`` (``{"host.cpus": 1}``). precondition:
+    ``clean``, ``partial:FRACTION`` or ``full``, over the job file's own. vars: values of
+    the job file's ``${NAME}`` variables (the process environment fills the rest).
+    timestamp_ms: the time written into the report (default: ``SOURCE_DATE_EPOCH`` or
+    now); it is the only thing that differs between two runs with the same inputs.
+
+    Raises ValueError with the message the command line would print (file, line, option).
+    """
+    text, source = job_text(job)
+    if timestamp_ms is None:
+        timestamp_ms = _native.timestamp_ms()
+    out = _native.simulate_json(
+        text,
+        source,
+        _pairs(vars),
+        sched,
+        device,
+        _pairs(device_set),
+        precondition,
+        int(seed),
+        int(timestamp_ms),
+    )
+    return json.loads(out)
+
+
+def policies() -> list:
+    """The scheduling policies: id, summary, source paper, parameters with defaults."""
+    return json.loads(_native.policies_json())["policies"]
+
+
+def devices() -> list:
+    """Names of the shipped device profiles."""
+    return list(_native.devices())
+
+
+def summary(report: dict) -> dict:
+    """The numbers most comparisons need, from a run's report: per job and direction the
+    bandwidth (MB/s), IOPS and completion-latency mean and percentiles (us), plus the
+    total bandwidth of all jobs."""
+    jobs = []
+    total = 0.0
+    for job in report["jobs"]:
+        entry = {"name": job["jobname"]}
+        for d in ("read", "write"):
+            stats = job[d]
+            if stats["total_ios"] == 0:
+                continue
+            clat = stats["clat_ns"]
+            pct = clat.get("percentile", {})
+            bw = stats["bw_bytes"] / 1e6
+            total += bw
+            entry[d] = {
+                "bw_mbps": bw,
+                "iops": stats["iops"],
+                "mean_us": clat["mean"] / 1e3,
+                "p50_us": pct.get("50.000000", 0) / 1e3,
+                "p99_us": pct.get("99.000000", 0) / 1e3,
+                "p99_9_us": pct.get("99.900000", 0) / 1e3,
+            }
+        jobs.append(entry)
+    return {"total_bw_mbps": total, "jobs": jobs}

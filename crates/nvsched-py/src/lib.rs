@@ -1,0 +1,86 @@
+//! `nvsched._native`: the Rust side of the `nvsched` Python package. It is kept to plain
+//! strings and numbers in and JSON text out; `python/nvsched/__init__.py` gives it a
+//! Pythonic face (paths or job text, dicts back, sweeps on Ray).
+
+use nvsched::policy::{COMMON_PARAMS, POLICIES};
+use nvsched::ssd::builtin_profiles;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use serde_json::json;
+
+/// Simulates fio job text; returns fio's JSON report as text. Raises ValueError with the
+/// parser's, profile's or policy's message (file, line and option) on bad input.
+#[pyfunction]
+#[pyo3(signature = (job_text, source, vars, sched, device, device_set, precondition, seed, timestamp_ms))]
+#[allow(clippy::too_many_arguments)]
+fn simulate_json(
+    py: Python<'_>,
+    job_text: String,
+    source: String,
+    vars: Vec<(String, String)>,
+    sched: String,
+    device: String,
+    device_set: Vec<(String, String)>,
+    precondition: Option<String>,
+    seed: u64,
+    timestamp_ms: u64,
+) -> PyResult<String> {
+    // The simulation holds no Python objects: let other Python threads run meanwhile.
+    py.detach(move || {
+        nvsched::run::simulate_job_text(
+            &job_text,
+            &source,
+            &vars,
+            &sched,
+            &device,
+            device_set,
+            precondition,
+            seed,
+            timestamp_ms,
+        )
+    })
+    .map_err(PyValueError::new_err)
+}
+
+/// The policies with their parameters, as JSON text.
+#[pyfunction]
+fn policies_json() -> String {
+    let param = |p: &nvsched::policy::ParamSpec| json!({ "name": p.name, "default": p.default, "accepted": p.accepted(), "help": p.help });
+    let list: Vec<_> = POLICIES
+        .iter()
+        .map(|info| {
+            json!({
+                "id": info.id,
+                "summary": info.summary,
+                "source": info.source,
+                "notes": info.notes,
+                "example": info.example,
+                "host_cost_ns": { "dispatch": info.host_cost.dispatch.0, "complete": info.host_cost.complete.0 },
+                "params": info.params.iter().map(param).collect::<Vec<_>>(),
+            })
+        })
+        .collect();
+    json!({ "policies": list, "common_params": COMMON_PARAMS.iter().map(param).collect::<Vec<_>>() }).to_string()
+}
+
+/// Names of the shipped device profiles.
+#[pyfunction]
+fn devices() -> Vec<String> {
+    builtin_profiles().into_iter().map(|p| p.name).collect()
+}
+
+/// The current time for reports (`SOURCE_DATE_EPOCH` when set), in milliseconds.
+#[pyfunction]
+fn timestamp_ms() -> u64 {
+    nvsched::run::timestamp_ms()
+}
+
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(simulate_json, m)?)?;
+    m.add_function(wrap_pyfunction!(policies_json, m)?)?;
+    m.add_function(wrap_pyfunction!(devices, m)?)?;
+    m.add_function(wrap_pyfunction!(timestamp_ms, m)?)?;
+    m.add("__version__", nvsched::VERSION)?;
+    Ok(())
+}

@@ -1,0 +1,100 @@
+"""The Python package: same reports as the command line, clear errors, sweeps on threads
+and on Ray that agree run for run."""
+
+import json
+import os
+import pathlib
+import subprocess
+
+import pytest
+
+import nvsched
+from nvsched import sweep as sw
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+K2_JOB = ROOT / "experiments" / "k2-analysis" / "k2.fio"
+SHORT = {"OP": "randread", "RUNTIME": "300ms", "RAMP": "0"}
+STAMP_S = 1_700_000_000
+
+
+def cli() -> pathlib.Path:
+    path = pathlib.Path(os.environ.get("NVSCHED_BIN", ROOT / "target" / "debug" / "nvsched"))
+    assert path.exists(), f"{path}: build the CLI first (cargo build), or set NVSCHED_BIN"
+    return path
+
+
+def test_a_run_gives_the_command_lines_report():
+    args = ["--sched", "k2:bound=2", "--precondition", "partial:0.5", "--seed", "3",
+            "--device-set", "host.cpus=1", "--output-format", "json", "-q"]
+    env = dict(os.environ, SOURCE_DATE_EPOCH=str(STAMP_S), **SHORT)
+    out = subprocess.run([str(cli()), "run", str(K2_JOB), *args], env=env, check=True,
+                         capture_output=True, text=True).stdout
+    py = nvsched.run(K2_JOB, "k2:bound=2", precondition="partial:0.5", seed=3,
+                     device_set={"host.cpus": 1}, vars=SHORT, timestamp_ms=STAMP_S * 1000)
+    assert json.loads(out) == py
+
+
+def test_same_inputs_same_report_and_the_seed_matters():
+    job = "[global]\nrw=randread\nbs=4k\nsize=1g\nprecondition=partial:0.5\nruntime=200ms\ntime_based\nioengine=libaio\niodepth=8\n[a]\n"
+    a = nvsched.run(job, seed=1, timestamp_ms=0)
+    assert a == nvsched.run(job, seed=1, timestamp_ms=0)
+    assert a["jobs"][0]["read"]["clat_ns"] != nvsched.run(job, seed=2, timestamp_ms=0)["jobs"][0]["read"]["clat_ns"]
+
+
+def test_errors_name_the_file_line_and_option():
+    with pytest.raises(ValueError, match=r"<job text>:3: option 'rw'"):
+        nvsched.run("[a]\nbs=4k\nrw=sideways\n")
+    with pytest.raises(ValueError, match=r"bound.*accepted|accepted.*bound"):
+        nvsched.run("[a]\nrw=read\nsize=1m\n", "k2:bund=4")
+    with pytest.raises(ValueError, match="no-such-drive"):
+        nvsched.run("[a]\nrw=read\nsize=1m\n", device="no-such-drive")
+    with pytest.raises(FileNotFoundError):
+        nvsched.run("does/not/exist.fio")
+
+
+def test_listings():
+    ids = {p["id"] for p in nvsched.policies()}
+    assert {"none", "k2", "mts", "prio-token", "k2-adaptive"} <= ids
+    k2 = next(p for p in nvsched.policies() if p["id"] == "k2")
+    assert any(q["name"] == "bound" for q in k2["params"])
+    assert "970evoplus-250g" in nvsched.devices()
+
+
+def test_summary_reads_the_report():
+    r = nvsched.run(K2_JOB, "none", vars=SHORT, precondition="partial:0.5", timestamp_ms=0)
+    s = nvsched.summary(r)
+    assert [j["name"] for j in s["jobs"]] == ["rt", "be", "be", "be"]
+    rt = s["jobs"][0]["read"]
+    assert 0 < rt["p50_us"] <= rt["p99_us"] <= rt["p99_9_us"]
+    assert s["total_bw_mbps"] == pytest.approx(sum(j["read"]["bw_mbps"] for j in s["jobs"]))
+
+
+def test_sweeps_on_threads_and_on_ray_agree():
+    pytest.importorskip("ray", reason="the Ray backend needs Ray (make test installs it)")
+    tasks = sw.plan(["none", "k2:bound=1", "k2:bound=8"], [1, 2], [SHORT])
+    kw = dict(precondition="partial:0.5", device_set={"host.cpus": 1})
+    seen = []
+    local = sw.sweep(K2_JOB, tasks, backend="local", workers=2, **kw)
+    on_ray = sw.sweep(K2_JOB, tasks, backend="ray", workers=2, progress=lambda d, t: seen.append((d, t)), **kw)
+    assert [(r["sched"], r["seed"]) for r in on_ray] == [(t.sched, t.seed) for t in tasks]
+    assert seen[-1] == (6, 6)
+    strip = lambda r: {k: v for k, v in r["report"].items() if k not in ("time", "timestamp", "timestamp_ms")}
+    assert [strip(r) for r in local] == [strip(r) for r in on_ray]
+    bw = {(r["sched"], r["seed"]): nvsched.summary(r["report"])["total_bw_mbps"] for r in on_ray}
+    assert bw[("k2:bound=1", 1)] < bw[("k2:bound=8", 1)] < bw[("none", 1)] * 1.01
+
+
+def test_sweep_command(tmp_path, capsys):
+    out = tmp_path / "sweep.json"
+    code = sw.main([str(K2_JOB), "--sched", "none", "--sched", "k2:bound=1", "--seeds", "1-2",
+                    *sum((["--var", f"{k}={v}"] for k, v in SHORT.items()), []),
+                    "--precondition", "partial:0.5", "--out", str(out)])
+    assert code == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert lines[0].split()[:2] == ["policy", "seed"] and len(lines) == 5
+    saved = json.loads(out.read_text())
+    assert len(saved["runs"]) == 4 and saved["tasks"][0] == {"sched": "none", "seed": 1, "vars": SHORT}
+    assert sw.main([str(K2_JOB), "--sched", "k2:bund=1", *sum((["--var", f"{k}={v}"] for k, v in SHORT.items()), [])]) == 1
+    assert "bund" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        sw.main([str(K2_JOB), "--sched", "none", "--seeds", "x"])
