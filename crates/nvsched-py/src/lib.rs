@@ -63,6 +63,20 @@ fn policies_json() -> String {
     json!({ "policies": list, "common_params": COMMON_PARAMS.iter().map(param).collect::<Vec<_>>() }).to_string()
 }
 
+/// One (variant, drive state) of a reproduction, as `nvsched repro` runs it:
+/// (job text, job file path, device profile, device overrides in order).
+#[pyfunction]
+#[pyo3(signature = (name, variant, state, quick))]
+fn experiment_cell(
+    name: &str,
+    variant: &str,
+    state: Option<&str>,
+    quick: bool,
+) -> PyResult<(String, String, String, Vec<(String, String)>)> {
+    let (manifest, setup) = nvsched::repro::cell(name, variant, state, quick).map_err(PyValueError::new_err)?;
+    Ok((setup.job_text, setup.job_path.display().to_string(), manifest.device, setup.overrides))
+}
+
 /// Names of the shipped device profiles.
 #[pyfunction]
 fn devices() -> Vec<String> {
@@ -80,6 +94,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate_json, m)?)?;
     m.add_function(wrap_pyfunction!(policies_json, m)?)?;
     m.add_function(wrap_pyfunction!(devices, m)?)?;
+    m.add_function(wrap_pyfunction!(experiment_cell, m)?)?;
     m.add_function(wrap_pyfunction!(timestamp_ms, m)?)?;
     m.add("__version__", nvsched::VERSION)?;
     Ok(())

@@ -98,3 +98,17 @@ def test_sweep_command(tmp_path, capsys):
     assert "bund" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         sw.main([str(K2_JOB), "--sched", "none", "--seeds", "x"])
+
+
+def test_a_reproduction_cell_has_the_manifests_job_and_device(capsys):
+    cell = nvsched.experiment_cell("k2-analysis", "randread", "partial")
+    assert cell["device"] == "970evoplus-250g"
+    assert cell["device_set"]["host.cpus"] == "1" and cell["device_set"]["nand.precondition"] == "partial:0.5"
+    assert "rw=randread" in cell["job"]
+    with pytest.raises(ValueError, match="no variant 'sideways'.*randread"):
+        nvsched.experiment_cell("k2-analysis", "sideways")
+    # a shortened copy of the cell through the sweep command
+    assert sw.main(["--experiment", "k2-analysis:nope", "--sched", "none"]) == 1
+    assert "no variant 'nope'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        sw.main([str(K2_JOB), "--experiment", "k2-analysis:randread", "--sched", "none"])

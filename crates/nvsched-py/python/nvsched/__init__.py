@@ -22,7 +22,7 @@ from typing import Mapping, Optional, Sequence, Tuple, Union
 from . import _native
 
 __version__ = _native.__version__
-__all__ = ["run", "policies", "devices", "summary", "JobInput"]
+__all__ = ["run", "policies", "devices", "experiment_cell", "summary", "JobInput"]
 
 JobInput = Union[str, "os.PathLike[str]"]
 
@@ -94,6 +94,17 @@ def policies() -> list:
 def devices() -> list:
     """Names of the shipped device profiles."""
     return list(_native.devices())
+
+
+def experiment_cell(name: str, variant: str, state: Optional[str] = None, *, quick: bool = True) -> dict:
+    """One (variant, drive state) of a reproduction in ``experiments/``, as ``nvsched repro``
+    runs it: ``{"job": text, "job_path": ..., "device": profile, "device_set": overrides}``
+    (the manifest's device overrides and the state's precondition). ``quick``: the quick
+    mode's durations, else the paper's. Pass ``job``, ``device`` and ``device_set`` on to
+    :func:`run` or :func:`nvsched.sweep.sweep`.
+    """
+    text, path, device, overrides = _native.experiment_cell(name, variant, state, quick)
+    return {"job": text, "job_path": path, "device": device, "device_set": dict(overrides)}
 
 
 def summary(report: dict) -> dict:

@@ -10,6 +10,7 @@ simulator releases the GIL). Both give the same reports, in the order of the inp
         --sched none --sched k2:bound=1 --sched k2:bound=8 --seeds 1-3 \\
         --var OP=randread --var RUNTIME=2s --var RAMP=0 --precondition partial:0.5 \\
         --backend ray --out sweep.json
+    python -m nvsched.sweep --experiment k2-analysis:randread --sched k2:bound=4 --seeds 1-5
 """
 
 from __future__ import annotations
@@ -162,7 +163,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         description="Run one fio job file over policies x seeds on nvsched's simulated SSD, "
         "in parallel threads or on a Ray cluster; print a table, write all reports as JSON.",
     )
-    p.add_argument("jobfile")
+    p.add_argument("jobfile", nargs="?", help="fio job file (or use --experiment)")
+    p.add_argument("--experiment", metavar="NAME:VARIANT[:STATE]",
+                   help="a reproduction's job, device and overrides, e.g. k2-analysis:randread")
+    p.add_argument("--full", action="store_true", help="with --experiment: the paper's durations, not quick mode")
     p.add_argument("--sched", action="append", required=True, help="a policy, e.g. k2:bound=4 (repeatable)")
     p.add_argument("--seeds", type=_seeds, default=[0], help="N, N-M or a comma list (default 0)")
     p.add_argument("--var", type=_key_value, action="append", default=[], metavar="NAME=VALUE",
@@ -176,6 +180,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--address", help="Ray cluster to join, e.g. auto or ray://host:10001")
     p.add_argument("--out", help="write every run's report here as JSON")
     args = p.parse_args(argv)
+    if (args.jobfile is None) == (args.experiment is None):
+        p.error("give a job file or --experiment NAME:VARIANT[:STATE], not both")
+    job, device, device_set = args.jobfile, args.device, dict(args.device_set)
+    if args.experiment:
+        parts = args.experiment.split(":")
+        if len(parts) not in (2, 3):
+            p.error(f"--experiment {args.experiment!r}: expected NAME:VARIANT[:STATE], e.g. k2-analysis:randread")
+        try:
+            cell = nvsched.experiment_cell(*parts[:2], parts[2] if len(parts) == 3 else None, quick=not args.full)
+        except ValueError as e:
+            print(f"nvsched-sweep: {e}", file=sys.stderr)
+            return 1
+        job, device = cell["job"], cell["device"]
+        device_set = {**cell["device_set"], **device_set}
 
     tasks = plan(args.sched, args.seeds, [dict(args.var)])
     started = time.monotonic()
@@ -185,7 +203,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"\rnvsched-sweep: {done}/{total} runs", end="" if done < total else "\n", file=sys.stderr)
 
     try:
-        results = sweep(args.jobfile, tasks, device=args.device, device_set=dict(args.device_set),
+        results = sweep(job, tasks, device=device, device_set=device_set,
                         precondition=args.precondition, backend=args.backend, workers=args.workers,
                         address=args.address, progress=show)
     except (ValueError, OSError, RuntimeError) as e:
