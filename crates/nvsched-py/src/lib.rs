@@ -63,16 +63,13 @@ fn policies_json() -> String {
     json!({ "policies": list, "common_params": COMMON_PARAMS.iter().map(param).collect::<Vec<_>>() }).to_string()
 }
 
-/// One (variant, drive state) of a reproduction, as `nvsched repro` runs it:
 /// (job text, job file path, device profile, device overrides in order).
+type Cell = (String, String, String, Vec<(String, String)>);
+
+/// One (variant, drive state) of a reproduction, as `nvsched repro` runs it.
 #[pyfunction]
 #[pyo3(signature = (name, variant, state, quick))]
-fn experiment_cell(
-    name: &str,
-    variant: &str,
-    state: Option<&str>,
-    quick: bool,
-) -> PyResult<(String, String, String, Vec<(String, String)>)> {
+fn experiment_cell(name: &str, variant: &str, state: Option<&str>, quick: bool) -> PyResult<Cell> {
     let (manifest, setup) = nvsched::repro::cell(name, variant, state, quick).map_err(PyValueError::new_err)?;
     Ok((setup.job_text, setup.job_path.display().to_string(), manifest.device, setup.overrides))
 }
