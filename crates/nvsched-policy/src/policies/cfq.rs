@@ -21,7 +21,7 @@ pub const PARAMS: &[ParamSpec] = &[
         name: "slice_async",
         kind: ParamKind::Duration { min: Nanos(1_000), max: Nanos::from_secs(10) },
         default: "40ms",
-        help: "time slice of an async queue",
+        help: "time slice of a process's async queue",
     },
     ParamSpec {
         name: "quantum",
