@@ -7,6 +7,7 @@ use nvsched::ssd::builtin_profiles;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use serde_json::json;
+use std::path::Path;
 
 /// Simulates fio job text; returns fio's JSON report as text. Raises ValueError with the
 /// parser's, profile's or policy's message (file, line and option) on bad input.
@@ -74,6 +75,59 @@ fn experiment_cell(name: &str, variant: &str, state: Option<&str>, quick: bool) 
     Ok((setup.job_text, setup.job_path.display().to_string(), manifest.device, setup.overrides))
 }
 
+/// Fixes the build part of reproduction cache keys (see `nvsched.repro`); false if fixed.
+#[pyfunction]
+fn set_build_fingerprint(build: &str) -> bool {
+    nvsched::repro::set_build_fingerprint(build)
+}
+
+/// The runs of a reproduction as JSON text: index, variant, state, policy, rep, seed,
+/// cache key and whether `out` already holds its result.
+#[pyfunction]
+fn repro_plan(name: &str, quick: bool, out: &str) -> PyResult<String> {
+    let runs = nvsched::repro::plan_runs(name, quick, Path::new(out)).map_err(PyValueError::new_err)?;
+    let list: Vec<_> = runs
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            json!({ "index": i, "variant": r.key.variant, "state": r.key.state, "policy": r.key.policy,
+                    "rep": r.key.rep, "seed": r.seed, "hash": r.hash, "cached": r.cached })
+        })
+        .collect();
+    Ok(serde_json::Value::Array(list).to_string())
+}
+
+/// Simulates run `index` of a reproduction's plan; returns its cache entry (JSON text).
+#[pyfunction]
+fn repro_simulate(py: Python<'_>, name: String, quick: bool, index: usize) -> PyResult<String> {
+    py.detach(move || nvsched::repro::simulate_planned(&name, quick, index)).map_err(PyValueError::new_err)
+}
+
+/// Stores a cache entry from `repro_simulate` in `out`.
+#[pyfunction]
+fn repro_store(out: &str, hash: &str, entry: &str) -> PyResult<()> {
+    nvsched::repro::store_planned(Path::new(out), hash, entry).map_err(PyValueError::new_err)
+}
+
+/// Assembles a reproduction from `out`'s cache (simulating what is missing), writes its
+/// table, results.json, report.md and plots there; returns (console table, claims JSON).
+#[pyfunction]
+fn repro_report(py: Python<'_>, name: String, quick: bool, out: String, plots: bool) -> PyResult<(String, String)> {
+    py.detach(move || {
+        let opts = nvsched::repro::Options { quick, out: out.into(), force: false, progress: false, plots };
+        let outcome = nvsched::repro::run(&name, &opts)?;
+        let claims: Vec<_> = outcome
+            .verdicts
+            .iter()
+            .map(|v| json!({ "id": v.id, "text": v.text, "nvsched": v.nvsched, "paper": v.paper, "holds": v.holds, "detail": v.detail }))
+            .collect();
+        let simulated = outcome.runs.iter().filter(|r| !r.cached).count();
+        let summary = json!({ "runs": outcome.runs.len(), "simulated_here": simulated, "claims": claims });
+        Ok((nvsched::repro::console_table(&outcome), summary.to_string()))
+    })
+    .map_err(|e: String| PyValueError::new_err(e))
+}
+
 /// Names of the shipped device profiles.
 #[pyfunction]
 fn devices() -> Vec<String> {
@@ -92,6 +146,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(policies_json, m)?)?;
     m.add_function(wrap_pyfunction!(devices, m)?)?;
     m.add_function(wrap_pyfunction!(experiment_cell, m)?)?;
+    m.add_function(wrap_pyfunction!(set_build_fingerprint, m)?)?;
+    m.add_function(wrap_pyfunction!(repro_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(repro_simulate, m)?)?;
+    m.add_function(wrap_pyfunction!(repro_store, m)?)?;
+    m.add_function(wrap_pyfunction!(repro_report, m)?)?;
     m.add_function(wrap_pyfunction!(timestamp_ms, m)?)?;
     m.add("__version__", nvsched::VERSION)?;
     Ok(())

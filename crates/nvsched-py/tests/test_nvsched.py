@@ -112,3 +112,21 @@ def test_a_reproduction_cell_has_the_manifests_job_and_device(capsys):
     assert "no variant 'nope'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         sw.main([str(K2_JOB), "--experiment", "k2-analysis:randread", "--sched", "none"])
+
+
+def test_a_reproduction_on_ray_writes_what_the_command_line_writes(tmp_path):
+    pytest.importorskip("ray", reason="the Ray backend needs Ray (make test installs it)")
+    cli_out, ray_out = tmp_path / "cli", tmp_path / "ray"
+    subprocess.run([str(cli()), "repro", "tabs", "--quick", "-q", "--no-plots", "--out", str(cli_out)],
+                   cwd=ROOT, check=True, capture_output=True)
+    seen = []
+    r = sw.repro("tabs", out=str(ray_out), backend="ray", workers=2, plots=False,
+                 progress=lambda d, t: seen.append((d, t)))
+    assert r["runs"] == r["simulated"] == 10 and seen[-1] == (10, 10)
+    assert all(c["holds"] in (True, False) for c in r["claims"])
+    assert "Claims (nvsched vs paper)" in r["table"]
+    assert (ray_out / "results.json").read_bytes() == (cli_out / "results.json").read_bytes()
+    again = sw.repro("tabs", out=str(ray_out), backend="local", plots=False)
+    assert again["simulated"] == 0, "the second time every run comes from the cache"
+    with pytest.raises(ValueError, match="unknown|no such|cannot"):
+        sw.repro("no-such-experiment", out=str(tmp_path / "x"))

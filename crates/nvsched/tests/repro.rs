@@ -20,8 +20,8 @@ fn repro_writes_its_outputs_and_reuses_cached_runs() {
     for f in ["results.json", "report.md", "tabs-half-full.png", "tabs-half-full.svg"] {
         assert!(out.join(f).exists(), "{f}");
     }
-    let results: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("results.json")).unwrap()).unwrap();
+    let fresh = std::fs::read_to_string(out.join("results.json")).unwrap();
+    let results: serde_json::Value = serde_json::from_str(&fresh).unwrap();
     assert_eq!(results["runs"].as_array().unwrap().len(), 10);
     assert!(results["runs"][0]["fio"]["jobs"].is_array(), "fio-compatible job JSON inside");
     assert!(results["claims"].as_array().unwrap().iter().all(|c| c["holds"].is_boolean()));
@@ -29,5 +29,7 @@ fn repro_writes_its_outputs_and_reuses_cached_runs() {
     let err = String::from_utf8(second.stderr).unwrap();
     assert!(err.contains("(0 simulated, 10 from cache)"), "{err}");
     assert_eq!(String::from_utf8(second.stdout).unwrap(), table, "cached runs give the same table");
+    // floats survive the cache exactly (serde_json's float_roundtrip)
+    assert!(std::fs::read_to_string(out.join("results.json")).unwrap() == fresh, "same results.json from the cache");
     std::fs::remove_dir_all(&out).unwrap();
 }

@@ -22,6 +22,11 @@ from typing import Mapping, Optional, Sequence, Tuple, Union
 from . import _native
 
 __version__ = _native.__version__
+
+# Reproduction caches are keyed by build: here the build is this extension, not the
+# interpreter that loads it.
+_so = os.stat(_native.__file__)
+_native.set_build_fingerprint(f"python-extension {_so.st_size}:{_so.st_mtime_ns}")
 __all__ = ["run", "policies", "devices", "experiment_cell", "summary", "JobInput"]
 
 JobInput = Union[str, "os.PathLike[str]"]

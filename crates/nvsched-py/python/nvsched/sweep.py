@@ -11,6 +11,7 @@ simulator releases the GIL). Both give the same reports, in the order of the inp
         --var OP=randread --var RUNTIME=2s --var RAMP=0 --precondition partial:0.5 \\
         --backend ray --out sweep.json
     python -m nvsched.sweep --experiment k2-analysis:randread --sched k2:bound=4 --seeds 1-5
+    python -m nvsched.sweep --repro tabs --backend ray --address auto
 """
 
 from __future__ import annotations
@@ -65,7 +66,7 @@ def sweep(
     ``"ray"`` (``address`` of a running cluster, default: start a local one with
     ``workers`` CPUs). progress(done, total) is called as runs finish.
     """
-    text, source = nvsched.job_text(job)
+    text, _ = nvsched.job_text(job)
     if "\n" not in text:
         text += "\n"  # keep it job text, not a path, on the workers
     # One timestamp for the whole sweep: reports differ only where the inputs do.
@@ -75,39 +76,53 @@ def sweep(
         "precondition": precondition,
         "timestamp_ms": nvsched._native.timestamp_ms(),
     }
-    total = len(tasks)
+    return run_all(_run_task, [(text, t, common) for t in tasks], backend, workers, address, progress)
+
+
+def run_all(fn, calls, backend="local", workers=None, address=None, progress=None) -> list:
+    """fn(*args) for every args in calls, in parallel; results in the order of calls.
+
+    fn must be a module-level function (Ray ships it to other processes by name)."""
     if backend == "local":
-        return _sweep_local(text, tasks, common, workers, progress, total)
+        return _run_local(fn, calls, workers, progress)
     if backend == "ray":
-        return _sweep_ray(text, tasks, common, workers, address, progress, total)
+        return _run_ray(fn, calls, workers, address, progress)
     raise ValueError(f"backend {backend!r}: expected 'local' or 'ray'")
 
 
-def _sweep_local(text, tasks, common, workers, progress, total):
-    results: List[Optional[dict]] = [None] * total
+def _run_local(fn, calls, workers, progress):
+    results: list = [None] * len(calls)
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
-        futures = {pool.submit(_run_task, text, t, common): i for i, t in enumerate(tasks)}
+        futures = {pool.submit(fn, *args): i for i, args in enumerate(calls)}
         for done, fut in enumerate(concurrent.futures.as_completed(futures), 1):
             results[futures[fut]] = fut.result()
             if progress:
-                progress(done, total)
-    return results  # type: ignore[return-value]
+                progress(done, len(calls))
+    return results
 
 
-def _sweep_ray(text, tasks, common, workers, address, progress, total):
+def _experiments_dir() -> Optional[str]:
+    """The experiments directory the driver sees, for workers that start elsewhere."""
+    if os.environ.get("NVSCHED_EXPERIMENTS"):
+        return os.path.abspath(os.environ["NVSCHED_EXPERIMENTS"])
+    return os.path.abspath("experiments") if os.path.isdir("experiments") else None
+
+
+def _run_ray(fn, calls, workers, address, progress):
     try:
         import ray
     except ImportError as e:  # pragma: no cover - depends on the environment
         raise RuntimeError("backend 'ray' needs Ray: pip install 'ray>=2.9'") from e
     started_here = not ray.is_initialized()
     if started_here:
+        experiments = _experiments_dir()
+        env = {"env_vars": {"NVSCHED_EXPERIMENTS": experiments}} if experiments else None
         ray.init(address=address, num_cpus=None if address else workers, include_dashboard=False,
-                 log_to_driver=False, configure_logging=False)
+                 log_to_driver=False, configure_logging=False, runtime_env=env)
     try:
-        remote = ray.remote(num_cpus=1)(_run_task)
-        text_ref = ray.put(text)
-        pending = {remote.remote(text_ref, t, common): i for i, t in enumerate(tasks)}
-        results: List[Optional[dict]] = [None] * total
+        remote = ray.remote(num_cpus=1)(fn)
+        pending = {remote.remote(*args): i for i, args in enumerate(calls)}
+        results: list = [None] * len(calls)
         done = 0
         while pending:
             ready, _ = ray.wait(list(pending), num_returns=1)
@@ -115,11 +130,45 @@ def _sweep_ray(text, tasks, common, workers, address, progress, total):
                 results[pending.pop(ref)] = ray.get(ref)
                 done += 1
                 if progress:
-                    progress(done, total)
-        return results  # type: ignore[return-value]
+                    progress(done, len(calls))
+        return results
     finally:
         if started_here:
             ray.shutdown()
+
+
+def _simulate_planned(name: str, quick: bool, index: int) -> str:
+    return nvsched._native.repro_simulate(name, quick, index)
+
+
+def repro(
+    name: str,
+    *,
+    quick: bool = True,
+    out: Optional[str] = None,
+    backend: str = "local",
+    workers: Optional[int] = None,
+    address: Optional[str] = None,
+    force: bool = False,
+    plots: bool = True,
+    progress: Optional[Callable[[int, int], None]] = None,
+) -> dict:
+    """A paper's reproduction (``nvsched repro NAME``) with its runs spread over threads or
+    a Ray cluster: the runs not yet in ``out``'s cache (all with ``force``) are simulated
+    by the backend and stored there, then the table, results.json, report.md and plots
+    are written as the command line writes them. Returns {"table": text, "runs": n,
+    "simulated": n, "claims": [...]}.
+    """
+    out = out or os.path.join("results", name)
+    plan = json.loads(nvsched._native.repro_plan(name, quick, out))
+    todo = [p for p in plan if force or not p["cached"]]
+    entries = run_all(_simulate_planned, [(name, quick, p["index"]) for p in todo], backend, workers, address,
+                      progress)
+    for p, entry in zip(todo, entries):
+        nvsched._native.repro_store(out, p["hash"], entry)
+    table, summary = nvsched._native.repro_report(name, quick, out, plots)
+    summary = json.loads(summary)
+    return {"table": table, "runs": len(plan), "simulated": len(todo), "claims": summary["claims"]}
 
 
 def table(results: Sequence[dict]) -> str:
@@ -161,13 +210,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(
         prog="nvsched-sweep",
         description="Run one fio job file over policies x seeds on nvsched's simulated SSD, "
-        "in parallel threads or on a Ray cluster; print a table, write all reports as JSON.",
+        "or a paper's whole reproduction (--repro), in parallel threads or on a Ray cluster.",
     )
-    p.add_argument("jobfile", nargs="?", help="fio job file (or use --experiment)")
+    p.add_argument("jobfile", nargs="?", help="fio job file (or --experiment, or --repro)")
     p.add_argument("--experiment", metavar="NAME:VARIANT[:STATE]",
                    help="a reproduction's job, device and overrides, e.g. k2-analysis:randread")
-    p.add_argument("--full", action="store_true", help="with --experiment: the paper's durations, not quick mode")
-    p.add_argument("--sched", action="append", required=True, help="a policy, e.g. k2:bound=4 (repeatable)")
+    p.add_argument("--repro", metavar="NAME",
+                   help="run reproduction NAME (as `nvsched repro NAME`), its runs spread over the backend")
+    p.add_argument("--full", action="store_true",
+                   help="with --experiment or --repro: the paper's durations, not quick mode")
+    p.add_argument("--sched", action="append", help="a policy, e.g. k2:bound=4 (repeatable)")
     p.add_argument("--seeds", type=_seeds, default=[0], help="N, N-M or a comma list (default 0)")
     p.add_argument("--var", type=_key_value, action="append", default=[], metavar="NAME=VALUE",
                    help="a ${NAME} of the job file (repeatable)")
@@ -178,24 +230,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--backend", choices=["local", "ray"], default="local")
     p.add_argument("--workers", type=int, help="threads (local) or CPUs of a new local Ray instance")
     p.add_argument("--address", help="Ray cluster to join, e.g. auto or ray://host:10001")
-    p.add_argument("--out", help="write every run's report here as JSON")
+    p.add_argument("--out", help="sweeps: write every run's report here as JSON; "
+                   "--repro: the results directory (default results/NAME)")
+    p.add_argument("--force", action="store_true", help="with --repro: ignore cached runs")
     args = p.parse_args(argv)
-    if (args.jobfile is None) == (args.experiment is None):
-        p.error("give a job file or --experiment NAME:VARIANT[:STATE], not both")
-    job, device, device_set = args.jobfile, args.device, dict(args.device_set)
-    if args.experiment:
-        parts = args.experiment.split(":")
-        if len(parts) not in (2, 3):
-            p.error(f"--experiment {args.experiment!r}: expected NAME:VARIANT[:STATE], e.g. k2-analysis:randread")
-        try:
-            cell = nvsched.experiment_cell(*parts[:2], parts[2] if len(parts) == 3 else None, quick=not args.full)
-        except ValueError as e:
-            print(f"nvsched-sweep: {e}", file=sys.stderr)
-            return 1
-        job, device = cell["job"], cell["device"]
-        device_set = {**cell["device_set"], **device_set}
-
-    tasks = plan(args.sched, args.seeds, [dict(args.var)])
+    if sum(x is not None for x in (args.jobfile, args.experiment, args.repro)) != 1:
+        p.error("give one of: a job file, --experiment NAME:VARIANT[:STATE], --repro NAME")
+    if args.repro is None and not args.sched:
+        p.error("--sched is required for a sweep")
     started = time.monotonic()
 
     def show(done: int, total: int) -> None:
@@ -203,9 +245,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"\rnvsched-sweep: {done}/{total} runs", end="" if done < total else "\n", file=sys.stderr)
 
     try:
-        results = sweep(job, tasks, device=device, device_set=device_set,
-                        precondition=args.precondition, backend=args.backend, workers=args.workers,
-                        address=args.address, progress=show)
+        if args.repro:
+            r = repro(args.repro, quick=not args.full, out=args.out, backend=args.backend, workers=args.workers,
+                      address=args.address, force=args.force, progress=show)
+            print(r["table"])
+            print(f"nvsched-sweep: {args.repro}: {r['runs']} runs ({r['simulated']} simulated on {args.backend}) "
+                  f"in {time.monotonic() - started:.1f}s; results in {args.out or os.path.join('results', args.repro)}",
+                  file=sys.stderr)
+            return 0
+        job, device, device_set = args.jobfile, args.device, dict(args.device_set)
+        if args.experiment:
+            parts = args.experiment.split(":")
+            if len(parts) not in (2, 3):
+                p.error(f"--experiment {args.experiment!r}: expected NAME:VARIANT[:STATE], e.g. k2-analysis:randread")
+            cell = nvsched.experiment_cell(*parts[:2], parts[2] if len(parts) == 3 else None, quick=not args.full)
+            job, device = cell["job"], cell["device"]
+            device_set = {**cell["device_set"], **device_set}
+        tasks = plan(args.sched, args.seeds, [dict(args.var)])
+        results = sweep(job, tasks, device=device, device_set=device_set, precondition=args.precondition,
+                        backend=args.backend, workers=args.workers, address=args.address, progress=show)
     except (ValueError, OSError, RuntimeError) as e:
         print(f"nvsched-sweep: {e}", file=sys.stderr)
         return 1

@@ -73,6 +73,9 @@ pub struct Verdict {
 
 /// `experiments/` next to the binary's sources, or in the working directory.
 pub fn experiments_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("NVSCHED_EXPERIMENTS") {
+        return PathBuf::from(dir);
+    }
     let here = PathBuf::from("experiments");
     if here.is_dir() {
         return here;
@@ -120,7 +123,6 @@ fn fnv64(parts: &[&str]) -> u64 {
 /// or analysis may differ) are not reused: the version plus the executable's size and
 /// modification time.
 fn build_fingerprint() -> &'static str {
-    static FINGERPRINT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     FINGERPRINT.get_or_init(|| {
         let exe = std::env::current_exe().and_then(std::fs::metadata);
         let stamp = exe
@@ -132,6 +134,15 @@ fn build_fingerprint() -> &'static str {
             .unwrap_or_default();
         format!("{} {stamp}", crate::VERSION)
     })
+}
+
+static FINGERPRINT: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+
+/// Names the build for cache keys where the executable does not (the Python extension,
+/// whose executable is the interpreter). Call before anything is planned; returns false
+/// if the fingerprint was already fixed.
+pub fn set_build_fingerprint(build: &str) -> bool {
+    FINGERPRINT.set(format!("{} {build}", crate::VERSION)).is_ok()
 }
 
 struct Planned {
@@ -264,10 +275,60 @@ fn load_cached(path: &Path, key: &RunKey, seed: u64) -> Option<RunResult> {
     Some(RunResult { key: key.clone(), seed, metrics, extra: v["extra"].clone(), fio: v["fio"].clone(), cached: true })
 }
 
+fn cache_entry(r: &RunResult) -> Result<String, String> {
+    serde_json::to_string(&json!({ "metrics": r.metrics, "extra": r.extra, "fio": r.fio })).map_err(|e| e.to_string())
+}
+
 fn store(path: &Path, r: &RunResult) -> Result<(), String> {
-    let v = json!({ "metrics": r.metrics, "extra": r.extra, "fio": r.fio });
-    let text = serde_json::to_string(&v).map_err(|e| e.to_string())?;
+    let text = cache_entry(r)?;
     nvsched_report::write_atomic(path, text.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// A planned run, for drivers that spread the runs over other processes or machines
+/// (the Python package's Ray backend): they simulate with [`simulate_planned`], store with
+/// [`store_planned`], and [`run`] then finds every result in the cache.
+#[derive(Clone, Debug)]
+pub struct PlannedRun {
+    pub key: RunKey,
+    pub seed: u64,
+    /// The cache key: results go to `OUT/cache/HASH.json`.
+    pub hash: String,
+    /// A usable result is already in the cache.
+    pub cached: bool,
+}
+
+/// The runs of experiment `name`, in a stable order (an index into it names a run).
+pub fn plan_runs(name: &str, quick: bool, out: &Path) -> Result<Vec<PlannedRun>, String> {
+    let m = Manifest::load(&experiments_dir().join(name))?;
+    Ok(plan(&m, quick)?
+        .into_iter()
+        .map(|p| {
+            let cached = load_cached(&cache_path(out, &p.hash), &p.key, p.seed).is_some();
+            PlannedRun { key: p.key, seed: p.seed, hash: p.hash, cached }
+        })
+        .collect())
+}
+
+/// Simulates run `index` of [`plan_runs`]; returns its cache entry (JSON text).
+pub fn simulate_planned(name: &str, quick: bool, index: usize) -> Result<String, String> {
+    let m = Manifest::load(&experiments_dir().join(name))?;
+    let planned = plan(&m, quick)?;
+    let p = planned.get(index).ok_or_else(|| format!("{name}: no run {index} (the plan has {})", planned.len()))?;
+    cache_entry(&simulate(&m, p, &DriveStates::new())?)
+}
+
+/// Stores a cache entry made by [`simulate_planned`] (checked to be one) under `hash`.
+pub fn store_planned(out: &Path, hash: &str, entry: &str) -> Result<(), String> {
+    if hash.len() != 16 || !hash.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!("'{hash}' is not a cache key"));
+    }
+    let v: Value = serde_json::from_str(entry).map_err(|e| format!("cache entry for {hash}: {e}"))?;
+    if !v["metrics"].is_object() {
+        return Err(format!("cache entry for {hash}: no metrics"));
+    }
+    let path = cache_path(out, hash);
+    std::fs::create_dir_all(out.join("cache")).map_err(|e| format!("{}: {e}", out.display()))?;
+    nvsched_report::write_atomic(&path, entry.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))
 }
 
 /// Runs (or loads) every simulation of the experiment and evaluates its claims.
