@@ -112,6 +112,8 @@ def test_a_reproduction_cell_has_the_manifests_job_and_device(capsys):
     assert "no variant 'nope'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         sw.main([str(K2_JOB), "--experiment", "k2-analysis:randread", "--sched", "none"])
+    with pytest.raises(SystemExit):
+        sw.main(["--repro", "tabs", "--sched", "none"])
 
 
 def test_a_reproduction_on_ray_writes_what_the_command_line_writes(tmp_path):

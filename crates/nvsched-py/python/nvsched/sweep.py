@@ -227,7 +227,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--device-set", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
                    help="profile override (repeatable)")
     p.add_argument("--precondition", help="clean, partial:FRACTION or full")
-    p.add_argument("--backend", choices=["local", "ray"], default="local")
+    p.add_argument("--backend", choices=["local", "ray"], default="local",
+                   help="local: threads on this machine (default); ray: tasks on a Ray cluster")
     p.add_argument("--workers", type=int, help="threads (local) or CPUs of a new local Ray instance")
     p.add_argument("--address", help="Ray cluster to join, e.g. auto or ray://host:10001")
     p.add_argument("--out", help="sweeps: write every run's report here as JSON; "
@@ -238,6 +239,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         p.error("give one of: a job file, --experiment NAME:VARIANT[:STATE], --repro NAME")
     if args.repro is None and not args.sched:
         p.error("--sched is required for a sweep")
+    if args.repro is not None and (args.sched or args.var or args.device_set or args.precondition):
+        p.error("--repro takes its policies, variables and device from the experiment's manifest")
     started = time.monotonic()
 
     def show(done: int, total: int) -> None:
