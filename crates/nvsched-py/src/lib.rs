@@ -97,10 +97,11 @@ fn repro_plan(name: &str, quick: bool, out: &str) -> PyResult<String> {
     Ok(serde_json::Value::Array(list).to_string())
 }
 
-/// Simulates run `index` of a reproduction's plan; returns its cache entry (JSON text).
+/// Simulates runs `indices` of a reproduction's plan (runs in one drive state share its
+/// preconditioning); returns their cache entries (JSON text) in order.
 #[pyfunction]
-fn repro_simulate(py: Python<'_>, name: String, quick: bool, index: usize) -> PyResult<String> {
-    py.detach(move || nvsched::repro::simulate_planned(&name, quick, index)).map_err(PyValueError::new_err)
+fn repro_simulate(py: Python<'_>, name: String, quick: bool, indices: Vec<usize>) -> PyResult<Vec<String>> {
+    py.detach(move || nvsched::repro::simulate_planned(&name, quick, &indices)).map_err(PyValueError::new_err)
 }
 
 /// Stores a cache entry from `repro_simulate` in `out`.

@@ -137,8 +137,16 @@ def _run_ray(fn, calls, workers, address, progress):
             ray.shutdown()
 
 
-def _simulate_planned(name: str, quick: bool, index: int) -> str:
-    return nvsched._native.repro_simulate(name, quick, index)
+def _simulate_planned(name: str, quick: bool, indices: List[int]) -> List[str]:
+    return nvsched._native.repro_simulate(name, quick, indices)
+
+
+def _batches(runs: Sequence[dict], size: int) -> List[List[dict]]:
+    """Runs grouped by drive state (a task preconditions its state once), in batches."""
+    by_state: Dict[str, List[dict]] = {}
+    for r in runs:
+        by_state.setdefault(r["state"], []).append(r)
+    return [group[i:i + size] for group in by_state.values() for i in range(0, len(group), size)]
 
 
 def repro(
@@ -152,20 +160,25 @@ def repro(
     force: bool = False,
     plots: bool = True,
     progress: Optional[Callable[[int, int], None]] = None,
+    runs_per_task: int = 4,
 ) -> dict:
     """A paper's reproduction (``nvsched repro NAME``) with its runs spread over threads or
     a Ray cluster: the runs not yet in ``out``'s cache (all with ``force``) are simulated
     by the backend and stored there, then the table, results.json, report.md and plots
     are written as the command line writes them. Returns {"table": text, "runs": n,
-    "simulated": n, "claims": [...]}.
+    "simulated": n, "claims": [...]}. A task simulates up to ``runs_per_task`` runs of
+    one drive state, so that they share its preconditioning (seconds for a full drive);
+    progress counts tasks.
     """
     out = out or os.path.join("results", name)
     plan = json.loads(nvsched._native.repro_plan(name, quick, out))
     todo = [p for p in plan if force or not p["cached"]]
-    entries = run_all(_simulate_planned, [(name, quick, p["index"]) for p in todo], backend, workers, address,
-                      progress)
-    for p, entry in zip(todo, entries):
-        nvsched._native.repro_store(out, p["hash"], entry)
+    batches = _batches(todo, max(1, runs_per_task))
+    entries = run_all(_simulate_planned, [(name, quick, [p["index"] for p in b]) for b in batches], backend,
+                      workers, address, progress)
+    for batch, batch_entries in zip(batches, entries):
+        for p, entry in zip(batch, batch_entries):
+            nvsched._native.repro_store(out, p["hash"], entry)
     table, summary = nvsched._native.repro_report(name, quick, out, plots)
     summary = json.loads(summary)
     return {"table": table, "runs": len(plan), "simulated": len(todo), "claims": summary["claims"]}
@@ -234,6 +247,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--out", help="sweeps: write every run's report here as JSON; "
                    "--repro: the results directory (default results/NAME)")
     p.add_argument("--force", action="store_true", help="with --repro: ignore cached runs")
+    p.add_argument("--runs-per-task", type=int, default=4,
+                   help="with --repro: runs of one drive state per task (they share its preconditioning)")
     args = p.parse_args(argv)
     if sum(x is not None for x in (args.jobfile, args.experiment, args.repro)) != 1:
         p.error("give one of: a job file, --experiment NAME:VARIANT[:STATE], --repro NAME")
@@ -243,14 +258,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         p.error("--repro takes its policies, variables and device from the experiment's manifest")
     started = time.monotonic()
 
+    unit = "tasks" if args.repro else "runs"
+
     def show(done: int, total: int) -> None:
         if sys.stderr.isatty():
-            print(f"\rnvsched-sweep: {done}/{total} runs", end="" if done < total else "\n", file=sys.stderr)
+            print(f"\rnvsched-sweep: {done}/{total} {unit}", end="" if done < total else "\n", file=sys.stderr)
 
     try:
         if args.repro:
             r = repro(args.repro, quick=not args.full, out=args.out, backend=args.backend, workers=args.workers,
-                      address=args.address, force=args.force, progress=show)
+                      address=args.address, force=args.force, progress=show, runs_per_task=args.runs_per_task)
             print(r["table"])
             print(f"nvsched-sweep: {args.repro}: {r['runs']} runs ({r['simulated']} simulated on {args.backend}) "
                   f"in {time.monotonic() - started:.1f}s; results in {args.out or os.path.join('results', args.repro)}",

@@ -309,12 +309,19 @@ pub fn plan_runs(name: &str, quick: bool, out: &Path) -> Result<Vec<PlannedRun>,
         .collect())
 }
 
-/// Simulates run `index` of [`plan_runs`]; returns its cache entry (JSON text).
-pub fn simulate_planned(name: &str, quick: bool, index: usize) -> Result<String, String> {
+/// Simulates runs `indices` of [`plan_runs`], one after another (runs in one drive state
+/// share its preconditioning); returns their cache entries (JSON text) in order.
+pub fn simulate_planned(name: &str, quick: bool, indices: &[usize]) -> Result<Vec<String>, String> {
     let m = Manifest::load(&experiments_dir().join(name))?;
     let planned = plan(&m, quick)?;
-    let p = planned.get(index).ok_or_else(|| format!("{name}: no run {index} (the plan has {})", planned.len()))?;
-    cache_entry(&simulate(&m, p, &DriveStates::new())?)
+    let drive_states = DriveStates::new();
+    indices
+        .iter()
+        .map(|&i| {
+            let p = planned.get(i).ok_or_else(|| format!("{name}: no run {i} (the plan has {})", planned.len()))?;
+            cache_entry(&simulate(&m, p, &drive_states)?)
+        })
+        .collect()
 }
 
 /// Stores a cache entry made by [`simulate_planned`] (checked to be one) under `hash`.
