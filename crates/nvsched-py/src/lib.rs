@@ -129,6 +129,51 @@ fn repro_report(py: Python<'_>, name: String, quick: bool, out: String, plots: b
     .map_err(|e: String| PyValueError::new_err(e))
 }
 
+/// (policy, bound or None for `none`, RT p99.9 in us, total bandwidth in MB/s).
+type TuneRow = (String, Option<u32>, f64, f64);
+
+/// One row of `nvsched tune k2`'s sweep: `none` (bound None) or K2 at `bound` on the job.
+#[pyfunction]
+#[pyo3(signature = (job_text, source, vars, device, device_set, precondition, seed, bound))]
+#[allow(clippy::too_many_arguments)]
+fn tune_measure(
+    py: Python<'_>,
+    job_text: String,
+    source: String,
+    vars: Vec<(String, String)>,
+    device: String,
+    device_set: Vec<(String, String)>,
+    precondition: Option<String>,
+    seed: u64,
+    bound: Option<u32>,
+) -> PyResult<TuneRow> {
+    py.detach(move || {
+        let (jobs, profile) =
+            nvsched::run::load_job_text(&job_text, &source, &vars, &device, device_set, precondition)?;
+        let spec = bound.map_or_else(|| "none".to_string(), |b| format!("k2:bound={b}"));
+        let row = nvsched::tune::measure(&jobs, &profile, seed, &spec, bound, None)?;
+        Ok((row.policy, row.bound, row.rt_p999_us, row.total_bw_mbps))
+    })
+    .map_err(|e: String| PyValueError::new_err(e))
+}
+
+/// The tuner's rule on measured rows: (chosen bound, the sentence explaining it, the table).
+#[pyfunction]
+fn tune_choose(rows: Vec<TuneRow>, objective: &str) -> PyResult<(Option<u32>, String, String)> {
+    let objective = nvsched::tune::Objective::parse(objective).map_err(PyValueError::new_err)?;
+    let rows: Vec<nvsched::tune::Row> = rows
+        .into_iter()
+        .map(|(policy, bound, rt_p999_us, total_bw_mbps)| nvsched::tune::Row {
+            policy,
+            bound,
+            rt_p999_us,
+            total_bw_mbps,
+        })
+        .collect();
+    let (chosen, why) = nvsched::tune::choose(&rows, objective);
+    Ok((chosen, why, nvsched::tune::table(&rows, chosen)))
+}
+
 /// Names of the shipped device profiles.
 #[pyfunction]
 fn devices() -> Vec<String> {
@@ -148,6 +193,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(devices, m)?)?;
     m.add_function(wrap_pyfunction!(experiment_cell, m)?)?;
     m.add_function(wrap_pyfunction!(set_build_fingerprint, m)?)?;
+    m.add_function(wrap_pyfunction!(tune_measure, m)?)?;
+    m.add_function(wrap_pyfunction!(tune_choose, m)?)?;
     m.add_function(wrap_pyfunction!(repro_plan, m)?)?;
     m.add_function(wrap_pyfunction!(repro_simulate, m)?)?;
     m.add_function(wrap_pyfunction!(repro_store, m)?)?;

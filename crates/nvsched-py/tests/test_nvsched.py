@@ -132,3 +132,19 @@ def test_a_reproduction_on_ray_writes_what_the_command_line_writes(tmp_path):
     assert again["simulated"] == 0, "the second time every run comes from the cache"
     with pytest.raises(ValueError, match="unknown|no such|cannot"):
         sw.repro("no-such-experiment", out=str(tmp_path / "x"))
+
+
+def test_tuning_on_ray_chooses_as_the_command_line_does():
+    pytest.importorskip("ray", reason="the Ray backend needs Ray (make test installs it)")
+    env = dict(os.environ, **SHORT)
+    out = subprocess.run([str(cli()), "tune", "k2", "--objective", "latency:50%", str(K2_JOB), "--bounds", "1,4,16",
+                          "--precondition", "partial:0.5"], env=env, check=True, capture_output=True, text=True).stdout
+    t = sw.tune_k2(K2_JOB, "latency:50%", bounds=[1, 4, 16], vars=SHORT, precondition="partial:0.5",
+                   backend="ray", workers=2)
+    assert [r[1] for r in t["rows"]] == [None, 1, 4, 16]
+    assert out.startswith(t["table"] + "\n" + t["why"])
+    assert t["chosen"] is not None and f"Use: --sched k2:bound={t['chosen']}" in out
+    with pytest.raises(ValueError, match="objective"):
+        sw.tune_k2(K2_JOB, "speed:50%", bounds=[1], vars=SHORT)
+    with pytest.raises(ValueError, match="bounds"):
+        sw.tune_k2(K2_JOB, "latency:50%", bounds=[0], vars=SHORT)

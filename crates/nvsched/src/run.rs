@@ -53,6 +53,24 @@ impl Environment for VarsThenHost<'_> {
     }
 }
 
+/// Job text (variables from `vars`, then the environment) and the device it runs on
+/// (`state` over the job file's `precondition=`), as the language bindings give them.
+pub fn load_job_text(
+    text: &str,
+    source: &str,
+    vars: &[(String, String)],
+    device: &str,
+    overrides: Vec<(String, String)>,
+    state: Option<String>,
+) -> Result<(JobFile, DeviceProfile), String> {
+    let jobs =
+        nvsched_workload::parse_job_str(text, std::path::Path::new(source), &VarsThenHost(vars), Default::default())
+            .map_err(|e| e.to_string())?;
+    let from_jobs = jobs.precondition().map_err(|e| e.to_string())?;
+    let profile = load_device(device, overrides, state.or(from_jobs))?;
+    Ok((jobs, profile))
+}
+
 /// One simulated run from fio job text, as the language bindings call it: `source` names
 /// the text in error messages, `vars` sets job-file variables; `state` overrides the job
 /// file's `precondition=`. Returns the fio-compatible JSON report.
@@ -68,11 +86,7 @@ pub fn simulate_job_text(
     seed: u64,
     timestamp_ms: u64,
 ) -> Result<String, String> {
-    let jobs =
-        nvsched_workload::parse_job_str(text, std::path::Path::new(source), &VarsThenHost(vars), Default::default())
-            .map_err(|e| e.to_string())?;
-    let from_jobs = jobs.precondition().map_err(|e| e.to_string())?;
-    let profile = load_device(device, overrides, state.or(from_jobs))?;
+    let (jobs, profile) = load_job_text(text, source, vars, device, overrides, state)?;
     let policy = nvsched_policy::build(sched).map_err(|e| format!("sched: {e}"))?;
     let spec = RunSpec { jobs: &jobs, policy, profile: &profile, seed, drive_states: None };
     let (report, _) = run_sim(spec, &mut nvsched_sim::NoObserver, timestamp_ms)?;

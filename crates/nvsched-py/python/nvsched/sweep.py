@@ -12,6 +12,7 @@ simulator releases the GIL). Both give the same reports, in the order of the inp
         --backend ray --out sweep.json
     python -m nvsched.sweep --experiment k2-analysis:randread --sched k2:bound=4 --seeds 1-5
     python -m nvsched.sweep --repro tabs --backend ray --address auto
+    python -m nvsched.sweep --experiment k2-analysis:randread --tune-k2 latency:50% --backend ray
 """
 
 from __future__ import annotations
@@ -184,6 +185,46 @@ def repro(
     return {"table": table, "runs": len(plan), "simulated": len(todo), "claims": summary["claims"]}
 
 
+def _tune_measure(text: str, vars: Dict[str, str], common: dict, seed: int, bound: Optional[int]):
+    return nvsched._native.tune_measure(text, "<job text>", list(vars.items()), common["device"],
+                                        list(common["device_set"].items()), common["precondition"], seed, bound)
+
+
+def tune_k2(
+    job: nvsched.JobInput,
+    objective: str,
+    *,
+    bounds: Sequence[int] = (1, 2, 4, 8, 16, 32, 64),
+    seed: int = 0,
+    vars: Optional[Mapping[str, str]] = None,
+    device: str = "970evoplus-250g",
+    device_set: Optional[Mapping[str, object]] = None,
+    precondition: Optional[str] = None,
+    backend: str = "local",
+    workers: Optional[int] = None,
+    address: Optional[str] = None,
+    progress: Optional[Callable[[int, int], None]] = None,
+) -> dict:
+    """``nvsched tune k2`` with its runs spread over threads or Ray: sweeps ``none`` and K2
+    at each bound, then applies the K2 analysis' rule for ``objective`` (``latency:50%``
+    or ``bandwidth:90%``). Returns {"chosen": bound or None, "why": sentence, "table":
+    text, "rows": [(policy, bound, rt_p999_us, total_bw_mbps), ...]}.
+    """
+    if not bounds or any(int(b) < 1 for b in bounds):
+        raise ValueError("bounds: give bounds >= 1")
+    nvsched._native.tune_choose([], objective)  # a bad objective fails before the sweep
+    text, _ = nvsched.job_text(job)
+    if "\n" not in text:
+        text += "\n"
+    common = {"device": device, "device_set": {str(k): str(v) for k, v in (device_set or {}).items()},
+              "precondition": precondition}
+    var_map = {str(k): str(v) for k, v in (vars or {}).items()}
+    calls = [(text, var_map, common, int(seed), b) for b in [None, *[int(b) for b in bounds]]]
+    rows = run_all(_tune_measure, calls, backend, workers, address, progress)
+    chosen, why, table_text = nvsched._native.tune_choose(rows, objective)
+    return {"chosen": chosen, "why": why, "table": table_text, "rows": rows}
+
+
 def table(results: Sequence[dict]) -> str:
     """One line per run: policy, seed, variables, total bandwidth and the first job's
     p99.9 completion latency (the K2 experiments' real-time job)."""
@@ -246,15 +287,21 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--address", help="Ray cluster to join, e.g. auto or ray://host:10001")
     p.add_argument("--out", help="sweeps: write every run's report here as JSON; "
                    "--repro: the results directory (default results/NAME)")
+    p.add_argument("--tune-k2", metavar="OBJECTIVE",
+                   help="instead of --sched: sweep none and K2's bounds and choose one for latency:ALPHA%% or "
+                   "bandwidth:BETA%% (as `nvsched tune k2`)")
+    p.add_argument("--bounds", default="1,2,4,8,16,32,64", help="with --tune-k2: the bounds to sweep")
     p.add_argument("--force", action="store_true", help="with --repro: ignore cached runs")
     p.add_argument("--runs-per-task", type=int, default=4,
                    help="with --repro: runs of one drive state per task (they share its preconditioning)")
     args = p.parse_args(argv)
     if sum(x is not None for x in (args.jobfile, args.experiment, args.repro)) != 1:
         p.error("give one of: a job file, --experiment NAME:VARIANT[:STATE], --repro NAME")
-    if args.repro is None and not args.sched:
-        p.error("--sched is required for a sweep")
-    if args.repro is not None and (args.sched or args.var or args.device_set or args.precondition):
+    if args.repro is None and not args.sched and not args.tune_k2:
+        p.error("--sched (or --tune-k2) is required for a sweep")
+    if args.tune_k2 and args.sched:
+        p.error("--tune-k2 chooses the policies itself: drop --sched")
+    if args.repro is not None and (args.sched or args.var or args.device_set or args.precondition or args.tune_k2):
         p.error("--repro takes its policies, variables and device from the experiment's manifest")
     started = time.monotonic()
 
@@ -281,6 +328,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             cell = nvsched.experiment_cell(*parts[:2], parts[2] if len(parts) == 3 else None, quick=not args.full)
             job, device = cell["job"], cell["device"]
             device_set = {**cell["device_set"], **device_set}
+        if args.tune_k2:
+            try:
+                bounds = [int(b) for b in args.bounds.split(",")]
+            except ValueError:
+                p.error(f"--bounds {args.bounds!r}: expected a comma list of integers")
+            t = tune_k2(job, args.tune_k2, bounds=bounds, seed=args.seeds[0], vars=dict(args.var), device=device,
+                        device_set=device_set, precondition=args.precondition, backend=args.backend,
+                        workers=args.workers, address=args.address, progress=show)
+            print(t["table"], end="")
+            print(f"\n{t['why']}")
+            if t["chosen"] is not None:
+                print(f"Use: --sched k2:bound={t['chosen']}")
+            return 0
         tasks = plan(args.sched, args.seeds, [dict(args.var)])
         results = sweep(job, tasks, device=device, device_set=device_set, precondition=args.precondition,
                         backend=args.backend, workers=args.workers, address=args.address, progress=show)
