@@ -49,6 +49,15 @@ def _run_task(job_text: str, task: Task, common: dict) -> dict:
     return {"sched": task.sched, "seed": task.seed, "vars": task.vars, "report": report}
 
 
+def _workload(job, device, device_set, precondition):
+    """(job text, the run options every task shares), ready to ship to workers."""
+    text, _ = nvsched.job_text(job)
+    if "\n" not in text:
+        text += "\n"  # keep it job text, not a path, on the workers
+    device_set = {str(k): str(v) for k, v in (device_set or {}).items()}
+    return text, {"device": device, "device_set": device_set, "precondition": precondition}
+
+
 def sweep(
     job: nvsched.JobInput,
     tasks: Sequence[Task],
@@ -67,16 +76,9 @@ def sweep(
     ``"ray"`` (``address`` of a running cluster, default: start a local one with
     ``workers`` CPUs). progress(done, total) is called as runs finish.
     """
-    text, _ = nvsched.job_text(job)
-    if "\n" not in text:
-        text += "\n"  # keep it job text, not a path, on the workers
+    text, common = _workload(job, device, device_set, precondition)
     # One timestamp for the whole sweep: reports differ only where the inputs do.
-    common = {
-        "device": device,
-        "device_set": dict(device_set or {}),
-        "precondition": precondition,
-        "timestamp_ms": nvsched._native.timestamp_ms(),
-    }
+    common["timestamp_ms"] = nvsched._native.timestamp_ms()
     return run_all(_run_task, [(text, t, common) for t in tasks], backend, workers, address, progress)
 
 
@@ -213,11 +215,7 @@ def tune_k2(
     if not bounds or any(int(b) < 1 for b in bounds):
         raise ValueError("bounds: give bounds >= 1")
     nvsched._native.tune_choose([], objective)  # a bad objective fails before the sweep
-    text, _ = nvsched.job_text(job)
-    if "\n" not in text:
-        text += "\n"
-    common = {"device": device, "device_set": {str(k): str(v) for k, v in (device_set or {}).items()},
-              "precondition": precondition}
+    text, common = _workload(job, device, device_set, precondition)
     var_map = {str(k): str(v) for k, v in (vars or {}).items()}
     calls = [(text, var_map, common, int(seed), b) for b in [None, *[int(b) for b in bounds]]]
     rows = run_all(_tune_measure, calls, backend, workers, address, progress)
