@@ -122,9 +122,7 @@ fn repro_report(py: Python<'_>, name: String, quick: bool, out: String, plots: b
             .iter()
             .map(|v| json!({ "id": v.id, "text": v.text, "nvsched": v.nvsched, "paper": v.paper, "holds": v.holds, "detail": v.detail }))
             .collect();
-        let simulated = outcome.runs.iter().filter(|r| !r.cached).count();
-        let summary = json!({ "runs": outcome.runs.len(), "simulated_here": simulated, "claims": claims });
-        Ok((nvsched::repro::console_table(&outcome), summary.to_string()))
+        Ok((nvsched::repro::console_table(&outcome), serde_json::Value::Array(claims).to_string()))
     })
     .map_err(|e: String| PyValueError::new_err(e))
 }
@@ -150,8 +148,7 @@ fn tune_measure(
     py.detach(move || {
         let (jobs, profile) =
             nvsched::run::load_job_text(&job_text, &source, &vars, &device, device_set, precondition)?;
-        let spec = bound.map_or_else(|| "none".to_string(), |b| format!("k2:bound={b}"));
-        let row = nvsched::tune::measure(&jobs, &profile, seed, &spec, bound, None)?;
+        let row = nvsched::tune::measure(&jobs, &profile, seed, bound, None)?;
         Ok((row.policy, row.bound, row.rt_p999_us, row.total_bw_mbps))
     })
     .map_err(|e: String| PyValueError::new_err(e))
@@ -174,6 +171,13 @@ fn tune_choose(rows: Vec<TuneRow>, objective: &str) -> PyResult<(Option<u32>, St
     Ok((chosen, why, nvsched::tune::table(&rows, chosen)))
 }
 
+/// The experiments directory reproductions are read from (`NVSCHED_EXPERIMENTS`, else
+/// `./experiments`, else the source tree's).
+#[pyfunction]
+fn experiments_dir() -> String {
+    nvsched::repro::experiments_dir().display().to_string()
+}
+
 /// Names of the shipped device profiles.
 #[pyfunction]
 fn devices() -> Vec<String> {
@@ -192,6 +196,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(policies_json, m)?)?;
     m.add_function(wrap_pyfunction!(devices, m)?)?;
     m.add_function(wrap_pyfunction!(experiment_cell, m)?)?;
+    m.add_function(wrap_pyfunction!(experiments_dir, m)?)?;
     m.add_function(wrap_pyfunction!(set_build_fingerprint, m)?)?;
     m.add_function(wrap_pyfunction!(tune_measure, m)?)?;
     m.add_function(wrap_pyfunction!(tune_choose, m)?)?;

@@ -84,6 +84,15 @@ def test_sweeps_on_threads_and_on_ray_agree():
     assert bw[("k2:bound=1", 1)] < bw[("k2:bound=8", 1)] < bw[("none", 1)] * 1.01
 
 
+def test_sweep_errors_name_the_job_file(tmp_path):
+    bad = tmp_path / "bad.fio"
+    bad.write_text("[a]\nrw=sideways\n")
+    with pytest.raises(ValueError, match=rf"{bad}:2: option 'rw'"):
+        sw.sweep(bad, sw.plan(["none"], [0]), backend="local")
+    with pytest.raises(ValueError, match=rf"{bad}:2: option 'rw'"):
+        sw.tune_k2(bad, "latency:50%", bounds=[1])
+
+
 def test_sweep_command(tmp_path, capsys):
     out = tmp_path / "sweep.json"
     code = sw.main([str(K2_JOB), "--sched", "none", "--sched", "k2:bound=1", "--seeds", "1-2",

@@ -54,6 +54,14 @@ fn capacity_for(cfg: &NandConfig, op: f64) -> u64 {
     ((raw as f64 / (1.0 + op)) as u64) / LPN_BYTES * LPN_BYTES
 }
 
+/// A small device half written sequentially; `tweak` adjusts its configuration first.
+fn half_full(tweak: impl FnOnce(&mut NandConfig)) -> NandDevice {
+    let mut cfg = small_config();
+    cfg.precondition = "partial:0.5".into();
+    tweak(&mut cfg);
+    device(cfg, 0.15)
+}
+
 fn device(cfg: NandConfig, op: f64) -> NandDevice {
     let cap = capacity_for(&cfg, op);
     NandDevice::new(cfg, 256, cap, 1).unwrap()
@@ -85,9 +93,7 @@ fn random_writes(ftl: &mut Ftl, writes: u64, region: u32, rng: &mut SimRng, hard
 
 #[test]
 fn a_read_on_a_programming_die_waits_for_the_program() {
-    let mut cfg = small_config();
-    cfg.precondition = "partial:0.5".into();
-    let mut d = device(cfg, 0.15);
+    let mut d = half_full(|_| {});
     let geo = d.geometry().clone();
     // the sequential fill put lpn die * unit_slots on `die`
     let lpn_on = |die: u32| u64::from(die * geo.unit_slots);
@@ -308,10 +314,7 @@ fn slc_cache_absorbs_then_writes_drop_to_native_speed() {
 #[test]
 fn without_independent_plane_reads_a_die_senses_one_page_at_a_time() {
     let run = |independent: bool| {
-        let mut cfg = small_config();
-        cfg.precondition = "partial:0.5".into();
-        cfg.independent_plane_reads = independent;
-        let mut d = device(cfg, 0.15);
+        let mut d = half_full(|cfg| cfg.independent_plane_reads = independent);
         let geo = d.geometry().clone();
         let where_is = |d: &NandDevice, lpn: u32| match d.ftl().lookup(lpn) {
             Lookup::Slot(s) => (geo.die_of_block(geo.block_of_slot(s)), geo.plane_page_of_slot(s).0),
@@ -335,10 +338,7 @@ fn without_independent_plane_reads_a_die_senses_one_page_at_a_time() {
 #[test]
 fn read_ahead_speeds_up_sequential_reads_at_qd1() {
     let run = |read_ahead: u64| {
-        let mut cfg = small_config();
-        cfg.precondition = "partial:0.5".into();
-        cfg.read_ahead_bytes = read_ahead;
-        let mut d = device(cfg, 0.15);
+        let mut d = half_full(|cfg| cfg.read_ahead_bytes = read_ahead);
         let mut t = Nanos::ZERO;
         for lpn in 0..512u64 {
             t = d.submit(&cmd(Op::Read, lpn, 1, false), t);

@@ -67,32 +67,31 @@ fn rt_entry(jobs: &JobFile) -> Result<usize, String> {
 
 /// Runs `none` and K2 at each bound (in parallel).
 pub fn sweep(jobs: &JobFile, profile: &DeviceProfile, seed: u64, bounds: &[u32]) -> Result<Vec<Row>, String> {
-    let mut specs = vec![("none".to_string(), None)];
-    specs.extend(bounds.iter().map(|b| (format!("k2:bound={b}"), Some(*b))));
+    let configs: Vec<Option<u32>> = std::iter::once(None).chain(bounds.iter().copied().map(Some)).collect();
     let drive_states = DriveStates::new();
-    specs.par_iter().map(|(spec, bound)| measure(jobs, profile, seed, spec, *bound, Some(&drive_states))).collect()
+    configs.par_iter().map(|&bound| measure(jobs, profile, seed, bound, Some(&drive_states))).collect()
 }
 
-/// One row of the sweep: `spec` (K2 at `bound`, or `none` with None) simulated, with the
-/// real-time job's p99.9 and the total bandwidth. Sweeps spread over other processes (the
-/// Python package's Ray backend) measure each row with this.
+/// One row of the sweep: K2 at `bound` (`none` for None) simulated, with the real-time
+/// job's p99.9 and the total bandwidth. Sweeps spread over other processes (the Python
+/// package's Ray backend) measure each row with this.
 pub fn measure(
     jobs: &JobFile,
     profile: &DeviceProfile,
     seed: u64,
-    spec: &str,
     bound: Option<u32>,
     drive_states: Option<&DriveStates>,
 ) -> Result<Row, String> {
     let rt = rt_entry(jobs)?;
-    let policy = nvsched_policy::build(spec).map_err(|e| e.to_string())?;
+    let spec = bound.map_or_else(|| "none".to_string(), |b| format!("k2:bound={b}"));
+    let policy = nvsched_policy::build(&spec).map_err(|e| e.to_string())?;
     let (report, _) = run_sim(RunSpec { jobs, policy, profile, seed, drive_states }, &mut NoObserver, 0)?;
     let rt_job = report.jobs.get(rt).ok_or("missing real-time job results")?;
     let dir = if rt_job.dirs[1].total_ios > rt_job.dirs[0].total_ios { 1 } else { 0 };
     let secs = |j: &nvsched_report::JobStats| j.runtime.as_secs_f64().max(1e-9);
     let bw: f64 = report.jobs.iter().map(|j| (j.dirs[0].io_bytes + j.dirs[1].io_bytes) as f64 / secs(j)).sum();
     Ok(Row {
-        policy: spec.to_string(),
+        policy: spec,
         bound,
         rt_p999_us: rt_job.dirs[dir].clat_hist.percentile(99.9) as f64 / 1e3,
         total_bw_mbps: bw / 1e6,

@@ -363,6 +363,13 @@ mod tests {
         K2Adaptive::from_params(&p)
     }
 
+    /// A controller with one best-effort request queued and a roomy device.
+    fn started(params: &str) -> (K2Adaptive, DeviceView) {
+        let mut k = adaptive(params);
+        k.insert(Request::read(0, 0), Nanos::ZERO);
+        (k, DeviceView { inflight: 0, queue_depth: 64 })
+    }
+
     fn rt_done(k: &mut K2Adaptive, latency: Nanos, now: Nanos) {
         let rq = Request::read(1, 0).with_prio(crate::IoPrio::rt(0)).at(now - latency);
         k.complete(&Completion { rq: &rq, dispatched_at: now - latency, now, dispatched_by_policy: false });
@@ -370,9 +377,7 @@ mod tests {
 
     #[test]
     fn o1_shrinks_on_a_miss_and_grows_with_headroom() {
-        let mut k = adaptive("target_p999=1ms,window=10ms,initial_bound=16");
-        let view = DeviceView { inflight: 0, queue_depth: 64 };
-        k.insert(Request::read(0, 0), Nanos::ZERO);
+        let (mut k, view) = started("target_p999=1ms,window=10ms,initial_bound=16");
         rt_done(&mut k, Nanos::from_ms(2), Nanos::from_ms(5));
         k.dispatch(Nanos::from_ms(10), view);
         assert_eq!(k.bound(), 12, "-1/4");
@@ -389,9 +394,7 @@ mod tests {
 
     #[test]
     fn o1_a_miss_is_over_the_target_and_counts_only_under_the_current_bound() {
-        let mut k = adaptive("target_p999=1ms,window=10ms,initial_bound=16");
-        let view = DeviceView { inflight: 0, queue_depth: 64 };
-        k.insert(Request::read(0, 0), Nanos::ZERO);
+        let (mut k, view) = started("target_p999=1ms,window=10ms,initial_bound=16");
         // between the goal (950 us) and the target: no miss, but no headroom to grow either
         rt_done(&mut k, Nanos::from_us(980), Nanos::from_ms(5));
         k.dispatch(Nanos::from_ms(10), view);
@@ -408,9 +411,7 @@ mod tests {
 
     #[test]
     fn o1_misses_at_the_smallest_bound_do_not_stop_it_growing() {
-        let mut k = adaptive("target_p999=1ms,window=10ms");
-        let view = DeviceView { inflight: 0, queue_depth: 64 };
-        k.insert(Request::read(0, 0), Nanos::ZERO);
+        let (mut k, view) = started("target_p999=1ms,window=10ms");
         rt_done(&mut k, Nanos::from_ms(2), Nanos::from_ms(5));
         k.dispatch(Nanos::from_ms(10), view);
         assert_eq!(k.bound(), 2, "probes past bound 1's miss");
@@ -421,9 +422,7 @@ mod tests {
 
     #[test]
     fn o2_grows_until_the_bandwidth_target_is_met() {
-        let mut k = adaptive("target_bw=100MB/s,window=10ms,initial_bound=4");
-        let view = DeviceView { inflight: 0, queue_depth: 64 };
-        k.insert(Request::read(0, 0), Nanos::ZERO);
+        let (mut k, view) = started("target_bw=100MB/s,window=10ms,initial_bound=4");
         k.bytes = 500_000; // 50 MB/s
         k.dispatch(Nanos::from_ms(10), view);
         assert_eq!(k.bound(), 5);

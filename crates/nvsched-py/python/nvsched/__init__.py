@@ -61,6 +61,7 @@ def run(
     vars: Optional[Mapping[str, object]] = None,
     seed: int = 0,
     timestamp_ms: Optional[int] = None,
+    source: Optional[str] = None,
 ) -> dict:
     """Simulates one run and returns fio's JSON report as a dict.
 
@@ -71,10 +72,12 @@ def run(
     the job file's ``${NAME}`` variables (the process environment fills the rest).
     timestamp_ms: the time written into the report (default: ``SOURCE_DATE_EPOCH`` or
     now); it is the only thing that differs between two runs with the same inputs.
+    source: with it, ``job`` is job-file text and ``source`` its name in messages (a file
+    read once and run many times).
 
     Raises ValueError with the message the command line would print (file, line, option).
     """
-    text, source = job_text(job)
+    text, source = (str(job), source) if source is not None else job_text(job)
     if timestamp_ms is None:
         timestamp_ms = _native.timestamp_ms()
     out = _native.simulate_json(

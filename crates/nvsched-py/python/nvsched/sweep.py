@@ -50,12 +50,10 @@ def _run_task(job_text: str, task: Task, common: dict) -> dict:
 
 
 def _workload(job, device, device_set, precondition):
-    """(job text, the run options every task shares), ready to ship to workers."""
-    text, _ = nvsched.job_text(job)
-    if "\n" not in text:
-        text += "\n"  # keep it job text, not a path, on the workers
+    """(job text, the run options every task shares), read once and shipped to workers."""
+    text, source = nvsched.job_text(job)
     device_set = {str(k): str(v) for k, v in (device_set or {}).items()}
-    return text, {"device": device, "device_set": device_set, "precondition": precondition}
+    return text, {"source": source, "device": device, "device_set": device_set, "precondition": precondition}
 
 
 def sweep(
@@ -104,13 +102,6 @@ def _run_local(fn, calls, workers, progress):
     return results
 
 
-def _experiments_dir() -> Optional[str]:
-    """The experiments directory the driver sees, for workers that start elsewhere."""
-    if os.environ.get("NVSCHED_EXPERIMENTS"):
-        return os.path.abspath(os.environ["NVSCHED_EXPERIMENTS"])
-    return os.path.abspath("experiments") if os.path.isdir("experiments") else None
-
-
 def _run_ray(fn, calls, workers, address, progress):
     try:
         import ray
@@ -118,10 +109,11 @@ def _run_ray(fn, calls, workers, address, progress):
         raise RuntimeError("backend 'ray' needs Ray: pip install 'ray>=2.9'") from e
     started_here = not ray.is_initialized()
     if started_here:
-        experiments = _experiments_dir()
-        env = {"env_vars": {"NVSCHED_EXPERIMENTS": experiments}} if experiments else None
+        # workers may start in another directory: give them the experiments the driver sees
+        experiments = os.path.abspath(nvsched._native.experiments_dir())
         ray.init(address=address, num_cpus=None if address else workers, include_dashboard=False,
-                 log_to_driver=False, configure_logging=False, runtime_env=env)
+                 log_to_driver=False, configure_logging=False,
+                 runtime_env={"env_vars": {"NVSCHED_EXPERIMENTS": experiments}})
     try:
         remote = ray.remote(num_cpus=1)(fn)
         pending = {remote.remote(*args): i for i, args in enumerate(calls)}
@@ -182,13 +174,12 @@ def repro(
     for batch, batch_entries in zip(batches, entries):
         for p, entry in zip(batch, batch_entries):
             nvsched._native.repro_store(out, p["hash"], entry)
-    table, summary = nvsched._native.repro_report(name, quick, out, plots)
-    summary = json.loads(summary)
-    return {"table": table, "runs": len(plan), "simulated": len(todo), "claims": summary["claims"]}
+    table, claims = nvsched._native.repro_report(name, quick, out, plots)
+    return {"table": table, "runs": len(plan), "simulated": len(todo), "claims": json.loads(claims)}
 
 
 def _tune_measure(text: str, vars: Dict[str, str], common: dict, seed: int, bound: Optional[int]):
-    return nvsched._native.tune_measure(text, "<job text>", list(vars.items()), common["device"],
+    return nvsched._native.tune_measure(text, common["source"], list(vars.items()), common["device"],
                                         list(common["device_set"].items()), common["precondition"], seed, bound)
 
 
