@@ -22,13 +22,11 @@ impl GapTimeline {
             return ready;
         }
         let mut t = ready;
-        let mut i = 0;
+        // intervals are sorted and disjoint, so their ends are sorted too: skip those
+        // that end by `ready` with a binary search
+        let mut i = self.busy.partition_point(|&(_, e)| e <= t);
         while i < self.busy.len() {
             let (s, e) = self.busy[i];
-            if e <= t {
-                i += 1;
-                continue;
-            }
             if s >= t + duration {
                 break;
             }
