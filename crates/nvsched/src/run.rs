@@ -19,7 +19,7 @@ pub fn load_device(
 ) -> Result<DeviceProfile, String> {
     let base = load_profile(name, &overrides).map_err(|e| e.to_string())?;
     let Some(state) = state else { return Ok(base) };
-    Precondition::parse(&state).map_err(|e| format!("precondition {state}: {e}"))?;
+    Precondition::parse(&state)?;
     match base.model {
         ModelConfig::Nand(_) => {
             overrides.push(("nand.precondition".into(), state));

@@ -170,6 +170,7 @@ fn errors_name_what_is_wrong() {
         (vec!["--device", "nope"], "unknown device 'nope'"),
         (vec!["--device-set", "simple.units"], "expected KEY=VALUE"),
         (vec!["--output-format", "xml"], "'xml' is not one of"),
+        (vec!["--precondition", "partial:2"], "nvsched: precondition 'partial:2': expected clean, full or partial"),
     ] {
         let mut a = vec!["run", job.to_str().unwrap()];
         a.extend(args);
