@@ -456,6 +456,12 @@ fn cmd_tune(args: TuneArgs) -> Result<(), String> {
             (jobs, profile)
         }
     };
+    let source = match (&args.experiment, &args.jobfile) {
+        (Some(cell), _) => cell.clone(),
+        (None, Some(path)) => path.display().to_string(),
+        (None, None) => "examples/k2-mix.fio".into(),
+    };
+    nvsched::tune::check_jobs(&jobs).map_err(|e| format!("{source}: {e}"))?;
     eprintln!("nvsched: sweeping none and k2 bounds {:?} on {} ...", args.bounds, profile.name);
     let rows = nvsched::tune::sweep(&jobs, &profile, args.seed, &args.bounds)?;
     let (chosen, why) = nvsched::tune::choose(&rows, objective);

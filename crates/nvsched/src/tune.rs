@@ -62,7 +62,12 @@ fn rt_entry(jobs: &JobFile) -> Result<usize, String> {
         }
         index += j.numjobs as usize;
     }
-    Err("the job file has no real-time job (prioclass=1) whose tail to protect".into())
+    Err("no real-time job (prioclass=1) whose tail K2 should protect".into())
+}
+
+/// Checks that `jobs` can be tuned (a real-time job, per-job results) before a sweep.
+pub fn check_jobs(jobs: &JobFile) -> Result<(), String> {
+    rt_entry(jobs).map(|_| ())
 }
 
 /// Runs `none` and K2 at each bound (in parallel).

@@ -179,6 +179,13 @@ fn errors_name_what_is_wrong() {
         let err = String::from_utf8(out.stderr).unwrap();
         assert!(err.contains(expected), "{a:?}: {err}");
     }
+    // tune refuses a job file without a real-time job before it sweeps
+    let no_rt = temp_job("no-rt.fio", "[a]\nrw=randread\nsize=1g\n");
+    let out = nvsched(&["tune", "k2", "--objective", "latency:50%", no_rt.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("no-rt.fio: no real-time job (prioclass=1)") && !err.contains("sweeping"), "{err}");
+
     let out = nvsched(&["run", "/nonexistent.fio"]);
     assert!(String::from_utf8(out.stderr).unwrap().contains("cannot read job file"));
 }
