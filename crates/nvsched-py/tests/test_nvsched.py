@@ -91,6 +91,10 @@ def test_sweep_errors_name_the_job_file(tmp_path):
         sw.sweep(bad, sw.plan(["none"], [0]), backend="local")
     with pytest.raises(ValueError, match=rf"{bad}:2: option 'rw'"):
         sw.tune_k2(bad, "latency:50%", bounds=[1])
+    no_rt = tmp_path / "no-rt.fio"
+    no_rt.write_text("[a]\nrw=randread\nsize=1g\n")
+    with pytest.raises(ValueError, match=rf"{no_rt}: no real-time job"):
+        sw.tune_k2(no_rt, "latency:50%", bounds=[1])
 
 
 def test_sweep_command(tmp_path, capsys):
