@@ -143,7 +143,7 @@ def test_a_reproduction_on_ray_writes_what_the_command_line_writes(tmp_path):
     assert (ray_out / "results.json").read_bytes() == (cli_out / "results.json").read_bytes()
     again = sw.repro("tabs", out=str(ray_out), backend="local", plots=False)
     assert again["simulated"] == 0, "the second time every run comes from the cache"
-    with pytest.raises(ValueError, match="unknown|no such|cannot"):
+    with pytest.raises(ValueError, match="unknown experiment 'no-such-experiment'; known: .*tabs"):
         sw.repro("no-such-experiment", out=str(tmp_path / "x"))
 
 

@@ -408,11 +408,8 @@ fn cmd_repro(args: ReproArgs) -> Result<(), String> {
         rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global().map_err(|e| e.to_string())?;
     }
     let names = if args.name == "all" { nvsched::repro::list()? } else { vec![args.name.clone()] };
-    let known = nvsched::repro::list()?;
     for name in &names {
-        if !known.contains(name) {
-            return Err(format!("unknown experiment '{name}'; known: {}, all", known.join(", ")));
-        }
+        nvsched::repro::check_known(name).map_err(|e| format!("{e}, all"))?;
         let out = match (&args.out, names.len()) {
             (Some(dir), 1) => dir.clone(),
             (Some(dir), _) => dir.join(name),

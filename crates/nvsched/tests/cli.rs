@@ -186,6 +186,11 @@ fn errors_name_what_is_wrong() {
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("no-rt.fio: no real-time job (prioclass=1)") && !err.contains("sweeping"), "{err}");
 
+    let out = nvsched(&["repro", "nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("unknown experiment 'nope'; known: k2-analysis, mts, prio-nice, tabs, veloces, all"), "{err}");
+
     let out = nvsched(&["run", "/nonexistent.fio"]);
     assert!(String::from_utf8(out.stderr).unwrap().contains("cannot read job file"));
 }

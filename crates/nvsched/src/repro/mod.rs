@@ -95,6 +95,16 @@ pub fn list() -> Result<Vec<String>, String> {
     Ok(names)
 }
 
+/// Fails with the list of known experiments unless `name` is one.
+pub fn check_known(name: &str) -> Result<(), String> {
+    let known = list()?;
+    if known.iter().any(|k| k == name) {
+        Ok(())
+    } else {
+        Err(format!("unknown experiment '{name}'; known: {}", known.join(", ")))
+    }
+}
+
 struct VarEnv(BTreeMap<String, String>);
 
 impl Environment for VarEnv {
@@ -299,6 +309,7 @@ pub struct PlannedRun {
 
 /// The runs of experiment `name`, in a stable order (an index into it names a run).
 pub fn plan_runs(name: &str, quick: bool, out: &Path) -> Result<Vec<PlannedRun>, String> {
+    check_known(name)?;
     let m = Manifest::load(&experiments_dir().join(name))?;
     Ok(plan(&m, quick)?
         .into_iter()
