@@ -179,6 +179,12 @@ fn experiments_dir() -> String {
     nvsched::repro::experiments_dir().display().to_string()
 }
 
+/// Names of the reproductions in the experiments directory.
+#[pyfunction]
+fn experiments() -> PyResult<Vec<String>> {
+    nvsched::repro::list().map_err(PyValueError::new_err)
+}
+
 /// Names of the shipped device profiles.
 #[pyfunction]
 fn devices() -> Vec<String> {
@@ -198,6 +204,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(devices, m)?)?;
     m.add_function(wrap_pyfunction!(experiment_cell, m)?)?;
     m.add_function(wrap_pyfunction!(experiments_dir, m)?)?;
+    m.add_function(wrap_pyfunction!(experiments, m)?)?;
     m.add_function(wrap_pyfunction!(set_build_fingerprint, m)?)?;
     m.add_function(wrap_pyfunction!(tune_measure, m)?)?;
     m.add_function(wrap_pyfunction!(tune_choose, m)?)?;

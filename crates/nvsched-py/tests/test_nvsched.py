@@ -58,6 +58,15 @@ def test_listings():
     k2 = next(p for p in nvsched.policies() if p["id"] == "k2")
     assert any(q["name"] == "bound" for q in k2["params"])
     assert "970evoplus-250g" in nvsched.devices()
+    assert nvsched.experiments() == ["k2-analysis", "mts", "prio-nice", "tabs", "veloces"]
+
+
+def test_repro_all_lays_out_results_as_the_command_line_does():
+    # `nvsched repro all --out D` writes D/NAME for each; one reproduction writes to D itself
+    assert sw.repro_targets("tabs") == [("tabs", os.path.join("results", "tabs"))]
+    assert sw.repro_targets("tabs", "out") == [("tabs", "out")]
+    assert sw.repro_targets("all", "out") == [(n, os.path.join("out", n)) for n in nvsched.experiments()]
+    assert [n for n, _ in sw.repro_targets("all")] == nvsched.experiments()
 
 
 def test_summary_reads_the_report():

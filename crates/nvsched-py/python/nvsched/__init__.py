@@ -27,7 +27,7 @@ __version__ = _native.__version__
 # interpreter that loads it.
 _so = os.stat(_native.__file__)
 _native.set_build_fingerprint(f"python-extension {_so.st_size}:{_so.st_mtime_ns}")
-__all__ = ["run", "policies", "devices", "experiment_cell", "summary", "JobInput"]
+__all__ = ["run", "policies", "devices", "experiments", "experiment_cell", "summary", "JobInput"]
 
 JobInput = Union[str, "os.PathLike[str]"]
 
@@ -102,6 +102,11 @@ def policies() -> list:
 def devices() -> list:
     """Names of the shipped device profiles."""
     return list(_native.devices())
+
+
+def experiments() -> list:
+    """Names of the paper reproductions (``nvsched repro NAME``) in ``experiments/``."""
+    return list(_native.experiments())
 
 
 def experiment_cell(name: str, variant: str, state: Optional[str] = None, *, quick: bool = True) -> dict:

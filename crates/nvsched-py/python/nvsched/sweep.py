@@ -25,7 +25,7 @@ import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Dict, List, Mapping, Optional, Sequence
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import nvsched
 
@@ -178,6 +178,16 @@ def repro(
     return {"table": table, "runs": len(plan), "simulated": len(todo), "claims": json.loads(claims)}
 
 
+def repro_targets(name: str, out: Optional[str] = None) -> List[Tuple[str, str]]:
+    """(reproduction, results directory) pairs for ``name``, or for every reproduction
+    when ``name`` is ``all``, laid out as ``nvsched repro`` lays them out: ``out`` itself
+    for one reproduction, ``out/NAME`` for each of ``all``; ``results/NAME`` by default."""
+    names = nvsched.experiments() if name == "all" else [name]
+    if out is None:
+        return [(n, os.path.join("results", n)) for n in names]
+    return [(n, out if name != "all" else os.path.join(out, n)) for n in names]
+
+
 def _tune_measure(text: str, vars: Dict[str, str], common: dict, seed: int, bound: Optional[int]):
     return nvsched._native.tune_measure(text, common["source"], list(vars.items()), common["device"],
                                         list(common["device_set"].items()), common["precondition"], seed, bound)
@@ -259,7 +269,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--experiment", metavar="NAME:VARIANT[:STATE]",
                    help="a reproduction's job, device and overrides, e.g. k2-analysis:randread")
     p.add_argument("--repro", metavar="NAME",
-                   help="run reproduction NAME (as `nvsched repro NAME`), its runs spread over the backend")
+                   help="run reproduction NAME, or all of them (as `nvsched repro NAME|all`), its runs spread "
+                        "over the backend")
     p.add_argument("--full", action="store_true",
                    help="with --experiment or --repro: the paper's durations, not quick mode")
     p.add_argument("--sched", action="append", help="a policy, e.g. k2:bound=4 (repeatable)")
@@ -302,12 +313,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     try:
         if args.repro:
-            r = repro(args.repro, quick=not args.full, out=args.out, backend=args.backend, workers=args.workers,
-                      address=args.address, force=args.force, progress=show, runs_per_task=args.runs_per_task)
-            print(r["table"])
-            print(f"nvsched-sweep: {args.repro}: {r['runs']} runs ({r['simulated']} simulated on {args.backend}) "
-                  f"in {time.monotonic() - started:.1f}s; results in {args.out or os.path.join('results', args.repro)}",
-                  file=sys.stderr)
+            for name, out in repro_targets(args.repro, args.out):
+                started = time.monotonic()
+                r = repro(name, quick=not args.full, out=out, backend=args.backend, workers=args.workers,
+                          address=args.address, force=args.force, progress=show, runs_per_task=args.runs_per_task)
+                print(r["table"])
+                print(f"nvsched-sweep: {name}: {r['runs']} runs ({r['simulated']} simulated on {args.backend}) "
+                      f"in {time.monotonic() - started:.1f}s; results in {out}", file=sys.stderr)
             return 0
         job, device, device_set = args.jobfile, args.device, dict(args.device_set)
         if args.experiment:
