@@ -148,7 +148,7 @@ fn tune_measure(
     py.detach(move || {
         let (jobs, profile) =
             nvsched::run::load_job_text(&job_text, &source, &vars, &device, device_set, precondition)?;
-        nvsched::tune::check_jobs(&jobs).map_err(|e| format!("{source}: {e}"))?;
+        nvsched::tune::check_jobs(&jobs, &source)?;
         let row = nvsched::tune::measure(&jobs, &profile, seed, bound, None)?;
         Ok((row.policy, row.bound, row.rt_p999_us, row.total_bw_mbps))
     })

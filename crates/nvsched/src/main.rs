@@ -445,20 +445,19 @@ fn cmd_tune(args: TuneArgs) -> Result<(), String> {
     if args.bounds.is_empty() || args.bounds.contains(&0) {
         return Err("--bounds: give bounds >= 1".into());
     }
-    let (jobs, profile) = match &args.experiment {
-        Some(cell) => experiment_cell(cell, !args.full, &args.device)?,
+    let (jobs, profile, source) = match &args.experiment {
+        Some(cell) => {
+            let (jobs, profile) = experiment_cell(cell, !args.full, &args.device)?;
+            (jobs, profile, cell.clone())
+        }
         None => {
-            let jobs = load_jobs(args.jobfile.as_deref().unwrap_or(Path::new("examples/k2-mix.fio")), false)?;
+            let path = args.jobfile.as_deref().unwrap_or(Path::new("examples/k2-mix.fio"));
+            let jobs = load_jobs(path, false)?;
             let profile = args.device.load(jobs.precondition().map_err(|e| e.to_string())?)?;
-            (jobs, profile)
+            (jobs, profile, path.display().to_string())
         }
     };
-    let source = match (&args.experiment, &args.jobfile) {
-        (Some(cell), _) => cell.clone(),
-        (None, Some(path)) => path.display().to_string(),
-        (None, None) => "examples/k2-mix.fio".into(),
-    };
-    nvsched::tune::check_jobs(&jobs).map_err(|e| format!("{source}: {e}"))?;
+    nvsched::tune::check_jobs(&jobs, &source)?;
     eprintln!("nvsched: sweeping none and k2 bounds {:?} on {} ...", args.bounds, profile.name);
     let rows = nvsched::tune::sweep(&jobs, &profile, args.seed, &args.bounds)?;
     let (chosen, why) = nvsched::tune::choose(&rows, objective);

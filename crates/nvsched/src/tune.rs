@@ -65,9 +65,10 @@ fn rt_entry(jobs: &JobFile) -> Result<usize, String> {
     Err("no real-time job (prioclass=1) whose tail K2 should protect".into())
 }
 
-/// Checks that `jobs` can be tuned (a real-time job, per-job results) before a sweep.
-pub fn check_jobs(jobs: &JobFile) -> Result<(), String> {
-    rt_entry(jobs).map(|_| ())
+/// Checks that `jobs` (read from `source`, which the error names) can be tuned — a
+/// real-time job, per-job results — before a sweep.
+pub fn check_jobs(jobs: &JobFile, source: &str) -> Result<(), String> {
+    rt_entry(jobs).map(|_| ()).map_err(|e| format!("{source}: {e}"))
 }
 
 /// Runs `none` and K2 at each bound (in parallel).
