@@ -10,11 +10,12 @@ use nvsched_workload::jobfile::HostEnvironment;
 use nvsched_workload::{parse_job_str, ParseOptions};
 use std::path::Path;
 
-fn k2_job(op: &str, extra: &str) -> String {
+/// The K2 workload, measured for 10 s after `ramp_s` seconds.
+fn k2_job(op: &str, ramp_s: u32, extra: &str) -> String {
     let text =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/k2-analysis/k2.fio"))
             .unwrap();
-    text.replace("${OP}", op).replace("${RUNTIME}", "10").replace("${RAMP}", "0") + extra
+    text.replace("${OP}", op).replace("${RUNTIME}", "10").replace("${RAMP}", &ramp_s.to_string()) + extra
 }
 
 fn run(text: &str, sched: &str) -> (Vec<JobStats>, SimOutcome) {
@@ -47,9 +48,9 @@ fn total_mbps(jobs: &[JobStats], dir: usize) -> f64 {
 /// O1 with the target set to a static bound's own p99.9: the adaptive policy must meet it
 /// (within `slack`: p99.9 is read from fio's histogram, whose buckets are 3% wide here) and
 /// keep `min_share` of the bandwidth of the best static bound that meets it.
-fn check_o1(op: &str, cases: &[(u32, f64, f64)]) {
+fn check_o1(op: &str, ramp_s: u32, cases: &[(u32, f64, f64)]) {
     let dir = dir_of(op);
-    let text = k2_job(op, "");
+    let text = k2_job(op, ramp_s, "");
     let statics: Vec<(u32, f64, f64)> = [1u32, 2, 4, 8, 16, 32]
         .iter()
         .map(|b| {
@@ -62,7 +63,7 @@ fn check_o1(op: &str, cases: &[(u32, f64, f64)]) {
         let best = statics.iter().filter(|s| s.1 <= target).map(|s| s.2).fold(0.0, f64::max);
         let (jobs, out) = run(&text, &format!("k2-adaptive:target_p999={}ns", (target * 1e3) as u64));
         let (p, bw) = (rt_p999_us(&jobs, dir), total_mbps(&jobs, dir));
-        eprintln!("{op}: target K2-{target_bound} {target:.0} us: adaptive {p:.0} us, {bw:.0} MB/s (best static {best:.0} MB/s)");
+        eprintln!("{op} after {ramp_s} s: target K2-{target_bound} {target:.0} us: adaptive {p:.0} us, {bw:.0} MB/s (best static {best:.0} MB/s)");
         assert!(p <= slack * target, "{op}, target K2-{target_bound} {target:.0} us: adaptive p99.9 {p:.0} us");
         assert!(
             bw >= min_share * best,
@@ -75,18 +76,33 @@ fn check_o1(op: &str, cases: &[(u32, f64, f64)]) {
 // Random reads: both targets within one or two histogram buckets, >= 90% of the bandwidth.
 #[test]
 fn adaptive_o1_random_reads() {
-    check_o1("randread", &[(4, 1.07, 0.90), (16, 1.04, 0.90)]);
+    check_o1("randread", 0, &[(4, 1.07, 0.90), (16, 1.04, 0.90)]);
 }
 
-// Writes (sequential and random behave alike: they complete in the drive's buffer).
-// K2-16's tail is met with >= 90% of its bandwidth. K2-4's is not checked: write
-// latencies here are almost constant per bound, not monotonic in it (K2-1 38.7 us >
-// K2-4 35.6 us > K2-2 29.6 us) and depend on the real-time job's phase against the
-// background stream (at bound 2 under the controller they are 36 us, not 30); the
-// controller starts at bound 1, whose samples alone put the run's p99.9 at 39 us.
+// The same after 25 s of running (the reproduction's quick mode measures from there). At
+// K2-4's own tail every miss at bound 4 sets a ceiling there, so the controller spends time
+// at 3 (83% of K2-4's bandwidth here). Before `patience`, the recent maxima at bound 1-2
+// left no headroom to probe the ceiling again and the bound stayed at 1 for good (47 MB/s,
+// 27%): this checks that it does not.
+#[test]
+fn adaptive_o1_random_reads_in_a_long_run() {
+    check_o1("randread", 25, &[(4, 1.03, 0.75), (16, 1.03, 0.90)]);
+}
+
+// Writes (sequential and random behave alike here). In the first ~20 s the jobs write into
+// the SLC cache: latencies are almost constant per bound and not monotonic in it (K2-1
+// 38.7 us > K2-4 35.6 us > K2-2 29.6 us), so K2-4's tail is not checked there (the
+// controller starts at bound 1, whose samples alone put the run's p99.9 at 39 us), only
+// K2-16's. After the cache is full (25 s, where the reproduction's quick mode measures),
+// the tail grows with the bound and both targets are met.
 #[test]
 fn adaptive_o1_writes() {
-    check_o1("write", &[(16, 1.0, 0.90)]);
+    check_o1("write", 0, &[(16, 1.0, 0.90)]);
+}
+
+#[test]
+fn adaptive_o1_writes_after_the_slc_cache() {
+    check_o1("write", 25, &[(4, 1.0, 0.90), (16, 1.0, 0.90)]);
 }
 
 // Sequential reads: K2-16's tail is met within one histogram bucket (3%) with >= 90% of
@@ -96,7 +112,7 @@ fn adaptive_o1_writes() {
 // bandwidth).
 #[test]
 fn adaptive_o1_sequential_reads() {
-    check_o1("read", &[(16, 1.03, 0.90)]);
+    check_o1("read", 0, &[(16, 1.03, 0.90)]);
 }
 
 #[test]
@@ -104,6 +120,7 @@ fn adaptive_reconverges_after_a_step_in_background_load() {
     // two more background readers join at 3 s
     let text = k2_job(
         "randread",
+        0,
         "\n[late]\nioengine=libaio\niodepth=32\nnumjobs=2\noffset=64g\noffset_increment=16g\nsize=16g\nstartdelay=3\n",
     );
     let (_, out) = run(&text, "k2-adaptive:target_p999=290us");

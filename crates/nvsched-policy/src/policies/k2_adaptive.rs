@@ -20,6 +20,11 @@
 //!     bound that meets the target.
 //!   - Far below the goal (under 50%, as when the background load drops) the ceiling is
 //!     forgotten and the bound grows by half per window.
+//!   - After `patience` windows in a row without a miss (25: 5 s), the bound grows by a
+//!     step even without headroom and may probe its ceiling (after the back-off). Where
+//!     the tail is flat in the bound (sequential reads at bounds 1-16) or every bound sits
+//!     close to the target, the recent maxima never leave headroom, and without this the
+//!     bound would stay wherever the first misses left it for the rest of the run.
 //!   - Misses at `min_bound` are not held against growing (no smaller bound avoids them:
 //!     start-up bursts, device hiccups, or a tail that is not monotonic in the bound, as
 //!     sequential reads and buffered writes on the K2 workload, where bound 1 has a longer
@@ -75,6 +80,12 @@ pub const PARAMS: &[ParamSpec] = &[
         kind: ParamKind::Int { min: 0, max: 65_536 },
         default: "0",
         help: "bound at start; 0: min_bound for O1 (start safe, grow), 8 for O2",
+    },
+    ParamSpec {
+        name: "patience",
+        kind: ParamKind::Int { min: 0, max: 1_000 },
+        default: "25",
+        help: "O1: windows in a row without a miss after which the bound grows by a step even without headroom, and may probe its ceiling (0: never)",
     },
     ParamSpec { name: "min_bound", kind: ParamKind::Int { min: 1, max: 65_536 }, default: "1", help: "smallest bound" },
     ParamSpec {
@@ -134,6 +145,9 @@ pub struct K2Adaptive {
     last_change: Option<Nanos>,
     /// O1: no miss yet, so the bound grows fast.
     slow_start: bool,
+    /// O1: windows in a row without a miss, and how many of them probing needs.
+    quiet: u32,
+    patience: u32,
     bytes: u64,
     series: TimeSeries,
     adjustments: u64,
@@ -171,6 +185,8 @@ impl K2Adaptive {
             wait: 0,
             shrunk_early: false,
             slow_start: true,
+            quiet: 0,
+            patience: p.uint("patience") as u32,
             last_change: None,
             bytes: 0,
             series: TimeSeries::new("bound", "requests"),
@@ -224,6 +240,8 @@ impl K2Adaptive {
                 // the tail is rare: remember it for a few windows (None: only misses at
                 // `min_bound` so far, nothing that speaks against growing)
                 let seen = self.recent_max.iter().max().map(|m| m.0 as f64);
+                self.quiet = if missed || self.shrunk_early { 0 } else { self.quiet + 1 };
+                let patient = self.patience > 0 && self.quiet >= self.patience;
                 if self.shrunk_early {
                     // this window's miss was already answered when it happened
                     b
@@ -235,16 +253,19 @@ impl K2Adaptive {
                     self.ceiling = None;
                     self.backoff = 2;
                     b + (b / 2).max(1)
-                } else if seen.is_none_or(|s| s <= goal) {
-                    // until the first miss, grow by half per window (a slow start, as
-                    // TCP's); then by an eighth
+                } else if seen.is_none_or(|s| s <= goal) || patient {
+                    // grow: with headroom under the goal or, with `patience`, after
+                    // windows without a miss (where the tail is flat in the bound, a
+                    // larger bound costs nothing). Until the first miss by half per
+                    // window (a slow start, as TCP's); then by an eighth.
                     let step = if self.slow_start { (b / 2).max(1) } else { (b / 8).max(1) };
                     let next = b + step;
-                    match self.ceiling {
-                        Some(c) if next >= c && (self.wait > 0 || seen.is_some_and(|s| s >= 0.85 * goal)) => {
-                            // at the ceiling: probe it again only after the back-off, and
-                            // only with headroom (close to the goal, a larger bound would
-                            // miss; each probe that misses adds a sample to the tail)
+                    // the ceiling is probed again only after the back-off, and only with
+                    // headroom (close to the goal, a larger bound would miss; each probe
+                    // that misses adds a sample to the tail) or patience
+                    let may_probe = self.wait == 0 && (patient || seen.is_none_or(|s| s < 0.85 * goal));
+                    let next = match self.ceiling {
+                        Some(c) if next >= c && !may_probe => {
                             self.wait = self.wait.saturating_sub(1);
                             b
                         }
@@ -253,7 +274,11 @@ impl K2Adaptive {
                             next.min(c)
                         }
                         _ => next,
+                    };
+                    if next != b {
+                        self.quiet = 0;
                     }
+                    next
                 } else {
                     b
                 }
@@ -418,6 +443,25 @@ mod tests {
         rt_done(&mut k, Nanos::from_us(500), Nanos::from_ms(15));
         k.dispatch(Nanos::from_ms(20), view);
         assert_eq!(k.bound(), 3, "and keeps growing where bound 2 meets the target");
+    }
+
+    #[test]
+    fn o1_without_headroom_probes_a_larger_bound_after_patience_windows_without_a_miss() {
+        for (patience, grown) in [(0u32, false), (3, true)] {
+            let (mut k, view) = started(&format!("target_p999=1ms,window=10ms,initial_bound=8,patience={patience}"));
+            // 980 us: under the target (no miss) but above the 950 us goal (no headroom)
+            for i in 1..=3 {
+                rt_done(&mut k, Nanos::from_us(980), Nanos::from_ms(10 * i - 5));
+                k.dispatch(Nanos::from_ms(10 * i), view);
+            }
+            assert_eq!(k.bound() > 8, grown, "patience {patience}: bound {}", k.bound());
+            if grown {
+                assert_eq!(k.bound(), 12, "one step: by half before the first miss");
+                // a miss still cuts it by a quarter at once
+                rt_done(&mut k, Nanos::from_ms(2), Nanos::from_ms(35));
+                assert_eq!(k.bound(), 9);
+            }
+        }
     }
 
     #[test]
