@@ -43,10 +43,7 @@ pub fn run_figures(report: &RunReport, outcome: &SimOutcome, dir: &Path) -> Resu
             y_label: s.unit.clone(),
             log_x: false,
             log_y: false,
-            kind: PanelKind::Lines(vec![(
-                s.name.clone(),
-                s.points.iter().map(|(t, v)| (*t as f64 / 1e9, *v)).collect(),
-            )]),
+            kind: PanelKind::Lines(vec![(s.name.clone(), steps(&s.points))]),
         })
         .collect();
     if !policy.is_empty() {
@@ -84,4 +81,27 @@ pub fn run_figures(report: &RunReport, outcome: &SimOutcome, dir: &Path) -> Resu
         names.push("device".to_string());
     }
     Ok(names)
+}
+
+/// A policy's series holds each value from its time on (the bound set then), so it is
+/// drawn as steps, in seconds.
+fn steps(points: &[(u64, f64)]) -> Vec<(f64, f64)> {
+    let mut out = Vec::with_capacity(points.len() * 2);
+    for (i, &(t_ns, v)) in points.iter().enumerate() {
+        let t = t_ns as f64 / 1e9;
+        if i > 0 {
+            out.push((t, points[i - 1].1));
+        }
+        out.push((t, v));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn policy_series_are_drawn_as_steps() {
+        let pts = super::steps(&[(0, 1.0), (500_000_000, 4.0), (2_000_000_000, 2.0)]);
+        assert_eq!(pts, vec![(0.0, 1.0), (0.5, 1.0), (0.5, 4.0), (2.0, 4.0), (2.0, 2.0)]);
+    }
 }

@@ -132,3 +132,34 @@ fn adaptive_reconverges_after_a_step_in_background_load() {
     assert!(hi <= 2.0 * lo, "bound after 5 s between {lo} and {hi}");
     assert!(at(2.9) > 0.0 && settled.len() >= 5);
 }
+
+#[test]
+fn adaptive_follows_a_load_step_and_leaves_a_bound_that_does_not_limit_alone() {
+    // examples/k2-adaptive-step.fio: one light reader all along, three heavy ones from 3 s
+    // to 7 s; the shipped profile as the example runs it
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/k2-adaptive-step.fio");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let jobs = parse_job_str(&text, &path, &HostEnvironment, ParseOptions::default()).unwrap();
+    let profile = load_profile("970evoplus-250g", &[("nand.precondition".into(), "partial:0.5".into())]).unwrap();
+    let target_us = 300.0;
+    let policy = nvsched_policy::build(&format!("k2-adaptive:target_p999={target_us}us")).unwrap();
+    let (report, out) =
+        run_sim(RunSpec { jobs: &jobs, policy, profile: &profile, seed: 1, drive_states: None }, &mut NoObserver, 0)
+            .unwrap();
+    let p = rt_p999_us(&report.jobs, 0);
+    assert!(p <= 1.03 * target_us, "real-time p99.9 {p:.0} us over the {target_us} us target");
+    let points = &out.policy.series("bound").unwrap().points;
+    let between = |from: f64, to: f64| -> Vec<f64> {
+        // the bound in force over [from, to): the last value set before `from`, and changes in it
+        let mut v: Vec<f64> =
+            points.iter().rev().find(|(ns, _)| (*ns as f64) / 1e9 <= from).map(|p| p.1).into_iter().collect();
+        v.extend(points.iter().filter(|(ns, _)| (from..to).contains(&((*ns as f64) / 1e9))).map(|p| p.1));
+        v
+    };
+    let light = between(1.0, 3.0);
+    assert!(light.iter().all(|&b| b <= 8.0), "with 5 requests at most in flight the bound stays small: {light:?}");
+    let heavy = between(5.0, 7.0);
+    let (lo, hi) = (heavy.iter().copied().fold(f64::INFINITY, f64::min), heavy.iter().copied().fold(0.0, f64::max));
+    assert!(lo > light.iter().copied().fold(0.0, f64::max), "grows once the heavy readers make it limit: {heavy:?}");
+    assert!(hi <= 2.0 * lo, "settled within 2 s of the step: bound between {lo} and {hi} from 5 s to 7 s");
+}

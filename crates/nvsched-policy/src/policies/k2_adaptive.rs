@@ -41,6 +41,11 @@
 //!   This settles on the smallest bound that delivers the bandwidth, i.e. the lowest
 //!   real-time tail the target allows. O2 starts at 8 unless `initial_bound` is set.
 //!
+//! Either objective grows the bound only in a window where it held requests back: under a
+//! light load a larger bound changes nothing, and a bound grown far past the load would
+//! let the next burst through unchecked (TCP's congestion-window validation, for the same
+//! reason).
+//!
 //! The bound stays in [`min_bound`, `max_bound`]; the real-time class is always served
 //! first (K2's strict priority), so it is never starved.
 
@@ -148,6 +153,9 @@ pub struct K2Adaptive {
     /// O1: windows in a row without a miss, and how many of them probing needs.
     quiet: u32,
     patience: u32,
+    /// The bound held requests back in this window (otherwise a larger bound would
+    /// change nothing, and growing it only makes the next load step hit harder).
+    bound_limited: bool,
     bytes: u64,
     series: TimeSeries,
     adjustments: u64,
@@ -187,6 +195,7 @@ impl K2Adaptive {
             slow_start: true,
             quiet: 0,
             patience: p.uint("patience") as u32,
+            bound_limited: false,
             last_change: None,
             bytes: 0,
             series: TimeSeries::new("bound", "requests"),
@@ -294,6 +303,8 @@ impl K2Adaptive {
                 }
             }
         };
+        // grow only a bound that limits: while the load is light, leave it where it is
+        let next = if next > b && !self.bound_limited { b } else { next };
         let next = next.clamp(self.min_bound, self.max_bound);
         if next != b {
             self.adjustments += 1;
@@ -302,6 +313,7 @@ impl K2Adaptive {
         }
         self.series.push(at, f64::from(next));
         self.shrunk_early = false;
+        self.bound_limited = false;
         self.rt_max = Nanos::ZERO;
         self.rt_samples = 0;
         self.bytes = 0;
@@ -326,7 +338,11 @@ impl Scheduler for K2Adaptive {
             self.adjust(end);
             self.window_end = Some(end + self.window);
         }
-        self.k2.dispatch(now, device)
+        let rq = self.k2.dispatch(now, device);
+        if rq.is_none() && self.k2.queued() > 0 {
+            self.bound_limited = true;
+        }
+        rq
     }
 
     fn complete(&mut self, done: &Completion<'_>) {
@@ -388,11 +404,21 @@ mod tests {
         K2Adaptive::from_params(&p)
     }
 
-    /// A controller with one best-effort request queued and a roomy device.
+    /// A controller with more best-effort requests queued than any bound it reaches here
+    /// lets through, and a roomy device.
     fn started(params: &str) -> (K2Adaptive, DeviceView) {
         let mut k = adaptive(params);
-        k.insert(Request::read(0, 0), Nanos::ZERO);
-        (k, DeviceView { inflight: 0, queue_depth: 64 })
+        for i in 0..300 {
+            k.insert(Request::read(i, i * 4096), Nanos::ZERO);
+        }
+        let view = DeviceView { inflight: 0, queue_depth: 1024 };
+        tick(&mut k, Nanos::ZERO, view);
+        (k, view)
+    }
+
+    /// Dispatches at `now` until the bound holds requests back (the engine's `kick`).
+    fn tick(k: &mut K2Adaptive, now: Nanos, view: DeviceView) {
+        while k.dispatch(now, view).is_some() {}
     }
 
     fn rt_done(k: &mut K2Adaptive, latency: Nanos, now: Nanos) {
@@ -404,15 +430,15 @@ mod tests {
     fn o1_shrinks_on_a_miss_and_grows_with_headroom() {
         let (mut k, view) = started("target_p999=1ms,window=10ms,initial_bound=16");
         rt_done(&mut k, Nanos::from_ms(2), Nanos::from_ms(5));
-        k.dispatch(Nanos::from_ms(10), view);
+        tick(&mut k, Nanos::from_ms(10), view);
         assert_eq!(k.bound(), 12, "-1/4");
         // 800 us: below 85% of the 900 us goal, but the 2 ms miss is still remembered
         rt_done(&mut k, Nanos::from_us(800), Nanos::from_ms(15));
-        k.dispatch(Nanos::from_ms(20), view);
+        tick(&mut k, Nanos::from_ms(20), view);
         assert_eq!(k.bound(), 12, "the miss of the last windows holds it");
         for i in 3..10 {
             rt_done(&mut k, Nanos::from_us(700), Nanos::from_ms(10 * i - 5));
-            k.dispatch(Nanos::from_ms(10 * i), view);
+            tick(&mut k, Nanos::from_ms(10 * i), view);
         }
         assert!(k.bound() > 12 && k.bound() <= 16, "grows back under the ceiling: {}", k.bound());
     }
@@ -422,7 +448,7 @@ mod tests {
         let (mut k, view) = started("target_p999=1ms,window=10ms,initial_bound=16");
         // between the goal (950 us) and the target: no miss, but no headroom to grow either
         rt_done(&mut k, Nanos::from_us(980), Nanos::from_ms(5));
-        k.dispatch(Nanos::from_ms(10), view);
+        tick(&mut k, Nanos::from_ms(10), view);
         assert_eq!(k.bound(), 16);
         rt_done(&mut k, Nanos::from_ms(2), Nanos::from_ms(12));
         assert_eq!(k.bound(), 12, "a miss lowers the bound at once");
@@ -438,10 +464,10 @@ mod tests {
     fn o1_misses_at_the_smallest_bound_do_not_stop_it_growing() {
         let (mut k, view) = started("target_p999=1ms,window=10ms");
         rt_done(&mut k, Nanos::from_ms(2), Nanos::from_ms(5));
-        k.dispatch(Nanos::from_ms(10), view);
+        tick(&mut k, Nanos::from_ms(10), view);
         assert_eq!(k.bound(), 2, "probes past bound 1's miss");
         rt_done(&mut k, Nanos::from_us(500), Nanos::from_ms(15));
-        k.dispatch(Nanos::from_ms(20), view);
+        tick(&mut k, Nanos::from_ms(20), view);
         assert_eq!(k.bound(), 3, "and keeps growing where bound 2 meets the target");
     }
 
@@ -452,7 +478,7 @@ mod tests {
             // 980 us: under the target (no miss) but above the 950 us goal (no headroom)
             for i in 1..=3 {
                 rt_done(&mut k, Nanos::from_us(980), Nanos::from_ms(10 * i - 5));
-                k.dispatch(Nanos::from_ms(10 * i), view);
+                tick(&mut k, Nanos::from_ms(10 * i), view);
             }
             assert_eq!(k.bound() > 8, grown, "patience {patience}: bound {}", k.bound());
             if grown {
@@ -465,13 +491,36 @@ mod tests {
     }
 
     #[test]
+    fn the_bound_grows_only_while_it_holds_requests_back() {
+        let mut k = adaptive("target_p999=1ms,window=10ms,initial_bound=8");
+        let view = DeviceView { inflight: 0, queue_depth: 1024 };
+        // a light load: three requests, all let through at once
+        for i in 0..3 {
+            k.insert(Request::read(i, i * 4096), Nanos::ZERO);
+        }
+        for i in 1..=5 {
+            rt_done(&mut k, Nanos::from_us(100), Nanos::from_ms(10 * i - 5));
+            tick(&mut k, Nanos::from_ms(10 * i), view);
+        }
+        assert_eq!(k.bound(), 8, "far under the target, but a larger bound would change nothing");
+        // the load rises past the bound
+        for i in 3..100 {
+            k.insert(Request::read(i, i * 4096), Nanos::from_ms(50));
+        }
+        tick(&mut k, Nanos::from_ms(51), view);
+        rt_done(&mut k, Nanos::from_us(100), Nanos::from_ms(55));
+        tick(&mut k, Nanos::from_ms(60), view);
+        assert!(k.bound() > 8, "grows once it limits: {}", k.bound());
+    }
+
+    #[test]
     fn o2_grows_until_the_bandwidth_target_is_met() {
         let (mut k, view) = started("target_bw=100MB/s,window=10ms,initial_bound=4");
         k.bytes = 500_000; // 50 MB/s
-        k.dispatch(Nanos::from_ms(10), view);
+        tick(&mut k, Nanos::from_ms(10), view);
         assert_eq!(k.bound(), 5);
         k.bytes = 2_000_000; // 200 MB/s
-        k.dispatch(Nanos::from_ms(20), view);
+        tick(&mut k, Nanos::from_ms(20), view);
         assert_eq!(k.bound(), 4);
     }
 
