@@ -179,6 +179,16 @@ fn experiments_dir() -> String {
     nvsched::repro::experiments_dir().display().to_string()
 }
 
+/// (reproduction, results directory) pairs for `name` (`all`: every one), as `nvsched
+/// repro` lays them out.
+#[pyfunction]
+#[pyo3(signature = (name, out=None))]
+fn repro_targets(name: &str, out: Option<String>) -> PyResult<Vec<(String, String)>> {
+    let targets =
+        nvsched::repro::targets(name, out.as_deref().map(std::path::Path::new)).map_err(PyValueError::new_err)?;
+    Ok(targets.into_iter().map(|(n, dir)| (n, dir.display().to_string())).collect())
+}
+
 /// Names of the reproductions in the experiments directory.
 #[pyfunction]
 fn experiments() -> PyResult<Vec<String>> {
@@ -205,6 +215,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(experiment_cell, m)?)?;
     m.add_function(wrap_pyfunction!(experiments_dir, m)?)?;
     m.add_function(wrap_pyfunction!(experiments, m)?)?;
+    m.add_function(wrap_pyfunction!(repro_targets, m)?)?;
     m.add_function(wrap_pyfunction!(set_build_fingerprint, m)?)?;
     m.add_function(wrap_pyfunction!(tune_measure, m)?)?;
     m.add_function(wrap_pyfunction!(tune_choose, m)?)?;

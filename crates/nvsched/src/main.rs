@@ -407,14 +407,7 @@ fn cmd_repro(args: ReproArgs) -> Result<(), String> {
     if let Some(n) = args.jobs {
         rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global().map_err(|e| e.to_string())?;
     }
-    let names = if args.name == "all" { nvsched::repro::list()? } else { vec![args.name.clone()] };
-    for name in &names {
-        nvsched::repro::check_known(name).map_err(|e| format!("{e}, all"))?;
-        let out = match (&args.out, names.len()) {
-            (Some(dir), 1) => dir.clone(),
-            (Some(dir), _) => dir.join(name),
-            (None, _) => PathBuf::from("results").join(name),
-        };
+    for (name, out) in nvsched::repro::targets(&args.name, args.out.as_deref())? {
         let opts = nvsched::repro::Options {
             quick: args.quick,
             out: out.clone(),
@@ -423,7 +416,7 @@ fn cmd_repro(args: ReproArgs) -> Result<(), String> {
             plots: !args.no_plots,
         };
         let wall = Instant::now();
-        let outcome = nvsched::repro::run(name, &opts)?;
+        let outcome = nvsched::repro::run(&name, &opts)?;
         println!("{}", nvsched::repro::console_table(&outcome));
         let simulated = outcome.runs.iter().filter(|r| !r.cached).count();
         eprintln!(

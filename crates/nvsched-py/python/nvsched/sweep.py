@@ -182,10 +182,7 @@ def repro_targets(name: str, out: Optional[str] = None) -> List[Tuple[str, str]]
     """(reproduction, results directory) pairs for ``name``, or for every reproduction
     when ``name`` is ``all``, laid out as ``nvsched repro`` lays them out: ``out`` itself
     for one reproduction, ``out/NAME`` for each of ``all``; ``results/NAME`` by default."""
-    names = nvsched.experiments() if name == "all" else [name]
-    if out is None:
-        return [(n, os.path.join("results", n)) for n in names]
-    return [(n, out if name != "all" else os.path.join(out, n)) for n in names]
+    return nvsched._native.repro_targets(name, out)
 
 
 def _tune_measure(text: str, vars: Dict[str, str], common: dict, seed: int, bound: Optional[int]):

@@ -105,6 +105,30 @@ pub fn check_known(name: &str) -> Result<(), String> {
     }
 }
 
+/// The reproductions `name` stands for (`all`: every one) with the results directory of
+/// each, as `nvsched repro` lays them out: `out` itself for one reproduction, `out/NAME`
+/// for each of `all`, `results/NAME` without `out`.
+pub fn targets(name: &str, out: Option<&Path>) -> Result<Vec<(String, PathBuf)>, String> {
+    let all = name == "all";
+    let names = if all {
+        list()?
+    } else {
+        check_known(name).map_err(|e| format!("{e}, all"))?;
+        vec![name.to_string()]
+    };
+    Ok(names
+        .into_iter()
+        .map(|n| {
+            let dir = match out {
+                Some(dir) if all => dir.join(&n),
+                Some(dir) => dir.to_path_buf(),
+                None => Path::new("results").join(&n),
+            };
+            (n, dir)
+        })
+        .collect())
+}
+
 struct VarEnv(BTreeMap<String, String>);
 
 impl Environment for VarEnv {
