@@ -1,142 +1,251 @@
 //! fio's human-readable output (`--output-format=normal`), plus nvsched's own summary
 //! lines at the end.
 
-use crate::fio_json::{dir_bw_bytes, latency_maps, level_percentages};
-use crate::stats::{window_summary, DirStats, JobStats, LatStats, BW_WINDOW};
+use crate::fio_json::{latency_maps, level_percentages, LatencyMap};
+use crate::stats::{window_summary, JobStats, LatStats, BW_WINDOW};
 use crate::RunReport;
 use std::fmt::Write;
 
-/// `1.5k`, `73.7M`-style numbers (fio's `num2str` with base 1000).
-fn si(v: f64) -> String {
-    if v >= 1e9 {
-        format!("{:.1}G", v / 1e9)
-    } else if v >= 1e6 {
-        format!("{:.1}M", v / 1e6)
-    } else if v >= 1e3 {
-        format!("{:.1}k", v / 1e3)
-    } else {
-        format!("{v:.0}")
+/// fio's `num2str`: `num` in at most `max_digits` digits, divided by 1000 (1024 with
+/// `pow2`) with a k/M/G (Ki/Mi/Gi) prefix until it fits; after a division, the digits to
+/// spare beyond one show a fraction (`18.9k`), otherwise the last remainder rounds
+/// (`236MiB/s`). The same rules as fio's, so the two tools' lines read alike; only where
+/// fio's fraction rounds up to a whole one (it prints 24999 as `24.0k`) this carries
+/// (`25.0k`).
+fn num2str(num: u64, max_digits: usize, pow2: bool, unit: &str) -> String {
+    const SI: [&str; 6] = ["", "k", "M", "G", "T", "P"];
+    const IEC: [&str; 6] = ["", "Ki", "Mi", "Gi", "Ti", "Pi"];
+    let prefixes = if pow2 { IEC } else { SI };
+    let thousand: u64 = if pow2 { 1024 } else { 1000 };
+    let mut num = num;
+    let mut prefix = 0;
+    let mut remainder = None;
+    while digits(num) > max_digits && prefix + 1 < prefixes.len() {
+        remainder = Some(num % thousand);
+        num /= thousand;
+        prefix += 1;
     }
+    let Some(rem) = remainder else {
+        return format!("{num}{unit}");
+    };
+    let spare = max_digits.saturating_sub(digits(num));
+    if spare <= 1 {
+        if rem >= thousand / 2 {
+            num += 1;
+        }
+        return format!("{num}{}{unit}", prefixes[prefix]);
+    }
+    let fraction = format!("{:.*}", spare - 1, rem as f64 / thousand as f64);
+    let (whole, decimals) = fraction.split_once('.').unwrap_or(("0", ""));
+    if whole != "0" {
+        num += 1;
+    }
+    format!("{num}.{decimals}{}{unit}", prefixes[prefix])
 }
+
+fn digits(v: u64) -> usize {
+    v.checked_ilog10().map_or(1, |d| d as usize + 1)
+}
+
+/// fio's default `significant_figures` for IOPS, bandwidth and sizes.
+const SIG_FIGS: usize = 4;
 
 /// Bytes per second as fio prints them: `73.7MiB/s (77.3MB/s)`.
-pub fn bandwidth(bytes_per_sec: f64) -> String {
-    format!("{} ({})", binary(bytes_per_sec, "/s"), decimal(bytes_per_sec, "/s"))
-}
-
-fn binary(v: f64, suffix: &str) -> String {
-    const UNITS: [&str; 5] = ["B", "KiB", "MiB", "GiB", "TiB"];
-    let mut v = v;
-    let mut i = 0;
-    while v >= 1024.0 && i < UNITS.len() - 1 {
-        v /= 1024.0;
-        i += 1;
-    }
-    format!("{}{}{suffix}", trim(v), UNITS[i])
-}
-
-fn decimal(v: f64, suffix: &str) -> String {
-    const UNITS: [&str; 5] = ["B", "kB", "MB", "GB", "TB"];
-    let mut v = v;
-    let mut i = 0;
-    while v >= 1000.0 && i < UNITS.len() - 1 {
-        v /= 1000.0;
-        i += 1;
-    }
-    format!("{}{}{suffix}", trim(v), UNITS[i])
-}
-
-fn trim(v: f64) -> String {
-    if v >= 100.0 || v == v.trunc() {
-        format!("{v:.0}")
-    } else {
-        format!("{v:.1}")
-    }
-}
-
-/// Chooses fio's unit for a latency block from its maximum.
-fn lat_unit(max_ns: u64) -> (&'static str, f64) {
-    if max_ns < 10_000 {
-        ("nsec", 1.0)
-    } else if max_ns < 10_000_000 {
-        ("usec", 1e3)
-    } else {
-        ("msec", 1e6)
-    }
+fn bandwidth(bytes_per_sec: u64) -> String {
+    format!("{} ({})", num2str(bytes_per_sec, SIG_FIGS, true, "B/s"), num2str(bytes_per_sec, SIG_FIGS, false, "B/s"))
 }
 
 fn lat_line(out: &mut String, label: &str, s: &LatStats) {
-    if s.n == 0 {
-        return;
+    if s.n > 0 {
+        lat_values(out, label, s.min, s.max, s.mean(), s.stddev());
     }
-    let (unit, div) = lat_unit(s.max);
+}
+
+/// `    clat (usec): min=.., max=.., avg=.., stdev=..`: the unit by fio's rule (usec only
+/// when the minimum is over 2 us, the maximum over 100 us and the deviation over 1 us;
+/// msec alike), minimum and maximum cut to whole units.
+fn lat_values(out: &mut String, label: &str, min: u64, max: u64, mean: f64, dev: f64) {
+    let (unit, div) = if min > 2_000_000 && max > 99_999_999 && dev > 1e6 {
+        ("msec", 1_000_000)
+    } else if min > 2_000 && max > 99_999 && dev > 1e3 {
+        ("usec", 1_000)
+    } else {
+        ("nsec", 1)
+    };
     let _ = writeln!(
         out,
-        "    {label} ({unit}): min={}, max={}, avg={:.2}, stdev={:.2}",
-        (s.min as f64 / div).round(),
-        (s.max as f64 / div).round(),
-        s.mean() / div,
-        s.stddev() / div
+        "    {label} ({unit}): min={}, max={}, avg={:5.02}, stdev={:5.02}",
+        num2str(min / div, 6, false, ""),
+        num2str(max / div, 6, false, ""),
+        mean / div as f64,
+        dev / div as f64
     );
 }
 
+/// fio's percentile block: the unit follows the smallest and largest value shown, values
+/// round up into it, and the columns are as wide as the largest value needs.
 fn percentile_block(out: &mut String, title: &str, list: &[f64], values: &[u64]) {
-    let max = values.iter().copied().max().unwrap_or(0);
-    let (unit, div) = lat_unit(max);
-    let _ = writeln!(out, "    {title} ({unit}):");
-    let pairs: Vec<_> = list.iter().zip(values).collect();
-    let rows: Vec<_> = pairs.chunks(4).collect();
-    for (i, row) in rows.iter().enumerate() {
-        let cells: Vec<String> =
-            row.iter().map(|(p, v)| format!("{:5.2}th=[{:>5}]", p, (**v as f64 / div).round())).collect();
-        let sep = if i + 1 < rows.len() { "," } else { "" };
-        let _ = writeln!(out, "     | {}{sep}", cells.join(", "));
+    let (Some(&min), Some(&max)) = (values.iter().min(), values.iter().max()) else {
+        return;
+    };
+    let (unit, steps) = if min > 2_000_000 && max > 99_999_999 {
+        ("msec", 2)
+    } else if min > 2_000 && max > 99_999 {
+        ("usec", 1)
+    } else {
+        ("nsec", 0)
+    };
+    let width = digits(max / 1000u64.pow(steps)).max(5);
+    let per_line = 73 / (12 + width);
+    let _ = write!(out, "    {title} percentiles ({unit}):\n     |");
+    for (i, (p, &v)) in list.iter().zip(values).enumerate() {
+        let shown = (0..steps).fold(v, |v, _| v.div_ceil(1000));
+        let end = if i + 1 == values.len() { '\n' } else { ',' };
+        let _ = write!(out, " {p:5.2}th=[{shown:>width$}]{end}");
+        if end == ',' && i % per_line == per_line - 1 {
+            out.push_str("\n     |");
+        }
     }
 }
 
-fn ddir(out: &mut String, name: &str, d: &DirStats, job: &JobStats) {
-    if d.total_ios == 0 {
-        return;
-    }
-    let runtime = job.runtime.0.max(1);
-    let bw = dir_bw_bytes(d, runtime);
-    let iops = d.total_ios as f64 * 1e9 / runtime as f64;
+/// A job's run time in milliseconds, as fio keeps it.
+fn runtime_ms(job: &JobStats) -> u64 {
+    (job.runtime.0 + 500_000) / 1_000_000
+}
+
+/// Bytes per second of one direction of a job, fio's integer way (bytes x 1000 / ms).
+fn dir_rate(bytes: u64, ms: u64) -> u64 {
+    bytes.saturating_mul(1000) / ms.max(1)
+}
+
+/// The jobs of `group` that did I/O in direction `d`.
+fn group_members(r: &RunReport, group: u32, d: usize) -> Vec<&JobStats> {
+    r.jobs.iter().filter(|j| j.groupid == group && j.dirs[d].total_ios > 0).collect()
+}
+
+/// A group's aggregate bandwidth in one direction: all its bytes over its longest run.
+fn group_rate(members: &[&JobStats], d: usize) -> u64 {
+    let bytes = members.iter().map(|j| j.dirs[d].io_bytes).sum();
+    dir_rate(bytes, members.iter().map(|j| runtime_ms(j)).max().unwrap_or(0))
+}
+
+/// `  read: IOPS=.., BW=..(..)(io/runtime)`, fio's first line of a direction.
+fn ddir_header(out: &mut String, d: usize, total_ios: u64, io_bytes: u64, runtime_ms: u64) {
+    const NAMES: [&str; 3] = ["read", "write", "trim"];
+    let ms = runtime_ms.max(1);
+    let zone_resets = if d == 1 { "; 0 zone resets" } else { "" };
     let _ = writeln!(
         out,
-        "  {name}: IOPS={}, BW={}({}/{}msec)",
-        si(iops),
-        bandwidth(bw),
-        binary(d.io_bytes as f64, ""),
-        (runtime + 500_000) / 1_000_000
+        "  {}: IOPS={}, BW={}({}/{ms}msec){zone_resets}",
+        NAMES[d],
+        num2str(total_ios * 1000 / ms, SIG_FIGS, false, ""),
+        bandwidth(dir_rate(io_bytes, ms)),
+        num2str(io_bytes, SIG_FIGS, true, "B"),
     );
-    lat_line(out, "slat", &d.slat);
-    lat_line(out, "clat", &d.clat);
-    lat_line(out, " lat", &d.lat);
-    let mut prios: Vec<_> = d.prios.iter().filter(|p| p.clat.n > 0).collect();
+}
+
+fn ddir(out: &mut String, d: usize, job: &JobStats, group_bytes_per_sec: u64) {
+    let dir = &job.dirs[d];
+    if dir.total_ios == 0 {
+        return;
+    }
+    ddir_header(out, d, dir.total_ios, dir.io_bytes, runtime_ms(job));
+    lat_line(out, "slat", &dir.slat);
+    lat_line(out, "clat", &dir.clat);
+    lat_line(out, " lat", &dir.lat);
+    let mut prios: Vec<_> = dir.prios.iter().filter(|p| p.clat.n > 0).collect();
     prios.sort_by_key(|p| (p.prio.class as u8, p.prio.level));
     if prios.len() >= 2 {
         for p in &prios {
             lat_line(out, &format!("clat prio {}/{}", p.prio.class as u8, p.prio.level), &p.clat);
         }
     }
-    percentile_block(out, "clat percentiles", &job.percentile_list, &d.clat_hist.percentiles(&job.percentile_list));
+    percentile_block(out, "clat", &job.percentile_list, &dir.clat_hist.percentiles(&job.percentile_list));
     if prios.len() >= 2 {
         for p in &prios {
-            let share = 100.0 * p.clat.n as f64 / d.clat.n.max(1) as f64;
-            let title = format!("clat prio {}/{} ({share:.2}% of IOs) percentiles", p.prio.class as u8, p.prio.level);
+            let share = 100.0 * p.clat.n as f64 / dir.clat.n.max(1) as f64;
+            let title = format!("clat prio {}/{} ({share:.2}% of IOs)", p.prio.class as u8, p.prio.level);
             percentile_block(out, &title, &job.percentile_list, &p.hist.percentiles(&job.percentile_list));
         }
     }
     let complete = (job.runtime.0 / BW_WINDOW.0) as usize;
     let per_sec = 1e9 / BW_WINDOW.0 as f64;
-    let (min, max, mean, dev, n) = window_summary(&d.bw_windows.bytes, complete, per_sec / 1024.0);
-    if n > 0 {
-        let _ =
-            writeln!(out, "   bw (  KiB/s): min={min:.0}, max={max:.0}, avg={mean:.2}, stdev={dev:.2}, samples={n}");
-        let (min, max, mean, dev, n) = window_summary(&d.bw_windows.ios, complete, per_sec);
-        let _ =
-            writeln!(out, "   iops        : min={min:.0}, max={max:.0}, avg={mean:.2}, stdev={dev:.2}, samples={n}");
+    let bw = window_summary(&dir.bw_windows.bytes, complete, per_sec / 1024.0);
+    if bw.4 > 0 {
+        let share = group_share_pct(bw.2, group_bytes_per_sec);
+        bw_lines(out, bw, share, window_summary(&dir.bw_windows.ios, complete, per_sec));
     }
+}
+
+/// A job's share of its group's bandwidth as fio works it out: the job's mean in whole
+/// KiB/s over the group's rate, at most 100%.
+fn group_share_pct(mean_kib_per_sec: f64, group_bytes_per_sec: u64) -> f64 {
+    if group_bytes_per_sec > 1024 {
+        (mean_kib_per_sec.trunc() * 100.0 / (group_bytes_per_sec as f64 / 1024.0)).min(100.0)
+    } else {
+        100.0
+    }
+}
+
+/// fio's `bw` and `iops` lines from (min, max, mean, stdev, samples) of the per-window
+/// KiB/s and IOPS; bandwidth over 1 GiB/s is shown in MiB/s.
+fn bw_lines(out: &mut String, kib: (f64, f64, f64, f64, u64), share_pct: f64, iops: (f64, f64, f64, f64, u64)) {
+    let (min, max, mean, dev, n) = kib;
+    let (unit, scale) = if mean > 1024.0 * 1024.0 { ("MiB", 1024.0) } else { ("KiB", 1.0) };
+    let _ = writeln!(
+        out,
+        "   bw ({unit:>5}/s): min={:5}, max={:5}, per={share_pct:3.2}%, avg={:5.02}, stdev={:5.02}, samples={n}",
+        (min / scale) as u64,
+        (max / scale) as u64,
+        mean / scale,
+        dev / scale
+    );
+    let (min, max, mean, dev, n) = iops;
+    let _ = writeln!(
+        out,
+        "   iops        : min={:5}, max={:5}, avg={mean:5.02}, stdev={dev:5.02}, samples={n}",
+        min as u64, max as u64
+    );
+}
+
+/// fio's latency distribution rows, five ranges to a row, ranges with no I/O left out.
+fn latency_rows(out: &mut String, maps: [(&str, &LatencyMap); 3]) {
+    for (unit, map) in maps {
+        let cells: Vec<String> = map.iter().filter(|(_, v)| *v > 0.0).map(|(k, v)| format!("{k}={v:3.2}%")).collect();
+        for row in cells.chunks(5) {
+            let _ = writeln!(out, "  lat ({unit})   : {}", row.join(", "));
+        }
+    }
+}
+
+/// A direction's line of fio's group summary; rates in bytes/s, runs in ms.
+struct GroupLine {
+    bytes_per_sec: u64,
+    min_job_bytes_per_sec: u64,
+    max_job_bytes_per_sec: u64,
+    io_bytes: u64,
+    min_run_ms: u64,
+    max_run_ms: u64,
+}
+
+fn group_line(out: &mut String, name: &str, g: &GroupLine) {
+    let both = |v: u64, unit: &str| (num2str(v, SIG_FIGS, true, unit), num2str(v, SIG_FIGS, false, unit));
+    let (lo, lo_si) = both(g.min_job_bytes_per_sec, "B/s");
+    let (hi, hi_si) = both(g.max_job_bytes_per_sec, "B/s");
+    let (io, io_si) = both(g.io_bytes, "B");
+    let _ = writeln!(
+        out,
+        "  {name:>5}: bw={}, {lo}-{hi} ({lo_si}-{hi_si}), io={io} ({io_si}), run={}-{}msec",
+        bandwidth(g.bytes_per_sec),
+        g.min_run_ms,
+        g.max_run_ms
+    );
+}
+
+/// One line of fio's depth or batch distribution: `label: k=x.x%, ...`.
+fn levels_line(out: &mut String, label: &str, keys: &[&str; 7], levels: &[u64; 7]) {
+    let cells: Vec<String> = keys.iter().zip(level_percentages(levels)).map(|(k, v)| format!("{k}={v:3.1}%")).collect();
+    let _ = writeln!(out, "{label}: {}", cells.join(", "));
 }
 
 /// The normal output of a report.
@@ -154,53 +263,48 @@ pub fn render(r: &RunReport) -> String {
         if let Some(desc) = &job.description {
             let _ = writeln!(out, "  Description  : [{desc}]");
         }
-        ddir(&mut out, "read", &job.dirs[0], job);
-        ddir(&mut out, "write", &job.dirs[1], job);
-        ddir(&mut out, "trim", &job.dirs[2], job);
+        for d in 0..3 {
+            let group_bytes_per_sec = group_rate(&group_members(r, job.groupid, d), d);
+            ddir(&mut out, d, job, group_bytes_per_sec);
+        }
         if job.sync.n > 0 {
-            let _ = writeln!(out, "  fsync/fdatasync: {} issued", job.sync.n);
+            out.push_str("  fsync/fdatasync/sync_file_range:\n");
             lat_line(&mut out, "sync", &job.sync);
         }
         let (ns, us, ms) = latency_maps(&job.all_clat_hist());
-        for (label, map) in [("lat (nsec)   ", &ns), ("lat (usec)   ", &us), ("lat (msec)   ", &ms)] {
-            let cells: Vec<String> =
-                map.iter().filter(|(_, v)| *v > 0.0).map(|(k, v)| format!("{k}={v:.2}%")).collect();
-            if !cells.is_empty() {
-                let _ = writeln!(out, "  {label}: {}", cells.join(", "));
-            }
-        }
-        let depths = level_percentages(&job.depth_levels);
-        let keys = ["1", "2", "4", "8", "16", "32", ">=64"];
-        let cells: Vec<String> = keys.iter().zip(depths).map(|(k, v)| format!("{k}={v:.1}%")).collect();
-        let _ = writeln!(out, "  IO depths    : {}", cells.join(", "));
+        latency_rows(&mut out, [("nsec", &ns), ("usec", &us), ("msec", &ms)]);
+        levels_line(&mut out, "  IO depths    ", &["1", "2", "4", "8", "16", "32", ">=64"], &job.depth_levels);
+        let batch_keys = ["0", "4", "8", "16", "32", "64", ">=64"];
+        levels_line(&mut out, "     submit    ", &batch_keys, &job.submit_levels);
+        levels_line(&mut out, "     complete  ", &batch_keys, &job.complete_levels);
         let _ = writeln!(
             out,
-            "     issued rwts: total={},{},{},{}",
+            "     issued rwts: total={},{},{},{} short=0,0,0,0 dropped=0,0,0,0",
             job.dirs[0].total_ios, job.dirs[1].total_ios, job.dirs[2].total_ios, job.sync.n
         );
-        out.push('\n');
+        let _ = writeln!(out, "     latency   : target=0, window=0, percentile=100.00%, depth={}", job.iodepth);
     }
+    out.push('\n');
     let mut groups: Vec<u32> = r.jobs.iter().map(|j| j.groupid).collect();
     groups.dedup();
     for g in groups {
         let _ = writeln!(out, "Run status group {g} (all jobs):");
         for (d, name) in ["READ", "WRITE", "TRIM"].iter().enumerate() {
-            let members: Vec<&JobStats> = r.jobs.iter().filter(|j| j.groupid == g && j.dirs[d].total_ios > 0).collect();
-            if members.is_empty() {
+            let members = group_members(r, g, d);
+            let run_ms: Vec<u64> = members.iter().map(|j| runtime_ms(j)).collect();
+            let rates: Vec<u64> = members.iter().map(|j| dir_rate(j.dirs[d].io_bytes, runtime_ms(j))).collect();
+            let (Some(&min_run_ms), Some(&max_run_ms)) = (run_ms.iter().min(), run_ms.iter().max()) else {
                 continue;
-            }
-            let bw: f64 = members.iter().map(|j| dir_bw_bytes(&j.dirs[d], j.runtime.0)).sum();
-            let io: u64 = members.iter().map(|j| j.dirs[d].io_bytes).sum();
-            let run_ms: Vec<u64> = members.iter().map(|j| (j.runtime.0 + 500_000) / 1_000_000).collect();
-            let _ = writeln!(
-                out,
-                "  {name:>5}: bw={}, io={} ({}), run={}-{}msec",
-                bandwidth(bw),
-                binary(io as f64, ""),
-                decimal(io as f64, ""),
-                run_ms.iter().min().unwrap_or(&0),
-                run_ms.iter().max().unwrap_or(&0)
-            );
+            };
+            let line = GroupLine {
+                bytes_per_sec: group_rate(&members, d),
+                min_job_bytes_per_sec: rates.iter().copied().min().unwrap_or(0),
+                max_job_bytes_per_sec: rates.iter().copied().max().unwrap_or(0),
+                io_bytes: members.iter().map(|j| j.dirs[d].io_bytes).sum(),
+                min_run_ms,
+                max_run_ms,
+            };
+            group_line(&mut out, name, &line);
         }
     }
     for d in &r.disk_util {
@@ -227,4 +331,147 @@ pub fn render(r: &RunReport) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    /// fio 3.33's output for `tests/data/fio-3.33.fio`: the JSON, then the normal text.
+    const FIO: &str = include_str!("../tests/data/fio-3.33.out");
+
+    fn fio_json_and_text() -> (Value, &'static str) {
+        let start = FIO.find("\n{").expect("JSON half") + 1;
+        let end = FIO.find("\n}\n").expect("end of JSON") + 2;
+        (serde_json::from_str(&FIO[start..end]).unwrap(), &FIO[end..])
+    }
+
+    fn int(v: &Value) -> u64 {
+        v.as_u64().unwrap_or_else(|| panic!("not an integer: {v}"))
+    }
+
+    fn num(v: &Value) -> f64 {
+        v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+    }
+
+    /// A JSON object of number-named keys, in numeric order (">=2000" last).
+    fn numeric_entries(v: &Value) -> Vec<(String, &Value)> {
+        let mut e: Vec<(String, &Value)> = v.as_object().unwrap().iter().map(|(k, v)| (k.clone(), v)).collect();
+        let key =
+            |k: &str| k.trim_start_matches(">=").parse::<f64>().unwrap() + if k.starts_with(">=") { 0.5 } else { 0.0 };
+        e.sort_by(|a, b| key(&a.0).total_cmp(&key(&b.0)));
+        e
+    }
+
+    fn lat_block(out: &mut String, label: &str, l: &Value) {
+        if int(&l["N"]) > 0 {
+            lat_values(out, label, int(&l["min"]), int(&l["max"]), num(&l["mean"]), num(&l["stddev"]));
+        }
+    }
+
+    fn percentiles(out: &mut String, title: &str, clat: &Value) {
+        let entries = numeric_entries(&clat["percentile"]);
+        let list: Vec<f64> = entries.iter().map(|(k, _)| k.parse().unwrap()).collect();
+        let values: Vec<u64> = entries.iter().map(|(_, v)| int(v)).collect();
+        percentile_block(out, title, &list, &values);
+    }
+
+    /// Formats what fio's JSON holds with nvsched's functions; every line must be one of
+    /// fio's own normal-output lines for the same run.
+    #[test]
+    fn lines_match_fio_3_33_for_the_same_numbers() {
+        let (json, text) = fio_json_and_text();
+        let mut out = String::new();
+        let jobs = json["jobs"].as_array().unwrap();
+        for job in jobs {
+            for (d, key) in ["read", "write", "trim"].iter().enumerate() {
+                let dir = &job[*key];
+                if int(&dir["total_ios"]) == 0 {
+                    continue;
+                }
+                ddir_header(&mut out, d, int(&dir["total_ios"]), int(&dir["io_bytes"]), int(&dir["runtime"]));
+                lat_block(&mut out, "slat", &dir["slat_ns"]);
+                lat_block(&mut out, "clat", &dir["clat_ns"]);
+                lat_block(&mut out, " lat", &dir["lat_ns"]);
+                let prios = dir["prios"].as_array().cloned().unwrap_or_default();
+                let name = |p: &Value| format!("clat prio {}/{}", p["prioclass"], p["prio"]);
+                for p in &prios {
+                    lat_block(&mut out, &name(p), &p["clat_ns"]);
+                }
+                percentiles(&mut out, "clat", &dir["clat_ns"]);
+                for p in &prios {
+                    let share = 100.0 * num(&p["clat_ns"]["N"]) / num(&dir["clat_ns"]["N"]);
+                    percentiles(&mut out, &format!("{} ({share:.2}% of IOs)", name(p)), &p["clat_ns"]);
+                }
+                let stat = |k: &str, dev: &str| {
+                    let n = |s: &str| num(&dir[format!("{k}_{s}")]);
+                    (n("min"), n("max"), n("mean"), n(dev), int(&dir[format!("{k}_samples")]))
+                };
+                bw_lines(&mut out, stat("bw", "dev"), num(&dir["bw_agg"]), stat("iops", "stddev"));
+            }
+            let map =
+                |k: &str| -> LatencyMap { numeric_entries(&job[k]).into_iter().map(|(k, v)| (k, num(v))).collect() };
+            let (ns, us, ms) = (map("latency_ns"), map("latency_us"), map("latency_ms"));
+            latency_rows(&mut out, [("nsec", &ns), ("usec", &us), ("msec", &ms)]);
+        }
+        for (key, name) in [("read", "READ"), ("write", "WRITE")] {
+            let dirs: Vec<&Value> = jobs.iter().map(|j| &j[key]).filter(|v| int(&v["total_ios"]) > 0).collect();
+            let runs: Vec<u64> = dirs.iter().map(|v| int(&v["runtime"])).collect();
+            let rates: Vec<u64> = dirs.iter().map(|v| int(&v["bw_bytes"])).collect();
+            let io_bytes = dirs.iter().map(|v| int(&v["io_bytes"])).sum();
+            let max_run_ms = *runs.iter().max().unwrap();
+            let line = GroupLine {
+                bytes_per_sec: dir_rate(io_bytes, max_run_ms),
+                min_job_bytes_per_sec: *rates.iter().min().unwrap(),
+                max_job_bytes_per_sec: *rates.iter().max().unwrap(),
+                io_bytes,
+                min_run_ms: *runs.iter().min().unwrap(),
+                max_run_ms,
+            };
+            group_line(&mut out, name, &line);
+        }
+        let fio_lines: std::collections::HashSet<&str> = text.lines().collect();
+        let mut checked = 0;
+        for line in out.lines() {
+            assert!(fio_lines.contains(line), "nvsched printed\n{line}\nwhich is not a line of fio's output:\n{text}");
+            checked += 1;
+        }
+        assert!(checked > 60, "only {checked} lines compared");
+    }
+
+    #[test]
+    fn num2str_follows_fio() {
+        for (v, digits, pow2, unit, want) in [
+            (0, 4, false, "", "0"),
+            (8055, 4, false, "", "8055"),
+            (60_390, 4, false, "", "60.4k"),
+            (549_000, 4, false, "", "549k"),
+            (247_360_735, 4, true, "B/s", "236MiB/s"),
+            (247_360_735, 4, false, "B/s", "247MB/s"),
+            (29_382_128, 6, false, "", "29382k"),
+            (4_290 << 20, 4, true, "B", "4290MiB"),
+            // fio prints 24.0k here (its fraction rounds up to a whole one without carrying).
+            (24_999, 4, false, "", "25.0k"),
+        ] {
+            assert_eq!(num2str(v, digits, pow2, unit), want, "{v}");
+        }
+    }
+
+    /// The group share fio prints as `per=` (its `bw_agg`), from the job's mean KiB/s and
+    /// the group's bytes/s.
+    #[test]
+    fn group_share_follows_fio() {
+        let (json, _) = fio_json_and_text();
+        let jobs = json["jobs"].as_array().unwrap();
+        for key in ["read", "write"] {
+            let dirs: Vec<&Value> = jobs.iter().map(|j| &j[key]).filter(|v| int(&v["total_ios"]) > 0).collect();
+            let io_bytes = dirs.iter().map(|v| int(&v["io_bytes"])).sum();
+            let group = dir_rate(io_bytes, dirs.iter().map(|v| int(&v["runtime"])).max().unwrap());
+            for dir in dirs {
+                let share = group_share_pct(num(&dir["bw_mean"]), group);
+                assert!((share - num(&dir["bw_agg"])).abs() < 0.005, "{key}: {share} vs fio {}", dir["bw_agg"]);
+            }
+        }
+    }
 }
