@@ -338,8 +338,8 @@ mod tests {
     use super::*;
     use serde_json::Value;
 
-    /// fio 3.33's output for `tests/data/fio-3.33.fio`: the JSON, then the normal text.
-    const FIO: &str = include_str!("../tests/data/fio-3.33.out");
+    /// fio 3.33's output for `tests/fixtures/fio-3.33/normal-and-json.fio`: the JSON, then the normal text.
+    const FIO: &str = include_str!("../tests/fixtures/fio-3.33/normal-and-json.out");
 
     fn fio_json_and_text() -> (Value, &'static str) {
         let start = FIO.find("\n{").expect("JSON half") + 1;

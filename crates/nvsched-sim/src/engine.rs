@@ -8,7 +8,7 @@ use nvsched_core::{IoPrio, Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Request, RequestId, Scheduler};
 use nvsched_report::JobStats;
 use nvsched_ssd::{Command, Device, DeviceCounters, HostPath};
-use nvsched_workload::{clone_seed, Tenants};
+use nvsched_workload::{clone_seed, per_prio_reporting, Tenants};
 use nvsched_workload::{EngineKind, IoUnit, JobDriver, JobSpec, Poll};
 use std::collections::VecDeque;
 use std::fmt;
@@ -193,7 +193,7 @@ impl<'o> Simulation<'o> {
         let mut jobs = Vec::new();
         let mut phases: Vec<Vec<u32>> = vec![Vec::new()];
         let mut reporting_group = 0u32;
-        let mut group_prios: Vec<Vec<IoPrio>> = vec![Vec::new()];
+        let per_prio = per_prio_reporting(input.jobs);
         let mut ordinal = 0u64;
         for (job_index, spec) in input.jobs.iter().enumerate() {
             if job_index > 0 && spec.stonewall {
@@ -201,7 +201,6 @@ impl<'o> Simulation<'o> {
             }
             if job_index > 0 && (spec.stonewall || spec.new_group) {
                 reporting_group += 1;
-                group_prios.push(Vec::new());
             }
             let (tenant, tenant_weight) = tenants.tenant_of(spec);
             let spec_arc = Arc::new(spec.clone());
@@ -215,9 +214,6 @@ impl<'o> Simulation<'o> {
                 stats.description = spec.description.clone();
                 stats.job_options = spec.job_options.clone();
                 let prio = spec.ioprio();
-                if !group_prios[reporting_group as usize].contains(&prio) {
-                    group_prios[reporting_group as usize].push(prio);
-                }
                 phases.last_mut().expect("one phase").push(jobs.len() as u32);
                 jobs.push(JobSlot {
                     driver,
@@ -230,16 +226,13 @@ impl<'o> Simulation<'o> {
                     tenant_weight,
                     sync_engine: spec.engine_kind == EngineKind::Sync,
                     write_sync: spec.direct || spec.writes_fua(),
-                    record_prio: false,
+                    record_prio: per_prio[job_index],
                     wake_at: None,
                     waiting_tag: false,
                     done: false,
                     completed_now: 0,
                 });
             }
-        }
-        for j in &mut jobs {
-            j.record_prio = group_prios[j.reporting_group as usize].len() > 1;
         }
         let queue_depth = input.device.queue_depth().max(1);
         let cpu_free = vec![Nanos::ZERO; input.host.cpus as usize];
@@ -431,8 +424,7 @@ impl<'o> Simulation<'o> {
         let job = &mut self.jobs[j as usize];
         job.stats.record_submit_batch(n);
         let depth_after = job.driver.inflight();
-        let (prio, nice, tenant, weight, write_sync) =
-            (job.prio, job.nice, job.tenant, job.tenant_weight, job.write_sync);
+        let (nice, tenant, weight, write_sync) = (job.nice, job.tenant, job.tenant_weight, job.write_sync);
         let fua = job.driver.fua();
         for i in 0..n {
             self.jobs[j as usize].stats.record_issue_depth(depth_after - (n - 1 - i));
@@ -451,7 +443,7 @@ impl<'o> Simulation<'o> {
                 len_bytes: unit.len_bytes,
                 sync: unit.op != Op::Write || write_sync,
                 fua: fua && unit.op == Op::Write,
-                prio,
+                prio: unit.prio,
                 nice,
                 job: j,
                 tenant,
@@ -671,7 +663,7 @@ impl<'o> Simulation<'o> {
             };
             job.stats.record(rec.op, u64::from(rec.len), slat, clat, now - ramp_end);
             if job.record_prio {
-                job.stats.record_prio(rec.op, job.prio, clat);
+                job.stats.record_prio(rec.op, rec.rq.prio, clat);
             }
         } else {
             job.stats.ramp_dropped += 1;

@@ -197,3 +197,26 @@ fn a_shared_host_cpu_caps_iops_and_queues_completions() {
     let iops_free = free.clones[0].stats.dirs[0].total_ios as f64 / free.clones[0].stats.runtime.as_secs_f64();
     assert!(iops_free > 150_000.0, "{iops_free}");
 }
+
+/// fio's `cmdprio_percentage`: the share of I/Os at the other priority is reported per
+/// priority (fio's `prios` blocks), and a priority-aware policy serves them first.
+#[test]
+fn cmdprio_ios_are_reported_per_priority_and_served_first_by_mq_deadline() {
+    let text = "[a]\nioengine=io_uring\niodepth=32\nrw=randread\nbs=4k\nsize=64m\nruntime=1\ntime_based\n\
+                cmdprio_percentage=20\ncmdprio_class=1\n";
+    let mean_clat_us = |sched: &str| {
+        let out = run(text, sched);
+        let read = &out.clones[0].stats.dirs[0];
+        let mut prios: Vec<_> = read.prios.iter().map(|p| (p.prio, p.clat.n, p.clat.mean() / 1e3)).collect();
+        prios.sort_by_key(|p| p.0.class as u8);
+        assert_eq!(prios.len(), 2, "{sched}: {prios:?}");
+        let rt_share = prios[1].1 as f64 / read.clat.n as f64;
+        assert!((0.18..0.22).contains(&rt_share), "{sched}: {rt_share}");
+        assert_eq!(prios[0].1 + prios[1].1, read.clat.n);
+        (prios[0].2, prios[1].2)
+    };
+    let (be, rt) = mean_clat_us("mq-deadline");
+    assert!(rt < 0.5 * be, "mq-deadline: RT {rt:.1} us vs the rest {be:.1} us");
+    let (be, rt) = mean_clat_us("none");
+    assert!((rt / be - 1.0).abs() < 0.1, "none ignores priorities: RT {rt:.1} us vs {be:.1} us");
+}

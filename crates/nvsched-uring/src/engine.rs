@@ -4,10 +4,10 @@ use crate::targets::{self, Target};
 use crate::verify;
 use crate::{CloneOutcome, TargetInfo, UringOptions, UringOutcome};
 use io_uring::{opcode, squeue, types, IoUring};
-use nvsched_core::{IoPrio, Nanos, Op};
+use nvsched_core::{Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, Inserted, Request, RequestId, Scheduler};
 use nvsched_report::JobStats;
-use nvsched_workload::{clone_seed, Tenants};
+use nvsched_workload::{clone_seed, per_prio_reporting, Tenants};
 use nvsched_workload::{EngineKind, IoUnit, JobDriver, JobSpec, Poll, Region, SizeOrPercent};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::BTreeMap;
@@ -80,7 +80,8 @@ struct CloneState {
     target: usize,
     job_index: usize,
     reporting_group: u32,
-    prio: IoPrio,
+    /// Also record completion latency per priority (fio's `prios` blocks).
+    record_prio: bool,
     nice: i8,
     tenant: u32,
     weight: u32,
@@ -224,6 +225,7 @@ fn run_on(
     let mut phases: Vec<Vec<u32>> = vec![Vec::new()];
     let mut tenants = Tenants::default();
     let mut reporting_group = 0;
+    let per_prio = per_prio_reporting(jobs);
     let mut ordinal = 0u64;
     let mut max_bs = 4096usize;
     for (job_index, spec) in jobs.iter().enumerate() {
@@ -260,7 +262,7 @@ fn run_on(
                 target,
                 job_index,
                 reporting_group,
-                prio: spec.ioprio(),
+                record_prio: per_prio[job_index],
                 nice: spec.nice,
                 tenant,
                 weight,
@@ -514,7 +516,7 @@ impl Engine {
             len_bytes: unit.len_bytes,
             sync: unit.op != Op::Write || clone.write_sync,
             fua: clone.driver.fua() && unit.op == Op::Write,
-            prio: clone.prio,
+            prio: unit.prio,
             nice: clone.nice,
             job: c,
             tenant: clone.tenant,
@@ -681,9 +683,9 @@ impl Engine {
         let mut m = slot;
         while m != NONE {
             let next = self.slots[m as usize].merged_next;
-            let (c, op, len, created, inserted) = {
+            let (c, op, len, created, inserted, prio) = {
                 let s = &self.slots[m as usize];
-                (s.clone, s.op, s.len, s.created, s.inserted)
+                (s.clone, s.op, s.len, s.created, s.inserted, s.rq.prio)
             };
             let clone = &mut self.clones[c as usize];
             clone.driver.on_complete(now);
@@ -698,6 +700,9 @@ impl Engine {
                     (Some(inserted - created), latency - (inserted - created))
                 };
                 clone.stats.record(op, u64::from(len), slat, clat, now - ramp_end);
+                if clone.record_prio {
+                    clone.stats.record_prio(op, prio, clat);
+                }
             } else {
                 clone.stats.ramp_dropped += 1;
             }

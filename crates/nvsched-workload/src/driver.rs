@@ -4,7 +4,7 @@
 
 use crate::gen::{IoGenerator, IoUnit, Region};
 use crate::spec::{EngineKind, JobSpec, RateProcess};
-use nvsched_core::{Nanos, Op, SimRng};
+use nvsched_core::{IoPrio, Nanos, Op, SimRng};
 use std::sync::Arc;
 
 /// What a job wants from its engine right now.
@@ -40,6 +40,9 @@ pub struct JobDriver {
     think_until: Nanos,
     rate_next: [Nanos; 3],
     rate_rng: SimRng,
+    /// Draws which I/Os get `cmdprio_percentage`'s priority.
+    prio_rng: SimRng,
+    prio: IoPrio,
     pending: Option<IoUnit>,
     writes_since_flush: u32,
     flush_every: u32,
@@ -54,6 +57,7 @@ impl JobDriver {
         let size = spec.size.map_or(region.len, |s| s.resolve(region.len)).min(region.len);
         let io_limit = spec.io_size.unwrap_or(size);
         let sync_engine = spec.engine_kind == EngineKind::Sync;
+        let prio = spec.ioprio();
         Ok(JobDriver {
             depth: if sync_engine { 1 } else { spec.iodepth },
             batch: spec.iodepth_batch_submit.max(1),
@@ -72,6 +76,8 @@ impl JobDriver {
             think_until: Nanos::ZERO,
             rate_next: [Nanos::ZERO; 3],
             rate_rng: SimRng::stream(seed, 4),
+            prio_rng: SimRng::stream(seed, 5),
+            prio,
             pending: None,
             writes_since_flush: 0,
             flush_due: false,
@@ -159,7 +165,7 @@ impl JobDriver {
             }
             self.flush_due = false;
             self.inflight += 1;
-            out.push(IoUnit { op: Op::Flush, offset_bytes: 0, len_bytes: 0 });
+            out.push(IoUnit { op: Op::Flush, offset_bytes: 0, len_bytes: 0, prio: self.prio });
             return Poll::Ready;
         }
         if now < self.think_until {
@@ -173,7 +179,14 @@ impl JobDriver {
                 self.stopped = true;
                 break;
             }
-            let unit = self.pending.take().unwrap_or_else(|| self.gen.next_unit());
+            let unit = match self.pending.take() {
+                Some(unit) => unit,
+                None => {
+                    let mut unit = self.gen.next_unit();
+                    unit.prio = self.prio_of(unit.op);
+                    unit
+                }
+            };
             if let Some(gap) = self.rate_gap(&unit) {
                 let d = unit.op.index();
                 if self.rate_next[d] > now {
@@ -208,6 +221,15 @@ impl JobDriver {
         match wake {
             Some(t) => Poll::WaitUntil(t),
             None => Poll::Blocked,
+        }
+    }
+
+    /// The priority of the next I/O in direction `op`: `cmdprio_percentage` of them get
+    /// `cmdprio_class`/`cmdprio`, the rest the job's own.
+    fn prio_of(&mut self, op: Op) -> IoPrio {
+        match self.spec.cmdprio(op) {
+            Some((pct, prio)) if pct >= 100 || self.prio_rng.below(100) < u64::from(pct) => prio,
+            _ => self.prio,
         }
     }
 
@@ -252,6 +274,31 @@ mod tests {
         let mut d = JobDriver::new(Arc::new(spec), 0, Region { start: 0, len: 1 << 30 }, 1).unwrap();
         d.start(Nanos::ZERO);
         d
+    }
+
+    #[test]
+    fn cmdprio_percentage_gives_that_share_of_ios_the_other_priority() {
+        let text =
+            "[a]\nioengine=io_uring\niodepth=1\nrw=randrw\nprio=5\ncmdprio_percentage=30,100\ntime_based\nruntime=1\n";
+        let mut d = driver(text);
+        let (mut reads, mut reads_rt, mut writes_rt, mut writes) = (0, 0, 0, 0);
+        let mut out = Vec::new();
+        for i in 0..20_000u64 {
+            out.clear();
+            d.poll(Nanos(i), &mut out);
+            for u in &out {
+                let rt = u.prio == IoPrio::rt(0);
+                assert!(rt || u.prio == IoPrio::be(5), "{:?}", u.prio);
+                match u.op {
+                    Op::Read => (reads, reads_rt) = (reads + 1, reads_rt + u32::from(rt)),
+                    _ => (writes, writes_rt) = (writes + 1, writes_rt + u32::from(rt)),
+                }
+            }
+            d.on_complete(Nanos(i));
+        }
+        let share = f64::from(reads_rt) / f64::from(reads);
+        assert!((0.28..0.32).contains(&share), "{reads_rt} of {reads} reads");
+        assert_eq!(writes_rt, writes, "100% of the writes");
     }
 
     #[test]

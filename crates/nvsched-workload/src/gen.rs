@@ -2,7 +2,7 @@
 //! [`crate::driver::JobDriver`] *when*; this file decides *what*.
 
 use crate::spec::{BlockSizes, Distribution, JobSpec, Pattern};
-use nvsched_core::{Op, Permutation, SimRng};
+use nvsched_core::{IoPrio, Op, Permutation, SimRng};
 
 /// One I/O a job wants to do, in device byte offsets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -10,6 +10,8 @@ pub struct IoUnit {
     pub op: Op,
     pub offset_bytes: u64,
     pub len_bytes: u32,
+    /// The priority it is issued with (the driver's choice: the job's, or `cmdprio`'s).
+    pub prio: IoPrio,
 }
 
 /// The byte range of the device a job clone works in.
@@ -120,7 +122,7 @@ impl IoGenerator {
                 }
             }
         };
-        IoUnit { op, offset_bytes: self.region.start + rel, len_bytes: len }
+        IoUnit { op, offset_bytes: self.region.start + rel, len_bytes: len, prio: IoPrio::default() }
     }
 }
 

@@ -15,5 +15,5 @@ pub use spec::{
     parse_job_file, parse_job_str, BlockSizes, Distribution, EngineKind, JobFile, JobSpec, ParseOptions, Pattern,
     RateProcess, SyncMode, DEFAULT_PERCENTILES, OPTIONS,
 };
-pub use tenants::{clone_seed, Tenants};
+pub use tenants::{clone_seed, per_prio_reporting, Tenants};
 pub use units::{KbBase, SizeOrPercent};

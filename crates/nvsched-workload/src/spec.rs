@@ -165,6 +165,10 @@ pub struct JobSpec {
     pub rate_process: RateProcess,
     pub prio: Option<u8>,
     pub prioclass: Option<u8>,
+    /// `cmdprio_percentage`: % of reads and of writes issued with `cmdprio_class`/`cmdprio`.
+    pub cmdprio_pct: [u8; 2],
+    pub cmdprio_class: [u8; 2],
+    pub cmdprio_level: [u8; 2],
     pub nice: i8,
     pub cgroup: Option<String>,
     pub cgroup_weight: u32,
@@ -230,6 +234,10 @@ impl JobSpec {
             rate_process: RateProcess::Linear,
             prio: None,
             prioclass: None,
+            cmdprio_pct: [0; 2],
+            // fio: the highest class (real-time), level 0
+            cmdprio_class: [1; 2],
+            cmdprio_level: [0; 2],
             nice: 0,
             cgroup: None,
             cgroup_weight: 100,
@@ -261,6 +269,32 @@ impl JobSpec {
                 IoPrio::new(PrioClass::from_number(class).unwrap_or(PrioClass::None), level.unwrap_or(0))
             }
         }
+    }
+
+    /// For reads (`Op::Read`) and writes: the share of I/Os, in %, issued with another
+    /// priority than [`ioprio`](Self::ioprio), and that priority (fio's `cmdprio_*`).
+    pub fn cmdprio(&self, op: Op) -> Option<(u8, IoPrio)> {
+        let d = match op {
+            Op::Read => 0,
+            Op::Write => 1,
+            _ => return None,
+        };
+        let pct = self.cmdprio_pct[d];
+        let class = PrioClass::from_number(self.cmdprio_class[d]).unwrap_or(PrioClass::RealTime);
+        (pct > 0).then(|| (pct, IoPrio::new(class, self.cmdprio_level[d])))
+    }
+
+    /// Every priority this job's I/Os can carry.
+    pub fn ioprios(&self) -> Vec<IoPrio> {
+        let mut all = vec![self.ioprio()];
+        for op in [Op::Read, Op::Write] {
+            if let Some((_, p)) = self.cmdprio(op) {
+                if !all.contains(&p) {
+                    all.push(p);
+                }
+            }
+        }
+        all
     }
 
     /// Smallest block size over the directions this job issues: the alignment of
@@ -589,6 +623,23 @@ pub static OPTIONS: &[OptionDef] = &[
         j.prioclass = Some(int_in(v, 0, 3)? as u8);
         Ok(())
     }),
+    opt!(
+        "cmdprio_percentage",
+        [],
+        false,
+        "io_uring/libaio: % of I/Os issued with cmdprio_class/cmdprio: all[,write] or read,write",
+        |j, v| cmdprio_pair(&mut j.cmdprio_pct, v, 0, 100)
+    ),
+    opt!(
+        "cmdprio_class",
+        [],
+        false,
+        "class of cmdprio_percentage's I/Os: 1 real-time (default), 2 best-effort, 3 idle; read[,write]",
+        |j, v| cmdprio_pair(&mut j.cmdprio_class, v, 1, 3)
+    ),
+    opt!("cmdprio", [], false, "level 0..=7 of cmdprio_percentage's I/Os (default 0); read[,write]", |j, v| {
+        cmdprio_pair(&mut j.cmdprio_level, v, 0, 7)
+    }),
     opt!("nice", [], false, "CPU nice value -20..=19", |j, v| {
         j.nice = int_in(v, -20, 19)? as i8;
         Ok(())
@@ -738,9 +789,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "rate_iops_min",
     "rate_cycle",
     "rate_ignore_thinktime",
-    "cmdprio_percentage",
-    "cmdprio_class",
-    "cmdprio",
     "cmdprio_bssplit",
     "cmdprio_hint",
     "priohint",
@@ -912,6 +960,12 @@ fn finish_job(job: &mut JobSpec, _warnings: &mut [String]) -> Result<(), JobFile
     if job.iodepth_batch_submit == 0 || job.iodepth_batch_submit > job.iodepth {
         job.iodepth_batch_submit = job.iodepth;
     }
+    if job.cmdprio_pct != [0; 2] && !matches!(job.ioengine.as_str(), "io_uring" | "libaio") {
+        return Err(err(
+            Some("cmdprio_percentage"),
+            format!("job '{}': cmdprio_percentage needs ioengine=io_uring or libaio (as in fio)", job.name),
+        ));
+    }
     if job.time_based && job.runtime == Nanos::ZERO {
         return Err(err(Some("time_based"), format!("job '{}': time_based needs a runtime", job.name)));
     }
@@ -967,6 +1021,20 @@ fn per_direction<T: Clone>(value: &str, parse: impl Fn(&str) -> Result<T, String
         return Err("empty value".into());
     }
     Ok(out)
+}
+
+/// fio's read[,write] values of the `cmdprio_*` options, each in `min..=max`.
+fn cmdprio_pair(target: &mut [u8; 2], value: &str, min: i64, max: i64) -> Result<(), String> {
+    if value.split(',').count() > 2 {
+        return Err(format!("'{value}' has more than two comma-separated values (read,write)"));
+    }
+    let values = per_direction(value, |s| parse_int_in(s, min, max).map(|v| v as u8))?;
+    for (slot, v) in target.iter_mut().zip(values) {
+        if let Some(v) = v {
+            *slot = v;
+        }
+    }
+    Ok(())
 }
 
 fn apply_per_direction<T: Clone>(target: &mut [T; 3], values: [Option<T>; 3], default: T) {

@@ -1,5 +1,5 @@
 //! What every engine derives the same way from a job file: tenants (fio `cgroup` with
-//! `cgroup_weight`) and each job clone's random seed.
+//! `cgroup_weight`), each job clone's random seed, and which jobs report per priority.
 
 use crate::spec::JobSpec;
 use nvsched_core::rng::mix64;
@@ -31,6 +31,27 @@ impl Tenants {
 /// job file issue the same offsets.
 pub fn clone_seed(spec: &JobSpec, ordinal: u64, run_seed: u64) -> u64 {
     mix64(spec.randseed ^ mix64(ordinal)) ^ mix64(run_seed.wrapping_add(0x5eed))
+}
+
+/// For each job: whether its completion latencies are also reported per priority (fio's
+/// `prios` blocks), which fio does when its reporting group's I/Os carry more than one
+/// priority (jobs with different `prioclass`/`prio`, or `cmdprio_percentage`).
+pub fn per_prio_reporting(jobs: &[JobSpec]) -> Vec<bool> {
+    let mut group_of = Vec::with_capacity(jobs.len());
+    let mut group_prios: Vec<Vec<nvsched_core::IoPrio>> = vec![Vec::new()];
+    for (i, spec) in jobs.iter().enumerate() {
+        if i > 0 && (spec.stonewall || spec.new_group) {
+            group_prios.push(Vec::new());
+        }
+        let prios = group_prios.last_mut().expect("one group");
+        for p in spec.ioprios() {
+            if !prios.contains(&p) {
+                prios.push(p);
+            }
+        }
+        group_of.push(group_prios.len() - 1);
+    }
+    group_of.into_iter().map(|g| group_prios[g].len() > 1).collect()
 }
 
 #[cfg(test)]

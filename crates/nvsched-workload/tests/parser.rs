@@ -1,7 +1,7 @@
 //! The job-file parser: every supported option, its units, and a table of bad inputs
 //! with the message each must produce.
 
-use nvsched_core::{IoPrio, Nanos, PrioClass};
+use nvsched_core::{IoPrio, Nanos, Op, PrioClass};
 use nvsched_workload::jobfile::Environment;
 use nvsched_workload::*;
 use std::path::Path;
@@ -192,6 +192,16 @@ fn priorities_nice_and_cgroups() {
     assert_eq!(job("prioclass=1").ioprio(), IoPrio::rt(0));
     assert_eq!(job("prio=3").ioprio(), IoPrio::be(3), "a level without class is best-effort");
     assert_eq!(job("prioclass=3\nprio=7").ioprio(), IoPrio::new(PrioClass::Idle, 7));
+    // fio's per-command priorities: a share of the I/Os at another priority
+    let j = job("ioengine=io_uring\ncmdprio_percentage=30");
+    assert_eq!(j.cmdprio(Op::Read), Some((30, IoPrio::rt(0))), "default: the highest class, level 0");
+    assert_eq!(j.cmdprio(Op::Write), Some((30, IoPrio::rt(0))), "one value is for reads and writes");
+    assert_eq!(j.ioprios(), vec![IoPrio::default(), IoPrio::rt(0)]);
+    let j = job("ioengine=libaio\nprio=4\ncmdprio_percentage=0,50\ncmdprio_class=2\ncmdprio=1");
+    assert_eq!(j.cmdprio(Op::Read), None);
+    assert_eq!(j.cmdprio(Op::Write), Some((50, IoPrio::be(1))));
+    assert_eq!(j.ioprios(), vec![IoPrio::be(4), IoPrio::be(1)]);
+    assert_eq!(job("cmdprio_class=2").ioprios(), vec![IoPrio::default()], "no percentage, no effect");
     assert_eq!(job("nice=-20").nice, -20);
     assert_eq!(job("nice=19").nice, 19);
     let j = job("cgroup=tenant-a\ncgroup_weight=700");
@@ -321,6 +331,11 @@ const BAD: &[(&str, &str)] = &[
     ("iodepht=4", "did you mean 'iodepth'"),
     ("verify_pattern=0xff", "a fio option nvsched does not support"),
     ("fsync=1\nfdatasync=1", "set fsync or fdatasync, not both"),
+    ("cmdprio_percentage=101", "out of range"),
+    ("cmdprio_percentage=30,20,10", "more than two comma-separated values (read,write)"),
+    ("cmdprio_class=0", "out of range"),
+    ("cmdprio=8", "out of range"),
+    ("cmdprio_percentage=30", "cmdprio_percentage needs ioengine=io_uring or libaio"),
 ];
 
 #[test]
@@ -337,7 +352,7 @@ fn bad_inputs_give_precise_errors() {
         assert!(err.contains(expected), "'{body}': got '{err}', expected '{expected}'");
         assert!(err.starts_with("test.fio:"), "'{body}': error does not name the file: {err}");
         let key = body.split(['=', '\n']).next().unwrap();
-        if !matches!(*body, "time_based" | "fsync=1\nfdatasync=1") {
+        if !matches!(*body, "time_based" | "fsync=1\nfdatasync=1" | "cmdprio_percentage=30") {
             assert!(err.contains("test.fio:3:"), "'{body}': wrong line: {err}");
             assert!(err.contains(&format!("option '{key}'")), "'{body}': error does not name the option: {err}");
         } else {

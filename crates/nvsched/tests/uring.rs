@@ -272,3 +272,32 @@ fn prefill_is_a_write_and_needs_the_destructive_flag() {
     assert!(bytes.iter().filter(|&&b| b == 0).count() < bytes.len() / 100, "the file now holds random data");
     std::fs::remove_dir_all(&d).ok();
 }
+
+#[test]
+fn cmdprio_percentage_sends_that_share_at_the_other_priority_and_reports_it() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let job = write_job(
+        &d,
+        "cmdprio.fio",
+        &format!(
+            "[prio]\nfilename={}\nsize=16m\ndirect=1\nbs=4k\nrw=randread\nruntime=1\ntime_based\n\
+             ioengine=io_uring\niodepth=8\ncmdprio_percentage=40\ncmdprio_class=1\n",
+            d.join("cmdprio.dat").display()
+        ),
+    );
+    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "--output-format=json", "-q"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let read = &v["jobs"][0]["read"];
+    let prios = read["prios"].as_array().expect("per-priority blocks");
+    let n = |i: usize| prios[i]["clat_ns"]["N"].as_f64().unwrap();
+    assert_eq!(prios.len(), 2, "{prios:?}");
+    assert_eq!((prios[1]["prioclass"].as_u64(), prios[1]["prio"].as_u64()), (Some(1), Some(0)));
+    assert_eq!(n(0) + n(1), read["clat_ns"]["N"].as_f64().unwrap());
+    let share = n(1) / (n(0) + n(1));
+    assert!((0.35..0.45).contains(&share), "{share}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
