@@ -28,7 +28,6 @@ pub struct JobDriver {
     gen: IoGenerator,
     depth: u32,
     batch: u32,
-    sync_engine: bool,
     inflight: u32,
     issued_bytes: u64,
     /// Stop issuing after this many bytes unless time based.
@@ -38,6 +37,12 @@ pub struct JobDriver {
     end: Option<Nanos>,
     stopped: bool,
     think_until: Nanos,
+    /// Data I/Os issued since the last `thinktime` pause.
+    since_think: u32,
+    /// `thinktime_blocks` I/Os are out: issue nothing until they complete, then pause.
+    quiescing: bool,
+    /// Data I/Os issued (for `number_ios`).
+    issued_ios: u64,
     rate_next: [Nanos; 3],
     rate_rng: SimRng,
     /// Draws which I/Os get `cmdprio_percentage`'s priority.
@@ -55,7 +60,7 @@ impl JobDriver {
     pub fn new(spec: Arc<JobSpec>, clone_index: u32, region: Region, seed: u64) -> Result<JobDriver, String> {
         let gen = IoGenerator::new(&spec, region, seed)?;
         let size = spec.size.map_or(region.len, |s| s.resolve(region.len)).min(region.len);
-        let io_limit = spec.io_size.unwrap_or(size);
+        let io_limit = spec.io_size.unwrap_or(size).saturating_mul(u64::from(spec.loops.max(1)));
         let sync_engine = spec.engine_kind == EngineKind::Sync;
         let prio = spec.ioprio();
         Ok(JobDriver {
@@ -65,7 +70,6 @@ impl JobDriver {
             spec,
             clone_index,
             gen,
-            sync_engine,
             inflight: 0,
             issued_bytes: 0,
             io_limit,
@@ -74,6 +78,9 @@ impl JobDriver {
             end: None,
             stopped: false,
             think_until: Nanos::ZERO,
+            since_think: 0,
+            quiescing: false,
+            issued_ios: 0,
             rate_next: [Nanos::ZERO; 3],
             rate_rng: SimRng::stream(seed, 4),
             prio_rng: SimRng::stream(seed, 5),
@@ -168,6 +175,9 @@ impl JobDriver {
             out.push(IoUnit { op: Op::Flush, offset_bytes: 0, len_bytes: 0, prio: self.prio });
             return Poll::Ready;
         }
+        if self.quiescing {
+            return Poll::Blocked;
+        }
         if now < self.think_until {
             return Poll::WaitUntil(self.think_until);
         }
@@ -175,7 +185,9 @@ impl JobDriver {
         let mut wake = None;
         let limit = self.batch.min(max_units);
         while self.inflight < self.depth && ((out.len() - start_len) as u32) < limit {
-            if !self.spec.time_based && self.issued_bytes >= self.io_limit {
+            if (!self.spec.time_based && self.issued_bytes >= self.io_limit)
+                || (self.spec.number_ios > 0 && self.issued_ios >= self.spec.number_ios)
+            {
                 self.stopped = true;
                 break;
             }
@@ -199,6 +211,16 @@ impl JobDriver {
             out.push(unit);
             self.inflight += 1;
             self.issued_bytes += u64::from(unit.len_bytes);
+            self.issued_ios += 1;
+            if self.spec.thinktime > Nanos::ZERO {
+                self.since_think += 1;
+                if self.since_think >= self.spec.thinktime_blocks {
+                    // fio: after `thinktime_blocks` I/Os, wait for all in flight, then pause
+                    self.since_think = 0;
+                    self.quiescing = true;
+                    break;
+                }
+            }
             if unit.op == Op::Write && self.flush_every > 0 {
                 self.writes_since_flush += 1;
                 if self.writes_since_flush >= self.flush_every {
@@ -209,9 +231,6 @@ impl JobDriver {
             }
         }
         if out.len() > start_len {
-            if !self.sync_engine && self.spec.thinktime > Nanos::ZERO {
-                self.think_until = now + self.spec.thinktime;
-            }
             return Poll::Ready;
         }
         if self.stopped {
@@ -255,7 +274,8 @@ impl JobDriver {
     pub fn on_complete(&mut self, now: Nanos) {
         debug_assert!(self.inflight > 0, "completion without a request in flight");
         self.inflight = self.inflight.saturating_sub(1);
-        if self.sync_engine && self.spec.thinktime > Nanos::ZERO {
+        if self.quiescing && self.inflight == 0 {
+            self.quiescing = false;
             self.think_until = now + self.spec.thinktime;
         }
         self.mark_finished(now);
@@ -299,6 +319,53 @@ mod tests {
         let share = f64::from(reads_rt) / f64::from(reads);
         assert!((0.28..0.32).contains(&share), "{reads_rt} of {reads} reads");
         assert_eq!(writes_rt, writes, "100% of the writes");
+    }
+
+    #[test]
+    fn thinktime_blocks_issue_then_wait_for_completion_then_pause() {
+        let mut d = driver("[a]\nioengine=io_uring\niodepth=32\nrw=randread\nthinktime=1000\nthinktime_blocks=8\nruntime=1\ntime_based\n");
+        let mut out = Vec::new();
+        while d.poll(Nanos::ZERO, &mut out) == Poll::Ready {}
+        assert_eq!(out.len(), 8, "thinktime_blocks caps what is out, not iodepth");
+        for i in 1..=7u64 {
+            d.on_complete(Nanos(i * 1000));
+            assert_eq!(d.poll(Nanos(i * 1000), &mut out), Poll::Blocked, "waits for all 8 (fio's quiesce)");
+        }
+        d.on_complete(Nanos(9_000));
+        assert_eq!(d.poll(Nanos(9_000), &mut out), Poll::WaitUntil(Nanos(1_009_000)), "then thinks");
+        out.clear();
+        while d.poll(Nanos(1_009_000), &mut out) == Poll::Ready {}
+        assert_eq!(out.len(), 8);
+    }
+
+    #[test]
+    fn number_ios_and_loops_bound_the_io() {
+        let count = |text: &str| {
+            let mut d = driver(text);
+            let (mut out, mut n, mut t) = (Vec::new(), 0, 0u64);
+            loop {
+                out.clear();
+                t += 1;
+                match d.poll(Nanos(t), &mut out) {
+                    Poll::Finished => return n,
+                    _ => {
+                        n += out.len();
+                        for _ in 0..out.len() {
+                            d.on_complete(Nanos(t));
+                        }
+                    }
+                }
+                assert!(t < 100_000, "never finished");
+            }
+        };
+        assert_eq!(count("[a]\nrw=randread\nsize=1m\n"), 256);
+        assert_eq!(count("[a]\nrw=randread\nsize=1m\nloops=3\n"), 768);
+        assert_eq!(count("[a]\nrw=read\nsize=1m\nnumber_ios=100\n"), 100);
+        assert_eq!(
+            count("[a]\nioengine=io_uring\niodepth=8\nrw=randread\nruntime=1h\ntime_based\nnumber_ios=50\n"),
+            50
+        );
+        assert_eq!(count("[a]\nrw=read\nsize=1m\nnumber_ios=1000\n"), 256, "size comes first");
     }
 
     #[test]

@@ -159,6 +159,12 @@ pub struct JobSpec {
     /// Delay before the job starts (within its group).
     pub startdelay: Nanos,
     pub thinktime: Nanos,
+    /// `thinktime_blocks`: I/Os between pauses (fio waits for them to complete first).
+    pub thinktime_blocks: u32,
+    /// `number_ios`: stop after this many I/Os (0: no such limit).
+    pub number_ios: u64,
+    /// `loops`: passes over the job's size (not time based).
+    pub loops: u32,
     /// bytes/s per direction, 0 = unlimited
     pub rate_bps: [u64; 3],
     pub rate_iops: [u64; 3],
@@ -229,6 +235,9 @@ impl JobSpec {
             ramp_time: Nanos::ZERO,
             startdelay: Nanos::ZERO,
             thinktime: Nanos::ZERO,
+            thinktime_blocks: 1,
+            number_ios: 0,
+            loops: 1,
             rate_bps: [0; 3],
             rate_iops: [0; 3],
             rate_process: RateProcess::Linear,
@@ -590,12 +599,38 @@ pub static OPTIONS: &[OptionDef] = &[
         "thinktime",
         [],
         false,
-        "pause after each completion (sync) or batch (async), microseconds unless a unit is given",
+        "pause after every thinktime_blocks I/Os, once they completed; microseconds unless a unit is given",
         |j, v| {
             j.thinktime = parse_time(v, Nanos::from_us(1))?;
             Ok(())
         }
     ),
+    opt!(
+        "thinktime_blocks",
+        [],
+        false,
+        "I/Os issued between thinktime pauses (default 1), which must complete first (caps iodepth); counted as issued, as fio's thinktime_blocks_type=issue",
+        |j, v| {
+            j.thinktime_blocks = int_in(v, 1, i64::from(u32::MAX))? as u32;
+            Ok(())
+        }
+    ),
+    opt!("thinktime_blocks_type", [], false, "issue: thinktime_blocks counts issued I/Os (the only way nvsched counts)", |_, v| {
+        match v {
+            "issue" => Ok(()),
+            other => Err(format!(
+                "'{other}' is not modelled; accepted: issue (thinktime_blocks counts I/Os as issued, then waits for them)"
+            )),
+        }
+    }),
+    opt!("number_ios", [], false, "stop after this many I/Os, if no other limit comes first (0: none)", |j, v| {
+        j.number_ios = parse_int_in(v, 0, i64::MAX)? as u64;
+        Ok(())
+    }),
+    opt!("loops", [], false, "run the job's I/O this many times over (not with time_based)", |j, v| {
+        j.loops = int_in(v, 1, i64::from(u32::MAX))? as u32;
+        Ok(())
+    }),
     opt!("rate", [], false, "bandwidth cap in bytes/s per clone: read[,write[,trim]]", |j, v| {
         let kb = j.kb_base;
         let rates = per_direction(v, |s| parse_size(s, kb))?;
@@ -779,10 +814,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "ba",
     "bs_unaligned",
     "nrfiles",
-    "number_ios",
-    "loops",
-    "thinktime_blocks",
-    "thinktime_blocks_type",
     "thinktime_spin",
     "thinktime_iotime",
     "rate_min",
@@ -795,7 +826,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "flow",
     "flow_id",
     "flow_sleep",
-    "offset_increment",
     "percentage_random",
     "random_generator",
     "zonemode",

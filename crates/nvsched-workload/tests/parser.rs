@@ -171,6 +171,9 @@ fn times_and_their_default_units() {
     assert_eq!(job("runtime=2m").runtime, Nanos::from_secs(120), "m is minutes in a time");
     assert_eq!(job("runtime=500ms").runtime, Nanos::from_ms(500));
     assert_eq!(job("thinktime=2ms").thinktime, Nanos::from_ms(2));
+    assert_eq!(job("").thinktime_blocks, 1, "fio's default");
+    let j = job("thinktime_blocks=16\nnumber_ios=1000\nloops=3");
+    assert_eq!((j.thinktime_blocks, j.number_ios, j.loops), (16, 1000, 3));
     assert_eq!(job("timeout=1h").runtime, Nanos::from_secs(3600));
     assert!(!job("time_based=0\nruntime=1").time_based);
     assert_eq!(job("startdelay=2").startdelay, Nanos::from_secs(2));
@@ -336,6 +339,10 @@ const BAD: &[(&str, &str)] = &[
     ("cmdprio_class=0", "out of range"),
     ("cmdprio=8", "out of range"),
     ("cmdprio_percentage=30", "cmdprio_percentage needs ioengine=io_uring or libaio"),
+    ("thinktime_blocks=0", "out of range"),
+    ("thinktime_blocks_type=complete", "'complete' is not modelled; accepted: issue"),
+    ("loops=0", "out of range"),
+    ("number_ios=-1", "out of range"),
 ];
 
 #[test]

@@ -245,3 +245,15 @@ fn normal_output_reads_like_fio() {
     assert!(text.contains("Run status group 0 (all jobs):"));
     assert!(text.contains("nvsched: policy none on 970evoplus-250g (nand model)"), "{text}");
 }
+
+/// The README's list of supported job options names every option the parser accepts.
+#[test]
+fn readme_lists_every_job_option() {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let missing: Vec<&str> = nvsched::workload::OPTIONS
+        .iter()
+        .map(|o| o.name)
+        .filter(|name| !readme.contains(&format!("`{name}`")) && !readme.contains(&format!("`{name}=")))
+        .collect();
+    assert!(missing.is_empty(), "README.md does not mention the job options {missing:?}");
+}
