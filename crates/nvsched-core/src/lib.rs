@@ -4,11 +4,13 @@
 //! run with the same seed is byte-for-byte reproducible.
 
 mod ioprio;
+mod logs;
 mod nanos;
 mod perm;
 pub mod rng;
 
 pub use ioprio::{IoPrio, PrioClass};
+pub use logs::LogRequest;
 pub use nanos::Nanos;
 pub use perm::Permutation;
 pub use rng::SimRng;

@@ -4,6 +4,7 @@
 
 pub mod fio_json;
 pub mod hist;
+pub mod iolog;
 pub mod normal;
 pub mod plots;
 pub mod stats;

@@ -6,12 +6,14 @@ use crate::events::{EventKind, EventQueue, Lane};
 use crate::layout::{self, PlacedFile};
 use nvsched_core::{IoPrio, Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Request, RequestId, Scheduler};
+use nvsched_report::iolog::IoLogs;
 use nvsched_report::JobStats;
 use nvsched_ssd::{Command, Device, DeviceCounters, HostPath};
 use nvsched_workload::{clone_seed, per_prio_reporting, Tenants};
 use nvsched_workload::{EngineKind, IoUnit, JobDriver, JobSpec, Poll};
 use std::collections::VecDeque;
 use std::fmt;
+use std::path::Path;
 use std::sync::Arc;
 
 /// Hooks into a running simulation (tests, progress display, tracing).
@@ -147,6 +149,8 @@ struct JobSlot {
     sync_engine: bool,
     write_sync: bool,
     record_prio: bool,
+    /// fio-style log files the job asked for.
+    logs: Option<IoLogs>,
     wake_at: Option<Nanos>,
     waiting_tag: bool,
     done: bool,
@@ -227,6 +231,7 @@ impl<'o> Simulation<'o> {
                     sync_engine: spec.engine_kind == EngineKind::Sync,
                     write_sync: spec.direct || spec.writes_fua(),
                     record_prio: per_prio[job_index],
+                    logs: IoLogs::create(&spec.logs, ordinal as u32, Path::new(".")).map_err(SimError)?,
                     wake_at: None,
                     waiting_tag: false,
                     done: false,
@@ -299,7 +304,7 @@ impl<'o> Simulation<'o> {
         if self.phase < self.phases.len() || self.in_system > 0 {
             return Err(self.stall_error());
         }
-        Ok(self.finish(wall.elapsed()))
+        self.finish(wall.elapsed())
     }
 
     fn stall_error(&self) -> SimError {
@@ -665,6 +670,10 @@ impl<'o> Simulation<'o> {
             if job.record_prio {
                 job.stats.record_prio(rec.op, rec.rq.prio, clat);
             }
+            if let Some(logs) = &mut job.logs {
+                let high_prio = rec.rq.prio != job.prio;
+                logs.record(now - ramp_end, rec.op, rec.len, rec.rq.offset_bytes, high_prio, slat, clat);
+            }
         } else {
             job.stats.ramp_dropped += 1;
         }
@@ -686,10 +695,15 @@ impl<'o> Simulation<'o> {
         }
     }
 
-    fn finish(mut self, loop_wall: std::time::Duration) -> SimOutcome {
+    fn finish(mut self, loop_wall: std::time::Duration) -> Result<SimOutcome, SimError> {
         self.note_in_system(0);
         self.counters.events = self.events.processed();
         let end = self.now;
+        for j in &mut self.jobs {
+            if let Some(logs) = j.logs.take() {
+                logs.finish().map_err(SimError)?;
+            }
+        }
         let clones = self
             .jobs
             .into_iter()
@@ -704,7 +718,7 @@ impl<'o> Simulation<'o> {
                 stats: j.stats,
             })
             .collect();
-        SimOutcome {
+        Ok(SimOutcome {
             clones,
             end,
             device: self.device.counters(end),
@@ -715,7 +729,7 @@ impl<'o> Simulation<'o> {
             tenants: self.tenants,
             device_series: self.device_series,
             loop_wall,
-        }
+        })
     }
 }
 

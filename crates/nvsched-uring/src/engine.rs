@@ -6,6 +6,7 @@ use crate::{CloneOutcome, TargetInfo, UringOptions, UringOutcome};
 use io_uring::{opcode, squeue, types, IoUring};
 use nvsched_core::{Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, Inserted, Request, RequestId, Scheduler};
+use nvsched_report::iolog::IoLogs;
 use nvsched_report::JobStats;
 use nvsched_workload::{clone_seed, per_prio_reporting, Tenants};
 use nvsched_workload::{EngineKind, IoUnit, JobDriver, JobSpec, Poll, Region, SizeOrPercent};
@@ -82,6 +83,8 @@ struct CloneState {
     reporting_group: u32,
     /// Also record completion latency per priority (fio's `prios` blocks).
     record_prio: bool,
+    /// fio-style log files the job asked for.
+    logs: Option<IoLogs>,
     nice: i8,
     tenant: u32,
     weight: u32,
@@ -263,6 +266,7 @@ fn run_on(
                 job_index,
                 reporting_group,
                 record_prio: per_prio[job_index],
+                logs: IoLogs::create(&spec.logs, ordinal as u32, Path::new("."))?,
                 nice: spec.nice,
                 tenant,
                 weight,
@@ -315,6 +319,11 @@ fn run_on(
     };
     e.event_loop()?;
     let end = e.now();
+    for c in &mut e.clones {
+        if let Some(logs) = c.logs.take() {
+            logs.finish()?;
+        }
+    }
     let (verify_errors, verified_blocks) = e.verify_phase()?;
     let (u1, s1) = usage();
     Ok(UringOutcome {
@@ -683,9 +692,9 @@ impl Engine {
         let mut m = slot;
         while m != NONE {
             let next = self.slots[m as usize].merged_next;
-            let (c, op, len, created, inserted, prio) = {
+            let (c, op, len, created, inserted, prio, offset) = {
                 let s = &self.slots[m as usize];
-                (s.clone, s.op, s.len, s.created, s.inserted, s.rq.prio)
+                (s.clone, s.op, s.len, s.created, s.inserted, s.rq.prio, s.rq.offset_bytes)
             };
             let clone = &mut self.clones[c as usize];
             clone.driver.on_complete(now);
@@ -702,6 +711,10 @@ impl Engine {
                 clone.stats.record(op, u64::from(len), slat, clat, now - ramp_end);
                 if clone.record_prio {
                     clone.stats.record_prio(op, prio, clat);
+                }
+                if let Some(logs) = &mut clone.logs {
+                    let high_prio = prio != clone.driver.spec.ioprio();
+                    logs.record(now - ramp_end, op, len, offset, high_prio, slat, clat);
                 }
             } else {
                 clone.stats.ramp_dropped += 1;

@@ -3,7 +3,7 @@
 
 use crate::jobfile::{Environment, JobFileError, Location, RawOption, RawSection};
 use crate::units::{parse_bool, parse_int_in, parse_size, parse_size_or_percent, parse_time, KbBase, SizeOrPercent};
-use nvsched_core::{IoPrio, Nanos, Op, PrioClass};
+use nvsched_core::{IoPrio, LogRequest, Nanos, Op, PrioClass};
 use std::path::Path;
 
 /// The access pattern of `rw=`.
@@ -198,6 +198,8 @@ pub struct JobSpec {
     pub verify_only: bool,
     /// The job's own `key=value` lines as written (fio's "job options").
     pub job_options: Vec<(String, String)>,
+    /// fio-style log files (`write_lat_log`, `write_bw_log`, `write_iops_log`).
+    pub logs: LogRequest,
 }
 
 /// fio's default percentile list.
@@ -265,6 +267,7 @@ impl JobSpec {
             do_verify: true,
             verify_only: false,
             job_options: Vec::new(),
+            logs: LogRequest::default(),
         }
     }
 
@@ -623,6 +626,26 @@ pub static OPTIONS: &[OptionDef] = &[
             )),
         }
     }),
+    opt!("write_lat_log", [], true, "log each I/O's latency: PREFIX_lat|clat|slat.N.log (bare: the job's name)", |j, v| {
+        j.logs.lat = Some(v.to_string());
+        Ok(())
+    }),
+    opt!("write_bw_log", [], true, "log each I/O's bandwidth (KB/s): PREFIX_bw.N.log (bare: the job's name)", |j, v| {
+        j.logs.bw = Some(v.to_string());
+        Ok(())
+    }),
+    opt!("write_iops_log", [], true, "log each I/O (IOPS): PREFIX_iops.N.log (bare: the job's name)", |j, v| {
+        j.logs.iops = Some(v.to_string());
+        Ok(())
+    }),
+    opt!("log_avg_msec", [], false, "log one line per window of this many ms and direction: the mean (0: every I/O)", |j, v| {
+        j.logs.avg_msec = int_in(v, 0, i64::from(u32::MAX))? as u32;
+        Ok(())
+    }),
+    opt!("log_offset", [], true, "add each I/O's offset to the log lines (0 or 1)", |j, v| {
+        j.logs.offset = parse_bool(v)?;
+        Ok(())
+    }),
     opt!("number_ios", [], false, "stop after this many I/Os, if no other limit comes first (0: none)", |j, v| {
         j.number_ios = parse_int_in(v, 0, i64::MAX)? as u64;
         Ok(())
@@ -833,11 +856,7 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "verify_pattern",
     "write_iolog",
     "read_iolog",
-    "write_lat_log",
-    "write_bw_log",
-    "write_iops_log",
     "write_hist_log",
-    "log_avg_msec",
     "end_fsync",
     "fsync_on_close",
     "unified_rw_reporting",
@@ -971,6 +990,8 @@ fn apply_option(
     };
     let value = match (&opt.value, def.bare) {
         (Some(v), _) => v.as_str(),
+        // a bare write_*_log: the default file name prefix (the job's name)
+        (None, true) if def.name.starts_with("write_") && def.name.ends_with("_log") => "",
         (None, true) => "1",
         (None, false) => return Err(JobFileError::new(&opt.at, Some(key), "needs a value (key=value)")),
     };
@@ -989,6 +1010,11 @@ fn finish_job(job: &mut JobSpec, _warnings: &mut [String]) -> Result<(), JobFile
     }
     if job.iodepth_batch_submit == 0 || job.iodepth_batch_submit > job.iodepth {
         job.iodepth_batch_submit = job.iodepth;
+    }
+    for prefix in [&mut job.logs.lat, &mut job.logs.bw, &mut job.logs.iops].into_iter().flatten() {
+        if prefix.is_empty() {
+            prefix.clone_from(&job.name);
+        }
     }
     if job.cmdprio_pct != [0; 2] && !matches!(job.ioengine.as_str(), "io_uring" | "libaio") {
         return Err(err(

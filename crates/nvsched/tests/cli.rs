@@ -257,3 +257,45 @@ fn readme_lists_every_job_option() {
         .collect();
     assert!(missing.is_empty(), "README.md does not mention the job options {missing:?}");
 }
+
+/// `write_lat_log`/`write_bw_log`/`write_iops_log` write fio's files, named as fio names
+/// them, in the working directory: one line per I/O, or per window with `log_avg_msec`.
+#[test]
+fn fio_log_files_have_fios_names_and_one_line_per_io() {
+    let dir = std::env::temp_dir().join(format!("nvsched-cli-logs-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = "[global]\nrw=randrw\nbs=4k\nsize=64m\nioengine=io_uring\niodepth=4\nruntime=200ms\ntime_based\n\
+               [lj]\nnumjobs=2\nwrite_lat_log\nwrite_iops_log=io\n\
+               [win]\nwrite_bw_log=w\nlog_avg_msec=50\n";
+    std::fs::write(dir.join("logs.fio"), job).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+        .args(["run", "logs.fio", "--output-format=json", "-q"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let lines = |name: &str| -> Vec<String> {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
+        text.lines().map(str::to_string).collect()
+    };
+    for (n, job) in [(1, 0), (2, 1)] {
+        let ios = ["read", "write"].iter().map(|d| v["jobs"][job][d]["total_ios"].as_u64().unwrap()).sum::<u64>();
+        for kind in ["lat", "clat", "slat"] {
+            let l = lines(&format!("lj_{kind}.{n}.log"));
+            assert_eq!(l.len() as u64, ios, "lj_{kind}.{n}.log: one line per I/O");
+            let fields: Vec<u64> = l[0].split(", ").map(|f| f.parse().unwrap()).collect();
+            assert_eq!(fields.len(), 5, "time, value, direction, bs, priority: {}", l[0]);
+            assert_eq!(fields[3], 4096);
+        }
+        assert!(lines(&format!("io_iops.{n}.log")).iter().all(|l| l.split(", ").nth(1) == Some("1")));
+    }
+    // job 3: windows of 50 ms, each written when a later I/O completes: the requests in
+    // flight at the 200 ms stop write the window ending at 200; theirs is never written
+
+    let w = lines("w_bw.3.log");
+    let times: Vec<&str> = w.iter().map(|l| l.split(", ").next().unwrap()).collect();
+    assert_eq!(times, ["50", "50", "100", "100", "150", "150", "200", "200"], "{w:?}");
+    assert!(w.iter().all(|l| l.ends_with(", 0, 0")), "windowed lines have block size 0");
+    std::fs::remove_dir_all(&dir).unwrap();
+}

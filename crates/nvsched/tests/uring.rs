@@ -284,11 +284,15 @@ fn cmdprio_percentage_sends_that_share_at_the_other_priority_and_reports_it() {
         "cmdprio.fio",
         &format!(
             "[prio]\nfilename={}\nsize=16m\ndirect=1\nbs=4k\nrw=randread\nruntime=1\ntime_based\n\
-             ioengine=io_uring\niodepth=8\ncmdprio_percentage=40\ncmdprio_class=1\n",
+             ioengine=io_uring\niodepth=8\ncmdprio_percentage=40\ncmdprio_class=1\nwrite_lat_log=prio\nlog_offset=1\n",
             d.join("cmdprio.dat").display()
         ),
     );
-    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "--output-format=json", "-q"]);
+    let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+        .args(["run", job.to_str().unwrap(), "--engine", "uring", "--output-format=json", "-q"])
+        .current_dir(&d)
+        .output()
+        .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let read = &v["jobs"][0]["read"];
@@ -299,5 +303,13 @@ fn cmdprio_percentage_sends_that_share_at_the_other_priority_and_reports_it() {
     assert_eq!(n(0) + n(1), read["clat_ns"]["N"].as_f64().unwrap());
     let share = n(1) / (n(0) + n(1));
     assert!((0.35..0.45).contains(&share), "{share}");
+    // the log's last column says which I/Os went out at cmdprio's priority; offsets are
+    // the file's
+    let log = std::fs::read_to_string(d.join("prio_clat.1.log")).unwrap();
+    let rows: Vec<Vec<u64>> = log.lines().map(|l| l.split(", ").map(|f| f.parse().unwrap()).collect()).collect();
+    assert_eq!(rows.len() as f64, n(0) + n(1));
+    assert!(rows.iter().all(|r| r.len() == 6 && r[4] < 16 << 20 && r[4] % 4096 == 0), "{:?}", &rows[..2]);
+    let high = rows.iter().filter(|r| r[5] == 1).count() as f64;
+    assert_eq!(high, n(1), "high-priority rows are the class-1 I/Os");
     std::fs::remove_dir_all(&d).unwrap();
 }

@@ -1,0 +1,22 @@
+//! What a job asks fio-style log files for (`write_*_log` options); nvsched-report writes them.
+
+/// What a job asks to log (from its job options).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LogRequest {
+    /// `write_lat_log` prefix: `PREFIX_lat.N.log`, `_clat`, `_slat`.
+    pub lat: Option<String>,
+    /// `write_bw_log` prefix: `PREFIX_bw.N.log`.
+    pub bw: Option<String>,
+    /// `write_iops_log` prefix: `PREFIX_iops.N.log`.
+    pub iops: Option<String>,
+    /// `log_avg_msec`: 0 logs every I/O.
+    pub avg_msec: u32,
+    /// `log_offset`: add each I/O's offset.
+    pub offset: bool,
+}
+
+impl LogRequest {
+    pub fn any(&self) -> bool {
+        self.lat.is_some() || self.bw.is_some() || self.iops.is_some()
+    }
+}

@@ -1,0 +1,244 @@
+//! fio's per-job log files (`write_lat_log`, `write_bw_log`, `write_iops_log`), in fio
+//! 3.33's format: `time_ms, value, direction, block size[, offset], high priority`, one
+//! line per completed I/O, or with `log_avg_msec` one line per window and direction
+//! (block size 0): the mean latency, KiB/s and IOPS of the window.
+
+use nvsched_core::{LogRequest, Nanos, Op};
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Lat,
+    Clat,
+    Slat,
+    Bw,
+    Iops,
+}
+
+impl Kind {
+    fn suffix(self) -> &'static str {
+        match self {
+            Kind::Lat => "lat",
+            Kind::Clat => "clat",
+            Kind::Slat => "slat",
+            Kind::Bw => "bw",
+            Kind::Iops => "iops",
+        }
+    }
+}
+
+/// Sums of one direction within the current window.
+#[derive(Clone, Copy, Debug, Default)]
+struct WindowSums {
+    ios: u64,
+    bytes: u64,
+    lat_ns: u64,
+    clat_ns: u64,
+    slat_ns: u64,
+    slat_ios: u64,
+}
+
+/// The log files of one job clone, written as its I/Os complete.
+pub struct IoLogs {
+    files: Vec<(Kind, PathBuf, BufWriter<File>)>,
+    avg_ns: u64,
+    offset: bool,
+    /// Index of the open window (`log_avg_msec`) and its sums per direction.
+    window: u64,
+    sums: [WindowSums; 3],
+    error: Option<String>,
+}
+
+impl IoLogs {
+    /// Creates (or truncates, as fio does) the files `request` names for job clone
+    /// `index` (fio's 1-based job number), in `dir`.
+    pub fn create(request: &LogRequest, index: u32, dir: &Path) -> Result<Option<IoLogs>, String> {
+        if !request.any() {
+            return Ok(None);
+        }
+        let mut wanted = Vec::new();
+        if let Some(p) = &request.lat {
+            wanted.extend([(Kind::Lat, p), (Kind::Clat, p), (Kind::Slat, p)]);
+        }
+        if let Some(p) = &request.bw {
+            wanted.push((Kind::Bw, p));
+        }
+        if let Some(p) = &request.iops {
+            wanted.push((Kind::Iops, p));
+        }
+        let mut files = Vec::with_capacity(wanted.len());
+        for (kind, prefix) in wanted {
+            let path = dir.join(format!("{prefix}_{}.{index}.log", kind.suffix()));
+            let file = File::create(&path).map_err(|e| format!("cannot create log file '{}': {e}", path.display()))?;
+            files.push((kind, path, BufWriter::new(file)));
+        }
+        Ok(Some(IoLogs {
+            files,
+            avg_ns: u64::from(request.avg_msec) * 1_000_000,
+            offset: request.offset,
+            window: 0,
+            sums: [WindowSums::default(); 3],
+            error: None,
+        }))
+    }
+
+    /// One completed I/O: `at` since the start of statistics (end of ramp), `high_prio`
+    /// when it went out at `cmdprio_percentage`'s priority.
+    #[allow(clippy::too_many_arguments)]
+    pub fn record(
+        &mut self,
+        at: Nanos,
+        op: Op,
+        bytes: u32,
+        offset_bytes: u64,
+        high_prio: bool,
+        slat: Option<Nanos>,
+        clat: Nanos,
+    ) {
+        if !op.is_data() && op != Op::Discard {
+            return;
+        }
+        let d = op.index();
+        let lat = clat.0 + slat.map_or(0, |s| s.0);
+        if let Some(window) = at.0.checked_div(self.avg_ns) {
+            while self.window < window {
+                self.flush_window();
+            }
+            let s = &mut self.sums[d];
+            s.ios += 1;
+            s.bytes += u64::from(bytes);
+            s.lat_ns += lat;
+            s.clat_ns += clat.0;
+            if let Some(sl) = slat {
+                s.slat_ns += sl.0;
+                s.slat_ios += 1;
+            }
+            return;
+        }
+        let ms = at.0 / 1_000_000;
+        let prio = u8::from(high_prio);
+        let offset = if self.offset { format!("{offset_bytes}, ") } else { String::new() };
+        for (kind, _, w) in &mut self.files {
+            let value = match kind {
+                Kind::Lat => lat,
+                Kind::Clat => clat.0,
+                Kind::Slat => match slat {
+                    Some(s) => s.0,
+                    None => continue,
+                },
+                // fio: the I/O's own rate, bytes over its completion latency, in KB/s
+                Kind::Bw => (u64::from(bytes) * 1_000_000).checked_div(clat.0).unwrap_or(0),
+                Kind::Iops => 1,
+            };
+            if let Err(e) = writeln!(w, "{ms}, {value}, {d}, {bytes}, {offset}{prio}") {
+                self.error.get_or_insert(e.to_string());
+            }
+        }
+    }
+
+    /// Writes the open window's lines (one per direction with I/O) and opens the next.
+    fn flush_window(&mut self) {
+        self.window += 1;
+        let ms = self.window * self.avg_ns / 1_000_000;
+        let window_s = self.avg_ns as f64 / 1e9;
+        let offset = if self.offset { "0, " } else { "" };
+        for (d, s) in self.sums.iter().enumerate() {
+            if s.ios == 0 {
+                continue;
+            }
+            for (kind, _, w) in &mut self.files {
+                let value = match kind {
+                    Kind::Lat => s.lat_ns / s.ios,
+                    Kind::Clat => s.clat_ns / s.ios,
+                    Kind::Slat if s.slat_ios > 0 => s.slat_ns / s.slat_ios,
+                    Kind::Slat => continue,
+                    Kind::Bw => (s.bytes as f64 / 1024.0 / window_s) as u64,
+                    Kind::Iops => (s.ios as f64 / window_s) as u64,
+                };
+                if let Err(e) = writeln!(w, "{ms}, {value}, {d}, 0, {offset}0") {
+                    self.error.get_or_insert(e.to_string());
+                }
+            }
+        }
+        self.sums = [WindowSums::default(); 3];
+    }
+
+    /// Writes what is buffered and closes the files; the first write error. As in fio, a
+    /// window is written when a later I/O completes, so the last one never is.
+    pub fn finish(mut self) -> Result<(), String> {
+        for (_, path, w) in &mut self.files {
+            if let Err(e) = w.flush() {
+                self.error.get_or_insert(format!("{}: {e}", path.display()));
+            }
+        }
+        match self.error {
+            Some(e) => Err(format!("writing a log file: {e}")),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn temp_dir(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("nvsched-iolog-{name}-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn read(dir: &Path, name: &str) -> Vec<String> {
+        std::fs::read_to_string(dir.join(name)).unwrap().lines().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn per_io_lines_in_fios_format() {
+        let dir = temp_dir("per-io");
+        let req =
+            LogRequest { lat: Some("j".into()), bw: Some("j".into()), iops: Some("j".into()), ..Default::default() };
+        let mut logs = IoLogs::create(&req, 2, &dir).unwrap().unwrap();
+        logs.record(Nanos(1_500_000), Op::Read, 4096, 8192, false, Some(Nanos(2_000)), Nanos(248_536));
+        logs.record(Nanos(2_100_000), Op::Write, 8192, 0, true, None, Nanos(100_000));
+        logs.finish().unwrap();
+        assert_eq!(read(&dir, "j_lat.2.log"), ["1, 250536, 0, 4096, 0", "2, 100000, 1, 8192, 1"]);
+        assert_eq!(read(&dir, "j_clat.2.log"), ["1, 248536, 0, 4096, 0", "2, 100000, 1, 8192, 1"]);
+        assert_eq!(read(&dir, "j_slat.2.log"), ["1, 2000, 0, 4096, 0"], "a sync write has no slat");
+        // fio 3.33 logged 16480 for a 4 KiB read of 248536 ns completion latency
+        assert_eq!(read(&dir, "j_bw.2.log"), ["1, 16480, 0, 4096, 0", "2, 81920, 1, 8192, 1"]);
+        assert_eq!(read(&dir, "j_iops.2.log"), ["1, 1, 0, 4096, 0", "2, 1, 1, 8192, 1"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn windows_average_per_direction_and_offsets_on_request() {
+        let dir = temp_dir("windows");
+        let req = LogRequest { lat: Some("w".into()), bw: Some("w".into()), avg_msec: 200, ..Default::default() };
+        let mut logs = IoLogs::create(&req, 1, &dir).unwrap().unwrap();
+        for i in 0..100u64 {
+            logs.record(Nanos(i * 2_000_000), Op::Read, 4096, 0, false, None, Nanos(100_000 + i));
+        }
+        logs.record(Nanos(150_000_000), Op::Write, 4096, 0, false, None, Nanos(50_000));
+        // the next window's first I/O writes the first window; the last is never written
+        logs.record(Nanos(200_000_000), Op::Read, 4096, 0, false, None, Nanos(50_000));
+        logs.finish().unwrap();
+        // 100 reads in the first 200 ms: 2000 KiB/s; mean clat 100049.5 -> 100049
+        assert_eq!(read(&dir, "w_bw.1.log"), ["200, 2000, 0, 0, 0", "200, 20, 1, 0, 0"]);
+        assert_eq!(read(&dir, "w_clat.1.log"), ["200, 100049, 0, 0, 0", "200, 50000, 1, 0, 0"]);
+        let req = LogRequest { lat: Some("o".into()), offset: true, ..Default::default() };
+        let mut logs = IoLogs::create(&req, 1, &dir).unwrap().unwrap();
+        logs.record(Nanos(1_000_000), Op::Read, 4096, 1_011_712, false, None, Nanos(897_454));
+        logs.finish().unwrap();
+        assert_eq!(read(&dir, "o_clat.1.log"), ["1, 897454, 0, 4096, 1011712, 0"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_unwritable_directory_is_an_error_naming_the_file() {
+        let req = LogRequest { iops: Some("x".into()), ..Default::default() };
+        let err = IoLogs::create(&req, 1, Path::new("/nonexistent/dir")).err().unwrap();
+        assert!(err.contains("/nonexistent/dir/x_iops.1.log"), "{err}");
+    }
+}
