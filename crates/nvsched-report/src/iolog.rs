@@ -54,7 +54,8 @@ pub struct IoLogs {
 impl IoLogs {
     /// Creates (or truncates, as fio does) the files `request` names for job clone
     /// `index` (fio's 1-based job number), in `dir`.
-    pub fn create(request: &LogRequest, index: u32, dir: &Path) -> Result<Option<IoLogs>, String> {
+    /// Boxed: most jobs log nothing, and the engines keep one slot per job clone.
+    pub fn create(request: &LogRequest, index: u32, dir: &Path) -> Result<Option<Box<IoLogs>>, String> {
         if !request.any() {
             return Ok(None);
         }
@@ -74,14 +75,14 @@ impl IoLogs {
             let file = File::create(&path).map_err(|e| format!("cannot create log file '{}': {e}", path.display()))?;
             files.push((kind, path, BufWriter::new(file)));
         }
-        Ok(Some(IoLogs {
+        Ok(Some(Box::new(IoLogs {
             files,
             avg_ns: u64::from(request.avg_msec) * 1_000_000,
             offset: request.offset,
             window: 0,
             sums: [WindowSums::default(); 3],
             error: None,
-        }))
+        })))
     }
 
     /// One completed I/O: `at` since the start of statistics (end of ramp), `high_prio`
@@ -167,7 +168,7 @@ impl IoLogs {
 
     /// Writes what is buffered and closes the files; the first write error. As in fio, a
     /// window is written when a later I/O completes, so the last one never is.
-    pub fn finish(mut self) -> Result<(), String> {
+    pub fn finish(mut self: Box<Self>) -> Result<(), String> {
         for (_, path, w) in &mut self.files {
             if let Err(e) = w.flush() {
                 self.error.get_or_insert(format!("{}: {e}", path.display()));

@@ -150,7 +150,7 @@ struct JobSlot {
     write_sync: bool,
     record_prio: bool,
     /// fio-style log files the job asked for.
-    logs: Option<IoLogs>,
+    logs: Option<Box<IoLogs>>,
     wake_at: Option<Nanos>,
     waiting_tag: bool,
     done: bool,

@@ -84,7 +84,7 @@ struct CloneState {
     /// Also record completion latency per priority (fio's `prios` blocks).
     record_prio: bool,
     /// fio-style log files the job asked for.
-    logs: Option<IoLogs>,
+    logs: Option<Box<IoLogs>>,
     nice: i8,
     tenant: u32,
     weight: u32,

@@ -30,8 +30,12 @@ pub struct JobDriver {
     batch: u32,
     inflight: u32,
     issued_bytes: u64,
-    /// Stop issuing after this many bytes unless time based.
+    /// Stop issuing after this many bytes (`u64::MAX` when time based).
     io_limit: u64,
+    /// Stop issuing after this many I/Os (`number_ios`; `u64::MAX` without).
+    ios_limit: u64,
+    /// I/Os between `thinktime` pauses (`u32::MAX` without thinktime).
+    think_every: u32,
     started_at: Option<Nanos>,
     ramp_end: Nanos,
     end: Option<Nanos>,
@@ -48,6 +52,8 @@ pub struct JobDriver {
     /// Draws which I/Os get `cmdprio_percentage`'s priority.
     prio_rng: SimRng,
     prio: IoPrio,
+    /// `cmdprio_percentage` and its priority, for reads and for writes.
+    cmdprio: [Option<(u8, IoPrio)>; 2],
     pending: Option<IoUnit>,
     writes_since_flush: u32,
     flush_every: u32,
@@ -60,9 +66,16 @@ impl JobDriver {
     pub fn new(spec: Arc<JobSpec>, clone_index: u32, region: Region, seed: u64) -> Result<JobDriver, String> {
         let gen = IoGenerator::new(&spec, region, seed)?;
         let size = spec.size.map_or(region.len, |s| s.resolve(region.len)).min(region.len);
-        let io_limit = spec.io_size.unwrap_or(size).saturating_mul(u64::from(spec.loops.max(1)));
+        let io_limit = if spec.time_based {
+            u64::MAX
+        } else {
+            spec.io_size.unwrap_or(size).saturating_mul(u64::from(spec.loops.max(1)))
+        };
+        let ios_limit = if spec.number_ios > 0 { spec.number_ios } else { u64::MAX };
+        let think_every = if spec.thinktime > Nanos::ZERO { spec.thinktime_blocks.max(1) } else { u32::MAX };
         let sync_engine = spec.engine_kind == EngineKind::Sync;
         let prio = spec.ioprio();
+        let cmdprio = [spec.cmdprio(Op::Read), spec.cmdprio(Op::Write)];
         Ok(JobDriver {
             depth: if sync_engine { 1 } else { spec.iodepth },
             batch: spec.iodepth_batch_submit.max(1),
@@ -73,6 +86,8 @@ impl JobDriver {
             inflight: 0,
             issued_bytes: 0,
             io_limit,
+            ios_limit,
+            think_every,
             started_at: None,
             ramp_end: Nanos::ZERO,
             end: None,
@@ -85,6 +100,7 @@ impl JobDriver {
             rate_rng: SimRng::stream(seed, 4),
             prio_rng: SimRng::stream(seed, 5),
             prio,
+            cmdprio,
             pending: None,
             writes_since_flush: 0,
             flush_due: false,
@@ -185,9 +201,7 @@ impl JobDriver {
         let mut wake = None;
         let limit = self.batch.min(max_units);
         while self.inflight < self.depth && ((out.len() - start_len) as u32) < limit {
-            if (!self.spec.time_based && self.issued_bytes >= self.io_limit)
-                || (self.spec.number_ios > 0 && self.issued_ios >= self.spec.number_ios)
-            {
+            if self.issued_bytes >= self.io_limit || self.issued_ios >= self.ios_limit {
                 self.stopped = true;
                 break;
             }
@@ -212,14 +226,12 @@ impl JobDriver {
             self.inflight += 1;
             self.issued_bytes += u64::from(unit.len_bytes);
             self.issued_ios += 1;
-            if self.spec.thinktime > Nanos::ZERO {
-                self.since_think += 1;
-                if self.since_think >= self.spec.thinktime_blocks {
-                    // fio: after `thinktime_blocks` I/Os, wait for all in flight, then pause
-                    self.since_think = 0;
-                    self.quiescing = true;
-                    break;
-                }
+            self.since_think += 1;
+            if self.since_think >= self.think_every {
+                // fio: after `thinktime_blocks` I/Os, wait for all in flight, then pause
+                self.since_think = 0;
+                self.quiescing = true;
+                break;
             }
             if unit.op == Op::Write && self.flush_every > 0 {
                 self.writes_since_flush += 1;
@@ -246,7 +258,12 @@ impl JobDriver {
     /// The priority of the next I/O in direction `op`: `cmdprio_percentage` of them get
     /// `cmdprio_class`/`cmdprio`, the rest the job's own.
     fn prio_of(&mut self, op: Op) -> IoPrio {
-        match self.spec.cmdprio(op) {
+        let cmdprio = match op {
+            Op::Read => self.cmdprio[0],
+            Op::Write => self.cmdprio[1],
+            _ => None,
+        };
+        match cmdprio {
             Some((pct, prio)) if pct >= 100 || self.prio_rng.below(100) < u64::from(pct) => prio,
             _ => self.prio,
         }
