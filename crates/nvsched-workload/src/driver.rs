@@ -34,7 +34,7 @@ pub struct JobDriver {
     io_limit: u64,
     /// Stop issuing after this many I/Os (`number_ios`; `u64::MAX` without).
     ios_limit: u64,
-    /// I/Os between `thinktime` pauses (`u32::MAX` without thinktime).
+    /// I/Os between `thinktime` pauses (`u32::MAX`: no thinktime).
     think_every: u32,
     started_at: Option<Nanos>,
     ramp_end: Nanos,
@@ -72,7 +72,8 @@ impl JobDriver {
             spec.io_size.unwrap_or(size).saturating_mul(u64::from(spec.loops.max(1)))
         };
         let ios_limit = if spec.number_ios > 0 { spec.number_ios } else { u64::MAX };
-        let think_every = if spec.thinktime > Nanos::ZERO { spec.thinktime_blocks.max(1) } else { u32::MAX };
+        let think_every =
+            if spec.thinktime > Nanos::ZERO { spec.thinktime_blocks.clamp(1, u32::MAX - 1) } else { u32::MAX };
         let sync_engine = spec.engine_kind == EngineKind::Sync;
         let prio = spec.ioprio();
         let cmdprio = [spec.cmdprio(Op::Read), spec.cmdprio(Op::Write)];
@@ -226,20 +227,26 @@ impl JobDriver {
             self.inflight += 1;
             self.issued_bytes += u64::from(unit.len_bytes);
             self.issued_ios += 1;
-            self.since_think += 1;
-            if self.since_think >= self.think_every {
-                // fio: after `thinktime_blocks` I/Os, wait for all in flight, then pause
-                self.since_think = 0;
-                self.quiescing = true;
-                break;
-            }
+            let mut pause = false;
             if unit.op == Op::Write && self.flush_every > 0 {
                 self.writes_since_flush += 1;
                 if self.writes_since_flush >= self.flush_every {
                     self.writes_since_flush = 0;
                     self.flush_due = true;
-                    break;
+                    pause = true;
                 }
+            }
+            if self.think_every < u32::MAX {
+                self.since_think += 1;
+                if self.since_think >= self.think_every {
+                    // fio: after `thinktime_blocks` I/Os, wait for all in flight, then pause
+                    self.since_think = 0;
+                    self.quiescing = true;
+                    pause = true;
+                }
+            }
+            if pause {
+                break;
             }
         }
         if out.len() > start_len {
@@ -465,6 +472,29 @@ mod tests {
         d.on_complete(Nanos(2));
         assert_eq!(d.poll(Nanos(2), &mut out), Poll::Ready);
         assert_eq!(out[2].op, Op::Flush);
+    }
+
+    #[test]
+    fn thinktime_keeps_fsync_counting() {
+        let mut d = driver("[a]\nrw=write\nfsync=2\nthinktime=10\nsize=64k\n");
+        let (mut out, mut t) = (Vec::new(), Nanos::ZERO);
+        loop {
+            let before = out.len();
+            match d.poll(t, &mut out) {
+                Poll::Finished => break,
+                Poll::WaitUntil(w) => t = w,
+                Poll::Ready => {
+                    for _ in before..out.len() {
+                        t += Nanos(1_000);
+                        d.on_complete(t);
+                    }
+                }
+                Poll::Blocked => panic!("blocked with nothing in flight at {t:?}"),
+            }
+        }
+        let ops: Vec<Op> = out.iter().map(|u| u.op).collect();
+        assert_eq!(ops.len(), 24, "16 writes, a flush after every second one: {ops:?}");
+        assert!(ops.chunks(3).all(|c| c == [Op::Write, Op::Write, Op::Flush]), "{ops:?}");
     }
 
     #[test]
