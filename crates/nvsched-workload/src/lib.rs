@@ -11,6 +11,7 @@ pub mod units;
 pub use driver::{JobDriver, Poll};
 pub use gen::{IoGenerator, IoUnit, Region};
 pub use jobfile::{Environment, HostEnvironment, JobFileError, Location};
+pub use spec::{find_option, why_not_an_option};
 pub use spec::{
     parse_job_file, parse_job_str, BlockSizes, Distribution, EngineKind, JobFile, JobSpec, ParseOptions, Pattern,
     RateProcess, SyncMode, DEFAULT_PERCENTILES, OPTIONS,

@@ -906,6 +906,19 @@ pub fn find_option(key: &str) -> Option<&'static OptionDef> {
     OPTIONS.iter().find(|o| o.name == key || o.aliases.contains(&key))
 }
 
+/// Why `key` is not an option nvsched takes: a fio option it does not support, or no
+/// option at all (with the closest name, if one is close).
+pub fn why_not_an_option(key: &str) -> String {
+    if FIO_UNSUPPORTED.contains(&key) {
+        "is a fio option nvsched does not support".to_string()
+    } else {
+        match closest_option(key) {
+            Some(s) => format!("is not a known option (did you mean '{s}'?)"),
+            None => "is not a known option".to_string(),
+        }
+    }
+}
+
 /// Parses a fio job file from disk.
 pub fn parse_job_file(path: &Path, env: &dyn Environment, opts: ParseOptions) -> Result<JobFile, JobFileError> {
     let sections = crate::jobfile::read_job_file(path, env)?;
@@ -970,14 +983,7 @@ fn apply_option(
 ) -> Result<(), JobFileError> {
     let key = opt.key.as_str();
     let Some(def) = find_option(key) else {
-        let why = if FIO_UNSUPPORTED.contains(&key) {
-            "is a fio option nvsched does not support".to_string()
-        } else {
-            match closest_option(key) {
-                Some(s) => format!("is not a known option (did you mean '{s}'?)"),
-                None => "is not a known option".to_string(),
-            }
-        };
+        let why = why_not_an_option(key);
         if opts.ignore_unsupported {
             warnings.push(format!("{}: option '{key}' {why}; ignored", opt.at));
             return Ok(());

@@ -35,6 +35,8 @@ enum Command {
     Run(RunArgs),
     /// List the scheduling policies, their parameters and defaults.
     Policies,
+    /// List the fio job-file options nvsched takes, or explain one (as fio --cmdhelp).
+    Options(OptionsArgs),
     /// List the shipped device profiles; --verify checks them against their datasheets.
     Devices(DevicesArgs),
     /// Measure simulator speed: simulated requests per wall-clock second.
@@ -47,6 +49,12 @@ enum Command {
     Calibrate(CalibrateArgs),
     /// Run a job file on a real device and in simulation, side by side.
     Compare(CompareArgs),
+}
+
+#[derive(Args)]
+struct OptionsArgs {
+    /// One option (or alias) to explain; all of them if left out.
+    name: Option<String>,
 }
 
 #[derive(Args)]
@@ -250,6 +258,12 @@ struct BenchArgs {
 }
 
 fn main() -> ExitCode {
+    // Like other Unix tools, end quietly when the reader goes away (`nvsched options |
+    // head`); Rust ignores SIGPIPE, so a print would panic instead.
+    // SAFETY: restoring a signal's default disposition before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Run(args) => cmd_run(args),
@@ -257,6 +271,7 @@ fn main() -> ExitCode {
             print_policies();
             Ok(())
         }
+        Command::Options(args) => cmd_options(args),
         Command::Devices(args) => cmd_devices(args),
         Command::Bench(args) => cmd_bench(args),
         Command::Repro(args) => cmd_repro(args),
@@ -610,6 +625,29 @@ fn print_policies() {
         println!("    {:<16} {} (default: the policy's own; {})", p.name, p.help, p.accepted());
     }
     println!("\nUse: --sched ID or --sched ID:key=value,key=value (e.g. --sched k2:bound=4)");
+}
+
+fn cmd_options(args: OptionsArgs) -> Result<(), String> {
+    use nvsched::workload::{find_option, why_not_an_option, OPTIONS};
+    let show = |o: &nvsched::workload::spec::OptionDef| {
+        let aliases = if o.aliases.is_empty() { String::new() } else { format!(" (also {})", o.aliases.join(", ")) };
+        println!("{:<22} {}{aliases}", o.name, o.help);
+    };
+    match args.name {
+        Some(name) => match find_option(&name) {
+            Some(o) => show(o),
+            None => return Err(format!("'{name}' {}", why_not_an_option(&name))),
+        },
+        None => {
+            let mut all: Vec<_> = OPTIONS.iter().collect();
+            all.sort_by_key(|o| o.name);
+            for o in all {
+                show(o);
+            }
+            println!("\nnvsched reads fio's job-file syntax; anything else is an error naming file, line and option.");
+        }
+    }
+    Ok(())
 }
 
 fn cmd_devices(args: DevicesArgs) -> Result<(), String> {

@@ -299,3 +299,33 @@ fn fio_log_files_have_fios_names_and_one_line_per_io() {
     assert!(w.iter().all(|l| l.ends_with(", 0, 0")), "windowed lines have block size 0");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[test]
+fn options_lists_and_explains_job_options() {
+    let all = String::from_utf8(nvsched(&["options"]).stdout).unwrap();
+    for o in nvsched::workload::OPTIONS {
+        assert!(all.lines().any(|l| l.starts_with(&format!("{} ", o.name))), "{} not listed", o.name);
+    }
+    let one = nvsched(&["options", "readwrite"]);
+    assert!(String::from_utf8(one.stdout).unwrap().starts_with("rw "), "an alias explains its option");
+    let bad = nvsched(&["options", "iodepht"]);
+    assert!(!bad.status.success());
+    assert!(String::from_utf8(bad.stderr).unwrap().contains("did you mean 'iodepth'"));
+}
+
+#[test]
+fn a_closed_pipe_ends_output_quietly() {
+    use std::os::unix::process::ExitStatusExt;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+        .args(["run", short_k2_mix().to_str().unwrap(), "-q"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // the reader is gone before the report is written (as with `| head` that has quit)
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8(out.stderr).unwrap();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert_eq!(out.status.signal(), Some(13), "ends by SIGPIPE, as Unix tools do: {:?}", out.status);
+}
