@@ -92,7 +92,7 @@ fn ddir_value(d: &DirStats, job: &JobStats, group_bw_bytes: f64, bins: bool) -> 
     Value::Object(m)
 }
 
-fn ms_round(ns: u64) -> u64 {
+pub(crate) fn ms_round(ns: u64) -> u64 {
     (ns + 500_000) / 1_000_000
 }
 

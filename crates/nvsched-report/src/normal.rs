@@ -1,7 +1,7 @@
 //! fio's human-readable output (`--output-format=normal`), plus nvsched's own summary
 //! lines at the end.
 
-use crate::fio_json::{latency_maps, level_percentages, LatencyMap};
+use crate::fio_json::{latency_maps, level_percentages, ms_round, LatencyMap};
 use crate::stats::{window_summary, JobStats, LatStats, BW_WINDOW};
 use crate::RunReport;
 use std::fmt::Write;
@@ -50,9 +50,16 @@ fn digits(v: u64) -> usize {
 /// fio's default `significant_figures` for IOPS, bandwidth and sizes.
 const SIG_FIGS: usize = 4;
 
+/// A quantity as fio prints it twice, in binary and in decimal prefixes: (`73.7MiB/s`,
+/// `77.3MB/s`).
+fn binary_and_decimal(v: u64, unit: &str) -> (String, String) {
+    (num2str(v, SIG_FIGS, true, unit), num2str(v, SIG_FIGS, false, unit))
+}
+
 /// Bytes per second as fio prints them: `73.7MiB/s (77.3MB/s)`.
 fn bandwidth(bytes_per_sec: u64) -> String {
-    format!("{} ({})", num2str(bytes_per_sec, SIG_FIGS, true, "B/s"), num2str(bytes_per_sec, SIG_FIGS, false, "B/s"))
+    let (binary, decimal) = binary_and_decimal(bytes_per_sec, "B/s");
+    format!("{binary} ({decimal})")
 }
 
 fn lat_line(out: &mut String, label: &str, s: &LatStats) {
@@ -108,9 +115,9 @@ fn percentile_block(out: &mut String, title: &str, list: &[f64], values: &[u64])
     }
 }
 
-/// A job's run time in milliseconds, as fio keeps it.
+/// A job's run time in milliseconds, as fio keeps it (and the JSON's `runtime`).
 fn runtime_ms(job: &JobStats) -> u64 {
-    (job.runtime.0 + 500_000) / 1_000_000
+    ms_round(job.runtime.0)
 }
 
 /// Bytes per second of one direction of a job, fio's integer way (bytes x 1000 / ms).
@@ -229,10 +236,9 @@ struct GroupLine {
 }
 
 fn group_line(out: &mut String, name: &str, g: &GroupLine) {
-    let both = |v: u64, unit: &str| (num2str(v, SIG_FIGS, true, unit), num2str(v, SIG_FIGS, false, unit));
-    let (lo, lo_si) = both(g.min_job_bytes_per_sec, "B/s");
-    let (hi, hi_si) = both(g.max_job_bytes_per_sec, "B/s");
-    let (io, io_si) = both(g.io_bytes, "B");
+    let (lo, lo_si) = binary_and_decimal(g.min_job_bytes_per_sec, "B/s");
+    let (hi, hi_si) = binary_and_decimal(g.max_job_bytes_per_sec, "B/s");
+    let (io, io_si) = binary_and_decimal(g.io_bytes, "B");
     let _ = writeln!(
         out,
         "  {name:>5}: bw={}, {lo}-{hi} ({lo_si}-{hi_si}), io={io} ({io_si}), run={}-{}msec",

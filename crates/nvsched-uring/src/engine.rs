@@ -713,7 +713,7 @@ impl Engine {
                     clone.stats.record_prio(op, prio, clat);
                 }
                 if let Some(logs) = &mut clone.logs {
-                    let high_prio = prio != clone.driver.spec.ioprio();
+                    let high_prio = prio != clone.driver.default_prio();
                     logs.record(now - ramp_end, op, len, offset, high_prio, slat, clat);
                 }
             } else {

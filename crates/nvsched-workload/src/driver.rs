@@ -136,6 +136,10 @@ impl JobDriver {
     pub fn depth(&self) -> u32 {
         self.depth
     }
+    /// The job's own priority (`prioclass`/`prio`), which I/Os carry unless `cmdprio`'s.
+    pub fn default_prio(&self) -> IoPrio {
+        self.prio
+    }
     pub fn issued_bytes(&self) -> u64 {
         self.issued_bytes
     }

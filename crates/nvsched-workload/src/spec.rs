@@ -386,8 +386,9 @@ type Apply = fn(&mut JobSpec, &str) -> Result<(), String>;
 pub struct OptionDef {
     pub name: &'static str,
     pub aliases: &'static [&'static str],
-    /// Whether a bare `name` (no `=value`) is accepted, meaning `1`.
-    pub bare: bool,
+    /// What a bare `name` (no `=value`) means, if it is accepted: `1` for flags, `""`
+    /// for `write_*_log` (the default file name prefix, the job's name).
+    pub bare: Option<&'static str>,
     pub help: &'static str,
     apply: Apply,
 }
@@ -404,18 +405,18 @@ fn int_in(v: &str, min: i64, max: i64) -> Result<i64, String> {
 
 /// Every option nvsched understands; the single source for parsing and `--help` text.
 pub static OPTIONS: &[OptionDef] = &[
-    opt!("name", [], false, "job name (default: the section name)", |j, v| {
+    opt!("name", [], None, "job name (default: the section name)", |j, v| {
         if v.trim().is_empty() {
             return Err("job name must not be empty".into());
         }
         j.name = v.trim().to_string();
         Ok(())
     }),
-    opt!("description", [], false, "free text, reported as fio's \"desc\"", |j, v| {
+    opt!("description", [], None, "free text, reported as fio's \"desc\"", |j, v| {
         j.description = Some(v.to_string());
         Ok(())
     }),
-    opt!("filename", [], false, "target file; /dev/... means the whole simulated device", |j, v| {
+    opt!("filename", [], None, "target file; /dev/... means the whole simulated device", |j, v| {
         if v.is_empty() {
             return Err("filename must not be empty".into());
         }
@@ -428,7 +429,7 @@ pub static OPTIONS: &[OptionDef] = &[
     opt!(
         "rw",
         ["readwrite"],
-        false,
+        None,
         "read, write, trim, randread, randwrite, randtrim, rw/readwrite, randrw",
         |j, v| {
             j.pattern = match v {
@@ -452,21 +453,21 @@ pub static OPTIONS: &[OptionDef] = &[
             Ok(())
         }
     ),
-    opt!("rwmixread", [], false, "percentage of reads in a mixed pattern (0..=100)", |j, v| {
+    opt!("rwmixread", [], None, "percentage of reads in a mixed pattern (0..=100)", |j, v| {
         j.rwmix_read_pct = int_in(v, 0, 100)? as u32;
         Ok(())
     }),
-    opt!("rwmixwrite", [], false, "percentage of writes in a mixed pattern (0..=100)", |j, v| {
+    opt!("rwmixwrite", [], None, "percentage of writes in a mixed pattern (0..=100)", |j, v| {
         j.rwmix_read_pct = 100 - int_in(v, 0, 100)? as u32;
         Ok(())
     }),
-    opt!("bs", ["blocksize"], false, "block size per direction: read[,write[,trim]]", |j, v| {
+    opt!("bs", ["blocksize"], None, "block size per direction: read[,write[,trim]]", |j, v| {
         let kb = j.kb_base;
         let sizes = per_direction(v, |s| parse_block_size(s, kb).map(BlockSizes::Fixed))?;
         apply_per_direction(&mut j.bs, sizes, BlockSizes::Fixed(4096));
         Ok(())
     }),
-    opt!("bsrange", ["blocksize_range"], false, "block size range per direction: lo-hi[,lo-hi]", |j, v| {
+    opt!("bsrange", ["blocksize_range"], None, "block size range per direction: lo-hi[,lo-hi]", |j, v| {
         let kb = j.kb_base;
         let ranges = per_direction(v, |s| {
             let (lo, hi) =
@@ -480,24 +481,24 @@ pub static OPTIONS: &[OptionDef] = &[
         apply_per_direction(&mut j.bs, ranges, BlockSizes::Fixed(4096));
         Ok(())
     }),
-    opt!("bssplit", [], false, "weighted block sizes: bs/pct:bs/pct[,...] per direction", |j, v| {
+    opt!("bssplit", [], None, "weighted block sizes: bs/pct:bs/pct[,...] per direction", |j, v| {
         let kb = j.kb_base;
         let splits = per_direction(v, |s| parse_bssplit(s, kb))?;
         apply_per_direction(&mut j.bs, splits, BlockSizes::Fixed(4096));
         Ok(())
     }),
-    opt!("iodepth", [], false, "requests in flight for asynchronous engines (1..=65536)", |j, v| {
+    opt!("iodepth", [], None, "requests in flight for asynchronous engines (1..=65536)", |j, v| {
         j.iodepth = int_in(v, 1, 65_536)? as u32;
         Ok(())
     }),
-    opt!("iodepth_batch_submit", ["iodepth_batch"], false, "requests submitted together (0 = iodepth)", |j, v| {
+    opt!("iodepth_batch_submit", ["iodepth_batch"], None, "requests submitted together (0 = iodepth)", |j, v| {
         j.iodepth_batch_submit = int_in(v, 0, 65_536)? as u32;
         Ok(())
     }),
     opt!(
         "ioengine",
         [],
-        false,
+        None,
         "sync, psync, vsync, pvsync, pvsync2 (one request at a time); libaio, io_uring, posixaio, null (asynchronous)",
         |j, v| {
             j.engine_kind = match v {
@@ -513,18 +514,18 @@ pub static OPTIONS: &[OptionDef] = &[
             Ok(())
         }
     ),
-    opt!("direct", [], true, "O_DIRECT (0 or 1); nvsched always models direct I/O", |j, v| {
+    opt!("direct", [], Some("1"), "O_DIRECT (0 or 1); nvsched always models direct I/O", |j, v| {
         j.direct = parse_bool(v)?;
         Ok(())
     }),
-    opt!("buffered", [], true, "the inverse of direct", |j, v| {
+    opt!("buffered", [], Some("1"), "the inverse of direct", |j, v| {
         j.direct = !parse_bool(v)?;
         Ok(())
     }),
     opt!(
         "sync",
         [],
-        false,
+        None,
         "write open mode: none/0, sync/1 (O_SYNC), dsync (O_DSYNC); direct sync writes are FUA",
         |j, v| {
             j.sync_mode = match v {
@@ -536,22 +537,22 @@ pub static OPTIONS: &[OptionDef] = &[
             Ok(())
         }
     ),
-    opt!("fsync", [], false, "flush the device cache after every N writes (0 = never)", |j, v| {
+    opt!("fsync", [], None, "flush the device cache after every N writes (0 = never)", |j, v| {
         j.fsync_every = int_in(v, 0, u32::MAX.into())? as u32;
         Ok(())
     }),
-    opt!("fdatasync", [], false, "like fsync, with fdatasync", |j, v| {
+    opt!("fdatasync", [], None, "like fsync, with fdatasync", |j, v| {
         j.fdatasync_every = int_in(v, 0, u32::MAX.into())? as u32;
         Ok(())
     }),
-    opt!("numjobs", [], false, "identical clones of the job (1..=4096)", |j, v| {
+    opt!("numjobs", [], None, "identical clones of the job (1..=4096)", |j, v| {
         j.numjobs = int_in(v, 1, 4096)? as u32;
         Ok(())
     }),
     opt!(
         "size",
         [],
-        false,
+        None,
         "bytes of I/O per clone and the region it is confined to (or N% of the file/device)",
         |j, v| {
             let s = parse_size_or_percent(v, j.kb_base)?;
@@ -562,19 +563,19 @@ pub static OPTIONS: &[OptionDef] = &[
             Ok(())
         }
     ),
-    opt!("io_size", ["io_limit"], false, "bytes of I/O to do, independent of the region size", |j, v| {
+    opt!("io_size", ["io_limit"], None, "bytes of I/O to do, independent of the region size", |j, v| {
         j.io_size = Some(parse_size(v, j.kb_base)?);
         Ok(())
     }),
-    opt!("offset", [], false, "start of the region within the file/device (bytes or N%)", |j, v| {
+    opt!("offset", [], None, "start of the region within the file/device (bytes or N%)", |j, v| {
         j.offset = parse_size_or_percent(v, j.kb_base).map_err(|e| e.replace("(0, 100]", "[0, 100]"))?;
         Ok(())
     }),
-    opt!("offset_increment", [], false, "clone i starts at offset + i * offset_increment (bytes)", |j, v| {
+    opt!("offset_increment", [], None, "clone i starts at offset + i * offset_increment (bytes)", |j, v| {
         j.offset_increment = parse_size(v, j.kb_base)?;
         Ok(())
     }),
-    opt!("filesize", [], false, "size of the job's file (then size is only the I/O amount)", |j, v| {
+    opt!("filesize", [], None, "size of the job's file (then size is only the I/O amount)", |j, v| {
         let s = parse_size(v, j.kb_base)?;
         if s == 0 {
             return Err("filesize must be greater than 0".into());
@@ -582,26 +583,26 @@ pub static OPTIONS: &[OptionDef] = &[
         j.filesize = Some(s);
         Ok(())
     }),
-    opt!("runtime", ["timeout"], false, "run-time cap, seconds unless a unit is given", |j, v| {
+    opt!("runtime", ["timeout"], None, "run-time cap, seconds unless a unit is given", |j, v| {
         j.runtime = parse_time(v, Nanos::from_secs(1))?;
         Ok(())
     }),
-    opt!("time_based", [], true, "keep going until runtime ends (0 or 1)", |j, v| {
+    opt!("time_based", [], Some("1"), "keep going until runtime ends (0 or 1)", |j, v| {
         j.time_based = parse_bool(v)?;
         Ok(())
     }),
-    opt!("ramp_time", [], false, "warm-up excluded from the statistics, seconds unless a unit is given", |j, v| {
+    opt!("ramp_time", [], None, "warm-up excluded from the statistics, seconds unless a unit is given", |j, v| {
         j.ramp_time = parse_time(v, Nanos::from_secs(1))?;
         Ok(())
     }),
-    opt!("startdelay", [], false, "delay before the job starts, seconds unless a unit is given", |j, v| {
+    opt!("startdelay", [], None, "delay before the job starts, seconds unless a unit is given", |j, v| {
         j.startdelay = parse_time(v, Nanos::from_secs(1))?;
         Ok(())
     }),
     opt!(
         "thinktime",
         [],
-        false,
+        None,
         "pause after every thinktime_blocks I/Os, once they completed; microseconds unless a unit is given",
         |j, v| {
             j.thinktime = parse_time(v, Nanos::from_us(1))?;
@@ -611,14 +612,14 @@ pub static OPTIONS: &[OptionDef] = &[
     opt!(
         "thinktime_blocks",
         [],
-        false,
+        None,
         "I/Os issued between thinktime pauses (default 1), which must complete first (caps iodepth); counted as issued, as fio's thinktime_blocks_type=issue",
         |j, v| {
             j.thinktime_blocks = int_in(v, 1, i64::from(u32::MAX))? as u32;
             Ok(())
         }
     ),
-    opt!("thinktime_blocks_type", [], false, "issue: thinktime_blocks counts issued I/Os (the only way nvsched counts)", |_, v| {
+    opt!("thinktime_blocks_type", [], None, "issue: thinktime_blocks counts issued I/Os (the only way nvsched counts)", |_, v| {
         match v {
             "issue" => Ok(()),
             other => Err(format!(
@@ -626,46 +627,46 @@ pub static OPTIONS: &[OptionDef] = &[
             )),
         }
     }),
-    opt!("write_lat_log", [], true, "log each I/O's latency: PREFIX_lat|clat|slat.N.log (bare: the job's name)", |j, v| {
+    opt!("write_lat_log", [], Some(""), "log each I/O's latency: PREFIX_lat|clat|slat.N.log (bare: the job's name)", |j, v| {
         j.logs.lat = Some(v.to_string());
         Ok(())
     }),
-    opt!("write_bw_log", [], true, "log each I/O's bandwidth (KB/s): PREFIX_bw.N.log (bare: the job's name)", |j, v| {
+    opt!("write_bw_log", [], Some(""), "log each I/O's bandwidth (KB/s): PREFIX_bw.N.log (bare: the job's name)", |j, v| {
         j.logs.bw = Some(v.to_string());
         Ok(())
     }),
-    opt!("write_iops_log", [], true, "log each I/O (IOPS): PREFIX_iops.N.log (bare: the job's name)", |j, v| {
+    opt!("write_iops_log", [], Some(""), "log each I/O (IOPS): PREFIX_iops.N.log (bare: the job's name)", |j, v| {
         j.logs.iops = Some(v.to_string());
         Ok(())
     }),
-    opt!("log_avg_msec", [], false, "log one line per window of this many ms and direction: the mean (0: every I/O)", |j, v| {
+    opt!("log_avg_msec", [], None, "log one line per window of this many ms and direction: the mean (0: every I/O)", |j, v| {
         j.logs.avg_msec = int_in(v, 0, i64::from(u32::MAX))? as u32;
         Ok(())
     }),
-    opt!("log_offset", [], true, "add each I/O's offset to the log lines (0 or 1)", |j, v| {
+    opt!("log_offset", [], Some("1"), "add each I/O's offset to the log lines (0 or 1)", |j, v| {
         j.logs.offset = parse_bool(v)?;
         Ok(())
     }),
-    opt!("number_ios", [], false, "stop after this many I/Os, if no other limit comes first (0: none)", |j, v| {
+    opt!("number_ios", [], None, "stop after this many I/Os, if no other limit comes first (0: none)", |j, v| {
         j.number_ios = parse_int_in(v, 0, i64::MAX)? as u64;
         Ok(())
     }),
-    opt!("loops", [], false, "run the job's I/O this many times over (not with time_based)", |j, v| {
+    opt!("loops", [], None, "run the job's I/O this many times over (not with time_based)", |j, v| {
         j.loops = int_in(v, 1, i64::from(u32::MAX))? as u32;
         Ok(())
     }),
-    opt!("rate", [], false, "bandwidth cap in bytes/s per clone: read[,write[,trim]]", |j, v| {
+    opt!("rate", [], None, "bandwidth cap in bytes/s per clone: read[,write[,trim]]", |j, v| {
         let kb = j.kb_base;
         let rates = per_direction(v, |s| parse_size(s, kb))?;
         apply_per_direction(&mut j.rate_bps, rates, 0);
         Ok(())
     }),
-    opt!("rate_iops", [], false, "IOPS cap per clone: read[,write[,trim]]", |j, v| {
+    opt!("rate_iops", [], None, "IOPS cap per clone: read[,write[,trim]]", |j, v| {
         let rates = per_direction(v, |s| parse_int_in(s, 0, i64::MAX).map(|v| v as u64))?;
         apply_per_direction(&mut j.rate_iops, rates, 0);
         Ok(())
     }),
-    opt!("rate_process", [], false, "linear (fixed gaps) or poisson (exponential gaps)", |j, v| {
+    opt!("rate_process", [], None, "linear (fixed gaps) or poisson (exponential gaps)", |j, v| {
         j.rate_process = match v {
             "linear" => RateProcess::Linear,
             "poisson" => RateProcess::Poisson,
@@ -673,62 +674,62 @@ pub static OPTIONS: &[OptionDef] = &[
         };
         Ok(())
     }),
-    opt!("prio", [], false, "I/O priority level 0..=7 (0 is highest)", |j, v| {
+    opt!("prio", [], None, "I/O priority level 0..=7 (0 is highest)", |j, v| {
         j.prio = Some(int_in(v, 0, 7)? as u8);
         Ok(())
     }),
-    opt!("prioclass", [], false, "I/O priority class: 0 none, 1 real-time, 2 best-effort, 3 idle", |j, v| {
+    opt!("prioclass", [], None, "I/O priority class: 0 none, 1 real-time, 2 best-effort, 3 idle", |j, v| {
         j.prioclass = Some(int_in(v, 0, 3)? as u8);
         Ok(())
     }),
     opt!(
         "cmdprio_percentage",
         [],
-        false,
+        None,
         "io_uring/libaio: % of I/Os issued with cmdprio_class/cmdprio: all[,write] or read,write",
         |j, v| cmdprio_pair(&mut j.cmdprio_pct, v, 0, 100)
     ),
     opt!(
         "cmdprio_class",
         [],
-        false,
+        None,
         "class of cmdprio_percentage's I/Os: 1 real-time (default), 2 best-effort, 3 idle; read[,write]",
         |j, v| cmdprio_pair(&mut j.cmdprio_class, v, 1, 3)
     ),
-    opt!("cmdprio", [], false, "level 0..=7 of cmdprio_percentage's I/Os (default 0); read[,write]", |j, v| {
+    opt!("cmdprio", [], None, "level 0..=7 of cmdprio_percentage's I/Os (default 0); read[,write]", |j, v| {
         cmdprio_pair(&mut j.cmdprio_level, v, 0, 7)
     }),
-    opt!("nice", [], false, "CPU nice value -20..=19", |j, v| {
+    opt!("nice", [], None, "CPU nice value -20..=19", |j, v| {
         j.nice = int_in(v, -20, 19)? as i8;
         Ok(())
     }),
-    opt!("cgroup", [], false, "cgroup (tenant) name; jobs naming the same cgroup share it", |j, v| {
+    opt!("cgroup", [], None, "cgroup (tenant) name; jobs naming the same cgroup share it", |j, v| {
         if v.is_empty() {
             return Err("cgroup name must not be empty".into());
         }
         j.cgroup = Some(v.to_string());
         Ok(())
     }),
-    opt!("cgroup_weight", [], false, "weight of the job's cgroup, 100..=1000", |j, v| {
+    opt!("cgroup_weight", [], None, "weight of the job's cgroup, 100..=1000", |j, v| {
         j.cgroup_weight = int_in(v, 100, 1000)? as u32;
         Ok(())
     }),
-    opt!("stonewall", ["wait_for_previous"], true, "wait for earlier jobs to finish; starts a new group", |j, v| {
+    opt!("stonewall", ["wait_for_previous"], Some("1"), "wait for earlier jobs to finish; starts a new group", |j, v| {
         j.stonewall = parse_bool(v)?;
         Ok(())
     }),
-    opt!("new_group", [], true, "start a new reporting group without waiting", |j, v| {
+    opt!("new_group", [], Some("1"), "start a new reporting group without waiting", |j, v| {
         j.new_group = parse_bool(v)?;
         Ok(())
     }),
-    opt!("group_reporting", [], true, "report each group as one job", |j, v| {
+    opt!("group_reporting", [], Some("1"), "report each group as one job", |j, v| {
         j.group_reporting = parse_bool(v)?;
         Ok(())
     }),
     opt!(
         "percentile_list",
         [],
-        false,
+        None,
         "completion-latency percentiles, a:b:c (at most 20, each in (0, 100])",
         |j, v| {
             let mut list = Vec::new();
@@ -750,32 +751,32 @@ pub static OPTIONS: &[OptionDef] = &[
     opt!(
         "random_distribution",
         [],
-        false,
+        None,
         "random, zipf:THETA[:CENTER], pareto:H[:CENTER], normal:DEV%[:CENTER]",
         |j, v| {
             j.distribution = parse_distribution(v)?;
             Ok(())
         }
     ),
-    opt!("norandommap", [], true, "draw random offsets independently (repeats allowed)", |j, v| {
+    opt!("norandommap", [], Some("1"), "draw random offsets independently (repeats allowed)", |j, v| {
         j.norandommap = parse_bool(v)?;
         Ok(())
     }),
-    opt!("randseed", [], false, "seed of the job's random generators", |j, v| {
+    opt!("randseed", [], None, "seed of the job's random generators", |j, v| {
         j.randseed = parse_int_in(v, 0, i64::MAX)? as u64;
         Ok(())
     }),
     opt!(
         "randrepeat",
         ["allrandrepeat"],
-        true,
+        Some("1"),
         "1: seeds follow randseed; 0: seeds also mix in the run's --seed",
         |j, v| {
             j.randrepeat = parse_bool(v)?;
             Ok(())
         }
     ),
-    opt!("kb_base", [], false, "1024 (k = 1024, kib = 1000, fio's default) or 1000 (the reverse)", |j, v| {
+    opt!("kb_base", [], None, "1024 (k = 1024, kib = 1000, fio's default) or 1000 (the reverse)", |j, v| {
         j.kb_base = match v {
             "1024" => KbBase::Binary,
             "1000" => KbBase::Decimal,
@@ -783,11 +784,11 @@ pub static OPTIONS: &[OptionDef] = &[
         };
         Ok(())
     }),
-    opt!("thread", [], true, "accepted for compatibility; no effect in nvsched", |_, v| { parse_bool(v).map(|_| ()) }),
+    opt!("thread", [], Some("1"), "accepted for compatibility; no effect in nvsched", |_, v| { parse_bool(v).map(|_| ()) }),
     opt!(
         "verify",
         [],
-        false,
+        None,
         "crc32c: written blocks carry a checksummed header, read back and checked (uring engine)",
         |j, v| {
             j.verify = match v {
@@ -798,18 +799,18 @@ pub static OPTIONS: &[OptionDef] = &[
             Ok(())
         }
     ),
-    opt!("do_verify", [], true, "read back and check after writing (with verify)", |j, v| {
+    opt!("do_verify", [], Some("1"), "read back and check after writing (with verify)", |j, v| {
         j.do_verify = parse_bool(v)?;
         Ok(())
     }),
-    opt!("verify_only", [], true, "only check the headers written by an earlier run (with verify)", |j, v| {
+    opt!("verify_only", [], Some("1"), "only check the headers written by an earlier run (with verify)", |j, v| {
         j.verify_only = parse_bool(v)?;
         Ok(())
     }),
     opt!(
         "precondition",
         [],
-        false,
+        None,
         "nvsched: simulated drive state before the run: clean, partial:FRACTION or full",
         |j, v| {
             let ok = v == "clean"
@@ -996,10 +997,8 @@ fn apply_option(
     };
     let value = match (&opt.value, def.bare) {
         (Some(v), _) => v.as_str(),
-        // a bare write_*_log: the default file name prefix (the job's name)
-        (None, true) if def.name.starts_with("write_") && def.name.ends_with("_log") => "",
-        (None, true) => "1",
-        (None, false) => return Err(JobFileError::new(&opt.at, Some(key), "needs a value (key=value)")),
+        (None, Some(meaning)) => meaning,
+        (None, None) => return Err(JobFileError::new(&opt.at, Some(key), "needs a value (key=value)")),
     };
     (def.apply)(job, value).map_err(|m| JobFileError::new(&opt.at, Some(key), m))?;
     if (def.name == "direct" || def.name == "buffered") && !job.direct {
