@@ -653,13 +653,15 @@ impl<'o> Simulation<'o> {
         let latency = now - rec.created;
         self.counters.latency_sum += latency.0 as f64;
         let job = &mut self.jobs[rec.job as usize];
-        job.driver.on_complete(now);
+        let counted = job.driver.on_complete(now);
         if job.completed_now == 0 {
             self.touched.push(rec.job);
         }
         job.completed_now += 1;
         let ramp_end = job.driver.ramp_end();
-        if now >= ramp_end {
+        if !counted {
+            // end_fsync's flush: in the job's runtime, not in its statistics
+        } else if now >= ramp_end {
             let (slat, clat) = if job.sync_engine {
                 (None, latency)
             } else {

@@ -184,6 +184,22 @@ fn fsync_issues_flushes_recorded_as_sync() {
 }
 
 #[test]
+fn end_fsync_flushes_inside_the_runtime_but_outside_the_stats() {
+    let p = profile(&[]);
+    let text = "[a]\nrw=write\nsize=1m\n";
+    let plain = run_with(text, "none", &p, 0, &mut NoObserver);
+    let synced = run_with(&format!("{text}end_fsync=1\n"), "none", &p, 0, &mut NoObserver);
+    let (a, b) = (&plain.clones[0], &synced.clones[0]);
+    assert_eq!(b.stats.sync.n, 0, "fio does not count end_fsync's flush");
+    assert_eq!(b.stats.dirs[1].total_ios, a.stats.dirs[1].total_ios);
+    assert_eq!(synced.engine.device_commands[3], 1, "one flush reached the device");
+    assert_eq!(plain.engine.device_commands[3], 0);
+    // the simple device flushes at once: the job ends one host round trip later
+    let flush_path = Nanos(p.host.submit_ns + p.host.complete_ns);
+    assert_eq!(b.finished_at, a.finished_at + flush_path, "the runtime includes the flush");
+}
+
+#[test]
 fn a_shared_host_cpu_caps_iops_and_queues_completions() {
     let p = profile(&[("host.cpus", "1"), ("host.submit_cpu_ns", "4000"), ("host.complete_cpu_ns", "6000")]);
     let text = "[a]\nfilename=/dev/nvme0n1\nioengine=io_uring\niodepth=64\nrw=randread\nruntime=200ms\ntime_based\n";

@@ -697,11 +697,13 @@ impl Engine {
                 (s.clone, s.op, s.len, s.created, s.inserted, s.rq.prio, s.rq.offset_bytes)
             };
             let clone = &mut self.clones[c as usize];
-            clone.driver.on_complete(now);
+            let counted = clone.driver.on_complete(now);
             clone.kick = true;
             clone.completed_now += 1;
             let ramp_end = clone.driver.ramp_end();
-            if now >= ramp_end {
+            if !counted {
+                // end_fsync's flush: in the job's runtime, not in its statistics
+            } else if now >= ramp_end {
                 let latency = now - created;
                 let (slat, clat) = if clone.sync_engine {
                     (None, latency)

@@ -57,8 +57,25 @@ pub struct JobDriver {
     pending: Option<IoUnit>,
     writes_since_flush: u32,
     flush_every: u32,
-    flush_due: bool,
+    flush_due: FlushDue,
+    /// The in-flight request is an end-of-pass flush (then it is the only one).
+    end_flush_inflight: bool,
+    /// The last unit issued was a flush (fio then skips the end-of-pass one).
+    last_was_flush: bool,
+    /// Bytes per pass over the job's size (`loops`), where the end-of-pass flush goes.
+    pass_bytes: u64,
+    next_pass_end: u64,
     finished_at: Option<Nanos>,
+}
+
+/// A flush the job owes once its outstanding requests have completed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum FlushDue {
+    No,
+    /// `fsync=N`/`fdatasync=N`: counted in the sync statistics.
+    Counted,
+    /// `end_fsync`/`fsync_on_close` at the end of a pass: fio does not count it.
+    EndOfPass,
 }
 
 impl JobDriver {
@@ -66,11 +83,8 @@ impl JobDriver {
     pub fn new(spec: Arc<JobSpec>, clone_index: u32, region: Region, seed: u64) -> Result<JobDriver, String> {
         let gen = IoGenerator::new(&spec, region, seed)?;
         let size = spec.size.map_or(region.len, |s| s.resolve(region.len)).min(region.len);
-        let io_limit = if spec.time_based {
-            u64::MAX
-        } else {
-            spec.io_size.unwrap_or(size).saturating_mul(u64::from(spec.loops.max(1)))
-        };
+        let pass_bytes = if spec.time_based { u64::MAX } else { spec.io_size.unwrap_or(size) };
+        let io_limit = pass_bytes.saturating_mul(u64::from(spec.loops.max(1)));
         let ios_limit = if spec.number_ios > 0 { spec.number_ios } else { u64::MAX };
         let think_every =
             if spec.thinktime > Nanos::ZERO { spec.thinktime_blocks.clamp(1, u32::MAX - 1) } else { u32::MAX };
@@ -104,7 +118,11 @@ impl JobDriver {
             cmdprio,
             pending: None,
             writes_since_flush: 0,
-            flush_due: false,
+            flush_due: FlushDue::No,
+            end_flush_inflight: false,
+            last_was_flush: false,
+            pass_bytes,
+            next_pass_end: pass_bytes,
             finished_at: None,
         })
     }
@@ -154,17 +172,41 @@ impl JobDriver {
         self.spec.writes_fua()
     }
 
-    /// Stops issuing now (e.g. the run's time limit); in-flight requests still complete.
-    pub fn stop(&mut self, now: Nanos) {
+    /// The job issues no more data I/O (a size, count or time limit); it still owes the
+    /// end-of-pass flush if it asked for one.
+    fn stop_issuing(&mut self) {
         self.stopped = true;
         self.pending = None;
-        self.mark_finished(now);
+        // an `fsync=N` flush not yet issued is dropped at a time stop, as fio checks the
+        // time first (at a size or count stop none is pending)
+        self.flush_due = FlushDue::No;
+        self.owe_end_flush();
+    }
+
+    /// fio's `should_fsync`: a job that writes, whose last request was not a flush.
+    fn owe_end_flush(&mut self) {
+        if self.spec.flushes_at_end() && !self.last_was_flush {
+            self.flush_due = FlushDue::EndOfPass;
+        }
     }
 
     fn mark_finished(&mut self, now: Nanos) {
-        if self.stopped && self.inflight == 0 && self.finished_at.is_none() {
+        if self.stopped && self.inflight == 0 && self.flush_due == FlushDue::No && self.finished_at.is_none() {
             self.finished_at = Some(now);
         }
+    }
+
+    /// Issues the flush that is due once nothing is in flight (fio drains first).
+    fn poll_flush(&mut self, out: &mut Vec<IoUnit>) -> Poll {
+        if self.inflight > 0 {
+            return Poll::Blocked;
+        }
+        self.end_flush_inflight = self.flush_due == FlushDue::EndOfPass;
+        self.flush_due = FlushDue::No;
+        self.last_was_flush = true;
+        self.inflight += 1;
+        out.push(IoUnit { op: Op::Flush, offset_bytes: 0, len_bytes: 0, prio: self.prio });
+        Poll::Ready
     }
 
     /// Appends the units to issue now (a batch) to `out` and says what to do next.
@@ -179,22 +221,14 @@ impl JobDriver {
             return Poll::WaitUntil(start);
         }
         if !self.stopped && self.end.is_some_and(|end| now >= end) {
-            self.stopped = true;
-            self.pending = None;
+            self.stop_issuing();
+        }
+        if self.flush_due != FlushDue::No {
+            return self.poll_flush(out);
         }
         if self.stopped {
             self.mark_finished(now);
             return if self.inflight == 0 { Poll::Finished } else { Poll::Blocked };
-        }
-        if self.flush_due {
-            // fio drains outstanding writes before an fsync.
-            if self.inflight > 0 {
-                return Poll::Blocked;
-            }
-            self.flush_due = false;
-            self.inflight += 1;
-            out.push(IoUnit { op: Op::Flush, offset_bytes: 0, len_bytes: 0, prio: self.prio });
-            return Poll::Ready;
         }
         if self.quiescing {
             return Poll::Blocked;
@@ -207,7 +241,7 @@ impl JobDriver {
         let limit = self.batch.min(max_units);
         while self.inflight < self.depth && ((out.len() - start_len) as u32) < limit {
             if self.issued_bytes >= self.io_limit || self.issued_ios >= self.ios_limit {
-                self.stopped = true;
+                self.stop_issuing();
                 break;
             }
             let unit = match self.pending.take() {
@@ -231,13 +265,22 @@ impl JobDriver {
             self.inflight += 1;
             self.issued_bytes += u64::from(unit.len_bytes);
             self.issued_ios += 1;
+            self.last_was_flush = false;
             let mut pause = false;
             if unit.op == Op::Write && self.flush_every > 0 {
                 self.writes_since_flush += 1;
                 if self.writes_since_flush >= self.flush_every {
                     self.writes_since_flush = 0;
-                    self.flush_due = true;
+                    self.flush_due = FlushDue::Counted;
                     pause = true;
+                }
+            }
+            if self.issued_bytes >= self.next_pass_end && self.issued_bytes < self.io_limit {
+                // a `loops` pass ends here: fio's end_fsync comes after each pass
+                self.next_pass_end = self.next_pass_end.saturating_add(self.pass_bytes);
+                if self.flush_due == FlushDue::No {
+                    self.owe_end_flush();
+                    pause |= self.flush_due != FlushDue::No;
                 }
             }
             if self.think_every < u32::MAX {
@@ -255,6 +298,9 @@ impl JobDriver {
         }
         if out.len() > start_len {
             return Poll::Ready;
+        }
+        if self.flush_due != FlushDue::No {
+            return self.poll_flush(out);
         }
         if self.stopped {
             self.mark_finished(now);
@@ -298,15 +344,19 @@ impl JobDriver {
         Some(Nanos::from_secs_f64(gap_s))
     }
 
-    /// One of this clone's requests completed.
-    pub fn on_complete(&mut self, now: Nanos) {
+    /// One of this clone's requests completed. Returns whether it counts in the job's
+    /// statistics and logs: all do but the end-of-pass flush, which fio does not account.
+    pub fn on_complete(&mut self, now: Nanos) -> bool {
         debug_assert!(self.inflight > 0, "completion without a request in flight");
+        let counted = !self.end_flush_inflight;
+        self.end_flush_inflight = false;
         self.inflight = self.inflight.saturating_sub(1);
         if self.quiescing && self.inflight == 0 {
             self.quiescing = false;
             self.think_until = now + self.spec.thinktime;
         }
         self.mark_finished(now);
+        counted
     }
 }
 
@@ -478,10 +528,10 @@ mod tests {
         assert_eq!(out[2].op, Op::Flush);
     }
 
-    #[test]
-    fn thinktime_keeps_fsync_counting() {
-        let mut d = driver("[a]\nrw=write\nfsync=2\nthinktime=10\nsize=64k\n");
-        let (mut out, mut t) = (Vec::new(), Nanos::ZERO);
+    /// Runs `d` to its end, each unit completing 1 us after the previous one; returns
+    /// what it issued, whether each completion counted, and when it finished.
+    fn run_to_end(d: &mut JobDriver) -> (Vec<(Op, bool)>, Nanos) {
+        let (mut out, mut counted, mut t) = (Vec::new(), Vec::new(), Nanos::ZERO);
         loop {
             let before = out.len();
             match d.poll(t, &mut out) {
@@ -490,15 +540,56 @@ mod tests {
                 Poll::Ready => {
                     for _ in before..out.len() {
                         t += Nanos(1_000);
-                        d.on_complete(t);
+                        counted.push(d.on_complete(t));
                     }
                 }
                 Poll::Blocked => panic!("blocked with nothing in flight at {t:?}"),
             }
         }
-        let ops: Vec<Op> = out.iter().map(|u| u.op).collect();
+        assert_eq!(d.finished_at(), Some(t), "finished when the last request completed");
+        (out.iter().map(|u| u.op).zip(counted).collect(), t)
+    }
+
+    #[test]
+    fn thinktime_keeps_fsync_counting() {
+        let mut d = driver("[a]\nrw=write\nfsync=2\nthinktime=10\nsize=64k\n");
+        let ops: Vec<Op> = run_to_end(&mut d).0.into_iter().map(|(op, _)| op).collect();
         assert_eq!(ops.len(), 24, "16 writes, a flush after every second one: {ops:?}");
         assert!(ops.chunks(3).all(|c| c == [Op::Write, Op::Write, Op::Flush]), "{ops:?}");
+    }
+
+    #[test]
+    fn end_fsync_flushes_after_each_pass_uncounted() {
+        let w = (Op::Write, true);
+        let end_flush = (Op::Flush, false);
+        let (ops, _) = run_to_end(&mut driver("[a]\nrw=write\nsize=16k\nend_fsync=1\n"));
+        assert_eq!(ops, [w, w, w, w, end_flush]);
+        // each loop ends with one (fio runs do_io, and its end_fsync, once per loop)
+        let (ops, _) = run_to_end(&mut driver("[a]\nrw=randwrite\nsize=8k\nloops=2\nfsync_on_close=1\n"));
+        assert_eq!(ops, [w, w, end_flush, w, w, end_flush]);
+        // after an fsync=N flush none is owed (fio's last_was_sync)
+        let (ops, _) = run_to_end(&mut driver("[a]\nrw=write\nsize=8k\nfsync=2\nend_fsync=1\n"));
+        assert_eq!(ops, [w, w, (Op::Flush, true)]);
+        // jobs that do not write do not flush
+        let (ops, _) = run_to_end(&mut driver("[a]\nrw=read\nsize=8k\nend_fsync=1\n"));
+        assert_eq!(ops, [(Op::Read, true), (Op::Read, true)]);
+        // an asynchronous job drains first, and a time-based one flushes after its runtime
+        let mut d = driver("[a]\nioengine=io_uring\niodepth=4\nrw=randrw\nend_fsync=1\nruntime=2ms\ntime_based\n");
+        let mut out = Vec::new();
+        while d.poll(Nanos::ZERO, &mut out) == Poll::Ready {}
+        assert_eq!(out.len(), 4);
+        assert_eq!(d.poll(Nanos::from_ms(2), &mut out), Poll::Blocked, "drains first");
+        for i in 1..4 {
+            assert!(d.on_complete(Nanos::from_ms(2) + Nanos(i)));
+        }
+        assert_eq!(d.poll(Nanos::from_ms(3), &mut out), Poll::Blocked);
+        assert!(d.on_complete(Nanos::from_ms(3)));
+        assert_eq!(d.finished_at(), None, "the flush is still owed");
+        assert_eq!(d.poll(Nanos::from_ms(3), &mut out), Poll::Ready);
+        assert_eq!(out.last().map(|u| u.op), Some(Op::Flush));
+        assert!(!d.on_complete(Nanos::from_ms(4)), "not counted");
+        assert_eq!(d.poll(Nanos::from_ms(4), &mut out), Poll::Finished);
+        assert_eq!(d.finished_at(), Some(Nanos::from_ms(4)), "the job's runtime includes it");
     }
 
     #[test]

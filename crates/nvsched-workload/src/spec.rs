@@ -145,6 +145,11 @@ pub struct JobSpec {
     pub sync_mode: SyncMode,
     pub fsync_every: u32,
     pub fdatasync_every: u32,
+    /// `end_fsync`: flush once a pass's writes are done (fio does not count it in the
+    /// statistics, but the job's runtime includes it).
+    pub end_fsync: bool,
+    /// `fsync_on_close`: the same flush at the end of a pass (fio issues it for either).
+    pub fsync_on_close: bool,
     pub numjobs: u32,
     pub size: Option<SizeOrPercent>,
     pub io_size: Option<u64>,
@@ -226,6 +231,8 @@ impl JobSpec {
             sync_mode: SyncMode::None,
             fsync_every: 0,
             fdatasync_every: 0,
+            end_fsync: false,
+            fsync_on_close: false,
             numjobs: 1,
             size: None,
             io_size: None,
@@ -328,6 +335,13 @@ impl JobSpec {
             None => &[Op::Read, Op::Write],
         };
         ops.iter().copied()
+    }
+
+    /// Whether the job flushes at the end of each pass (`end_fsync`, `fsync_on_close`):
+    /// fio does for jobs that write.
+    pub fn flushes_at_end(&self) -> bool {
+        (self.end_fsync || self.fsync_on_close)
+            && (self.pattern.is_mixed() || self.pattern.single_op() == Some(Op::Write))
     }
 
     /// Writes carry FUA when the job opens with O_SYNC/O_DSYNC and uses direct I/O.
@@ -543,6 +557,14 @@ pub static OPTIONS: &[OptionDef] = &[
     }),
     opt!("fdatasync", [], None, "like fsync, with fdatasync", |j, v| {
         j.fdatasync_every = int_in(v, 0, u32::MAX.into())? as u32;
+        Ok(())
+    }),
+    opt!("end_fsync", [], Some("1"), "flush once the job's writes are done (each loop), not counted in stats", |j, v| {
+        j.end_fsync = parse_bool(v)?;
+        Ok(())
+    }),
+    opt!("fsync_on_close", [], Some("1"), "like end_fsync (fio flushes at the end for either)", |j, v| {
+        j.fsync_on_close = parse_bool(v)?;
         Ok(())
     }),
     opt!("numjobs", [], None, "identical clones of the job (1..=4096)", |j, v| {
@@ -858,8 +880,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "write_iolog",
     "read_iolog",
     "write_hist_log",
-    "end_fsync",
-    "fsync_on_close",
     "unified_rw_reporting",
     "lat_percentiles",
     "slat_percentiles",

@@ -313,3 +313,28 @@ fn cmdprio_percentage_sends_that_share_at_the_other_priority_and_reports_it() {
     assert_eq!(high, n(1), "high-priority rows are the class-1 I/Os");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn end_fsync_flushes_the_file_without_counting_the_flush() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let job = write_job(
+        &d,
+        "end_fsync.fio",
+        &format!(
+            "[w]\nfilename={}\nsize=1m\nbs=4k\nrw=write\nioengine=io_uring\niodepth=4\nend_fsync=1\n\
+             [w2]\nfilename={}\nsize=1m\nbs=4k\nrw=write\nfsync=64\n",
+            d.join("a.dat").display(),
+            d.join("b.dat").display()
+        ),
+    );
+    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "--output-format=json", "-q"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let n = |job: usize, dir: &str| v["jobs"][job][dir]["total_ios"].as_u64();
+    assert_eq!((n(0, "write"), n(0, "sync")), (Some(256), Some(0)), "end_fsync's flush is not counted");
+    assert_eq!((n(1, "write"), n(1, "sync")), (Some(256), Some(4)), "fsync=N's are");
+    std::fs::remove_dir_all(&d).unwrap();
+}
