@@ -58,10 +58,14 @@ fn ddir_value(d: &DirStats, job: &JobStats, group_bw_bytes: f64, bins: bool) -> 
     m.insert("total_ios".into(), json!(d.total_ios));
     m.insert("short_ios".into(), json!(0));
     m.insert("drop_ios".into(), json!(0));
-    m.insert("slat_ns".into(), lat_value(&d.slat, None, false));
-    m.insert("clat_ns".into(), lat_value(&d.clat, Some((&d.clat_hist, &job.percentile_list)), bins));
-    m.insert("lat_ns".into(), lat_value(&d.lat, None, false));
-    let with_samples: Vec<_> = d.prios.iter().filter(|p| p.clat.n > 0).collect();
+    let kinds = job.percentile_kinds;
+    let list = job.percentile_list.as_slice();
+    let slat_hist = d.slat_hist.as_ref().filter(|_| kinds.slat);
+    let lat_hist = d.lat_hist.as_ref().filter(|_| kinds.lat);
+    m.insert("slat_ns".into(), lat_value(&d.slat, slat_hist.map(|h| (h, list)), bins));
+    m.insert("clat_ns".into(), lat_value(&d.clat, kinds.clat.then_some((&d.clat_hist, list)), bins));
+    m.insert("lat_ns".into(), lat_value(&d.lat, lat_hist.map(|h| (h, list)), bins));
+    let with_samples: Vec<_> = d.prios.iter().filter(|p| p.latency.n > 0).collect();
     if with_samples.len() >= 2 {
         let mut sorted = with_samples.clone();
         sorted.sort_by_key(|p| (p.prio.class as u8, p.prio.level));
@@ -71,7 +75,8 @@ fn ddir_value(d: &DirStats, job: &JobStats, group_bw_bytes: f64, bins: bool) -> 
                 let mut e = Map::new();
                 e.insert("prioclass".into(), json!(p.prio.class as u8));
                 e.insert("prio".into(), json!(p.prio.level));
-                e.insert("clat_ns".into(), lat_value(&p.clat, Some((&p.hist, &job.percentile_list)), bins));
+                let hist = (kinds.clat || kinds.lat).then_some((&p.hist, list));
+                e.insert(format!("{}_ns", kinds.prio_kind()), lat_value(&p.latency, hist, bins));
                 Value::Object(e)
             })
             .collect();

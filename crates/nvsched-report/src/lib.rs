@@ -7,11 +7,13 @@ pub mod hist;
 pub mod iolog;
 pub mod normal;
 pub mod plots;
+pub mod recorder;
 pub mod stats;
 pub mod terse;
 
 pub use hist::FioHistogram;
-pub use stats::{DirStats, JobStats, LatStats};
+pub use recorder::{CompletedIo, JobRecorder};
+pub use stats::{DirStats, JobStats, LatStats, PercentileKinds};
 
 use std::io::Write;
 use std::path::Path;

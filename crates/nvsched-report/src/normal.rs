@@ -2,7 +2,7 @@
 //! lines at the end.
 
 use crate::fio_json::{latency_maps, level_percentages, ms_round, LatencyMap};
-use crate::stats::{window_summary, JobStats, LatStats, BW_WINDOW};
+use crate::stats::{window_summary, JobStats, LatStats, PrioStats, BW_WINDOW};
 use crate::RunReport;
 use std::fmt::Write;
 
@@ -160,19 +160,31 @@ fn ddir(out: &mut String, d: usize, job: &JobStats, group_bytes_per_sec: u64) {
     lat_line(out, "slat", &dir.slat);
     lat_line(out, "clat", &dir.clat);
     lat_line(out, " lat", &dir.lat);
-    let mut prios: Vec<_> = dir.prios.iter().filter(|p| p.clat.n > 0).collect();
+    let kinds = job.percentile_kinds;
+    let list = &job.percentile_list;
+    let mut prios: Vec<_> = dir.prios.iter().filter(|p| p.latency.n > 0).collect();
     prios.sort_by_key(|p| (p.prio.class as u8, p.prio.level));
-    if prios.len() >= 2 {
-        for p in &prios {
-            lat_line(out, &format!("clat prio {}/{}", p.prio.class as u8, p.prio.level), &p.clat);
-        }
+    if prios.len() < 2 {
+        prios.clear();
     }
-    percentile_block(out, "clat", &job.percentile_list, &dir.clat_hist.percentiles(&job.percentile_list));
-    if prios.len() >= 2 {
+    let prio_name = |p: &PrioStats| format!("{} prio {}/{}", kinds.prio_kind(), p.prio.class as u8, p.prio.level);
+    for p in &prios {
+        lat_line(out, &prio_name(p), &p.latency);
+    }
+    if let Some(h) = dir.slat_hist.as_ref().filter(|_| kinds.slat && dir.slat.n > 0) {
+        percentile_block(out, "slat", list, &h.percentiles(list));
+    }
+    if kinds.clat {
+        percentile_block(out, "clat", list, &dir.clat_hist.percentiles(list));
+    }
+    if let Some(h) = dir.lat_hist.as_ref().filter(|_| kinds.lat) {
+        percentile_block(out, "lat", list, &h.percentiles(list));
+    }
+    if kinds.clat || kinds.lat {
         for p in &prios {
-            let share = 100.0 * p.clat.n as f64 / dir.clat.n.max(1) as f64;
-            let title = format!("clat prio {}/{} ({share:.2}% of IOs)", p.prio.class as u8, p.prio.level);
-            percentile_block(out, &title, &job.percentile_list, &p.hist.percentiles(&job.percentile_list));
+            let share = 100.0 * p.latency.n as f64 / dir.clat.n.max(1) as f64;
+            let title = format!("{} ({share:.2}% of IOs)", prio_name(p));
+            percentile_block(out, &title, list, &p.hist.percentiles(list));
         }
     }
     let complete = (job.runtime.0 / BW_WINDOW.0) as usize;
@@ -344,13 +356,17 @@ mod tests {
     use super::*;
     use serde_json::Value;
 
-    /// fio 3.33's output for `tests/fixtures/fio-3.33/normal-and-json.fio`: the JSON, then the normal text.
-    const FIO: &str = include_str!("../tests/fixtures/fio-3.33/normal-and-json.out");
+    /// fio 3.33's output for the job files beside them in `tests/fixtures/fio-3.33/`:
+    /// the JSON, then the normal text.
+    const FIO_RUNS: [&str; 2] = [
+        include_str!("../tests/fixtures/fio-3.33/normal-and-json.out"),
+        include_str!("../tests/fixtures/fio-3.33/percentiles.out"),
+    ];
 
-    fn fio_json_and_text() -> (Value, &'static str) {
-        let start = FIO.find("\n{").expect("JSON half") + 1;
-        let end = FIO.find("\n}\n").expect("end of JSON") + 2;
-        (serde_json::from_str(&FIO[start..end]).unwrap(), &FIO[end..])
+    fn fio_json_and_text(fio: &'static str) -> (Value, &'static str) {
+        let start = fio.find("\n{").expect("JSON half") + 1;
+        let end = fio.find("\n}\n").expect("end of JSON") + 2;
+        (serde_json::from_str(&fio[start..end]).unwrap(), &fio[end..])
     }
 
     fn int(v: &Value) -> u64 {
@@ -376,8 +392,11 @@ mod tests {
         }
     }
 
-    fn percentiles(out: &mut String, title: &str, clat: &Value) {
-        let entries = numeric_entries(&clat["percentile"]);
+    fn percentiles(out: &mut String, title: &str, lat: &Value) {
+        if lat.get("percentile").is_none() {
+            return;
+        }
+        let entries = numeric_entries(&lat["percentile"]);
         let list: Vec<f64> = entries.iter().map(|(k, _)| k.parse().unwrap()).collect();
         let values: Vec<u64> = entries.iter().map(|(_, v)| int(v)).collect();
         percentile_block(out, title, &list, &values);
@@ -387,7 +406,13 @@ mod tests {
     /// fio's own normal-output lines for the same run.
     #[test]
     fn lines_match_fio_3_33_for_the_same_numbers() {
-        let (json, text) = fio_json_and_text();
+        for fio in FIO_RUNS {
+            lines_match_fio(fio);
+        }
+    }
+
+    fn lines_match_fio(fio: &'static str) {
+        let (json, text) = fio_json_and_text(fio);
         let mut out = String::new();
         let jobs = json["jobs"].as_array().unwrap();
         for job in jobs {
@@ -401,14 +426,19 @@ mod tests {
                 lat_block(&mut out, "clat", &dir["clat_ns"]);
                 lat_block(&mut out, " lat", &dir["lat_ns"]);
                 let prios = dir["prios"].as_array().cloned().unwrap_or_default();
-                let name = |p: &Value| format!("clat prio {}/{}", p["prioclass"], p["prio"]);
+                // per-priority entries hold total latency under lat_percentiles
+                let kind = if prios.iter().any(|p| p.get("lat_ns").is_some()) { "lat" } else { "clat" };
+                let name = |p: &Value| format!("{kind} prio {}/{}", p["prioclass"], p["prio"]);
+                let key = format!("{kind}_ns");
                 for p in &prios {
-                    lat_block(&mut out, &name(p), &p["clat_ns"]);
+                    lat_block(&mut out, &name(p), &p[&key]);
                 }
+                percentiles(&mut out, "slat", &dir["slat_ns"]);
                 percentiles(&mut out, "clat", &dir["clat_ns"]);
+                percentiles(&mut out, "lat", &dir["lat_ns"]);
                 for p in &prios {
-                    let share = 100.0 * num(&p["clat_ns"]["N"]) / num(&dir["clat_ns"]["N"]);
-                    percentiles(&mut out, &format!("{} ({share:.2}% of IOs)", name(p)), &p["clat_ns"]);
+                    let share = 100.0 * num(&p[&key]["N"]) / num(&dir["clat_ns"]["N"]);
+                    percentiles(&mut out, &format!("{} ({share:.2}% of IOs)", name(p)), &p[&key]);
                 }
                 let stat = |k: &str, dev: &str| {
                     let n = |s: &str| num(&dir[format!("{k}_{s}")]);
@@ -468,7 +498,7 @@ mod tests {
     /// the group's bytes/s.
     #[test]
     fn group_share_follows_fio() {
-        let (json, _) = fio_json_and_text();
+        let (json, _) = fio_json_and_text(FIO_RUNS[0]);
         let jobs = json["jobs"].as_array().unwrap();
         for key in ["read", "write"] {
             let dirs: Vec<&Value> = jobs.iter().map(|j| &j[key]).filter(|v| int(&v["total_ios"]) > 0).collect();

@@ -105,12 +105,39 @@ impl Windows {
     }
 }
 
-/// Completion latency of one priority within a direction (fio's `prios[]`).
+/// Latency of one priority within a direction (fio's `prios[]`): completion latency, or
+/// total latency under `lat_percentiles` (as fio).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct PrioStats {
     pub prio: IoPrio,
-    pub clat: LatStats,
+    pub latency: LatStats,
     pub hist: FioHistogram,
+}
+
+/// Which latencies get percentiles: fio's `slat_percentiles`, `clat_percentiles` (on by
+/// default) and `lat_percentiles`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PercentileKinds {
+    pub slat: bool,
+    pub clat: bool,
+    pub lat: bool,
+}
+
+impl Default for PercentileKinds {
+    fn default() -> Self {
+        PercentileKinds { slat: false, clat: true, lat: false }
+    }
+}
+
+impl PercentileKinds {
+    /// What per-priority entries measure: `"lat"` under `lat_percentiles`, else `"clat"`.
+    pub fn prio_kind(self) -> &'static str {
+        if self.lat {
+            "lat"
+        } else {
+            "clat"
+        }
+    }
 }
 
 /// Statistics of one direction (read, write or trim) of a job.
@@ -121,7 +148,11 @@ pub struct DirStats {
     pub slat: LatStats,
     pub clat: LatStats,
     pub lat: LatStats,
+    /// Always kept: the reproductions and the tuner read completion-latency percentiles.
     pub clat_hist: FioHistogram,
+    /// Kept only when asked for (`slat_percentiles`, `lat_percentiles`).
+    pub slat_hist: Option<FioHistogram>,
+    pub lat_hist: Option<FioHistogram>,
     /// 500 ms windows (bw/iops min, max, mean, stddev, samples).
     pub bw_windows: Windows,
     /// 1 s windows (the time series).
@@ -138,17 +169,27 @@ impl DirStats {
         self.clat.merge(&other.clat);
         self.lat.merge(&other.lat);
         self.clat_hist.merge(&other.clat_hist);
+        merge_optional(&mut self.slat_hist, &other.slat_hist);
+        merge_optional(&mut self.lat_hist, &other.lat_hist);
         self.bw_windows.merge(&other.bw_windows);
         self.series.merge(&other.series);
         for p in &other.prios {
             match self.prios.iter_mut().find(|q| q.prio == p.prio) {
                 Some(q) => {
-                    q.clat.merge(&p.clat);
+                    q.latency.merge(&p.latency);
                     q.hist.merge(&p.hist);
                 }
                 None => self.prios.push(p.clone()),
             }
         }
+    }
+}
+
+fn merge_optional(into: &mut Option<FioHistogram>, from: &Option<FioHistogram>) {
+    match (into.as_mut(), from) {
+        (Some(a), Some(b)) => a.merge(b),
+        (None, Some(b)) => *into = Some(b.clone()),
+        (_, None) => {}
     }
 }
 
@@ -197,6 +238,8 @@ pub struct JobStats {
     /// Time the statistics cover (after ramp), longest clone for merged entries.
     pub runtime: Nanos,
     pub percentile_list: Vec<f64>,
+    /// Which latencies get percentiles (set with [`JobStats::set_percentile_kinds`]).
+    pub percentile_kinds: PercentileKinds,
     /// The iodepth configured (fio's `latency_depth`).
     pub iodepth: u32,
     /// How many of this entry's completions happened during ramp and were dropped.
@@ -218,8 +261,18 @@ impl JobStats {
             complete_levels: [0; 7],
             runtime: Nanos::ZERO,
             percentile_list,
+            percentile_kinds: PercentileKinds::default(),
             iodepth,
             ramp_dropped: 0,
+        }
+    }
+
+    /// Chooses which latencies get percentiles; keeps the histograms they need.
+    pub fn set_percentile_kinds(&mut self, kinds: PercentileKinds) {
+        self.percentile_kinds = kinds;
+        for d in &mut self.dirs {
+            d.slat_hist = kinds.slat.then(FioHistogram::default);
+            d.lat_hist = kinds.lat.then(FioHistogram::default);
         }
     }
 
@@ -241,15 +294,23 @@ impl JobStats {
         d.clat.record(clat.0);
         d.lat.record(lat);
         d.clat_hist.record(clat.0);
+        if let (Some(h), Some(s)) = (&mut d.slat_hist, slat) {
+            h.record(s.0);
+        }
+        if let Some(h) = &mut d.lat_hist {
+            h.record(lat);
+        }
         d.bw_windows.add((since_start.0 / BW_WINDOW.0) as usize, bytes);
         d.series.add((since_start.0 / SERIES_WINDOW.0) as usize, bytes);
     }
 
-    /// Records the completion latency of one priority (for `prios[]`).
-    pub fn record_prio(&mut self, op: Op, prio: IoPrio, clat: Nanos) {
+    /// Records the latency of one priority (for `prios[]`): completion latency, or total
+    /// latency under `lat_percentiles`.
+    pub fn record_prio(&mut self, op: Op, prio: IoPrio, slat: Option<Nanos>, clat: Nanos) {
         if !op.is_data() && op != Op::Discard {
             return;
         }
+        let value = if self.percentile_kinds.lat { clat.0 + slat.map_or(0, |s| s.0) } else { clat.0 };
         let d = &mut self.dirs[op.index()];
         let entry = match d.prios.iter().position(|p| p.prio == prio) {
             Some(i) => &mut d.prios[i],
@@ -258,8 +319,8 @@ impl JobStats {
                 d.prios.last_mut().expect("just pushed")
             }
         };
-        entry.clat.record(clat.0);
-        entry.hist.record(clat.0);
+        entry.latency.record(value);
+        entry.hist.record(value);
     }
 
     #[inline]
@@ -365,5 +426,31 @@ mod tests {
         assert_eq!(batch_bucket(1), 1);
         let (min, max, mean, _, n) = window_summary(&[10, 20, 30], 2, 1.0);
         assert_eq!((min, max, mean, n), (10.0, 20.0, 15.0, 2));
+    }
+
+    #[test]
+    fn percentile_kinds_keep_the_histograms_they_need_and_survive_group_merges() {
+        let mut plain = JobStats::new("a", 0, vec![50.0], 1);
+        plain.record(Op::Read, 4096, Some(Nanos(500)), Nanos(1000), Nanos::ZERO);
+        assert!(plain.dirs[0].slat_hist.is_none() && plain.dirs[0].lat_hist.is_none(), "fio's default: clat only");
+        let mut all = JobStats::new("b", 0, vec![50.0], 1);
+        all.set_percentile_kinds(PercentileKinds { slat: true, clat: true, lat: true });
+        all.record(Op::Read, 4096, Some(Nanos(500)), Nanos(1000), Nanos::ZERO);
+        all.record_prio(Op::Read, IoPrio::rt(0), Some(Nanos(500)), Nanos(1000));
+        let read = &all.dirs[0];
+        // fio's buckets are within 1% of the value
+        let near = |h: &Option<FioHistogram>, v: f64| {
+            h.as_ref().is_some_and(|h| (h.percentile(50.0) as f64 / v - 1.0).abs() < 0.01)
+        };
+        assert!(near(&read.slat_hist, 500.0), "submission latency");
+        assert!(near(&read.lat_hist, 1500.0), "total latency");
+        assert_eq!(read.prios[0].latency.max, 1500, "per-priority total latency under lat_percentiles");
+        // a group entry starts from its first clone: its kinds and histograms carry over
+        let mut group = all.clone();
+        group.merge(&all);
+        assert_eq!(group.dirs[0].lat_hist.as_ref().map(FioHistogram::total), Some(2));
+        let mut from_plain = plain.clone();
+        from_plain.merge(&all);
+        assert_eq!(from_plain.dirs[0].lat_hist.as_ref().map(FioHistogram::total), Some(1));
     }
 }

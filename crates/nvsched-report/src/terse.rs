@@ -24,7 +24,14 @@ fn ddir(out: &mut String, d: &DirStats, job: &JobStats, group_bw: f64) {
     );
     us_stats(out, &d.slat);
     us_stats(out, &d.clat);
-    let values = d.clat_hist.percentiles(&job.percentile_list);
+    // fio's terse line has one percentile set: total latency's under lat_percentiles,
+    // else completion latency's (zeros when neither is asked for)
+    let kinds = job.percentile_kinds;
+    let hist = match &d.lat_hist {
+        Some(h) if kinds.lat => Some(h),
+        _ => kinds.clat.then_some(&d.clat_hist),
+    };
+    let values = hist.map(|h| h.percentiles(&job.percentile_list)).unwrap_or_default();
     for i in 0..20 {
         match (job.percentile_list.get(i), values.get(i)) {
             (Some(p), Some(v)) if d.clat.n > 0 => {

@@ -7,7 +7,7 @@ use crate::layout::{self, PlacedFile};
 use nvsched_core::{IoPrio, Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Request, RequestId, Scheduler};
 use nvsched_report::iolog::IoLogs;
-use nvsched_report::JobStats;
+use nvsched_report::{CompletedIo, JobRecorder, JobStats, PercentileKinds};
 use nvsched_ssd::{Command, Device, DeviceCounters, HostPath};
 use nvsched_workload::{clone_seed, per_prio_reporting, Tenants};
 use nvsched_workload::{EngineKind, IoUnit, JobDriver, JobSpec, Poll};
@@ -139,18 +139,15 @@ struct RqRecord {
 
 struct JobSlot {
     driver: JobDriver,
-    stats: JobStats,
+    /// Statistics and log files.
+    rec: JobRecorder,
     job_index: usize,
     reporting_group: u32,
     prio: IoPrio,
     nice: i8,
     tenant: u32,
     tenant_weight: u32,
-    sync_engine: bool,
     write_sync: bool,
-    record_prio: bool,
-    /// fio-style log files the job asked for.
-    logs: Option<Box<IoLogs>>,
     wake_at: Option<Nanos>,
     waiting_tag: bool,
     done: bool,
@@ -216,22 +213,26 @@ impl<'o> Simulation<'o> {
                 let mut stats =
                     JobStats::new(spec.name.clone(), reporting_group, spec.percentile_list.clone(), spec.iodepth);
                 stats.description = spec.description.clone();
+                stats.set_percentile_kinds(PercentileKinds {
+                    slat: spec.slat_percentiles,
+                    clat: spec.clat_percentiles,
+                    lat: spec.lat_percentiles,
+                });
                 stats.job_options = spec.job_options.clone();
                 let prio = spec.ioprio();
                 phases.last_mut().expect("one phase").push(jobs.len() as u32);
+                let logs = IoLogs::create(&spec.logs, ordinal as u32, Path::new(".")).map_err(SimError)?;
+                let sync_engine = spec.engine_kind == EngineKind::Sync;
                 jobs.push(JobSlot {
                     driver,
-                    stats,
+                    rec: JobRecorder::new(stats, logs, per_prio[job_index], sync_engine, prio),
                     job_index,
                     reporting_group,
                     prio,
                     nice: spec.nice,
                     tenant,
                     tenant_weight,
-                    sync_engine: spec.engine_kind == EngineKind::Sync,
                     write_sync: spec.direct || spec.writes_fua(),
-                    record_prio: per_prio[job_index],
-                    logs: IoLogs::create(&spec.logs, ordinal as u32, Path::new(".")).map_err(SimError)?,
                     wake_at: None,
                     waiting_tag: false,
                     done: false,
@@ -312,7 +313,7 @@ impl<'o> Simulation<'o> {
             .jobs
             .iter()
             .filter(|j| !j.done)
-            .map(|j| format!("{} ({} in flight)", j.stats.name, j.driver.inflight()))
+            .map(|j| format!("{} ({} in flight)", j.rec.stats.name, j.driver.inflight()))
             .collect();
         SimError(format!(
             "simulation stalled at {}: policy '{}' holds {} request(s) with {} at the device and no timer set; unfinished jobs: {}",
@@ -393,7 +394,7 @@ impl<'o> Simulation<'o> {
                 Poll::Finished => {
                     job.done = true;
                     let end = job.driver.finished_at().unwrap_or(self.now);
-                    job.stats.runtime = end.saturating_sub(job.driver.ramp_end());
+                    job.rec.stats.runtime = end.saturating_sub(job.driver.ramp_end());
                     self.check_phase_done();
                     return;
                 }
@@ -427,12 +428,12 @@ impl<'o> Simulation<'o> {
         let submit_at = self.now + self.host.submit();
         let submit_cpu = Nanos(self.host.submit_cpu_ns);
         let job = &mut self.jobs[j as usize];
-        job.stats.record_submit_batch(n);
+        job.rec.stats.record_submit_batch(n);
         let depth_after = job.driver.inflight();
         let (nice, tenant, weight, write_sync) = (job.nice, job.tenant, job.tenant_weight, job.write_sync);
         let fua = job.driver.fua();
         for i in 0..n {
-            self.jobs[j as usize].stats.record_issue_depth(depth_after - (n - 1 - i));
+            self.jobs[j as usize].rec.stats.record_issue_depth(depth_after - (n - 1 - i));
         }
         let mut parent = NONE;
         for i in 0..self.batch.len() {
@@ -631,7 +632,7 @@ impl<'o> Simulation<'o> {
         let touched = std::mem::take(&mut self.touched);
         for &j in &touched {
             let n = std::mem::take(&mut self.jobs[j as usize].completed_now);
-            self.jobs[j as usize].stats.record_complete_batch(n);
+            self.jobs[j as usize].rec.stats.record_complete_batch(n);
         }
         // jobs already waiting for a tag get the freed ones first; a job whose request
         // just completed queues behind them (otherwise the first nr_requests worth of
@@ -659,25 +660,17 @@ impl<'o> Simulation<'o> {
         }
         job.completed_now += 1;
         let ramp_end = job.driver.ramp_end();
-        if !counted {
-            // end_fsync's flush: in the job's runtime, not in its statistics
-        } else if now >= ramp_end {
-            let (slat, clat) = if job.sync_engine {
-                (None, latency)
-            } else {
-                let s = rec.inserted.saturating_sub(rec.created);
-                (Some(s), latency - s)
+        // end_fsync's flush is not counted: in the job's runtime, not in its statistics
+        if counted {
+            let io = CompletedIo {
+                op: rec.op,
+                len_bytes: rec.len,
+                offset_bytes: rec.rq.offset_bytes,
+                prio: rec.rq.prio,
+                created: rec.created,
+                inserted: rec.inserted,
             };
-            job.stats.record(rec.op, u64::from(rec.len), slat, clat, now - ramp_end);
-            if job.record_prio {
-                job.stats.record_prio(rec.op, rec.rq.prio, clat);
-            }
-            if let Some(logs) = &mut job.logs {
-                let high_prio = rec.rq.prio != job.prio;
-                logs.record(now - ramp_end, rec.op, rec.len, rec.rq.offset_bytes, high_prio, slat, clat);
-            }
-        } else {
-            job.stats.ramp_dropped += 1;
+            job.rec.record(&io, now, ramp_end);
         }
         let mut as_issued = rec.rq;
         as_issued.op = rec.op;
@@ -702,7 +695,7 @@ impl<'o> Simulation<'o> {
         self.counters.events = self.events.processed();
         let end = self.now;
         for j in &mut self.jobs {
-            if let Some(logs) = j.logs.take() {
+            if let Some(logs) = j.rec.logs.take() {
                 logs.finish().map_err(SimError)?;
             }
         }
@@ -717,7 +710,7 @@ impl<'o> Simulation<'o> {
                 finished_at: j.driver.finished_at().unwrap_or(end),
                 prio: j.prio,
                 tenant: j.tenant,
-                stats: j.stats,
+                stats: j.rec.stats,
             })
             .collect();
         Ok(SimOutcome {

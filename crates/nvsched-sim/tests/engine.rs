@@ -223,7 +223,7 @@ fn cmdprio_ios_are_reported_per_priority_and_served_first_by_mq_deadline() {
     let mean_clat_us = |sched: &str| {
         let out = run(text, sched);
         let read = &out.clones[0].stats.dirs[0];
-        let mut prios: Vec<_> = read.prios.iter().map(|p| (p.prio, p.clat.n, p.clat.mean() / 1e3)).collect();
+        let mut prios: Vec<_> = read.prios.iter().map(|p| (p.prio, p.latency.n, p.latency.mean() / 1e3)).collect();
         prios.sort_by_key(|p| p.0.class as u8);
         assert_eq!(prios.len(), 2, "{sched}: {prios:?}");
         let rt_share = prios[1].1 as f64 / read.clat.n as f64;

@@ -7,7 +7,7 @@ use io_uring::{opcode, squeue, types, IoUring};
 use nvsched_core::{Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, Inserted, Request, RequestId, Scheduler};
 use nvsched_report::iolog::IoLogs;
-use nvsched_report::JobStats;
+use nvsched_report::{CompletedIo, JobRecorder, JobStats, PercentileKinds};
 use nvsched_workload::{clone_seed, per_prio_reporting, Tenants};
 use nvsched_workload::{EngineKind, IoUnit, JobDriver, JobSpec, Poll, Region, SizeOrPercent};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
@@ -77,18 +77,14 @@ struct Slot {
 
 struct CloneState {
     driver: JobDriver,
-    stats: JobStats,
+    /// Statistics and log files.
+    rec: JobRecorder,
     target: usize,
     job_index: usize,
     reporting_group: u32,
-    /// Also record completion latency per priority (fio's `prios` blocks).
-    record_prio: bool,
-    /// fio-style log files the job asked for.
-    logs: Option<Box<IoLogs>>,
     nice: i8,
     tenant: u32,
     weight: u32,
-    sync_engine: bool,
     write_sync: bool,
     datasync: bool,
     wake_at: Option<Nanos>,
@@ -258,19 +254,24 @@ fn run_on(
                 JobStats::new(spec.name.clone(), reporting_group, spec.percentile_list.clone(), spec.iodepth);
             stats.job_options = spec.job_options.clone();
             stats.description = spec.description.clone();
+            stats.set_percentile_kinds(PercentileKinds {
+                slat: spec.slat_percentiles,
+                clat: spec.clat_percentiles,
+                lat: spec.lat_percentiles,
+            });
             phases.last_mut().expect("one phase").push(clones.len() as u32);
+            let logs = IoLogs::create(&spec.logs, ordinal as u32, Path::new("."))?;
+            let sync_engine = spec.engine_kind == EngineKind::Sync;
+            let rec = JobRecorder::new(stats, logs, per_prio[job_index], sync_engine, driver.default_prio());
             clones.push(CloneState {
                 driver,
-                stats,
+                rec,
                 target,
                 job_index,
                 reporting_group,
-                record_prio: per_prio[job_index],
-                logs: IoLogs::create(&spec.logs, ordinal as u32, Path::new("."))?,
                 nice: spec.nice,
                 tenant,
                 weight,
-                sync_engine: spec.engine_kind == EngineKind::Sync,
                 write_sync: spec.direct || spec.writes_fua(),
                 datasync: spec.fdatasync_every > 0,
                 wake_at: None,
@@ -320,7 +321,7 @@ fn run_on(
     e.event_loop()?;
     let end = e.now();
     for c in &mut e.clones {
-        if let Some(logs) = c.logs.take() {
+        if let Some(logs) = c.rec.logs.take() {
             logs.finish()?;
         }
     }
@@ -335,7 +336,7 @@ fn run_on(
                 clone: c.driver.clone_index,
                 reporting_group: c.reporting_group,
                 tenant: c.tenant,
-                stats: c.stats,
+                stats: c.rec.stats,
             })
             .collect(),
         end,
@@ -476,7 +477,7 @@ impl Engine {
                     clone.done = true;
                     clone.wake_at = None;
                     let end = clone.driver.finished_at().unwrap_or(now);
-                    clone.stats.runtime = end.saturating_sub(clone.driver.ramp_end());
+                    clone.rec.stats.runtime = end.saturating_sub(clone.driver.ramp_end());
                     return;
                 }
             }
@@ -509,7 +510,7 @@ impl Engine {
         let slot = self.alloc_slot();
         self.requests += 1;
         let clone = &mut self.clones[c as usize];
-        clone.stats.record_issue_depth(clone.driver.inflight());
+        clone.rec.stats.record_issue_depth(clone.driver.inflight());
         let s = &mut self.slots[slot as usize];
         s.generation = s.generation.wrapping_add(1);
         if unit.op == Op::Write && clone.verify {
@@ -679,7 +680,7 @@ impl Engine {
         for i in 0..self.clones.len() {
             let n = std::mem::take(&mut self.clones[i].completed_now);
             if n > 0 {
-                self.clones[i].stats.record_complete_batch(n);
+                self.clones[i].rec.stats.record_complete_batch(n);
             }
         }
     }
@@ -692,34 +693,25 @@ impl Engine {
         let mut m = slot;
         while m != NONE {
             let next = self.slots[m as usize].merged_next;
-            let (c, op, len, created, inserted, prio, offset) = {
+            let (c, io) = {
                 let s = &self.slots[m as usize];
-                (s.clone, s.op, s.len, s.created, s.inserted, s.rq.prio, s.rq.offset_bytes)
+                let io = CompletedIo {
+                    op: s.op,
+                    len_bytes: s.len,
+                    offset_bytes: s.rq.offset_bytes,
+                    prio: s.rq.prio,
+                    created: s.created,
+                    inserted: s.inserted,
+                };
+                (s.clone, io)
             };
             let clone = &mut self.clones[c as usize];
             let counted = clone.driver.on_complete(now);
             clone.kick = true;
             clone.completed_now += 1;
-            let ramp_end = clone.driver.ramp_end();
-            if !counted {
-                // end_fsync's flush: in the job's runtime, not in its statistics
-            } else if now >= ramp_end {
-                let latency = now - created;
-                let (slat, clat) = if clone.sync_engine {
-                    (None, latency)
-                } else {
-                    (Some(inserted - created), latency - (inserted - created))
-                };
-                clone.stats.record(op, u64::from(len), slat, clat, now - ramp_end);
-                if clone.record_prio {
-                    clone.stats.record_prio(op, prio, clat);
-                }
-                if let Some(logs) = &mut clone.logs {
-                    let high_prio = prio != clone.driver.default_prio();
-                    logs.record(now - ramp_end, op, len, offset, high_prio, slat, clat);
-                }
-            } else {
-                clone.stats.ramp_dropped += 1;
+            // end_fsync's flush is not counted: in the job's runtime, not in its statistics
+            if counted {
+                clone.rec.record(&io, now, clone.driver.ramp_end());
             }
             let s = &mut self.slots[m as usize];
             s.state = State::Free;

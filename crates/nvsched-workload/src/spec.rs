@@ -187,6 +187,10 @@ pub struct JobSpec {
     pub new_group: bool,
     pub group_reporting: bool,
     pub percentile_list: Vec<f64>,
+    /// Which latencies get percentiles in the report (fio's defaults: completion only).
+    pub slat_percentiles: bool,
+    pub clat_percentiles: bool,
+    pub lat_percentiles: bool,
     pub distribution: Distribution,
     pub norandommap: bool,
     pub randseed: u64,
@@ -263,6 +267,9 @@ impl JobSpec {
             new_group: false,
             group_reporting: false,
             percentile_list: DEFAULT_PERCENTILES.to_vec(),
+            slat_percentiles: false,
+            clat_percentiles: true,
+            lat_percentiles: false,
             distribution: Distribution::Uniform,
             norandommap: false,
             randseed: DEFAULT_RANDSEED,
@@ -770,6 +777,24 @@ pub static OPTIONS: &[OptionDef] = &[
             Ok(())
         }
     ),
+    opt!("clat_percentiles", [], Some("1"), "report completion-latency percentiles (default 1)", |j, v| {
+        j.clat_percentiles = parse_bool(v)?;
+        Ok(())
+    }),
+    opt!(
+        "lat_percentiles",
+        [],
+        Some("1"),
+        "report total-latency percentiles; per-priority entries then measure total latency",
+        |j, v| {
+            j.lat_percentiles = parse_bool(v)?;
+            Ok(())
+        }
+    ),
+    opt!("slat_percentiles", [], Some("1"), "report submission-latency percentiles (asynchronous engines)", |j, v| {
+        j.slat_percentiles = parse_bool(v)?;
+        Ok(())
+    }),
     opt!(
         "random_distribution",
         [],
@@ -881,9 +906,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "read_iolog",
     "write_hist_log",
     "unified_rw_reporting",
-    "lat_percentiles",
-    "slat_percentiles",
-    "clat_percentiles",
     "exitall",
     "wait_for",
     "create_on_open",

@@ -104,6 +104,43 @@ fn json_has_fios_structure_and_the_rt_tail_where_fio_puts_it() {
 }
 
 #[test]
+fn percentile_options_give_fios_blocks_in_fios_order() {
+    // one real fio run of this job file, printed as JSON, then as normal text
+    let dir = repo_root().join("crates/nvsched-report/tests/fixtures/fio-3.33");
+    let job = dir.join("percentiles.fio");
+    let fio = std::fs::read_to_string(dir.join("percentiles.out")).unwrap();
+    let (start, end) = (fio.find("\n{").unwrap() + 1, fio.find("\n}\n").unwrap() + 2);
+    let fio_json: Value = serde_json::from_str(&fio[start..end]).unwrap();
+    let (_, ours) = run_json(&job, &["--sched", "mq-deadline"]);
+    for i in 0..2 {
+        assert_same_structure(&fio_json["jobs"][i], &ours["jobs"][i], &format!("jobs[{i}]"));
+    }
+    // and nothing fio leaves out
+    assert!(ours["jobs"][1]["write"]["clat_ns"].get("percentile").is_none(), "clat_percentiles=0");
+    assert!(ours["jobs"][0]["read"]["prios"][0].get("clat_ns").is_none(), "prios hold lat_ns");
+    // the normal output's latency lines and percentile blocks, in order
+    let labels = |text: &str| -> Vec<String> {
+        text.lines()
+            .map(str::trim_start)
+            .filter(|l| l.contains("percentiles (") || (l.contains("sec): min=")))
+            .map(|l| {
+                let name = l.split(" (").next().unwrap();
+                if l.contains("percentiles (") {
+                    format!("{name} percentiles")
+                } else {
+                    name.to_string()
+                }
+            })
+            .collect()
+    };
+    let out = nvsched(&["run", job.to_str().unwrap(), "--sched", "mq-deadline", "-q"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let ours = labels(&String::from_utf8(out.stdout).unwrap());
+    assert_eq!(ours, labels(&fio[end..]));
+    assert!(ours.contains(&"lat prio 1/0 percentiles".to_string()), "{ours:?}");
+}
+
+#[test]
 fn same_command_twice_gives_identical_json_apart_from_time_of_day() {
     let job = short_k2_mix();
     let strip = |s: &str| s.lines().filter(|l| !l.trim_start().starts_with("\"time")).collect::<Vec<_>>().join("\n");
