@@ -395,9 +395,24 @@ impl<'o> Simulation<'o> {
                     job.done = true;
                     let end = job.driver.finished_at().unwrap_or(self.now);
                     job.rec.stats.runtime = end.saturating_sub(job.driver.ramp_end());
+                    if job.driver.spec.exitall {
+                        self.exit_group_of(j);
+                    }
                     self.check_phase_done();
                     return;
                 }
+            }
+        }
+    }
+
+    /// `exitall`: job `j` finished, so the other jobs of its group stop issuing.
+    fn exit_group_of(&mut self, j: u32) {
+        let group = self.jobs[j as usize].reporting_group;
+        for k in 0..self.jobs.len() as u32 {
+            let other = &mut self.jobs[k as usize];
+            if k != j && other.reporting_group == group && !other.done {
+                other.driver.terminate(self.now);
+                self.poll_job(k);
             }
         }
     }

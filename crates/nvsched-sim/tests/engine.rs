@@ -200,6 +200,28 @@ fn end_fsync_flushes_inside_the_runtime_but_outside_the_stats() {
 }
 
 #[test]
+fn exitall_stops_the_rest_of_the_group_when_its_job_finishes() {
+    let text = "[global]\nfilename=/dev/nvme0n1\n[short]\nrw=randread\nsize=1m\nexitall=EXIT\n\
+                [long]\nrw=randwrite\nioengine=io_uring\niodepth=8\ntime_based\nruntime=2\n\
+                [next]\nstonewall\nrw=read\nsize=1m\n";
+    let run = |exitall: &str| run_with(&text.replace("EXIT", exitall), "none", &profile(&[]), 0, &mut NoObserver);
+    let out = run("1");
+    let (short, long, next) = (&out.clones[0], &out.clones[1], &out.clones[2]);
+    assert!(long.finished_at >= short.finished_at, "the rest stops after it");
+    // what was in flight still completes: at most one write's service time later
+    assert!(
+        long.finished_at - short.finished_at < Nanos::from_ms(1),
+        "{:?} vs {:?}",
+        long.finished_at,
+        short.finished_at
+    );
+    assert!(long.stats.dirs[1].total_ios > 0);
+    assert_eq!(next.stats.dirs[0].io_bytes, 1 << 20, "a later group is not affected");
+    let without = run("0");
+    assert!(without.clones[1].finished_at >= Nanos::from_secs(2), "without exitall it runs its 2 s");
+}
+
+#[test]
 fn a_shared_host_cpu_caps_iops_and_queues_completions() {
     let p = profile(&[("host.cpus", "1"), ("host.submit_cpu_ns", "4000"), ("host.complete_cpu_ns", "6000")]);
     let text = "[a]\nfilename=/dev/nvme0n1\nioengine=io_uring\niodepth=64\nrw=randread\nruntime=200ms\ntime_based\n";

@@ -478,6 +478,14 @@ impl Engine {
                     clone.wake_at = None;
                     let end = clone.driver.finished_at().unwrap_or(now);
                     clone.rec.stats.runtime = end.saturating_sub(clone.driver.ramp_end());
+                    if clone.driver.spec.exitall {
+                        // the other jobs of the group stop issuing; polled again, they finish
+                        let group = clone.reporting_group;
+                        for other in self.clones.iter_mut().filter(|o| o.reporting_group == group && !o.done) {
+                            other.driver.terminate(now);
+                            other.wake_at = Some(now);
+                        }
+                    }
                     return;
                 }
             }

@@ -183,6 +183,20 @@ impl JobDriver {
         self.owe_end_flush();
     }
 
+    /// Another job's `exitall` ends this one at `now`: it issues no more data I/O; what is
+    /// in flight completes, and a job that was running still owes its end-of-pass flush
+    /// (fio's do_io flushes after a termination too).
+    pub fn terminate(&mut self, now: Nanos) {
+        if self.stopped {
+            return;
+        }
+        self.stop_issuing();
+        if self.started_at.is_none_or(|start| now < start) {
+            self.flush_due = FlushDue::No;
+        }
+        self.mark_finished(now);
+    }
+
     /// fio's `should_fsync`: a job that writes, whose last request was not a flush.
     fn owe_end_flush(&mut self) {
         if self.spec.flushes_at_end() && !self.last_was_flush {
@@ -217,7 +231,7 @@ impl JobDriver {
     /// Like [`poll`](Self::poll), issuing at most `max_units` (free scheduler tags).
     pub fn poll_at_most(&mut self, now: Nanos, out: &mut Vec<IoUnit>, max_units: u32) -> Poll {
         let Some(start) = self.started_at else { return Poll::Blocked };
-        if now < start {
+        if now < start && !self.stopped {
             return Poll::WaitUntil(start);
         }
         if !self.stopped && self.end.is_some_and(|end| now >= end) {
@@ -590,6 +604,26 @@ mod tests {
         assert!(!d.on_complete(Nanos::from_ms(4)), "not counted");
         assert_eq!(d.poll(Nanos::from_ms(4), &mut out), Poll::Finished);
         assert_eq!(d.finished_at(), Some(Nanos::from_ms(4)), "the job's runtime includes it");
+    }
+
+    #[test]
+    fn terminate_stops_issuing_and_still_owes_the_end_flush() {
+        let mut d = driver("[a]\nioengine=io_uring\niodepth=2\nrw=write\nend_fsync=1\ntime_based\nruntime=1\n");
+        let mut out = Vec::new();
+        while d.poll(Nanos::ZERO, &mut out) == Poll::Ready {}
+        d.terminate(Nanos(10));
+        assert_eq!(d.poll(Nanos(10), &mut out), Poll::Blocked, "in-flight writes complete first");
+        d.on_complete(Nanos(20));
+        d.on_complete(Nanos(30));
+        assert_eq!(d.poll(Nanos(30), &mut out), Poll::Ready);
+        assert_eq!(out.iter().map(|u| u.op).collect::<Vec<_>>(), [Op::Write, Op::Write, Op::Flush]);
+        assert!(!d.on_complete(Nanos(40)));
+        assert_eq!(d.poll(Nanos(40), &mut out), Poll::Finished);
+        // terminated before its startdelay: done at once, nothing issued, nothing owed
+        let mut d = driver("[a]\nrw=write\nend_fsync=1\nstartdelay=1\nsize=1m\n");
+        d.terminate(Nanos(5));
+        assert_eq!(d.poll(Nanos(5), &mut out), Poll::Finished);
+        assert_eq!(d.finished_at(), Some(Nanos(5)));
     }
 
     #[test]

@@ -184,6 +184,8 @@ pub struct JobSpec {
     pub cgroup: Option<String>,
     pub cgroup_weight: u32,
     pub stonewall: bool,
+    /// `exitall`: when this job finishes, the other jobs of its group stop.
+    pub exitall: bool,
     pub new_group: bool,
     pub group_reporting: bool,
     pub percentile_list: Vec<f64>,
@@ -264,6 +266,7 @@ impl JobSpec {
             cgroup: None,
             cgroup_weight: 100,
             stonewall: false,
+            exitall: false,
             new_group: false,
             group_reporting: false,
             percentile_list: DEFAULT_PERCENTILES.to_vec(),
@@ -747,6 +750,10 @@ pub static OPTIONS: &[OptionDef] = &[
         j.stonewall = parse_bool(v)?;
         Ok(())
     }),
+    opt!("exitall", [], Some("1"), "when this job finishes, stop the other jobs of its group", |j, v| {
+        j.exitall = parse_bool(v)?;
+        Ok(())
+    }),
     opt!("new_group", [], Some("1"), "start a new reporting group without waiting", |j, v| {
         j.new_group = parse_bool(v)?;
         Ok(())
@@ -906,7 +913,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "read_iolog",
     "write_hist_log",
     "unified_rw_reporting",
-    "exitall",
     "wait_for",
     "create_on_open",
     "invalidate",

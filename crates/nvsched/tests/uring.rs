@@ -338,3 +338,27 @@ fn end_fsync_flushes_the_file_without_counting_the_flush() {
     assert_eq!((n(1, "write"), n(1, "sync")), (Some(256), Some(4)), "fsync=N's are");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn exitall_ends_the_background_job_with_the_measured_one() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let job = write_job(
+        &d,
+        "exitall.fio",
+        &format!(
+            "[global]\nfilename={}\nsize=4m\nbs=4k\n[measured]\nrw=randread\nio_size=1m\nexitall\n\
+             [background]\nrw=randread\nioengine=io_uring\niodepth=4\ntime_based\nruntime=60\n",
+            d.join("exitall.dat").display()
+        ),
+    );
+    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "--output-format=json", "-q"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["jobs"][0]["read"]["io_bytes"].as_u64(), Some(1 << 20));
+    let background_ms = v["jobs"][1]["read"]["runtime"].as_u64().unwrap();
+    assert!(background_ms < 30_000, "stopped with the measured job, not after its 60 s: {background_ms} ms");
+    std::fs::remove_dir_all(&d).unwrap();
+}
