@@ -14,11 +14,6 @@ pub struct PlacedFile {
     pub len: u64,
 }
 
-/// The file name a clone uses: its `filename`, or fio's default `jobname.clone.0`.
-pub fn file_name(spec: &JobSpec, clone: u32) -> String {
-    spec.filename.clone().unwrap_or_else(|| format!("{}.{clone}.0", spec.name))
-}
-
 fn is_device_path(name: &str) -> bool {
     name.starts_with("/dev/")
 }
@@ -48,7 +43,7 @@ pub fn place(jobs: &[JobSpec], capacity: u64) -> Result<(Vec<PlacedFile>, Vec<Ve
     let mut files: Vec<PlacedFile> = Vec::new();
     for spec in jobs {
         for clone in 0..spec.numjobs {
-            let name = file_name(spec, clone);
+            let name = spec.file_name(clone);
             let len = if is_device_path(&name) { capacity } else { needed_file_size(spec, capacity)? };
             match files.iter_mut().find(|f| f.name == name) {
                 Some(f) => f.len = f.len.max(len),
@@ -71,7 +66,7 @@ pub fn place(jobs: &[JobSpec], capacity: u64) -> Result<(Vec<PlacedFile>, Vec<Ve
     for spec in jobs {
         let mut clone_regions = Vec::with_capacity(spec.numjobs as usize);
         for clone in 0..spec.numjobs {
-            let name = file_name(spec, clone);
+            let name = spec.file_name(clone);
             let file = files.iter().find(|f| f.name == name).expect("placed above");
             let offset = spec.offset.resolve(file.len) + spec.offset_increment * u64::from(clone);
             if offset >= file.len {

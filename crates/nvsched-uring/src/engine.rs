@@ -133,10 +133,6 @@ fn usage() -> (Duration, Duration) {
     (tv(ru.ru_utime), tv(ru.ru_stime))
 }
 
-fn file_name(spec: &JobSpec, clone: u32) -> String {
-    spec.filename.clone().unwrap_or_else(|| format!("{}.{clone}.0", spec.name))
-}
-
 /// Runs the jobs on real files or devices.
 pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions) -> Result<UringOutcome, String> {
     // targets: one per distinct file name, sized for every clone using it
@@ -147,7 +143,7 @@ pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions)
         }
         let writes = !spec.verify_only && (spec.pattern.writes() || spec.fsync_every > 0 || spec.fdatasync_every > 0);
         for clone in 0..spec.numjobs {
-            let name = file_name(spec, clone);
+            let name = spec.file_name(clone);
             let offset = match spec.offset {
                 SizeOrPercent::Bytes(b) => b,
                 SizeOrPercent::Percent(_) => 0,
@@ -239,7 +235,7 @@ fn run_on(
         let arc = Arc::new(spec.clone());
         for clone in 0..spec.numjobs {
             ordinal += 1;
-            let name = file_name(spec, clone);
+            let name = spec.file_name(clone);
             let target = targets.iter().position(|t| t.path.as_path() == Path::new(&name)).expect("opened above");
             let t = &targets[target];
             let offset = spec.offset.resolve(t.size) + spec.offset_increment * u64::from(clone);

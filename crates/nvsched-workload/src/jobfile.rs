@@ -134,8 +134,10 @@ fn parse_into(
 ) -> Result<(), JobFileError> {
     for (idx, raw_line) in text.lines().enumerate() {
         let at = Location { file: file.clone(), line: idx + 1 };
-        let line = raw_line.trim();
-        if line.is_empty() || line.starts_with(';') || line.starts_with('#') {
+        // fio ends every line at its first ';' or '#' (strip_blank_end): whole-line and
+        // trailing comments alike, so no value can hold either character
+        let line = raw_line.split([';', '#']).next().unwrap_or_default().trim();
+        if line.is_empty() {
             continue;
         }
         if let Some(rest) = line.strip_prefix('[') {
@@ -265,6 +267,11 @@ pub(crate) mod tests {
         assert_eq!(s[1].options[0].value, None);
         assert_eq!(s[1].options[1].value.as_deref(), Some("randread"));
         assert_eq!(s[1].options[1].at.line, 8);
+        // trailing comments too, as fio strips them (its own tiobench example has one)
+        let s = parse("[a] ; the job\nnumjobs=4\t; four\nrw=read # sequential\ndescription=x;y\n").unwrap();
+        assert_eq!(s[0].name, "a");
+        let values: Vec<_> = s[0].options.iter().map(|o| (o.key.as_str(), o.value.as_deref().unwrap())).collect();
+        assert_eq!(values, [("numjobs", "4"), ("rw", "read"), ("description", "x")]);
     }
 
     #[test]

@@ -198,6 +198,8 @@ pub struct JobSpec {
     pub randseed: u64,
     pub randrepeat: bool,
     pub filename: Option<String>,
+    /// `directory`: prefixes of the job's file names (fio's `a:b` list).
+    pub directory: Vec<String>,
     pub kb_base: KbBase,
     /// nvsched extension: the simulated drive's state before the run.
     pub precondition: Option<String>,
@@ -278,6 +280,7 @@ impl JobSpec {
             randseed: DEFAULT_RANDSEED,
             randrepeat: true,
             filename: None,
+            directory: Vec::new(),
             kb_base: KbBase::Binary,
             precondition: None,
             verify: false,
@@ -345,6 +348,18 @@ impl JobSpec {
             None => &[Op::Read, Op::Write],
         };
         ops.iter().copied()
+    }
+
+    /// The file clone `clone` works on, as fio names it: `filename`, or `NAME.CLONE.0`
+    /// when none is given, under `directory` if set (the first one for a `filename`,
+    /// round robin over the clones for generated names; absolute names are prefixed too).
+    pub fn file_name(&self, clone: u32) -> String {
+        let name = self.filename.clone().unwrap_or_else(|| format!("{}.{clone}.0", self.name));
+        if self.directory.is_empty() {
+            return name;
+        }
+        let dir = if self.filename.is_some() { 0 } else { clone as usize % self.directory.len() };
+        format!("{}/{}", self.directory[dir].trim_end_matches('/'), name.trim_start_matches('/'))
     }
 
     /// Whether the job flushes at the end of each pass (`end_fsync`, `fsync_on_close`):
@@ -450,6 +465,25 @@ pub static OPTIONS: &[OptionDef] = &[
         j.filename = Some(v.replace("\\:", ":"));
         Ok(())
     }),
+    opt!(
+        "directory",
+        [],
+        None,
+        "prefix of the job's file names; a:b spreads generated names over the clones",
+        |j, v| {
+            let dirs: Vec<String> = v
+                .replace("\\:", "\0")
+                .split(':')
+                .map(|d| d.replace('\0', ":"))
+                .filter(|d| !d.is_empty())
+                .collect();
+            if dirs.is_empty() {
+                return Err("directory must not be empty".into());
+            }
+            j.directory = dirs;
+            Ok(())
+        }
+    ),
     opt!(
         "rw",
         ["readwrite"],
