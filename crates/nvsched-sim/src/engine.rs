@@ -9,7 +9,7 @@ use nvsched_policy::{Completion, DeviceView, HostCost, Inserted, PolicyReport, R
 use nvsched_report::iolog::IoLogs;
 use nvsched_report::{CompletedIo, JobRecorder, JobStats, PercentileKinds};
 use nvsched_ssd::{Command, Device, DeviceCounters, HostPath};
-use nvsched_workload::{clone_seed, per_prio_reporting, Tenants};
+use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, Tenants};
 use nvsched_workload::{EngineKind, IoUnit, JobDriver, JobSpec, Poll};
 use std::collections::VecDeque;
 use std::fmt;
@@ -396,7 +396,7 @@ impl<'o> Simulation<'o> {
                     let end = job.driver.finished_at().unwrap_or(self.now);
                     job.rec.stats.runtime = end.saturating_sub(job.driver.ramp_end());
                     if job.driver.spec.exitall {
-                        self.exit_group_of(j);
+                        self.exit_others(j);
                     }
                     self.check_phase_done();
                     return;
@@ -405,13 +405,14 @@ impl<'o> Simulation<'o> {
         }
     }
 
-    /// `exitall`: job `j` finished, so the other jobs of its group stop issuing.
-    fn exit_group_of(&mut self, j: u32) {
-        let group = self.jobs[j as usize].reporting_group;
-        for k in 0..self.jobs.len() as u32 {
-            let other = &mut self.jobs[k as usize];
-            if k != j && other.reporting_group == group && !other.done {
-                other.driver.terminate(self.now);
+    /// `exitall`: job `j` finished, so the jobs its `exit_what` names stop issuing.
+    fn exit_others(&mut self, j: u32) {
+        let what = self.jobs[j as usize].driver.spec.exit_what;
+        let group_of = |k: u32| self.jobs[k as usize].reporting_group;
+        let targets = exit_targets(what, j, self.jobs.len() as u32, group_of, &self.phases[self.phase]);
+        for k in targets {
+            if !self.jobs[k as usize].done {
+                self.jobs[k as usize].driver.terminate(self.now);
                 self.poll_job(k);
             }
         }

@@ -222,6 +222,28 @@ fn exitall_stops_the_rest_of_the_group_when_its_job_finishes() {
 }
 
 #[test]
+fn exit_what_chooses_which_jobs_exitall_stops() {
+    // fio's exitwhat example, shortened: a job in its own reporting group (new_group) of
+    // the same stonewall phase, and a later phase
+    let text = "[global]\nfilename=/dev/nvme0n1\n[short]\nrw=randread\nsize=1m\nexitall\nexit_what=WHAT\n\
+                [other-group]\nnew_group\nrw=randwrite\nioengine=io_uring\niodepth=8\ntime_based\nruntime=2\n\
+                [later]\nstonewall\nrw=read\nsize=1m\n";
+    let run = |what: &str| run_with(&text.replace("WHAT", what), "none", &profile(&[]), 0, &mut NoObserver);
+    let ends = |out: &SimOutcome| (out.clones[0].finished_at, out.clones[1].finished_at);
+    let later_bytes = |out: &SimOutcome| out.clones[2].stats.dirs[0].io_bytes;
+    let group = run("group");
+    assert!(ends(&group).1 >= Nanos::from_secs(2), "another reporting group runs on");
+    let stonewall = run("stonewall");
+    let (short, other) = ends(&stonewall);
+    assert!(other - short < Nanos::from_ms(1), "every running job stops");
+    assert_eq!(later_bytes(&stonewall), 1 << 20, "the next phase still runs");
+    let all = run("all");
+    assert!(ends(&all).1 - ends(&all).0 < Nanos::from_ms(1));
+    assert_eq!(later_bytes(&all), 0, "later phases never run (fio reports them with no I/O)");
+    assert_eq!(all.clones[2].stats.dirs[0].total_ios, 0);
+}
+
+#[test]
 fn a_shared_host_cpu_caps_iops_and_queues_completions() {
     let p = profile(&[("host.cpus", "1"), ("host.submit_cpu_ns", "4000"), ("host.complete_cpu_ns", "6000")]);
     let text = "[a]\nfilename=/dev/nvme0n1\nioengine=io_uring\niodepth=64\nrw=randread\nruntime=200ms\ntime_based\n";

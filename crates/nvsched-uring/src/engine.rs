@@ -8,7 +8,7 @@ use nvsched_core::{Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, Inserted, Request, RequestId, Scheduler};
 use nvsched_report::iolog::IoLogs;
 use nvsched_report::{CompletedIo, JobRecorder, JobStats, PercentileKinds};
-use nvsched_workload::{clone_seed, per_prio_reporting, Tenants};
+use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, Tenants};
 use nvsched_workload::{EngineKind, IoUnit, JobDriver, JobSpec, Poll, Region, SizeOrPercent};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::BTreeMap;
@@ -475,15 +475,25 @@ impl Engine {
                     let end = clone.driver.finished_at().unwrap_or(now);
                     clone.rec.stats.runtime = end.saturating_sub(clone.driver.ramp_end());
                     if clone.driver.spec.exitall {
-                        // the other jobs of the group stop issuing; polled again, they finish
-                        let group = clone.reporting_group;
-                        for other in self.clones.iter_mut().filter(|o| o.reporting_group == group && !o.done) {
-                            other.driver.terminate(now);
-                            other.wake_at = Some(now);
-                        }
+                        self.exit_others(c, now);
                     }
                     return;
                 }
+            }
+        }
+    }
+
+    /// `exitall`: clone `c` finished, so the jobs its `exit_what` names stop issuing;
+    /// polled again, they finish.
+    fn exit_others(&mut self, c: u32, now: Nanos) {
+        let what = self.clones[c as usize].driver.spec.exit_what;
+        let group_of = |k: u32| self.clones[k as usize].reporting_group;
+        let targets = exit_targets(what, c, self.clones.len() as u32, group_of, &self.phases[self.phase]);
+        for k in targets {
+            let other = &mut self.clones[k as usize];
+            if !other.done {
+                other.driver.terminate(now);
+                other.wake_at = Some(now);
             }
         }
     }

@@ -121,6 +121,17 @@ pub enum SyncMode {
     Dsync,
 }
 
+/// Which jobs a finishing `exitall` job stops (fio's `exit_what`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitWhat {
+    /// The other jobs of its reporting group (fio's default).
+    Group,
+    /// Every job running now, across groups; the next stonewalled jobs then start.
+    Stonewall,
+    /// Every job: those after a later stonewall never run (reported with no I/O).
+    All,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum RateProcess {
     Linear,
@@ -184,8 +195,9 @@ pub struct JobSpec {
     pub cgroup: Option<String>,
     pub cgroup_weight: u32,
     pub stonewall: bool,
-    /// `exitall`: when this job finishes, the other jobs of its group stop.
+    /// `exitall`: when this job finishes, the jobs `exit_what` names stop.
     pub exitall: bool,
+    pub exit_what: ExitWhat,
     pub new_group: bool,
     pub group_reporting: bool,
     pub percentile_list: Vec<f64>,
@@ -269,6 +281,7 @@ impl JobSpec {
             cgroup_weight: 100,
             stonewall: false,
             exitall: false,
+            exit_what: ExitWhat::Group,
             new_group: false,
             group_reporting: false,
             percentile_list: DEFAULT_PERCENTILES.to_vec(),
@@ -784,10 +797,25 @@ pub static OPTIONS: &[OptionDef] = &[
         j.stonewall = parse_bool(v)?;
         Ok(())
     }),
-    opt!("exitall", [], Some("1"), "when this job finishes, stop the other jobs of its group", |j, v| {
+    opt!("exitall", [], Some("1"), "when this job finishes, stop the jobs exit_what names", |j, v| {
         j.exitall = parse_bool(v)?;
         Ok(())
     }),
+    opt!(
+        "exit_what",
+        [],
+        None,
+        "what exitall stops: group (default), stonewall (all running jobs) or all (later groups too)",
+        |j, v| {
+            j.exit_what = match v {
+                "group" => ExitWhat::Group,
+                "stonewall" => ExitWhat::Stonewall,
+                "all" => ExitWhat::All,
+                other => return Err(format!("'{other}' is not an exit_what; accepted: group, stonewall, all")),
+            };
+            Ok(())
+        }
+    ),
     opt!("new_group", [], Some("1"), "start a new reporting group without waiting", |j, v| {
         j.new_group = parse_bool(v)?;
         Ok(())

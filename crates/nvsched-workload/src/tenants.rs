@@ -1,7 +1,8 @@
 //! What every engine derives the same way from a job file: tenants (fio `cgroup` with
-//! `cgroup_weight`), each job clone's random seed, and which jobs report per priority.
+//! `cgroup_weight`), each job clone's random seed, which jobs report per priority, and
+//! which ones a finishing `exitall` job stops.
 
-use crate::spec::JobSpec;
+use crate::spec::{ExitWhat, JobSpec};
 use nvsched_core::rng::mix64;
 
 /// Tenants in order of first appearance; tenant 0 is "no cgroup" (weight 100).
@@ -52,6 +53,25 @@ pub fn per_prio_reporting(jobs: &[JobSpec]) -> Vec<bool> {
         group_of.push(group_prios.len() - 1);
     }
     group_of.into_iter().map(|g| group_prios[g].len() > 1).collect()
+}
+
+/// The clones (engine indices `0..count`) that clone `finishing` stops as it ends with
+/// `exitall`: fio's `exit_what`. `running` are the clones of the current stonewall phase.
+pub fn exit_targets(
+    what: ExitWhat,
+    finishing: u32,
+    count: u32,
+    reporting_group: impl Fn(u32) -> u32,
+    running: &[u32],
+) -> Vec<u32> {
+    let group = reporting_group(finishing);
+    let mut targets: Vec<u32> = match what {
+        ExitWhat::Group => (0..count).filter(|&k| reporting_group(k) == group).collect(),
+        ExitWhat::Stonewall => running.to_vec(),
+        ExitWhat::All => (0..count).collect(),
+    };
+    targets.retain(|&k| k != finishing);
+    targets
 }
 
 #[cfg(test)]
