@@ -1,7 +1,7 @@
 //! Address, size and direction generators: what the next I/O of a job is. Engines ask
 //! [`crate::driver::JobDriver`] *when*; this file decides *what*.
 
-use crate::spec::{BlockSizes, Distribution, JobSpec, Pattern};
+use crate::spec::{BlockSizes, Distribution, JobSpec, Pattern, ZoneSize};
 use nvsched_core::{IoPrio, Op, Permutation, SimRng};
 
 /// One I/O a job wants to do, in device byte offsets.
@@ -40,12 +40,14 @@ pub struct IoGenerator {
 impl IoGenerator {
     /// `seed` should already be specific to the job clone.
     pub fn new(spec: &JobSpec, region: Region, seed: u64) -> Result<IoGenerator, String> {
-        let align = u64::from(spec.min_bs());
+        let align = u64::from(spec.random_align());
         let max_bs = u64::from(spec.max_bs());
-        if region.len < max_bs {
+        if region.len < max_bs.max(align) {
             return Err(format!(
-                "job '{}': its region ({} bytes) is smaller than its largest block ({} bytes)",
-                spec.name, region.len, max_bs
+                "job '{}': its region ({} bytes) is smaller than its largest block or its blockalign ({} bytes)",
+                spec.name,
+                region.len,
+                max_bs.max(align)
             ));
         }
         let blocks = region.len / align;
@@ -66,6 +68,7 @@ impl IoGenerator {
                     stddev: (blocks as f64 * dev_pct / 100.0) as u64,
                     offset: (blocks as f64 * center) as u64,
                 },
+                Distribution::Zoned(ref zones) => OffsetChooser::Zoned(zoned_layout(zones, blocks, align)),
             }
         };
         Ok(IoGenerator {
@@ -192,6 +195,36 @@ enum OffsetChooser {
         stddev: u64,
         offset: u64,
     },
+    /// fio's `zoned`: a zone by its share of accesses, then a uniform block in it.
+    Zoned(Vec<Zone>),
+}
+
+#[derive(Debug)]
+struct Zone {
+    /// Accesses up to and including this zone, as a fraction of all.
+    cumulative: f64,
+    first_block: u64,
+    blocks: u64,
+}
+
+/// The zones of a `zoned`/`zoned_abs` distribution over `blocks` blocks of `align`
+/// bytes, one after another from the start; a zone that would pass the end is cut there.
+fn zoned_layout(zones: &[(f64, ZoneSize)], blocks: u64, align: u64) -> Vec<Zone> {
+    let total: f64 = zones.iter().map(|(a, _)| a).sum();
+    let (mut first, mut cumulative) = (0u64, 0.0);
+    let mut layout = Vec::with_capacity(zones.len());
+    for &(access, size) in zones {
+        let wanted = match size {
+            ZoneSize::Percent(p) => (blocks as f64 * p / 100.0) as u64,
+            ZoneSize::Bytes(b) => b / align,
+        };
+        let first_block = first.min(blocks - 1);
+        let len = wanted.max(1).min(blocks - first_block);
+        cumulative += access / total;
+        layout.push(Zone { cumulative, first_block, blocks: len });
+        first = first_block + len;
+    }
+    layout
 }
 
 /// fio scatters the ranks of skewed distributions over the region with this hash, so hot
@@ -225,6 +258,11 @@ impl OffsetChooser {
                 let jitter = if *stddev > 0 { rng.below(*stddev) as i64 - (*stddev / 2) as i64 } else { 0 };
                 let v = (mean as i64 + jitter).max(0) as u64;
                 scatter(v).wrapping_add(*offset) % n
+            }
+            OffsetChooser::Zoned(zones) => {
+                let u = rng.unit_f64();
+                let zone = zones.iter().find(|z| u < z.cumulative).unwrap_or(&zones[zones.len() - 1]);
+                zone.first_block + rng.below(zone.blocks)
             }
         }
     }
@@ -320,6 +358,47 @@ mod tests {
         v.sort_unstable_by(|a, b| b.cmp(a));
         let top10: u32 = v.iter().take(10).sum();
         assert!(top10 > 50_000 / 4, "zipf 1.2: the 10 hottest of 1024 blocks take > 25%: {top10}");
+    }
+
+    #[test]
+    fn zoned_sends_each_zone_its_share_of_accesses() {
+        // JESD219's layout: half the accesses to the first 5%, 30% to the next 15%
+        let s = spec("[a]\nrw=randread\nrandom_distribution=zoned:50/5:30/15:20/80\nsize=100m\n");
+        let len = 100u64 << 20;
+        let mut g = IoGenerator::new(&s, Region { start: 1 << 20, len }, 7).unwrap();
+        let mut zone_hits = [0u32; 3];
+        let n = 100_000;
+        for _ in 0..n {
+            let rel = g.next_unit().offset_bytes - (1 << 20);
+            assert!(rel + 4096 <= len);
+            zone_hits[if rel < len / 20 {
+                0
+            } else if rel < len / 5 {
+                1
+            } else {
+                2
+            }] += 1;
+        }
+        let share = |i: usize| f64::from(zone_hits[i]) / f64::from(n);
+        assert!((share(0) - 0.5).abs() < 0.01 && (share(1) - 0.3).abs() < 0.01, "{zone_hits:?}");
+        // zoned_abs: sizes in bytes; a zone past the end is cut there
+        let s = spec("[a]\nrw=randread\nrandom_distribution=zoned_abs:90/64k:10/1g\nsize=1m\n");
+        let mut g = IoGenerator::new(&s, Region { start: 0, len: 1 << 20 }, 7).unwrap();
+        let hot = (0..10_000).filter(|_| g.next_unit().offset_bytes < 64 << 10).count();
+        assert!((8_800..9_200).contains(&hot), "{hot}");
+    }
+
+    #[test]
+    fn blockalign_aligns_random_offsets_of_smaller_blocks() {
+        let offsets = |extra: &str| {
+            let s = spec(&format!("[a]\nrw=randwrite\nbssplit=512/50:4k/50\nsize=1m\nnorandommap\n{extra}"));
+            let mut g = IoGenerator::new(&s, Region { start: 0, len: 1 << 20 }, 2).unwrap();
+            (0..2_000).map(|_| g.next_unit().offset_bytes).collect::<Vec<u64>>()
+        };
+        assert!(offsets("blockalign=4k\n").iter().all(|o| o % 4096 == 0));
+        let default = offsets("");
+        assert!(default.iter().all(|o| o % 512 == 0), "fio's default: the smallest block");
+        assert!(default.iter().any(|o| o % 4096 != 0));
     }
 
     #[test]

@@ -87,7 +87,7 @@ impl BlockSizes {
 }
 
 /// `random_distribution=`.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Distribution {
     Uniform,
     Zipf {
@@ -103,6 +103,9 @@ pub enum Distribution {
         dev_pct: f64,
         center: f64,
     },
+    /// fio's `zoned`/`zoned_abs`: (share of accesses in percent, zone size) per zone, the
+    /// zones laid one after another from the start of the region, uniform within each.
+    Zoned(Vec<(f64, ZoneSize)>),
 }
 
 /// Synchronous engines have one request outstanding; asynchronous ones up to `iodepth`.
@@ -119,6 +122,14 @@ pub enum SyncMode {
     Sync,
     /// O_DSYNC
     Dsync,
+}
+
+/// The size of one zone of a `zoned` (percent of the region) or `zoned_abs` (bytes)
+/// distribution.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ZoneSize {
+    Percent(f64),
+    Bytes(u64),
 }
 
 /// Which jobs a finishing `exitall` job stops (fio's `exit_what`).
@@ -148,6 +159,8 @@ pub struct JobSpec {
     pub rwmix_read_pct: u32,
     /// Indexed by [`Op::index`]: read, write, trim.
     pub bs: [BlockSizes; 3],
+    /// `blockalign`: boundary of random offsets (default: the smallest block size).
+    pub blockalign: Option<u32>,
     pub iodepth: u32,
     pub iodepth_batch_submit: u32,
     pub ioengine: String,
@@ -243,6 +256,7 @@ impl JobSpec {
             pattern: Pattern::SeqRead,
             rwmix_read_pct: 50,
             bs: [BlockSizes::Fixed(4096), BlockSizes::Fixed(4096), BlockSizes::Fixed(4096)],
+            blockalign: None,
             iodepth: 1,
             iodepth_batch_submit: 1,
             ioengine: "psync".into(),
@@ -346,6 +360,11 @@ impl JobSpec {
     /// random offsets (fio's `blockalign` default).
     pub fn min_bs(&self) -> u32 {
         self.active_ops().map(|op| self.bs[op.index()].min()).min().unwrap_or(4096)
+    }
+
+    /// Where random offsets fall: multiples of `blockalign`, else of the smallest block.
+    pub fn random_align(&self) -> u32 {
+        self.blockalign.unwrap_or_else(|| self.min_bs())
     }
 
     pub fn max_bs(&self) -> u32 {
@@ -536,6 +555,17 @@ pub static OPTIONS: &[OptionDef] = &[
         let kb = j.kb_base;
         let sizes = per_direction(v, |s| parse_block_size(s, kb).map(BlockSizes::Fixed))?;
         apply_per_direction(&mut j.bs, sizes, BlockSizes::Fixed(4096));
+        Ok(())
+    }),
+    opt!("blockalign", ["ba"], None, "boundary random offsets are aligned to (default: the smallest block)", |j, v| {
+        let kb = j.kb_base;
+        let values = per_direction(v, |s| parse_block_size(s, kb))?;
+        let mut given = values.iter().flatten();
+        let first = *given.next().expect("per_direction gives at least one");
+        if given.any(|&a| a != first) {
+            return Err("different alignments per direction are not supported; give one value".into());
+        }
+        j.blockalign = Some(first);
         Ok(())
     }),
     opt!("bsrange", ["blocksize_range"], None, "block size range per direction: lo-hi[,lo-hi]", |j, v| {
@@ -868,9 +898,9 @@ pub static OPTIONS: &[OptionDef] = &[
         "random_distribution",
         [],
         None,
-        "random, zipf:THETA[:CENTER], pareto:H[:CENTER], normal:DEV%[:CENTER]",
+        "random, zipf:THETA[:CENTER], pareto:H[:CENTER], normal:DEV%[:CENTER], zoned:A%/S%:..., zoned_abs:A%/BYTES:...",
         |j, v| {
-            j.distribution = parse_distribution(v)?;
+            j.distribution = parse_distribution(v, j.kb_base)?;
             Ok(())
         }
     ),
@@ -950,8 +980,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "iodepth_batch_complete",
     "iodepth_batch_complete_min",
     "iodepth_batch_complete_max",
-    "blockalign",
-    "ba",
     "bs_unaligned",
     "nrfiles",
     "thinktime_spin",
@@ -1269,7 +1297,44 @@ fn parse_bssplit(raw: &str, kb: KbBase) -> Result<BlockSizes, String> {
     Ok(BlockSizes::Split(split))
 }
 
-fn parse_distribution(raw: &str) -> Result<Distribution, String> {
+/// `zoned:ACCESS%/SIZE%:...` or `zoned_abs:ACCESS%/BYTES:...` (one set for all
+/// directions): the access shares must add up to 100, percent sizes to at most 100.
+fn parse_zones(raw: &str, absolute: bool, kb: KbBase) -> Result<Distribution, String> {
+    let (kind, list) = raw.split_once(':').unwrap_or((raw, ""));
+    if list.contains(',') {
+        return Err(format!("per-direction {kind} distributions are not supported; give one zone list"));
+    }
+    let mut zones = Vec::new();
+    for zone in list.split(':') {
+        let (access, size) =
+            zone.split_once('/').ok_or_else(|| format!("zone '{zone}' is not ACCESS%/SIZE (as in 50/10)"))?;
+        let access: f64 = access.trim().parse().map_err(|_| format!("zone access '{access}' is not a number"))?;
+        if !(0.0..=100.0).contains(&access) {
+            return Err(format!("zone access {access}% is out of range 0..=100"));
+        }
+        let size = if absolute {
+            ZoneSize::Bytes(parse_size(size.trim(), kb).map_err(|e| format!("zone size: {e}"))?)
+        } else {
+            let pct: f64 = size.trim().parse().map_err(|_| format!("zone size '{size}' is not a number"))?;
+            if !(pct > 0.0 && pct <= 100.0) {
+                return Err(format!("zone size {pct}% is out of range (0, 100]"));
+            }
+            ZoneSize::Percent(pct)
+        };
+        zones.push((access, size));
+    }
+    let access: f64 = zones.iter().map(|(a, _)| a).sum();
+    if (access - 100.0).abs() > 1e-9 {
+        return Err(format!("{kind} zone accesses add up to {access}%, not 100%"));
+    }
+    let size_pct: f64 = zones.iter().map(|(_, s)| if let ZoneSize::Percent(p) = s { *p } else { 0.0 }).sum();
+    if size_pct > 100.0 + 1e-9 {
+        return Err(format!("{kind} zone sizes add up to {size_pct}%, more than 100%"));
+    }
+    Ok(Distribution::Zoned(zones))
+}
+
+fn parse_distribution(raw: &str, kb: KbBase) -> Result<Distribution, String> {
     let mut parts = raw.split(':');
     let kind = parts.next().unwrap_or("");
     let num = |s: Option<&str>, what: &str| -> Result<f64, String> {
@@ -1319,11 +1384,16 @@ fn parse_distribution(raw: &str) -> Result<Distribution, String> {
             let c = parts.next();
             Distribution::Normal { dev_pct: dev, center: if c.is_some() { center(c)? } else { 0.5 } }
         }
-        "zoned" | "zoned_abs" | "sequence" => {
-            return Err(format!("'{kind}' distributions are not supported; accepted: random, zipf, pareto, normal"))
+        "zoned" | "zoned_abs" => return parse_zones(raw, kind == "zoned_abs", kb),
+        "sequence" => {
+            return Err(format!(
+                "'{kind}' distributions are not supported; accepted: random, zipf, pareto, normal, zoned, zoned_abs"
+            ))
         }
         other => {
-            return Err(format!("'{other}' is not a distribution; accepted: random, zipf:THETA, pareto:H, normal:DEV"))
+            return Err(format!(
+                "'{other}' is not a distribution; accepted: random, zipf:THETA, pareto:H, normal:DEV, zoned:A/S:..., zoned_abs:A/BYTES:..."
+            ))
         }
     };
     if parts.next().is_some() {
