@@ -162,6 +162,19 @@ pub struct DirStats {
 }
 
 impl DirStats {
+    /// Kept out of line: only jobs that ask for submission or total latency percentiles
+    /// keep these histograms.
+    #[cold]
+    #[inline(never)]
+    fn record_optional_hists(&mut self, slat: Option<Nanos>, lat_ns: u64) {
+        if let (Some(h), Some(s)) = (&mut self.slat_hist, slat) {
+            h.record(s.0);
+        }
+        if let Some(h) = &mut self.lat_hist {
+            h.record(lat_ns);
+        }
+    }
+
     pub fn merge(&mut self, other: &DirStats) {
         self.io_bytes += other.io_bytes;
         self.total_ios += other.total_ios;
@@ -294,11 +307,8 @@ impl JobStats {
         d.clat.record(clat.0);
         d.lat.record(lat);
         d.clat_hist.record(clat.0);
-        if let (Some(h), Some(s)) = (&mut d.slat_hist, slat) {
-            h.record(s.0);
-        }
-        if let Some(h) = &mut d.lat_hist {
-            h.record(lat);
+        if self.percentile_kinds.slat || self.percentile_kinds.lat {
+            d.record_optional_hists(slat, lat);
         }
         d.bw_windows.add((since_start.0 / BW_WINDOW.0) as usize, bytes);
         d.series.add((since_start.0 / SERIES_WINDOW.0) as usize, bytes);

@@ -31,6 +31,11 @@ pub struct IoGenerator {
     offsets: OffsetChooser,
     /// Next sequential offset per direction (relative to the region).
     seq_pos: [u64; 3],
+    /// `rw=read:N`: bytes added after each sequential I/O (negative: backwards).
+    seq_skip: i64,
+    /// `rw=randread:N`: I/Os per random offset, and how many of the current run are left.
+    random_run: u32,
+    run_left: [u32; 3],
     align: u64,
     rng_dir: SimRng,
     rng_size: SimRng,
@@ -78,6 +83,9 @@ impl IoGenerator {
             sizes: std::array::from_fn(|d| SizeChooser::new(&spec.bs[d])),
             offsets,
             seq_pos: [0; 3],
+            seq_skip: if spec.pattern.is_random() { 0 } else { spec.rw_modifier },
+            random_run: if spec.pattern.is_random() { spec.rw_modifier.max(1) as u32 } else { 1 },
+            run_left: [0; 3],
             align,
             rng_dir: SimRng::stream(seed, 1),
             rng_size: SimRng::stream(seed, 2),
@@ -112,17 +120,33 @@ impl IoGenerator {
                 if pos + len64 > self.region.len {
                     pos = 0;
                 }
+                // with a negative skip, fio wraps from the start to the end of the region
+                let next = (pos + len64) as i64 + self.seq_skip;
+                self.seq_pos[d] =
+                    if next < 0 { (self.region.len as i64 + self.seq_skip).max(0) as u64 } else { next as u64 };
+                pos
+            }
+            _ if self.run_left[d] > 0 => {
+                // `randread:N`: sequential until the next random offset
+                self.run_left[d] -= 1;
+                let pos = self.seq_pos[d];
+                let pos = if pos + len64 > self.region.len { 0 } else { pos };
                 self.seq_pos[d] = pos + len64;
                 pos
             }
             chooser => {
                 let block = chooser.draw(&mut self.rng_offset);
                 let pos = block * self.align;
-                if pos + len64 > self.region.len {
+                let pos = if pos + len64 > self.region.len {
                     (self.region.len - len64) / self.align * self.align
                 } else {
                     pos
+                };
+                if self.random_run > 1 {
+                    self.run_left[d] = self.random_run - 1;
+                    self.seq_pos[d] = pos + len64;
                 }
+                pos
             }
         };
         IoUnit { op, offset_bytes: self.region.start + rel, len_bytes: len, prio: IoPrio::default() }
@@ -217,6 +241,7 @@ fn zoned_layout(zones: &[(f64, ZoneSize)], blocks: u64, align: u64) -> Vec<Zone>
         let wanted = match size {
             ZoneSize::Percent(p) => (blocks as f64 * p / 100.0) as u64,
             ZoneSize::Bytes(b) => b / align,
+            ZoneSize::Rest => blocks.saturating_sub(first),
         };
         let first_block = first.min(blocks - 1);
         let len = wanted.max(1).min(blocks - first_block);
@@ -363,7 +388,7 @@ mod tests {
     #[test]
     fn zoned_sends_each_zone_its_share_of_accesses() {
         // JESD219's layout: half the accesses to the first 5%, 30% to the next 15%
-        let s = spec("[a]\nrw=randread\nrandom_distribution=zoned:50/5:30/15:20/80\nsize=100m\n");
+        let s = spec("[a]\nrw=randread\nrandom_distribution=zoned:50/5:30/15:20/\nsize=100m\n");
         let len = 100u64 << 20;
         let mut g = IoGenerator::new(&s, Region { start: 1 << 20, len }, 7).unwrap();
         let mut zone_hits = [0u32; 3];
@@ -386,6 +411,25 @@ mod tests {
         let mut g = IoGenerator::new(&s, Region { start: 0, len: 1 << 20 }, 7).unwrap();
         let hot = (0..10_000).filter(|_| g.next_unit().offset_bytes < 64 << 10).count();
         assert!((8_800..9_200).contains(&hot), "{hot}");
+    }
+
+    #[test]
+    fn rw_offset_modifier_skips_goes_backwards_or_runs_sequentially() {
+        let offsets = |rw: &str, n: usize| {
+            let s = spec(&format!("[a]\nrw={rw}\nbs=4k\nsize=128k\n"));
+            let mut g = IoGenerator::new(&s, Region { start: 0, len: 128 << 10 }, 4).unwrap();
+            (0..n).map(|_| g.next_unit().offset_bytes >> 10).collect::<Vec<u64>>()
+        };
+        // fio's backwards-read example: the first read at 0, then from the end down
+        assert_eq!(offsets("read:-8k", 5), [0, 120, 116, 112, 108]);
+        assert_eq!(offsets("write:4k", 4), [0, 8, 16, 24], "holes");
+        assert_eq!(offsets("write:4k", 17)[16], 0, "wraps to the start");
+        // a new random offset every 4 I/Os, sequential in between
+        let runs = offsets("randread:4", 40);
+        for run in runs.chunks(4) {
+            assert!(run.windows(2).all(|w| w[1] == w[0] + 4) || run.contains(&0), "{runs:?}");
+        }
+        assert_ne!(runs[0] + 16, runs[4], "{runs:?}");
     }
 
     #[test]

@@ -130,6 +130,8 @@ pub enum SyncMode {
 pub enum ZoneSize {
     Percent(f64),
     Bytes(u64),
+    /// What the zones before it leave of the region (an empty last size).
+    Rest,
 }
 
 /// Which jobs a finishing `exitall` job stops (fio's `exit_what`).
@@ -156,6 +158,9 @@ pub struct JobSpec {
     pub at: Location,
     pub description: Option<String>,
     pub pattern: Pattern,
+    /// `rw=PATTERN:N`: bytes added after each sequential I/O (negative: backwards), or
+    /// for random patterns the I/Os per random offset; 0 without.
+    pub rw_modifier: i64,
     pub rwmix_read_pct: u32,
     /// Indexed by [`Op::index`]: read, write, trim.
     pub bs: [BlockSizes; 3],
@@ -254,6 +259,7 @@ impl JobSpec {
             at,
             description: None,
             pattern: Pattern::SeqRead,
+            rw_modifier: 0,
             rwmix_read_pct: 50,
             bs: [BlockSizes::Fixed(4096), BlockSizes::Fixed(4096), BlockSizes::Fixed(4096)],
             blockalign: None,
@@ -520,8 +526,12 @@ pub static OPTIONS: &[OptionDef] = &[
         "rw",
         ["readwrite"],
         None,
-        "read, write, trim, randread, randwrite, randtrim, rw/readwrite, randrw",
+        "read, write, trim, randread, randwrite, randtrim, rw/readwrite, randrw; :N skips N bytes (sequential) or takes a new random offset every N I/Os",
         |j, v| {
+            let (v, modifier) = match v.split_once(':') {
+                Some((p, m)) => (p.trim(), Some(m.trim())),
+                None => (v, None),
+            };
             j.pattern = match v {
             "read" => Pattern::SeqRead,
             "write" => Pattern::SeqWrite,
@@ -531,15 +541,28 @@ pub static OPTIONS: &[OptionDef] = &[
             "randtrim" => Pattern::RandTrim,
             "rw" | "readwrite" => Pattern::SeqMixed,
             "randrw" => Pattern::RandMixed,
-            other if other.contains(':') => {
-                return Err(format!("'{other}': the ':N' suffix is not supported"))
-            }
             other => {
                 return Err(format!(
                     "'{other}' is not a pattern; accepted: read, write, trim, randread, randwrite, randtrim, rw, readwrite, randrw"
                 ))
             }
         };
+            // fio's offset modifier: bytes added after each sequential I/O (negative:
+            // backwards), or I/Os per random offset (sequential in between)
+            j.rw_modifier = match modifier {
+                None => 0,
+                Some(m) if j.pattern.is_random() => {
+                    parse_int_in(m, 1, i64::from(u32::MAX)).map_err(|e| format!("random ':N' (I/Os per offset): {e}"))?
+                }
+                Some(m) => {
+                    let (sign, bytes) = match m.strip_prefix('-') {
+                        Some(rest) => (-1, rest),
+                        None => (1, m),
+                    };
+                    let skip = parse_size(bytes, j.kb_base).map_err(|e| format!("sequential ':SIZE' (bytes to skip): {e}"))?;
+                    sign * i64::try_from(skip).map_err(|_| format!("skip '{m}' is too large"))?
+                }
+            };
             Ok(())
         }
     ),
@@ -1298,21 +1321,25 @@ fn parse_bssplit(raw: &str, kb: KbBase) -> Result<BlockSizes, String> {
 }
 
 /// `zoned:ACCESS%/SIZE%:...` or `zoned_abs:ACCESS%/BYTES:...` (one set for all
-/// directions): the access shares must add up to 100, percent sizes to at most 100.
+/// directions): the access shares must add up to 100, percent sizes to at most 100; an
+/// empty last size (`20/`) is the rest of the region, as in fio's example.
 fn parse_zones(raw: &str, absolute: bool, kb: KbBase) -> Result<Distribution, String> {
     let (kind, list) = raw.split_once(':').unwrap_or((raw, ""));
     if list.contains(',') {
         return Err(format!("per-direction {kind} distributions are not supported; give one zone list"));
     }
     let mut zones = Vec::new();
-    for zone in list.split(':') {
+    let count = list.split(':').count();
+    for (i, zone) in list.split(':').enumerate() {
         let (access, size) =
             zone.split_once('/').ok_or_else(|| format!("zone '{zone}' is not ACCESS%/SIZE (as in 50/10)"))?;
         let access: f64 = access.trim().parse().map_err(|_| format!("zone access '{access}' is not a number"))?;
         if !(0.0..=100.0).contains(&access) {
             return Err(format!("zone access {access}% is out of range 0..=100"));
         }
-        let size = if absolute {
+        let size = if size.trim().is_empty() && i + 1 == count {
+            ZoneSize::Rest
+        } else if absolute {
             ZoneSize::Bytes(parse_size(size.trim(), kb).map_err(|e| format!("zone size: {e}"))?)
         } else {
             let pct: f64 = size.trim().parse().map_err(|_| format!("zone size '{size}' is not a number"))?;
@@ -1328,6 +1355,9 @@ fn parse_zones(raw: &str, absolute: bool, kb: KbBase) -> Result<Distribution, St
         return Err(format!("{kind} zone accesses add up to {access}%, not 100%"));
     }
     let size_pct: f64 = zones.iter().map(|(_, s)| if let ZoneSize::Percent(p) = s { *p } else { 0.0 }).sum();
+    if zones.last().is_some_and(|(_, s)| *s == ZoneSize::Rest) && size_pct >= 100.0 {
+        return Err(format!("{kind} zone sizes leave no rest for the last zone"));
+    }
     if size_pct > 100.0 + 1e-9 {
         return Err(format!("{kind} zone sizes add up to {size_pct}%, more than 100%"));
     }
