@@ -182,10 +182,15 @@ fn job_value(job: &JobStats, group_bw: &[f64; 3], bins: bool) -> Value {
     if let Some(desc) = &job.description {
         m.insert("desc".into(), json!(desc));
     }
-    for (i, key) in ["read", "write", "trim"].iter().enumerate() {
-        m.insert((*key).into(), ddir_value(&job.dirs[i], job, group_bw[i], bins));
+    if job.unified {
+        // fio's unified_rw_reporting=mixed: one direction, and no sync entry
+        m.insert("mixed".into(), ddir_value(&job.dirs[0], job, group_bw[0], bins));
+    } else {
+        for (i, key) in ["read", "write", "trim"].iter().enumerate() {
+            m.insert((*key).into(), ddir_value(&job.dirs[i], job, group_bw[i], bins));
+        }
+        m.insert("sync".into(), json!({ "total_ios": job.sync.n, "lat_ns": lat_value(&job.sync, None, false) }));
     }
-    m.insert("sync".into(), json!({ "total_ios": job.sync.n, "lat_ns": lat_value(&job.sync, None, false) }));
     m.insert("job_runtime".into(), json!(ms_round(job.runtime.0)));
     m.insert("usr_cpu".into(), json!(0.0));
     m.insert("sys_cpu".into(), json!(0.0));

@@ -137,14 +137,21 @@ fn group_rate(members: &[&JobStats], d: usize) -> u64 {
 }
 
 /// `  read: IOPS=.., BW=..(..)(io/runtime)`, fio's first line of a direction.
-fn ddir_header(out: &mut String, d: usize, total_ios: u64, io_bytes: u64, runtime_ms: u64) {
-    const NAMES: [&str; 3] = ["read", "write", "trim"];
+/// A direction's name in fio's report: read, write, trim, or mixed when unified.
+fn dir_name(d: usize, unified: bool) -> &'static str {
+    if unified {
+        "mixed"
+    } else {
+        ["read", "write", "trim"][d]
+    }
+}
+
+fn ddir_header(out: &mut String, name: &str, total_ios: u64, io_bytes: u64, runtime_ms: u64) {
     let ms = runtime_ms.max(1);
-    let zone_resets = if d == 1 { "; 0 zone resets" } else { "" };
+    let zone_resets = if name == "write" { "; 0 zone resets" } else { "" };
     let _ = writeln!(
         out,
-        "  {}: IOPS={}, BW={}({}/{ms}msec){zone_resets}",
-        NAMES[d],
+        "  {name}: IOPS={}, BW={}({}/{ms}msec){zone_resets}",
         num2str(total_ios * 1000 / ms, SIG_FIGS, false, ""),
         bandwidth(dir_rate(io_bytes, ms)),
         num2str(io_bytes, SIG_FIGS, true, "B"),
@@ -156,7 +163,7 @@ fn ddir(out: &mut String, d: usize, job: &JobStats, group_bytes_per_sec: u64) {
     if dir.total_ios == 0 {
         return;
     }
-    ddir_header(out, d, dir.total_ios, dir.io_bytes, runtime_ms(job));
+    ddir_header(out, dir_name(d, job.unified), dir.total_ios, dir.io_bytes, runtime_ms(job));
     lat_line(out, "slat", &dir.slat);
     lat_line(out, "clat", &dir.clat);
     lat_line(out, " lat", &dir.lat);
@@ -307,7 +314,9 @@ pub fn render(r: &RunReport) -> String {
     groups.dedup();
     for g in groups {
         let _ = writeln!(out, "Run status group {g} (all jobs):");
-        for (d, name) in ["READ", "WRITE", "TRIM"].iter().enumerate() {
+        let unified = r.jobs.iter().any(|j| j.groupid == g && j.unified);
+        for d in 0..3 {
+            let name = dir_name(d, unified).to_uppercase();
             let members = group_members(r, g, d);
             let run_ms: Vec<u64> = members.iter().map(|j| runtime_ms(j)).collect();
             let rates: Vec<u64> = members.iter().map(|j| dir_rate(j.dirs[d].io_bytes, runtime_ms(j))).collect();
@@ -322,7 +331,7 @@ pub fn render(r: &RunReport) -> String {
                 min_run_ms,
                 max_run_ms,
             };
-            group_line(&mut out, name, &line);
+            group_line(&mut out, &name, &line);
         }
     }
     for d in &r.disk_util {
@@ -421,7 +430,8 @@ mod tests {
                 if int(&dir["total_ios"]) == 0 {
                     continue;
                 }
-                ddir_header(&mut out, d, int(&dir["total_ios"]), int(&dir["io_bytes"]), int(&dir["runtime"]));
+                let name = ["read", "write", "trim"][d];
+                ddir_header(&mut out, name, int(&dir["total_ios"]), int(&dir["io_bytes"]), int(&dir["runtime"]));
                 lat_block(&mut out, "slat", &dir["slat_ns"]);
                 lat_block(&mut out, "clat", &dir["clat_ns"]);
                 lat_block(&mut out, " lat", &dir["lat_ns"]);

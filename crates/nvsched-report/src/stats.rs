@@ -257,6 +257,8 @@ pub struct JobStats {
     pub iodepth: u32,
     /// How many of this entry's completions happened during ramp and were dropped.
     pub ramp_dropped: u64,
+    /// `unified_rw_reporting=mixed`: every direction was folded into `dirs[0]`.
+    pub unified: bool,
 }
 
 impl JobStats {
@@ -277,7 +279,22 @@ impl JobStats {
             percentile_kinds: PercentileKinds::default(),
             iodepth,
             ramp_dropped: 0,
+            unified: false,
         }
+    }
+
+    /// fio's `unified_rw_reporting=mixed`: reads, writes and trims become one direction,
+    /// reported in `dirs[0]` as "mixed".
+    pub fn unify_directions(&mut self) {
+        if self.unified {
+            return;
+        }
+        let [first, rest @ ..] = &mut self.dirs;
+        for d in rest.iter_mut() {
+            first.merge(d);
+            *d = DirStats::default();
+        }
+        self.unified = true;
     }
 
     /// Chooses which latencies get percentiles; keeps the histograms they need.
@@ -350,6 +367,13 @@ impl JobStats {
 
     /// Folds another clone or job into this entry (group reporting).
     pub fn merge(&mut self, other: &JobStats) {
+        if self.unified != other.unified {
+            // a group with unified and separate jobs reports unified
+            self.unify_directions();
+            let mut unified = other.clone();
+            unified.unify_directions();
+            return self.merge(&unified);
+        }
         for (a, b) in self.dirs.iter_mut().zip(&other.dirs) {
             a.merge(b);
         }
@@ -436,6 +460,21 @@ mod tests {
         assert_eq!(batch_bucket(1), 1);
         let (min, max, mean, _, n) = window_summary(&[10, 20, 30], 2, 1.0);
         assert_eq!((min, max, mean, n), (10.0, 20.0, 15.0, 2));
+    }
+
+    #[test]
+    fn unified_directions_fold_into_one_also_in_group_merges() {
+        let mut j = JobStats::new("a", 0, vec![50.0], 1);
+        j.record(Op::Read, 4096, None, Nanos(1000), Nanos::ZERO);
+        j.record(Op::Write, 8192, None, Nanos(3000), Nanos::ZERO);
+        let separate = j.clone();
+        j.unify_directions();
+        assert_eq!((j.dirs[0].total_ios, j.dirs[0].io_bytes, j.dirs[0].clat.max), (2, 12288, 3000));
+        assert_eq!(j.dirs[1].total_ios, 0);
+        let mut group = separate.clone();
+        group.merge(&j);
+        assert!(group.unified);
+        assert_eq!((group.dirs[0].total_ios, group.dirs[1].total_ios), (4, 0));
     }
 
     #[test]

@@ -58,7 +58,10 @@ pub fn render(r: &RunReport) -> String {
         let bw = groups.iter().find(|(g, _)| *g == job.groupid).map_or([0.0; 3], |(_, b)| *b);
         let _ = write!(out, "3;{};{};{};0", r.version, job.name, job.groupid);
         ddir(&mut out, &job.dirs[0], job, bw[0]);
-        ddir(&mut out, &job.dirs[1], job, bw[1]);
+        if !job.unified {
+            // under unified_rw_reporting=mixed fio's line has the one mixed direction
+            ddir(&mut out, &job.dirs[1], job, bw[1]);
+        }
         out.push_str(";0.000000%;0.000000%;0;0;0");
         for p in level_percentages(&job.depth_levels) {
             let _ = write!(out, ";{p:.1}%");

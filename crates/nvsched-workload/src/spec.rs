@@ -218,6 +218,8 @@ pub struct JobSpec {
     pub exit_what: ExitWhat,
     pub new_group: bool,
     pub group_reporting: bool,
+    /// `unified_rw_reporting=mixed`: one "mixed" direction in the report.
+    pub unified_rw_reporting: bool,
     pub percentile_list: Vec<f64>,
     /// Which latencies get percentiles in the report (fio's defaults: completion only).
     pub slat_percentiles: bool,
@@ -304,6 +306,7 @@ impl JobSpec {
             exit_what: ExitWhat::Group,
             new_group: false,
             group_reporting: false,
+            unified_rw_reporting: false,
             percentile_list: DEFAULT_PERCENTILES.to_vec(),
             slat_percentiles: false,
             clat_percentiles: true,
@@ -873,6 +876,23 @@ pub static OPTIONS: &[OptionDef] = &[
         j.new_group = parse_bool(v)?;
         Ok(())
     }),
+    opt!(
+        "unified_rw_reporting",
+        [],
+        Some("1"),
+        "none (0) or mixed (1): report reads, writes and trims together as one \"mixed\" direction",
+        |j, v| {
+            j.unified_rw_reporting = match v {
+                "none" | "0" => false,
+                "mixed" | "1" => true,
+                "both" | "2" => {
+                    return Err("'both' is not supported; use mixed, or none for the separate directions".into())
+                }
+                other => return Err(format!("'{other}' is not a unified_rw_reporting mode; accepted: none, 0, mixed, 1")),
+            };
+            Ok(())
+        }
+    ),
     opt!("group_reporting", [], Some("1"), "report each group as one job", |j, v| {
         j.group_reporting = parse_bool(v)?;
         Ok(())
@@ -1025,7 +1045,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "write_iolog",
     "read_iolog",
     "write_hist_log",
-    "unified_rw_reporting",
     "wait_for",
     "create_on_open",
     "invalidate",

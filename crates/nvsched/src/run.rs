@@ -199,18 +199,22 @@ pub fn run_sim(
 pub fn reporting_entries(jobs: &JobFile, clones: &[(u32, usize, &JobStats)]) -> Vec<JobStats> {
     let mut entries: Vec<JobStats> = Vec::new();
     let mut merged_group: Option<(u32, usize)> = None;
-    for &(group, _, stats) in clones {
+    for &(group, job, stats) in clones {
         let grouped = clones.iter().filter(|o| o.0 == group).any(|o| jobs.jobs[o.1].group_reporting);
+        let mut stats = stats.clone();
+        if jobs.jobs[job].unified_rw_reporting {
+            stats.unify_directions();
+        }
         if grouped {
             match merged_group {
-                Some((g, idx)) if g == group => entries[idx].merge(stats),
+                Some((g, idx)) if g == group => entries[idx].merge(&stats),
                 _ => {
-                    entries.push(stats.clone());
+                    entries.push(stats);
                     merged_group = Some((group, entries.len() - 1));
                 }
             }
         } else {
-            entries.push(stats.clone());
+            entries.push(stats);
         }
     }
     entries

@@ -188,6 +188,29 @@ fn json_plus_has_bins_and_terse_has_fios_field_count() {
 }
 
 #[test]
+fn unified_rw_reporting_reports_one_mixed_direction_as_fio() {
+    let job = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fio-3.33/mixed-unified.fio");
+    let (_, ours) = run_json(&job, &[]);
+    assert_same_structure(&fixture("mixed-unified.json")["jobs"][0], &ours["jobs"][0], "jobs[0]");
+    for key in ["read", "write", "trim", "sync"] {
+        assert!(ours["jobs"][0].get(key).is_none(), "fio has no '{key}' under mixed");
+    }
+    // the same run reported per direction: mixed is their sum
+    let text = std::fs::read_to_string(&job).unwrap();
+    let (_, separate) = run_json(&temp_job("separate.fio", &text.replace("=mixed", "=none")), &[]);
+    let n = |v: &Value, d: &str| v["jobs"][0][d]["total_ios"].as_u64().unwrap();
+    assert_eq!(n(&ours, "mixed"), n(&separate, "read") + n(&separate, "write"));
+    assert!(n(&separate, "read") > 0 && n(&separate, "write") > 0);
+    let normal = String::from_utf8(nvsched(&["run", job.to_str().unwrap(), "-q"]).stdout).unwrap();
+    assert!(normal.contains("\n  mixed: IOPS=") && normal.contains("\n  MIXED: bw="), "{normal}");
+    assert!(!normal.contains("  read:") && !normal.contains("zone resets"));
+    let terse =
+        String::from_utf8(nvsched(&["run", job.to_str().unwrap(), "--output-format=terse", "-q"]).stdout).unwrap();
+    let fio_terse = std::fs::read_to_string(job.with_extension("terse")).unwrap();
+    assert_eq!(terse.trim().split(';').count(), fio_terse.trim().split(';').count(), "one direction, as fio's");
+}
+
+#[test]
 fn output_file_is_written() {
     let job = short_k2_mix();
     let dest = job.with_file_name("out.json");
