@@ -122,7 +122,8 @@ impl JobDriver {
             end_flush_inflight: false,
             last_was_flush: false,
             pass_bytes,
-            next_pass_end: pass_bytes,
+            // the last pass ends with the job's own stop, so one pass needs no check
+            next_pass_end: if io_limit > pass_bytes { pass_bytes } else { u64::MAX },
             finished_at: None,
         })
     }
@@ -210,6 +211,22 @@ impl JobDriver {
         }
     }
 
+    /// A `loops` pass (not the last) ends with the I/O just issued: fio's end_fsync comes
+    /// after each pass. Returns whether the job now owes that flush. Out of line: once
+    /// per pass, not per I/O.
+    #[cold]
+    fn end_of_pass(&mut self) -> bool {
+        self.next_pass_end = self.next_pass_end.saturating_add(self.pass_bytes);
+        if self.next_pass_end >= self.io_limit {
+            self.next_pass_end = u64::MAX; // the last pass ends with the job's own stop
+        }
+        if self.flush_due != FlushDue::No {
+            return false;
+        }
+        self.owe_end_flush();
+        self.flush_due != FlushDue::No
+    }
+
     /// Issues the flush that is due once nothing is in flight (fio drains first).
     fn poll_flush(&mut self, out: &mut Vec<IoUnit>) -> Poll {
         if self.inflight > 0 {
@@ -289,13 +306,8 @@ impl JobDriver {
                     pause = true;
                 }
             }
-            if self.issued_bytes >= self.next_pass_end && self.issued_bytes < self.io_limit {
-                // a `loops` pass ends here: fio's end_fsync comes after each pass
-                self.next_pass_end = self.next_pass_end.saturating_add(self.pass_bytes);
-                if self.flush_due == FlushDue::No {
-                    self.owe_end_flush();
-                    pause |= self.flush_due != FlushDue::No;
-                }
+            if self.issued_bytes >= self.next_pass_end {
+                pause |= self.end_of_pass();
             }
             if self.think_every < u32::MAX {
                 self.since_think += 1;
