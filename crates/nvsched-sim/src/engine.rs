@@ -279,13 +279,19 @@ impl<'o> Simulation<'o> {
         self.start_phase(0);
         while let Some(ev) = self.events.pop() {
             debug_assert!(ev.at >= self.now, "event in the past");
+            if let EventKind::JobWake(j) = ev.kind {
+                // a timer that no longer matters (superseded, or its job has finished, as
+                // one stopped by exitall) must not move the clock past the run's end
+                let job = &self.jobs[j as usize];
+                if job.done || job.wake_at != Some(ev.at) {
+                    continue;
+                }
+            }
             self.now = ev.at;
             match ev.kind {
                 EventKind::JobWake(j) => {
-                    if self.jobs[j as usize].wake_at == Some(ev.at) {
-                        self.jobs[j as usize].wake_at = None;
-                        self.poll_job(j);
-                    }
+                    self.jobs[j as usize].wake_at = None;
+                    self.poll_job(j);
                 }
                 EventKind::Insert(slot) => self.on_insert(slot),
                 EventKind::DeviceArrive(slot) => self.on_device_arrive(slot),

@@ -219,6 +219,16 @@ fn exitall_stops_the_rest_of_the_group_when_its_job_finishes() {
     assert_eq!(next.stats.dirs[0].io_bytes, 1 << 20, "a later group is not affected");
     let without = run("0");
     assert!(without.clones[1].finished_at >= Nanos::from_secs(2), "without exitall it runs its 2 s");
+    // a stopped job's pending timer (here its think time) does not move the run's end
+    let thinking = run_with(
+        "[global]\nfilename=/dev/nvme0n1\n[short]\nrw=randread\nsize=64k\nexitall\n\
+         [paced]\nrw=randread\nthinktime=1s\ntime_based\nruntime=10\n",
+        "none",
+        &profile(&[]),
+        0,
+        &mut NoObserver,
+    );
+    assert!(thinking.end < Nanos::from_ms(10), "the run ends with its jobs: {:?}", thinking.end);
 }
 
 #[test]
