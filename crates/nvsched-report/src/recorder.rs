@@ -3,8 +3,10 @@
 //! [`JobRecorder`], so a completion counts the same in simulation and on a real device.
 
 use crate::iolog::IoLogs;
-use crate::stats::JobStats;
+use crate::stats::{JobStats, PercentileKinds};
 use nvsched_core::{IoPrio, Nanos, Op};
+use nvsched_workload::{EngineKind, JobSpec};
+use std::path::Path;
 
 /// One completed request as an engine saw it.
 #[derive(Clone, Copy, Debug)]
@@ -41,6 +43,28 @@ impl JobRecorder {
         default_prio: IoPrio,
     ) -> JobRecorder {
         JobRecorder { stats, logs, per_prio, sync_engine, default_prio }
+    }
+
+    /// The recorder of one clone of `spec`, as both engines set it up: its statistics
+    /// with the job's reporting options, and the log files it asked for (fio's job
+    /// number `job_number`, in the working directory).
+    pub fn for_job(
+        spec: &JobSpec,
+        reporting_group: u32,
+        job_number: u32,
+        per_prio: bool,
+    ) -> Result<JobRecorder, String> {
+        let mut stats = JobStats::new(spec.name.clone(), reporting_group, spec.percentile_list.clone(), spec.iodepth);
+        stats.description = spec.description.clone();
+        stats.job_options = spec.job_options.clone();
+        stats.set_percentile_kinds(PercentileKinds {
+            slat: spec.slat_percentiles,
+            clat: spec.clat_percentiles,
+            lat: spec.lat_percentiles,
+        });
+        let logs = IoLogs::create(&spec.logs, job_number, Path::new("."))?;
+        let sync_engine = spec.engine_kind == EngineKind::Sync;
+        Ok(JobRecorder::new(stats, logs, per_prio, sync_engine, spec.ioprio()))
     }
 
     /// Records `io`, completed at `now`; completions before `ramp_end` are warm-up

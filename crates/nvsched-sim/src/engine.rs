@@ -6,14 +6,12 @@ use crate::events::{EventKind, EventQueue, Lane};
 use crate::layout::{self, PlacedFile};
 use nvsched_core::{IoPrio, Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Request, RequestId, Scheduler};
-use nvsched_report::iolog::IoLogs;
-use nvsched_report::{CompletedIo, JobRecorder, JobStats, PercentileKinds};
+use nvsched_report::{CompletedIo, JobRecorder, JobStats};
 use nvsched_ssd::{Command, Device, DeviceCounters, HostPath};
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, Tenants};
-use nvsched_workload::{EngineKind, IoUnit, JobDriver, JobSpec, Poll};
+use nvsched_workload::{IoUnit, JobDriver, JobSpec, Poll};
 use std::collections::VecDeque;
 use std::fmt;
-use std::path::Path;
 use std::sync::Arc;
 
 /// Hooks into a running simulation (tests, progress display, tracing).
@@ -210,22 +208,13 @@ impl<'o> Simulation<'o> {
                 let seed = clone_seed(spec, ordinal, input.seed);
                 let region = regions[job_index][clone as usize];
                 let driver = JobDriver::new(spec_arc.clone(), clone, region, seed).map_err(SimError)?;
-                let mut stats =
-                    JobStats::new(spec.name.clone(), reporting_group, spec.percentile_list.clone(), spec.iodepth);
-                stats.description = spec.description.clone();
-                stats.set_percentile_kinds(PercentileKinds {
-                    slat: spec.slat_percentiles,
-                    clat: spec.clat_percentiles,
-                    lat: spec.lat_percentiles,
-                });
-                stats.job_options = spec.job_options.clone();
+                let rec = JobRecorder::for_job(spec, reporting_group, ordinal as u32, per_prio[job_index])
+                    .map_err(SimError)?;
                 let prio = spec.ioprio();
                 phases.last_mut().expect("one phase").push(jobs.len() as u32);
-                let logs = IoLogs::create(&spec.logs, ordinal as u32, Path::new(".")).map_err(SimError)?;
-                let sync_engine = spec.engine_kind == EngineKind::Sync;
                 jobs.push(JobSlot {
                     driver,
-                    rec: JobRecorder::new(stats, logs, per_prio[job_index], sync_engine, prio),
+                    rec,
                     job_index,
                     reporting_group,
                     prio,

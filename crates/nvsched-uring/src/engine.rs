@@ -6,10 +6,9 @@ use crate::{CloneOutcome, TargetInfo, UringOptions, UringOutcome};
 use io_uring::{opcode, squeue, types, IoUring};
 use nvsched_core::{Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, Inserted, Request, RequestId, Scheduler};
-use nvsched_report::iolog::IoLogs;
-use nvsched_report::{CompletedIo, JobRecorder, JobStats, PercentileKinds};
+use nvsched_report::{CompletedIo, JobRecorder};
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, Tenants};
-use nvsched_workload::{EngineKind, IoUnit, JobDriver, JobSpec, Poll, Region, SizeOrPercent};
+use nvsched_workload::{IoUnit, JobDriver, JobSpec, Poll, Region, SizeOrPercent};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -246,19 +245,8 @@ fn run_on(
             let region = Region { start: offset, len };
             let seed = clone_seed(spec, ordinal, opts.seed);
             let driver = JobDriver::new(arc.clone(), clone, region, seed)?;
-            let mut stats =
-                JobStats::new(spec.name.clone(), reporting_group, spec.percentile_list.clone(), spec.iodepth);
-            stats.job_options = spec.job_options.clone();
-            stats.description = spec.description.clone();
-            stats.set_percentile_kinds(PercentileKinds {
-                slat: spec.slat_percentiles,
-                clat: spec.clat_percentiles,
-                lat: spec.lat_percentiles,
-            });
             phases.last_mut().expect("one phase").push(clones.len() as u32);
-            let logs = IoLogs::create(&spec.logs, ordinal as u32, Path::new("."))?;
-            let sync_engine = spec.engine_kind == EngineKind::Sync;
-            let rec = JobRecorder::new(stats, logs, per_prio[job_index], sync_engine, driver.default_prio());
+            let rec = JobRecorder::for_job(spec, reporting_group, ordinal as u32, per_prio[job_index])?;
             clones.push(CloneState {
                 driver,
                 rec,

@@ -444,24 +444,7 @@ mod tests {
 
     #[test]
     fn number_ios_and_loops_bound_the_io() {
-        let count = |text: &str| {
-            let mut d = driver(text);
-            let (mut out, mut n, mut t) = (Vec::new(), 0, 0u64);
-            loop {
-                out.clear();
-                t += 1;
-                match d.poll(Nanos(t), &mut out) {
-                    Poll::Finished => return n,
-                    _ => {
-                        n += out.len();
-                        for _ in 0..out.len() {
-                            d.on_complete(Nanos(t));
-                        }
-                    }
-                }
-                assert!(t < 100_000, "never finished");
-            }
-        };
+        let count = |text: &str| run_to_end(&mut driver(text)).0.len();
         assert_eq!(count("[a]\nrw=randread\nsize=1m\n"), 256);
         assert_eq!(count("[a]\nrw=randread\nsize=1m\nloops=3\n"), 768);
         assert_eq!(count("[a]\nrw=read\nsize=1m\nnumber_ios=100\n"), 100);

@@ -83,6 +83,7 @@ impl IoGenerator {
             sizes: std::array::from_fn(|d| SizeChooser::new(&spec.bs[d])),
             offsets,
             seq_pos: [0; 3],
+            // random runs (`randread:N`) continue without a skip
             seq_skip: if spec.pattern.is_random() { 0 } else { spec.rw_modifier },
             random_run: if spec.pattern.is_random() { spec.rw_modifier.max(1) as u32 } else { 1 },
             run_left: [0; 3],
@@ -115,24 +116,11 @@ impl IoGenerator {
         let len = self.sizes[d].draw(&mut self.rng_size);
         let len64 = u64::from(len);
         let rel = match &mut self.offsets {
-            OffsetChooser::Sequential => {
-                let mut pos = self.seq_pos[d];
-                if pos + len64 > self.region.len {
-                    pos = 0;
-                }
-                // with a negative skip, fio wraps from the start to the end of the region
-                let next = (pos + len64) as i64 + self.seq_skip;
-                self.seq_pos[d] =
-                    if next < 0 { (self.region.len as i64 + self.seq_skip).max(0) as u64 } else { next as u64 };
-                pos
-            }
+            OffsetChooser::Sequential => self.next_sequential(d, len64),
             _ if self.run_left[d] > 0 => {
                 // `randread:N`: sequential until the next random offset
                 self.run_left[d] -= 1;
-                let pos = self.seq_pos[d];
-                let pos = if pos + len64 > self.region.len { 0 } else { pos };
-                self.seq_pos[d] = pos + len64;
-                pos
+                self.next_sequential(d, len64)
             }
             chooser => {
                 let block = chooser.draw(&mut self.rng_offset);
@@ -150,6 +138,17 @@ impl IoGenerator {
             }
         };
         IoUnit { op, offset_bytes: self.region.start + rel, len_bytes: len, prio: IoPrio::default() }
+    }
+
+    /// Direction `d`'s next sequential position (back to the start when a block of `len`
+    /// would pass the end), then advanced by the block and `rw=...:N`'s skip. With a
+    /// negative skip fio wraps from the start to the end of the region.
+    #[inline]
+    fn next_sequential(&mut self, d: usize, len: u64) -> u64 {
+        let pos = if self.seq_pos[d] + len > self.region.len { 0 } else { self.seq_pos[d] };
+        let next = (pos + len) as i64 + self.seq_skip;
+        self.seq_pos[d] = if next < 0 { (self.region.len as i64 + self.seq_skip).max(0) as u64 } else { next as u64 };
+        pos
     }
 }
 

@@ -500,10 +500,11 @@ pub static OPTIONS: &[OptionDef] = &[
         if v.is_empty() {
             return Err("filename must not be empty".into());
         }
-        if v.replace("\\:", "").contains(':') {
+        let mut names = colon_list(v);
+        if names.len() > 1 {
             return Err("several files per job ('a:b') are not supported; use one job per file".into());
         }
-        j.filename = Some(v.replace("\\:", ":"));
+        j.filename = names.pop();
         Ok(())
     }),
     opt!(
@@ -512,12 +513,7 @@ pub static OPTIONS: &[OptionDef] = &[
         None,
         "prefix of the job's file names; a:b spreads generated names over the clones",
         |j, v| {
-            let dirs: Vec<String> = v
-                .replace("\\:", "\0")
-                .split(':')
-                .map(|d| d.replace('\0', ":"))
-                .filter(|d| !d.is_empty())
-                .collect();
+            let dirs: Vec<String> = colon_list(v).into_iter().filter(|d| !d.is_empty()).collect();
             if dirs.is_empty() {
                 return Err("directory must not be empty".into());
             }
@@ -1262,6 +1258,11 @@ fn per_direction<T: Clone>(value: &str, parse: impl Fn(&str) -> Result<T, String
         return Err("empty value".into());
     }
     Ok(out)
+}
+
+/// fio's `a:b` lists of paths (`filename`, `directory`): `\:` is a colon within a name.
+fn colon_list(value: &str) -> Vec<String> {
+    value.replace("\\:", "\0").split(':').map(|part| part.replace('\0', ":")).collect()
 }
 
 /// fio's read[,write] values of the `cmdprio_*` options, each in `min..=max`.

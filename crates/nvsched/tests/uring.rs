@@ -35,6 +35,17 @@ fn write_job(dir: &Path, name: &str, body: &str) -> PathBuf {
     p
 }
 
+/// Runs `job` on the io_uring engine, in its directory (log files land there), with
+/// `extra` arguments; the run must succeed. Returns its JSON report.
+fn run_uring_json(job: &Path, extra: &[&str]) -> Value {
+    let mut args = vec!["run", job.to_str().unwrap(), "--engine", "uring", "--output-format=json", "-q"];
+    args.extend_from_slice(extra);
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_nvsched")).args(&args).current_dir(job.parent().unwrap()).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
 fn checksum(p: &Path) -> u32 {
     crc32c::crc32c(&std::fs::read(p).unwrap())
 }
@@ -104,9 +115,7 @@ fn verify_passes_then_catches_a_corrupted_block() {
     };
     // write + verify in one run
     let job = write_job(&d, "wv.fio", &body(""));
-    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "--output-format=json", "-q"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = run_uring_json(&job, &[]);
     assert_eq!(v["nvsched"]["engine_counters"]["verified_blocks"], 1024);
     assert!(!data.exists(), "the file nvsched created is removed");
     // write, keep, corrupt one block, verify only
@@ -143,25 +152,13 @@ fn k2_keeps_no_more_than_its_bound_in_the_ring() {
         ),
     );
     for (sched, bound) in [("k2:bound=1", 1), ("k2:bound=4", 4)] {
-        let out = nvsched(&[
-            "run",
-            job.to_str().unwrap(),
-            "--engine",
-            "uring",
-            "--sched",
-            sched,
-            "--output-format=json",
-            "-q",
-        ]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let v = run_uring_json(&job, &["--sched", sched]);
         assert_eq!(v["nvsched"]["engine_counters"]["max_in_ring"], bound, "{sched}");
         assert_eq!(v["nvsched"]["engine"], "uring");
         assert!(v["jobs"][0]["read"]["clat_ns"]["percentile"]["99.900000"].as_u64().unwrap() > 0);
         assert!(v["nvsched"]["kernel"].as_str().unwrap().len() > 1);
     }
-    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "--output-format=json", "-q"]);
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = run_uring_json(&job, &[]);
     assert!(v["nvsched"]["engine_counters"]["max_in_ring"].as_u64().unwrap() > 4, "none fills the ring");
     std::fs::remove_dir_all(&d).unwrap();
 }
@@ -288,13 +285,7 @@ fn cmdprio_percentage_sends_that_share_at_the_other_priority_and_reports_it() {
             d.join("cmdprio.dat").display()
         ),
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
-        .args(["run", job.to_str().unwrap(), "--engine", "uring", "--output-format=json", "-q"])
-        .current_dir(&d)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = run_uring_json(&job, &[]);
     let read = &v["jobs"][0]["read"];
     let prios = read["prios"].as_array().expect("per-priority blocks");
     let n = |i: usize| prios[i]["clat_ns"]["N"].as_f64().unwrap();
@@ -330,9 +321,7 @@ fn end_fsync_flushes_the_file_without_counting_the_flush() {
             d.join("b.dat").display()
         ),
     );
-    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "--output-format=json", "-q"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = run_uring_json(&job, &[]);
     let n = |job: usize, dir: &str| v["jobs"][job][dir]["total_ios"].as_u64();
     assert_eq!((n(0, "write"), n(0, "sync")), (Some(256), Some(0)), "end_fsync's flush is not counted");
     assert_eq!((n(1, "write"), n(1, "sync")), (Some(256), Some(4)), "fsync=N's are");
@@ -354,9 +343,7 @@ fn exitall_ends_the_background_job_with_the_measured_one() {
             d.join("exitall.dat").display()
         ),
     );
-    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "--output-format=json", "-q"]);
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let v = run_uring_json(&job, &[]);
     assert_eq!(v["jobs"][0]["read"]["io_bytes"].as_u64(), Some(1 << 20));
     let background_ms = v["jobs"][1]["read"]["runtime"].as_u64().unwrap();
     assert!(background_ms < 30_000, "stopped with the measured job, not after its 60 s: {background_ms} ms");
