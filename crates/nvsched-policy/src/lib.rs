@@ -13,6 +13,6 @@ mod scheduler;
 
 pub use nvsched_core::{IoPrio, Nanos, Op, PrioClass};
 pub use params::{ParamError, ParamKind, ParamSpec, Params};
-pub use registry::{build, find, BuiltPolicy, PolicyInfo, PolicySpecError, COMMON_PARAMS, POLICIES};
+pub use registry::{build, find, BuiltPolicy, PolicyInfo, PolicySpecError, ALIASES, COMMON_PARAMS, POLICIES};
 pub use request::{Request, RequestId};
 pub use scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler, TimeSeries};

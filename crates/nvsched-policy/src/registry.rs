@@ -59,7 +59,14 @@ pub static COMMON_PARAMS: &[ParamSpec] = &[
     },
 ];
 
+/// Other names Linux accepts for a policy, so job files and sysfs habits work as they are:
+/// `deadline` is mq-deadline's elevator alias; `noop` is the legacy single-queue FIFO that
+/// blk-mq's `none` replaced.
+pub static ALIASES: &[(&str, &str)] = &[("deadline", "mq-deadline"), ("noop", "none")];
+
+/// The policy named `id` or one of its aliases.
 pub fn find(id: &str) -> Option<&'static PolicyInfo> {
+    let id = ALIASES.iter().find(|(alias, _)| *alias == id).map_or(id, |(_, real)| real);
     POLICIES.iter().copied().find(|p| p.id == id)
 }
 
@@ -119,13 +126,14 @@ pub fn build(spec: &str) -> Result<BuiltPolicy, PolicySpecError> {
         };
         *slot = parse_duration(value).map_err(|why| {
             PolicySpecError::Param(ParamError(format!(
-                "policy '{id}', parameter '{}': {why}; accepted: {}",
+                "policy '{}', parameter '{}': {why}; accepted: {}",
+                info.id,
                 key.trim(),
                 COMMON_PARAMS[0].accepted()
             )))
         })?;
     }
-    let params = Params::parse(id, info.params, &own.join(",")).map_err(PolicySpecError::Param)?;
+    let params = Params::parse(info.id, info.params, &own.join(",")).map_err(PolicySpecError::Param)?;
     if let Some(validate) = info.validate {
         validate(&params).map_err(|e| PolicySpecError::Param(ParamError(e)))?;
     }
@@ -134,7 +142,7 @@ pub fn build(spec: &str) -> Result<BuiltPolicy, PolicySpecError> {
         host_cost,
         info,
         params,
-        spec: if list.trim().is_empty() { id.to_string() } else { format!("{id}:{}", list.trim()) },
+        spec: if list.trim().is_empty() { info.id.to_string() } else { format!("{}:{}", info.id, list.trim()) },
     })
 }
 
@@ -163,6 +171,16 @@ mod tests {
         assert_eq!(b.host_cost, HostCost { dispatch: Nanos(2000), complete: Nanos(1000) });
         let e = build("none:dispatch_cost=2").unwrap_err().to_string();
         assert!(e.contains("needs a unit"), "{e}");
+    }
+
+    #[test]
+    fn linux_aliases_build_the_real_policy() {
+        let b = build("deadline:fifo_batch=8").unwrap();
+        assert_eq!((b.info.id, b.spec.as_str()), ("mq-deadline", "mq-deadline:fifo_batch=8"));
+        assert_eq!(build("noop").unwrap().scheduler.id(), "none");
+        for (alias, real) in ALIASES {
+            assert!(find(alias).is_some_and(|p| p.id == *real) && find(real).is_some(), "{alias}");
+        }
     }
 
     #[test]

@@ -41,6 +41,15 @@ def test_same_inputs_same_report_and_the_seed_matters():
     assert a["jobs"][0]["read"]["clat_ns"] != nvsched.run(job, seed=2, timestamp_ms=0)["jobs"][0]["read"]["clat_ns"]
 
 
+def test_the_job_files_ioscheduler_unless_sched_is_given():
+    job = "[global]\nrw=randread\nsize=16m\nruntime=20ms\ntime_based\nioscheduler=deadline:fifo_batch=4\n[a]\n"
+    assert nvsched.run(job, timestamp_ms=0)["nvsched"]["policy"]["spec"] == "mq-deadline:fifo_batch=4"
+    assert nvsched.run(job, "k2:bound=2", timestamp_ms=0)["nvsched"]["policy"]["spec"] == "k2:bound=2"
+    assert nvsched.run(job.replace("ioscheduler=deadline:fifo_batch=4\n", ""))["nvsched"]["policy"]["spec"] == "none"
+    with pytest.raises(ValueError, match=r"<job text>:6: option 'ioscheduler': unknown policy 'bfq'"):
+        nvsched.run(job.replace("deadline:fifo_batch=4", "bfq"))
+
+
 def test_errors_name_the_file_line_and_option():
     with pytest.raises(ValueError, match=r"<job text>:3: option 'rw'"):
         nvsched.run("[a]\nbs=4k\nrw=sideways\n")

@@ -235,6 +235,11 @@ pub struct JobSpec {
     pub kb_base: KbBase,
     /// nvsched extension: the simulated drive's state before the run.
     pub precondition: Option<String>,
+    /// `ioscheduler`: the policy in front of the device (fio switches the kernel's
+    /// scheduler; nvsched runs the policy of that name). Checked by the caller, which
+    /// knows the policies; `ioscheduler_at` is the line that set it, for its errors.
+    pub ioscheduler: Option<String>,
+    pub ioscheduler_at: Option<Location>,
     /// `verify=crc32c`: written blocks carry a checked header (real devices only).
     pub verify: bool,
     /// Read back and check what was written after the writes (fio's default 1).
@@ -319,6 +324,8 @@ impl JobSpec {
             directory: Vec::new(),
             kb_base: KbBase::Binary,
             precondition: None,
+            ioscheduler: None,
+            ioscheduler_at: None,
             verify: false,
             do_verify: true,
             verify_only: false,
@@ -429,27 +436,47 @@ pub struct JobFile {
 impl JobFile {
     /// The drive state the job file asks for (`precondition=`); jobs that set it must agree.
     pub fn precondition(&self) -> Result<Option<String>, JobFileError> {
-        let mut found: Option<&JobSpec> = None;
-        for j in self.jobs.iter().filter(|j| j.precondition.is_some()) {
+        let found =
+            self.device_wide("precondition", "drive state", "the drive has one state", |j| j.precondition.as_deref())?;
+        Ok(found.map(|j| j.precondition.clone().unwrap_or_default()))
+    }
+
+    /// The scheduler the job file asks for (`ioscheduler=`) and the line that set it; jobs
+    /// that set it must agree.
+    pub fn ioscheduler(&self) -> Result<Option<(String, Location)>, JobFileError> {
+        let found =
+            self.device_wide("ioscheduler", "scheduler", "the device has one scheduler", |j| j.ioscheduler.as_deref())?;
+        Ok(found.map(|j| (j.ioscheduler.clone().unwrap_or_default(), j.ioscheduler_at.clone().unwrap_or(j.at.clone()))))
+    }
+
+    /// The first job that sets a setting of the whole device, after checking that every job
+    /// setting it gives the same value.
+    fn device_wide(
+        &self,
+        option: &str,
+        what: &str,
+        why: &str,
+        get: impl Fn(&JobSpec) -> Option<&str>,
+    ) -> Result<Option<&JobSpec>, JobFileError> {
+        let mut found: Option<(&JobSpec, &str)> = None;
+        for j in &self.jobs {
+            let Some(value) = get(j) else { continue };
             match found {
-                Some(first) if first.precondition != j.precondition => {
+                Some((first, first_value)) if first_value != value => {
                     return Err(JobFileError::new(
                         &j.at,
-                        Some("precondition"),
+                        Some(option),
                         format!(
-                            "job '{}' asks for drive state {} but job '{}' for {}; the drive has one state",
-                            j.name,
-                            j.precondition.as_deref().unwrap_or(""),
-                            first.name,
-                            first.precondition.as_deref().unwrap_or("")
+                            "job '{}' asks for {what} {value} but job '{}' for {first_value}; {why}",
+                            j.name, first.name
                         ),
                     ))
                 }
                 Some(_) => {}
-                None => found = Some(j),
+                None => found = Some((j, value)),
             }
         }
-        Ok(found.and_then(|j| j.precondition.clone()))
+        Ok(found.map(|(j, _)| j))
     }
 }
 
@@ -993,6 +1020,19 @@ pub static OPTIONS: &[OptionDef] = &[
         Ok(())
     }),
     opt!(
+        "ioscheduler",
+        [],
+        None,
+        "scheduling policy in front of the device (fio switches the kernel's scheduler): an ID of `nvsched policies` or ID:key=value,...; --sched overrides it",
+        |j, v| {
+            if v.trim().is_empty() {
+                return Err("needs a policy, e.g. ioscheduler=mq-deadline (see `nvsched policies`)".into());
+            }
+            j.ioscheduler = Some(v.trim().to_string());
+            Ok(())
+        }
+    ),
+    opt!(
         "precondition",
         [],
         None,
@@ -1177,6 +1217,9 @@ fn apply_option(
         (None, None) => return Err(JobFileError::new(&opt.at, Some(key), "needs a value (key=value)")),
     };
     (def.apply)(job, value).map_err(|m| JobFileError::new(&opt.at, Some(key), m))?;
+    if def.name == "ioscheduler" {
+        job.ioscheduler_at = Some(opt.at.clone());
+    }
     if (def.name == "direct" || def.name == "buffered") && !job.direct {
         warnings.push(format!("{}: buffered I/O is simulated as direct I/O (no page cache model)", opt.at));
     }

@@ -257,6 +257,17 @@ fn percentiles_distributions_seeds() {
 }
 
 #[test]
+fn ioscheduler_is_one_per_device_and_remembers_its_line() {
+    let f = parse("[global]\nioscheduler=k2:bound=4\n[a]\n[b]\n").unwrap();
+    let (spec, at) = f.ioscheduler().unwrap().unwrap();
+    assert_eq!((spec.as_str(), at.to_string()), ("k2:bound=4", "test.fio:2".to_string()));
+    assert_eq!(parse("[a]\n").unwrap().ioscheduler().unwrap(), None);
+    let f = parse("[a]\nioscheduler=kyber\n[b]\nioscheduler=none\n").unwrap();
+    let e = f.ioscheduler().unwrap_err().to_string();
+    assert!(e.contains("test.fio:3: option 'ioscheduler'") && e.contains("one scheduler"), "{e}");
+}
+
+#[test]
 fn precondition_is_one_state_per_file() {
     assert_eq!(job("precondition=partial:0.5").precondition.as_deref(), Some("partial:0.5"));
     let f = parse("[global]\nprecondition=full\n[a]\n[b]\n").unwrap();

@@ -4,7 +4,7 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nvsched::run::{run_sim, RunSpec};
 use nvsched_core::Nanos;
-use nvsched_policy::{Request, COMMON_PARAMS, POLICIES};
+use nvsched_policy::{Request, ALIASES, COMMON_PARAMS, POLICIES};
 use nvsched_report::Format;
 use nvsched_sim::Observer;
 use nvsched_ssd::{builtin_profiles, load_profile, DeviceProfile};
@@ -97,9 +97,10 @@ impl DeviceArgs {
 struct RunArgs {
     /// fio job file.
     jobfile: PathBuf,
-    /// Scheduling policy and parameters: ID or ID:key=value,... (see `nvsched policies`).
-    #[arg(long, default_value = "none", value_name = "SPEC")]
-    sched: String,
+    /// Scheduling policy and parameters: ID or ID:key=value,... (see `nvsched policies`);
+    /// default: the job file's `ioscheduler=`, else none.
+    #[arg(long, value_name = "SPEC")]
+    sched: Option<String>,
     #[command(flatten)]
     device: DeviceArgs,
     /// Seed mixed into every job's random generators.
@@ -236,9 +237,10 @@ struct CompareArgs {
     /// Simulator profile (e.g. the output of `nvsched calibrate`).
     #[arg(long, default_value = "calibrated.toml")]
     device: String,
-    /// Scheduling policy for both runs, ID or ID:key=value,... (see `nvsched policies`).
-    #[arg(long, default_value = "none")]
-    sched: String,
+    /// Scheduling policy for both runs, ID or ID:key=value,... (see `nvsched policies`);
+    /// default: the job file's `ioscheduler=`, else none.
+    #[arg(long, value_name = "SPEC")]
+    sched: Option<String>,
     /// Allow writes to an existing file or a block device (destroys its data).
     #[arg(long)]
     allow_destructive: bool,
@@ -378,7 +380,7 @@ fn cmd_run(args: RunArgs) -> Result<(), String> {
     let formats = parse_formats(&args.output_format)?;
     let jobs = load_jobs(&args.jobfile, args.ignore_unsupported)?;
     let profile = args.device.load(jobs.precondition().map_err(|e| e.to_string())?)?;
-    let policy = nvsched_policy::build(&args.sched).map_err(|e| format!("--sched: {e}"))?;
+    let (policy, override_warning) = nvsched::run::choose_policy(args.sched.as_deref(), "--sched", &jobs)?;
     let show = !args.quiet && std::io::stderr().is_terminal();
     let mut progress = Progress::new(expected_length(&jobs), show);
     let wall = Instant::now();
@@ -412,7 +414,7 @@ fn cmd_run(args: RunArgs) -> Result<(), String> {
             outcome.engine.requests as f64 / secs / 1e6
         );
     }
-    for w in &jobs.warnings {
+    for w in jobs.warnings.iter().chain(&override_warning) {
         eprintln!("warning: {w}");
     }
     Ok(())
@@ -466,6 +468,9 @@ fn cmd_tune(args: TuneArgs) -> Result<(), String> {
         }
     };
     nvsched::tune::check_jobs(&jobs, &source)?;
+    if let Some((theirs, at)) = jobs.ioscheduler().map_err(|e| e.to_string())? {
+        eprintln!("warning: {at}: ioscheduler={theirs} is not used: tune compares none and k2 bounds");
+    }
     eprintln!("nvsched: sweeping none and k2 bounds {:?} on {} ...", args.bounds, profile.name);
     let rows = nvsched::tune::sweep(&jobs, &profile, args.seed, &args.bounds)?;
     let (chosen, why) = nvsched::tune::choose(&rows, objective);
@@ -509,7 +514,7 @@ fn emit(text: &str, output: &Option<PathBuf>) -> Result<(), String> {
 fn cmd_run_uring(args: RunArgs) -> Result<(), String> {
     let formats = parse_formats(&args.output_format)?;
     let jobs = load_jobs(&args.jobfile, args.ignore_unsupported)?;
-    let policy = nvsched_policy::build(&args.sched).map_err(|e| format!("--sched: {e}"))?;
+    let (policy, override_warning) = nvsched::run::choose_policy(args.sched.as_deref(), "--sched", &jobs)?;
     nvsched_uring::available()?;
     let opts = nvsched_uring::UringOptions {
         ring_entries: args.ring_entries.max(1),
@@ -525,7 +530,7 @@ fn cmd_run_uring(args: RunArgs) -> Result<(), String> {
         text.push_str(&report.render(f));
     }
     emit(&text, &args.output)?;
-    for w in &jobs.warnings {
+    for w in jobs.warnings.iter().chain(&override_warning) {
         eprintln!("warning: {w}");
     }
     for e in outcome.io_errors.iter().take(10) {
@@ -593,12 +598,16 @@ fn cmd_calibrate(args: CalibrateArgs) -> Result<(), String> {
 fn cmd_compare(args: CompareArgs) -> Result<(), String> {
     let jobs = load_jobs(&args.jobfile, false)?;
     let profile = load_profile(&args.device, &[]).map_err(|e| e.to_string())?;
+    let (policy, override_warning) = nvsched::run::choose_policy(args.sched.as_deref(), "--sched", &jobs)?;
+    if let Some(w) = override_warning {
+        eprintln!("warning: {w}");
+    }
     let opts = uring_opts(args.allow_destructive, args.seed)?;
-    let (real, sim) = nvsched::realdev::compare(&jobs, &args.filename, &profile, &args.sched, &opts)?;
+    let (real, sim) = nvsched::realdev::compare(&jobs, &args.filename, &profile, &policy.spec, &opts)?;
     println!(
         "{} under {} on {} (real, io_uring) vs {} (simulated)",
         args.jobfile.display(),
-        args.sched,
+        policy.spec,
         args.filename.display(),
         profile.name
     );
@@ -609,6 +618,10 @@ fn cmd_compare(args: CompareArgs) -> Result<(), String> {
 fn print_policies() {
     for info in POLICIES {
         println!("{}  —  {}", info.id, info.summary);
+        let aliases: Vec<&str> = ALIASES.iter().filter(|(_, id)| *id == info.id).map(|(alias, _)| *alias).collect();
+        if !aliases.is_empty() {
+            println!("    also accepted as: {} (Linux's name)", aliases.join(", "));
+        }
         println!("    source: {}", info.source);
         println!("    host cost: {} per dispatch, {} per completion", info.host_cost.dispatch, info.host_cost.complete);
         for p in info.params {

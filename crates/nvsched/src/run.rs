@@ -5,7 +5,7 @@ use nvsched_policy::BuiltPolicy;
 use nvsched_report::{DiskUtil, JobStats, RunReport};
 use nvsched_sim::{simulate, Observer, SimInput, SimOutcome};
 use nvsched_ssd::{load_profile, DeviceProfile, DriveStates, ModelConfig, Precondition};
-use nvsched_workload::jobfile::{Environment, HostEnvironment};
+use nvsched_workload::jobfile::{Environment, HostEnvironment, JobFileError};
 use nvsched_workload::JobFile;
 use serde_json::{json, Map, Value};
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -71,15 +71,41 @@ pub fn load_job_text(
     Ok((jobs, profile))
 }
 
+/// The policy to run: the one the user gave (`given`, named `given_as` in messages, e.g.
+/// `--sched`), else the job file's `ioscheduler=`, else `none`. Returns a warning when the
+/// user's overrides a different `ioscheduler=`. An `ioscheduler=` nvsched cannot build is
+/// an error at its line.
+pub fn choose_policy(
+    given: Option<&str>,
+    given_as: &str,
+    jobs: &JobFile,
+) -> Result<(BuiltPolicy, Option<String>), String> {
+    let from_jobs = jobs.ioscheduler().map_err(|e| e.to_string())?;
+    let Some(spec) = given else {
+        return match from_jobs {
+            Some((spec, at)) => nvsched_policy::build(&spec)
+                .map(|p| (p, None))
+                .map_err(|e| JobFileError::new(&at, Some("ioscheduler"), e.to_string()).to_string()),
+            None => Ok((nvsched_policy::build("none").expect("the none policy builds"), None)),
+        };
+    };
+    let policy = nvsched_policy::build(spec).map_err(|e| format!("{given_as}: {e}"))?;
+    let warning = from_jobs
+        .filter(|(theirs, _)| nvsched_policy::build(theirs).map_or(true, |p| p.spec != policy.spec))
+        .map(|(theirs, at)| format!("{at}: {given_as} {} overrides the job file's ioscheduler={theirs}", policy.spec));
+    Ok((policy, warning))
+}
+
 /// One simulated run from fio job text, as the language bindings call it: `source` names
-/// the text in error messages, `vars` sets job-file variables; `state` overrides the job
-/// file's `precondition=`. Returns the fio-compatible JSON report.
+/// the text in error messages, `vars` sets job-file variables; `sched` and `state`, when
+/// given, override the job file's `ioscheduler=` and `precondition=`. Returns the
+/// fio-compatible JSON report.
 #[allow(clippy::too_many_arguments)]
 pub fn simulate_job_text(
     text: &str,
     source: &str,
     vars: &[(String, String)],
-    sched: &str,
+    sched: Option<&str>,
     device: &str,
     overrides: Vec<(String, String)>,
     state: Option<String>,
@@ -87,7 +113,7 @@ pub fn simulate_job_text(
     timestamp_ms: u64,
 ) -> Result<String, String> {
     let (jobs, profile) = load_job_text(text, source, vars, device, overrides, state)?;
-    let policy = nvsched_policy::build(sched).map_err(|e| format!("sched: {e}"))?;
+    let (policy, _) = choose_policy(sched, "sched", &jobs)?;
     let spec = RunSpec { jobs: &jobs, policy, profile: &profile, seed, drive_states: None };
     let (report, _) = run_sim(spec, &mut nvsched_sim::NoObserver, timestamp_ms)?;
     Ok(report.render(nvsched_report::Format::Json))

@@ -263,6 +263,52 @@ fn errors_name_what_is_wrong() {
 }
 
 #[test]
+fn the_job_files_ioscheduler_chooses_the_policy_unless_sched_is_given() {
+    let text = std::fs::read_to_string(short_k2_mix()).unwrap();
+    let with = |line: &str| temp_job("iosched.fio", &text.replacen("[global]\n", &format!("[global]\n{line}\n"), 1));
+    let policy = |v: &Value| {
+        (v["nvsched"]["policy"]["spec"].clone(), v["nvsched"]["policy"]["counters"]["max_inflight"].clone())
+    };
+
+    // the job file's scheduler runs, as --sched would run it
+    let (_, from_file) = run_json(&with("ioscheduler=k2:bound=1"), &[]);
+    let (_, from_flag) = run_json(&short_k2_mix(), &["--sched", "k2:bound=1"]);
+    assert_eq!(policy(&from_file), (Value::from("k2:bound=1"), Value::from(1.0)));
+    assert_eq!(from_file["jobs"], from_flag["jobs"]);
+    // Linux's alias, as fio job files write it
+    let (_, v) = run_json(&with("ioscheduler=deadline"), &[]);
+    assert_eq!(v["nvsched"]["policy"]["spec"], "mq-deadline");
+
+    // --sched wins, and says so
+    let job = with("ioscheduler=k2:bound=1");
+    let out = nvsched(&["run", job.to_str().unwrap(), "-q", "--output-format=json", "--sched", "none"]);
+    assert!(out.status.success());
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["nvsched"]["policy"]["spec"], "none");
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("iosched.fio:10: --sched none overrides the job file's ioscheduler=k2:bound=1"), "{err}");
+
+    for (line, expected) in [
+        ("ioscheduler=bfq", "iosched.fio:10: option 'ioscheduler': unknown policy 'bfq'; known policies: none,"),
+        ("ioscheduler=k2:bound=0", "iosched.fio:10: option 'ioscheduler': policy 'k2', parameter 'bound'"),
+        ("ioscheduler=", "iosched.fio:10: option 'ioscheduler': needs a policy"),
+    ] {
+        let out = nvsched(&["run", with(line).to_str().unwrap(), "-q"]);
+        assert_eq!(out.status.code(), Some(1), "{line}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains(expected), "{line}: {err}");
+    }
+    // one device, one scheduler
+    let two =
+        temp_job("iosched2.fio", "[a]\nrw=read\nsize=1m\nioscheduler=kyber\n[b]\nrw=read\nsize=1m\nioscheduler=none\n");
+    let err = String::from_utf8(nvsched(&["run", two.to_str().unwrap(), "-q"]).stderr).unwrap();
+    assert!(
+        err.contains("iosched2.fio:5: option 'ioscheduler': job 'b' asks for scheduler none but job 'a' for kyber"),
+        "{err}"
+    );
+}
+
+#[test]
 fn tune_on_a_reproduction_cell_uses_its_jobs_and_device() {
     // the paper's example: O1 at alpha 50% picks bound 32 for random reads
     let out = nvsched(&["tune", "k2", "--objective", "latency:50%", "--experiment", "k2-analysis:randread"]);

@@ -53,7 +53,7 @@ def _pairs(mapping: Optional[Union[Mapping[str, object], Sequence[Tuple[str, obj
 
 def run(
     job: JobInput,
-    sched: str = "none",
+    sched: Optional[str] = None,
     *,
     device: str = "970evoplus-250g",
     device_set: Optional[Mapping[str, object]] = None,
@@ -66,7 +66,7 @@ def run(
     """Simulates one run and returns fio's JSON report as a dict.
 
     job: a job file's path, or job-file text. sched: a policy as ``--sched`` takes it
-    (``"k2:bound=4"``). device: a shipped profile name or a TOML file. device_set:
+    (``"k2:bound=4"``); ``None``: the job file's ``ioscheduler=``, else ``none``. device: a shipped profile name or a TOML file. device_set:
     profile overrides, like ``--device-set`` (``{"host.cpus": 1}``). precondition:
     ``clean``, ``partial:FRACTION`` or ``full``, over the job file's own. vars: values of
     the job file's ``${NAME}`` variables (the process environment fills the rest).
