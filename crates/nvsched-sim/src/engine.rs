@@ -354,6 +354,18 @@ impl<'o> Simulation<'o> {
         end
     }
 
+    /// Schedules an event a constant delay after CPU work ended at `at - delay`. With one
+    /// CPU such events come in time order (the CPU is first come, first served), so they
+    /// take a FIFO lane; with several CPUs work can end out of order, so the heap.
+    #[inline]
+    fn push_after_cpu(&mut self, lane: Lane, at: Nanos, kind: EventKind) {
+        if self.cpu_free.len() == 1 {
+            self.events.push_lane(lane, at, kind);
+        } else {
+            self.events.push(at, kind);
+        }
+    }
+
     #[inline]
     fn note_in_system(&mut self, delta: i64) {
         self.counters.in_system_integral += self.in_system as f64 * (self.now - self.last_change).0 as f64;
@@ -502,7 +514,7 @@ impl<'o> Simulation<'o> {
             self.events.push_lane(Lane::Submit, at, EventKind::Insert(slot));
         } else {
             let at = self.cpu(self.now, submit_cpu) + self.host.submit();
-            self.events.push(at, EventKind::Insert(slot));
+            self.push_after_cpu(Lane::Submit, at, EventKind::Insert(slot));
         }
     }
 
@@ -576,7 +588,7 @@ impl<'o> Simulation<'o> {
                 self.events.push_lane(Lane::Dispatch, self.now + self.cost.dispatch, EventKind::DeviceArrive(slot));
             } else {
                 let at = self.cpu(self.now, self.cost.dispatch);
-                self.events.push(at, EventKind::DeviceArrive(slot));
+                self.push_after_cpu(Lane::Dispatch, at, EventKind::DeviceArrive(slot));
             }
         }
         if let Some(t) = self.sched.next_wakeup() {
@@ -615,7 +627,7 @@ impl<'o> Simulation<'o> {
     /// With a CPU model: the completion is processed on a host CPU.
     fn on_device_done(&mut self, slot: u32) {
         let end = self.cpu(self.now, Nanos(self.host.complete_cpu_ns) + self.cost.complete);
-        self.events.push(end + self.host.complete(), EventKind::Complete(slot));
+        self.push_after_cpu(Lane::Complete, end + self.host.complete(), EventKind::Complete(slot));
     }
 
     fn on_complete(&mut self, slot: u32) {
