@@ -709,7 +709,7 @@ fn cmd_bench(args: BenchArgs) -> Result<(), String> {
     let randread = BENCH_RANDREAD_QD32.replace("${RUNTIME}", &runtime);
     let randwrite = BENCH_RANDWRITE_QD32.replace("${RUNTIME}", &runtime);
     type Case<'a> = (&'a str, &'a str, &'a str, &'a str, &'a [(&'a str, &'a str)]);
-    let cases: [Case; 5] = [
+    let cases: [Case; 6] = [
         ("k2-mix, simple-nvme, none", &k2_mix, "none", "simple-nvme", &[]),
         ("4 KiB random read QD32, simple-nvme", &randread, "none", "simple-nvme", &[]),
         (
@@ -725,6 +725,18 @@ fn cmd_bench(args: BenchArgs) -> Result<(), String> {
             "k2:bound=4",
             "970evoplus-250g",
             &[("nand.precondition", "partial:0.5")],
+        ),
+        (
+            "k2-mix, half full, one host CPU (K2 analysis), none",
+            &k2_mix,
+            "none",
+            "970evoplus-250g",
+            &[
+                ("nand.precondition", "partial:0.5"),
+                ("host.cpus", "1"),
+                ("host.submit_cpu_ns", "2500"),
+                ("host.complete_cpu_ns", "3000"),
+            ],
         ),
         (
             "4 KiB random write QD32, 970evoplus-250g full (GC)",
