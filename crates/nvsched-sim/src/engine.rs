@@ -461,6 +461,7 @@ impl<'o> Simulation<'o> {
         let mut parent = NONE;
         for i in 0..self.batch.len() {
             let unit = self.batch[i];
+            self.device.prefetch(unit.offset_bytes);
             let slot = self.alloc_slot();
             let rec = &mut self.rqs[slot as usize];
             rec.generation = rec.generation.wrapping_add(1);

@@ -32,6 +32,11 @@ pub trait Device: Send {
     /// A command arrives at `now` (never earlier than the previous arrival); returns its
     /// completion time.
     fn submit(&mut self, cmd: &Command, now: Nanos) -> Nanos;
+    /// A hint that a command for `offset_bytes` will arrive later: a model may bring
+    /// what it will look up into the host's cache. Only the simulation's speed depends on
+    /// it, never its results.
+    #[inline]
+    fn prefetch(&self, _offset_bytes: u64) {}
     /// Commands the device accepts at once (NVMe submission queue depth, SATA NCQ 32).
     fn queue_depth(&self) -> u32;
     fn capacity_bytes(&self) -> u64;

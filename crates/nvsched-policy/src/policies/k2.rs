@@ -174,6 +174,15 @@ impl K2 {
         }
     }
 
+    /// The estimated service time that counts against a latency budget; a count budget
+    /// never reads the sum, so it is not worked out.
+    fn estimate(&self, rq: &Request) -> Nanos {
+        match self.budget {
+            Budget::Count => Nanos::ZERO,
+            Budget::Latency(_) => estimated_service(rq),
+        }
+    }
+
     fn note_bound_state(&mut self, now: Nanos) {
         self.last_event = self.last_event.max(now);
         let at_bound = self.inflight >= self.bound;
@@ -237,7 +246,7 @@ impl Scheduler for K2 {
         let rq = self.queues[q].pop_front().expect("non-empty queue");
         self.queued -= 1;
         self.inflight += 1;
-        self.inflight_est += estimated_service(&rq);
+        self.inflight_est += self.estimate(&rq);
         debug_assert!(self.budget != Budget::Count || self.inflight <= self.bound, "k2 exceeded its bound");
         self.dispatched += 1;
         self.max_inflight_seen = self.max_inflight_seen.max(self.inflight);
@@ -248,7 +257,7 @@ impl Scheduler for K2 {
     fn complete(&mut self, done: &Completion<'_>) {
         if done.dispatched_by_policy && self.inflight > 0 {
             self.inflight -= 1;
-            self.inflight_est = self.inflight_est.saturating_sub(estimated_service(done.rq));
+            self.inflight_est = self.inflight_est.saturating_sub(self.estimate(done.rq));
         }
         self.note_bound_state(done.now);
     }
@@ -256,7 +265,7 @@ impl Scheduler for K2 {
     fn requeue(&mut self, rq: Request, now: Nanos) {
         if self.inflight > 0 {
             self.inflight -= 1;
-            self.inflight_est = self.inflight_est.saturating_sub(estimated_service(&rq));
+            self.inflight_est = self.inflight_est.saturating_sub(self.estimate(&rq));
         }
         let q = self.queue_index(&rq);
         self.queues[q].push_front(rq);

@@ -161,8 +161,8 @@ pub struct FtlCounters {
 #[derive(Clone)]
 pub struct Ftl {
     pub geo: Geometry,
-    l2p: Vec<u32>,
-    p2l: Vec<u32>,
+    l2p: MapTable,
+    p2l: MapTable,
     valid: Vec<u32>,
     wp: Vec<u32>,
     state: Vec<BlockState>,
@@ -190,8 +190,8 @@ impl Ftl {
             die.free = (0..geo.blocks_per_die).rev().map(|i| d as u32 * geo.blocks_per_die + i).collect();
         }
         Ftl {
-            l2p: big_zeroed_table(geo.user_lpns as usize),
-            p2l: big_zeroed_table(slots),
+            l2p: MapTable::zeroed(geo.user_lpns as usize),
+            p2l: MapTable::zeroed(slots),
             valid: vec![0; blocks],
             wp: vec![0; blocks],
             state: vec![BlockState::Free; blocks],
@@ -216,6 +216,12 @@ impl Ftl {
             STAGED => Lookup::Staged,
             s => Lookup::Slot(s - 1),
         }
+    }
+
+    /// Brings `lpn`'s mapping entry into the cache (no effect out of range).
+    #[inline]
+    pub fn prefetch_mapping(&self, lpn: u64) {
+        prefetch_entry(&self.l2p, lpn as usize);
     }
 
     /// Logical pages holding data (mapped or in the buffer).
@@ -508,7 +514,7 @@ impl Ftl {
                 work.page_reads += 1;
                 last_page = page;
             }
-            prefetch_for_write(&self.l2p, (stored - 1) as usize);
+            prefetch_entry(&self.l2p, (stored - 1) as usize);
             moves.push((slot, stored - 1));
         }
         for &(slot, lpn) in &moves {
@@ -581,6 +587,15 @@ impl Ftl {
             i += 1;
         }
         let mut perm = Permutation::new(u_total, seed);
+        // The logical pages land at random places in the 250 MB-scale l2p table, one
+        // cache miss each; drawing them a few ahead and prefetching overlaps the misses.
+        const LOOKAHEAD: u64 = 16;
+        let mut upcoming = [0u32; LOOKAHEAD as usize];
+        for slot in upcoming.iter_mut().take(u_total.min(LOOKAHEAD) as usize) {
+            *slot = perm.next_index() as u32;
+            prefetch_entry(&self.l2p, *slot as usize);
+        }
+        let mut placed = 0u64;
         let mut rng = SimRng::stream(seed, 77);
         // oldest first, so the newest blocks end up open-like at the end of each die
         for (age_rank, &valid) in counts.iter().enumerate().rev() {
@@ -599,7 +614,13 @@ impl Ftl {
                 let left = s - k;
                 if need > 0 && rng.below(left) < need {
                     let slot = b * geo.slots_per_block + k as u32;
-                    let lpn = perm.next_index() as u32;
+                    let ring = (placed % LOOKAHEAD) as usize;
+                    let lpn = upcoming[ring];
+                    placed += 1;
+                    if placed + LOOKAHEAD <= u_total {
+                        upcoming[ring] = perm.next_index() as u32;
+                        prefetch_entry(&self.l2p, upcoming[ring] as usize);
+                    }
                     self.p2l[slot as usize] = lpn + 1;
                     self.l2p[lpn as usize] = slot + 1;
                     need -= 1;
@@ -664,9 +685,9 @@ impl Ftl {
     }
 }
 
-/// Hints the CPU to bring `table[index]` into cache (it is about to be written).
+/// Hints the CPU to bring `table[index]` into cache (it is about to be read or written).
 #[inline]
-fn prefetch_for_write(table: &[u32], index: usize) {
+fn prefetch_entry(table: &[u32], index: usize) {
     #[cfg(target_arch = "x86_64")]
     if let Some(p) = table.get(index) {
         // SAFETY: prefetching is a hint without architectural effect; `p` points into
@@ -679,26 +700,53 @@ fn prefetch_for_write(table: &[u32], index: usize) {
     let _ = (table, index);
 }
 
-/// A zero-filled table for the mapping: allocated zeroed (the OS maps pages lazily, so
-/// an unwritten drive costs no memory) and, on Linux, backed by transparent huge pages
-/// where allowed, which cuts the TLB misses of random mapping updates.
-fn big_zeroed_table(len: usize) -> Vec<u32> {
-    let v = vec![0u32; len];
-    #[cfg(target_os = "linux")]
-    {
-        const HUGE: usize = 2 << 20;
-        let start = v.as_ptr() as usize;
-        let aligned = start.div_ceil(HUGE) * HUGE;
-        let end = start + len * std::mem::size_of::<u32>();
-        if end > aligned + HUGE {
-            // SAFETY: the range lies inside the allocation we own; MADV_HUGEPAGE only
-            // changes how the kernel backs it, not its contents.
-            unsafe {
-                libc::madvise(aligned as *mut libc::c_void, (end - aligned) / HUGE * HUGE, libc::MADV_HUGEPAGE);
+/// A mapping table (l2p or p2l: hundreds of MB for a consumer drive, accessed at random).
+/// Allocated zeroed (the OS maps pages lazily, so an unwritten drive costs no memory)
+/// and, on Linux, backed by transparent huge pages where allowed, which cuts the TLB
+/// misses of random mapping updates. A copy (a run starting from a cached drive state)
+/// is backed the same way, which a plain `Vec` clone would not be.
+struct MapTable(Vec<u32>);
+
+impl MapTable {
+    fn zeroed(len: usize) -> MapTable {
+        let v = vec![0u32; len];
+        #[cfg(target_os = "linux")]
+        {
+            const HUGE: usize = 2 << 20;
+            let start = v.as_ptr() as usize;
+            let aligned = start.div_ceil(HUGE) * HUGE;
+            let end = start + len * std::mem::size_of::<u32>();
+            if end > aligned + HUGE {
+                // SAFETY: the range lies inside the allocation we own; MADV_HUGEPAGE only
+                // changes how the kernel backs it, not its contents.
+                unsafe {
+                    libc::madvise(aligned as *mut libc::c_void, (end - aligned) / HUGE * HUGE, libc::MADV_HUGEPAGE);
+                }
             }
         }
+        MapTable(v)
     }
-    v
+}
+
+impl Clone for MapTable {
+    fn clone(&self) -> MapTable {
+        let mut copy = MapTable::zeroed(self.0.len());
+        copy.0.copy_from_slice(&self.0);
+        copy
+    }
+}
+
+impl std::ops::Deref for MapTable {
+    type Target = [u32];
+    fn deref(&self) -> &[u32] {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for MapTable {
+    fn deref_mut(&mut self) -> &mut [u32] {
+        &mut self.0
+    }
 }
 
 /// Valid fraction of the block cleaned in the LRW steady state: the root in (0, 1) of

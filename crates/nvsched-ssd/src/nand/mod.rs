@@ -69,8 +69,35 @@ struct Timing {
     prog_slc: Nanos,
     erase: Nanos,
     idle: Nanos,
-    channel_ns_per_byte: f64,
-    link_ns_per_byte: f64,
+    channel: ByteRate,
+    link: ByteRate,
+}
+
+/// A transfer rate, with the time of one logical page (most transfers) worked out once.
+struct ByteRate {
+    ns_per_byte: f64,
+    lpn_time: Nanos,
+}
+
+impl ByteRate {
+    fn from_mbps(mbps: f64) -> ByteRate {
+        let ns_per_byte = 1e3 / mbps;
+        ByteRate { ns_per_byte, lpn_time: Self::rounded(LPN_BYTES, ns_per_byte) }
+    }
+
+    fn rounded(bytes: u64, ns_per_byte: f64) -> Nanos {
+        Nanos((bytes as f64 * ns_per_byte).round() as u64)
+    }
+
+    /// The time to move `bytes`, rounded to the nearest nanosecond.
+    #[inline]
+    fn time(&self, bytes: u64) -> Nanos {
+        if bytes == LPN_BYTES {
+            self.lpn_time
+        } else {
+            Self::rounded(bytes, self.ns_per_byte)
+        }
+    }
 }
 
 fn us(v: f64) -> Nanos {
@@ -91,6 +118,8 @@ pub struct NandDevice {
     ctrl_free: Nanos,
     link_in: GapTimeline,
     link_out: GapTimeline,
+    /// Arrival time of the command being served: no booking starts before it.
+    arrival: Nanos,
     /// Page held in each plane's register after a read (block, page).
     plane_page: Vec<(u32, u32)>,
     // DRAM write buffer
@@ -293,8 +322,8 @@ impl NandDevice {
             prog_slc: us(cfg.t_prog_slc_us),
             erase: us(cfg.t_erase_us),
             idle: us(cfg.idle_us),
-            channel_ns_per_byte: 1e3 / cfg.channel_mbps,
-            link_ns_per_byte: 1e3 / cfg.link_mbps,
+            channel: ByteRate::from_mbps(cfg.channel_mbps),
+            link: ByteRate::from_mbps(cfg.link_mbps),
         };
         let dies = geo.dies as usize;
         let min_free = (0..geo.dies).map(|d| ftl.free_blocks(d)).min().unwrap_or(0);
@@ -319,6 +348,7 @@ impl NandDevice {
             ctrl_free: Nanos::ZERO,
             link_in: GapTimeline::default(),
             link_out: GapTimeline::default(),
+            arrival: Nanos::ZERO,
             buffer_used_slots: 0,
             releases: BinaryHeap::new(),
             admit_floor: Nanos::ZERO,
@@ -352,15 +382,18 @@ impl NandDevice {
     }
 
     fn link(&mut self, ready: Nanos, bytes: u64, inbound: bool) -> Nanos {
-        let d = Nanos((bytes as f64 * self.t.link_ns_per_byte).round() as u64);
+        let d = self.t.link.time(bytes);
         let line = if inbound || self.cfg.link_half_duplex { &mut self.link_in } else { &mut self.link_out };
+        line.prune(self.arrival);
         line.book(ready, d)
     }
 
     fn channel_xfer(&mut self, die: u32, ready: Nanos, bytes: u64) -> Nanos {
         let c = self.geo.channel_of_die(die) as usize;
-        let d = Nanos((bytes as f64 * self.t.channel_ns_per_byte).round() as u64);
-        self.channels[c].book(ready, d)
+        let d = self.t.channel.time(bytes);
+        let channel = &mut self.channels[c];
+        channel.prune(self.arrival);
+        channel.book(ready, d)
     }
 
     fn planes(&self, die: u32) -> std::ops::Range<usize> {
@@ -392,7 +425,7 @@ impl NandDevice {
         let mut d = read * u64::from(w.page_reads) + self.t.prog_native * u64::from(w.programs);
         if !self.cfg.copyback {
             let bytes = 2 * u64::from(w.slots_moved) * LPN_BYTES;
-            d += Nanos((bytes as f64 * self.t.channel_ns_per_byte) as u64);
+            d += Nanos((bytes as f64 * self.t.channel.ns_per_byte) as u64);
         }
         if w.erased {
             d += self.t.erase;
@@ -720,11 +753,9 @@ impl NandDevice {
 
 impl Device for NandDevice {
     fn submit(&mut self, cmd: &Command, now: Nanos) -> Nanos {
-        for c in &mut self.channels {
-            c.prune(now);
-        }
-        self.link_in.prune(now);
-        self.link_out.prune(now);
+        // channels and link lines forget intervals that ended before this arrival when
+        // they are next booked (no booking starts before it)
+        self.arrival = now;
         self.background(now);
         let done = match cmd.op {
             Op::Read => self.read(cmd, now),
@@ -734,6 +765,13 @@ impl Device for NandDevice {
         };
         self.last_activity = self.last_activity.max(done);
         done
+    }
+
+    /// The mapping entry of a random page is a cache miss (the table is hundreds of MB);
+    /// fetching it while the request waits in the host overlaps the miss with other work.
+    #[inline]
+    fn prefetch(&self, offset_bytes: u64) {
+        self.ftl.prefetch_mapping(offset_bytes / LPN_BYTES);
     }
 
     fn queue_depth(&self) -> u32 {
