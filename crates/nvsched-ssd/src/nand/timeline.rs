@@ -89,4 +89,26 @@ mod tests {
         }
         assert_eq!(t.busy.len(), 1);
     }
+
+    #[test]
+    fn pruning_never_changes_a_booking_made_at_or_after_it() {
+        // The device prunes a line only when it books it, not on every command; that is
+        // the same as pruning every time, since no booking starts before the arrival.
+        let mut rng = nvsched_core::SimRng::seed_from(5);
+        let (mut eager, mut lazy, mut never) = (GapTimeline::default(), GapTimeline::default(), GapTimeline::default());
+        let mut now = Nanos::ZERO;
+        for i in 0..20_000 {
+            now += Nanos(rng.below(3_000));
+            eager.prune(now);
+            if i % 7 == 0 {
+                lazy.prune(now);
+            }
+            let ready = now + Nanos(rng.below(20_000));
+            let duration = Nanos(rng.below(4_000));
+            let end = never.book(ready, duration);
+            assert_eq!(eager.book(ready, duration), end, "booking {i}");
+            assert_eq!(lazy.book(ready, duration), end, "booking {i}");
+        }
+        assert!(eager.busy.len() < never.busy.len(), "pruning forgets old intervals");
+    }
 }
