@@ -384,16 +384,13 @@ impl NandDevice {
     fn link(&mut self, ready: Nanos, bytes: u64, inbound: bool) -> Nanos {
         let d = self.t.link.time(bytes);
         let line = if inbound || self.cfg.link_half_duplex { &mut self.link_in } else { &mut self.link_out };
-        line.prune(self.arrival);
-        line.book(ready, d)
+        line.book(self.arrival, ready, d)
     }
 
     fn channel_xfer(&mut self, die: u32, ready: Nanos, bytes: u64) -> Nanos {
         let c = self.geo.channel_of_die(die) as usize;
         let d = self.t.channel.time(bytes);
-        let channel = &mut self.channels[c];
-        channel.prune(self.arrival);
-        channel.book(ready, d)
+        self.channels[c].book(self.arrival, ready, d)
     }
 
     fn planes(&self, die: u32) -> std::ops::Range<usize> {
@@ -753,8 +750,7 @@ impl NandDevice {
 
 impl Device for NandDevice {
     fn submit(&mut self, cmd: &Command, now: Nanos) -> Nanos {
-        // channels and link lines forget intervals that ended before this arrival when
-        // they are next booked (no booking starts before it)
+        // no channel or link booking starts before this arrival
         self.arrival = now;
         self.background(now);
         let done = match cmd.op {
