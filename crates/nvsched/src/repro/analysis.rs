@@ -145,7 +145,10 @@ fn cell(cells: &BTreeMap<String, f64>, key: &str) -> Option<f64> {
 /// Values computed across runs, stored as extra cells.
 pub fn derive(m: &Manifest, _runs: &[RunResult], cells: &mut BTreeMap<String, f64>) {
     match m.kind.as_str() {
-        "k2" => derive_k2(m, cells),
+        "k2" => {
+            derive_k2(m, cells);
+            derive_k2_state_changes(m, cells);
+        }
         "tabs" => derive_tabs(m, cells),
         "veloces" => {
             for v in &m.variants {
@@ -227,6 +230,31 @@ fn derive_k2(m: &Manifest, cells: &mut BTreeMap<String, f64>) {
     }
 }
 
+/// How far each drive state after the first moves a variant's results from the first
+/// state's, over all policies: the largest factor (>= 1, either direction) between the two
+/// states' total bandwidths and between their RT p99.9s. "Behaves as on the partially
+/// occupied drive" must hold at every bound, not only under `none`.
+fn derive_k2_state_changes(m: &Manifest, cells: &mut BTreeMap<String, f64>) {
+    let Some(reference) = m.states.first() else { return };
+    for v in &m.variants {
+        for s in m.states.iter().skip(1) {
+            for metric in ["total_bw_mbps", "rt_p999_us"] {
+                let factors = m.policies_of(v).iter().filter_map(|p| {
+                    let here = cell(cells, &format!("{}/{}/{p}/{metric}", v.name, s.name))?;
+                    let there = cell(cells, &format!("{}/{}/{p}/{metric}", v.name, reference.name))?;
+                    (here > 0.0 && there > 0.0).then(|| (here / there).max(there / here))
+                });
+                if let Some(largest) = factors.reduce(f64::max) {
+                    cells.insert(
+                        format!("{}/{}/derived/{metric}_max_factor_vs_{}", v.name, s.name, reference.name),
+                        largest,
+                    );
+                }
+            }
+        }
+    }
+}
+
 fn derive_tabs(m: &Manifest, cells: &mut BTreeMap<String, f64>) {
     for s in &m.states {
         for p in &m.policies {
@@ -237,20 +265,32 @@ fn derive_tabs(m: &Manifest, cells: &mut BTreeMap<String, f64>) {
             for v in &m.variants {
                 let base = format!("{}/{}/{p}", v.name, s.name);
                 let get = |k: &str| cell(cells, &format!("{base}/{k}"));
-                if let (Some(r), Some(w), Some(nr), Some(nw)) =
-                    (get("read_bw_mbps"), get("fua_bw_mbps"), get("readers"), get("writers"))
-                {
+                let counts = (get("read_bw_mbps"), get("fua_bw_mbps"), get("readers"), get("writers"));
+                let per_job = (get("read_bw_per_job_mbps"), get("fua_bw_per_job_mbps"));
+                if let (Some(r), Some(w), Some(nr), Some(nw)) = counts {
                     if let Some(f) = fairness_factor(r, w, nr as usize, nw as usize, ar, aw) {
                         cells.insert(format!("{base}/fairness"), f);
                     }
                 }
+                // what each job keeps of the bandwidth it gets alone: who is hurt most
+                if let (Some(r), Some(w)) = per_job {
+                    cells.insert(format!("{base}/read_share_of_alone"), r / ar);
+                    cells.insert(format!("{base}/fua_share_of_alone"), w / aw);
+                }
             }
         }
+        let mut gains = Vec::new();
         for v in &m.variants {
             let f = |p: &str| cell(cells, &format!("{}/{}/{p}/fairness", v.name, s.name));
             if let (Some(t), Some(n)) = (f("tabs"), f("none")) {
                 cells.insert(format!("{}/{}/derived/fairness_gain", v.name, s.name), t / n);
+                gains.push(t / n);
             }
+        }
+        // "about 4x fairer" in general: the geometric mean of the gains over the mixes
+        if !gains.is_empty() {
+            let mean = (gains.iter().map(|g| g.ln()).sum::<f64>() / gains.len() as f64).exp();
+            cells.insert(format!("mixes/{}/derived/mean_fairness_gain", s.name), mean);
         }
     }
 }
@@ -363,5 +403,110 @@ mod tests {
         let mut missing = claim("less", None);
         missing.b = Some("nope".into());
         assert_eq!(judge(&missing, &cells).holds, None);
+    }
+
+    #[test]
+    fn a_drive_state_change_is_the_largest_over_all_policies_in_either_direction() {
+        let m: Manifest = toml::from_str(
+            r#"
+            name = "x"
+            title = "x"
+            paper = "x"
+            kind = "k2"
+            device = "x"
+            job = "x.fio"
+            policies = ["none", "k2:bound=1", "k2:bound=2"]
+            full = { repetitions = 1 }
+            quick = { repetitions = 1 }
+            [[variants]]
+            name = "read"
+            [[states]]
+            name = "partial"
+            precondition = "partial:0.5"
+            runtime = "1s"
+            quick_runtime = "1s"
+            [[states]]
+            name = "full"
+            precondition = "full"
+            runtime = "1s"
+            quick_runtime = "1s"
+            "#,
+        )
+        .unwrap();
+        let mut cells: BTreeMap<String, f64> = [
+            // bandwidth: unchanged under none, halved at bound 1, 10% up at bound 2
+            ("read/partial/none/total_bw_mbps", 700.0),
+            ("read/full/none/total_bw_mbps", 700.0),
+            ("read/partial/k2:bound=1/total_bw_mbps", 80.0),
+            ("read/full/k2:bound=1/total_bw_mbps", 40.0),
+            ("read/partial/k2:bound=2/total_bw_mbps", 100.0),
+            ("read/full/k2:bound=2/total_bw_mbps", 110.0),
+            // tail: 3x longer under none, and bound 2 missing on the full drive
+            ("read/partial/none/rt_p999_us", 600.0),
+            ("read/full/none/rt_p999_us", 1800.0),
+            ("read/partial/k2:bound=2/rt_p999_us", 200.0),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect();
+        derive_k2_state_changes(&m, &mut cells);
+        assert_eq!(cell(&cells, "read/full/derived/total_bw_mbps_max_factor_vs_partial"), Some(2.0));
+        assert_eq!(cell(&cells, "read/full/derived/rt_p999_us_max_factor_vs_partial"), Some(3.0));
+        assert!(!cells.keys().any(|k| k.starts_with("read/partial/derived")), "the reference state has no change");
+    }
+
+    #[test]
+    fn tabs_gain_is_averaged_over_the_mixes_and_shares_are_of_the_bandwidth_alone() {
+        let m: Manifest = toml::from_str(
+            r#"
+            name = "x"
+            title = "x"
+            paper = "x"
+            kind = "tabs"
+            device = "x"
+            job = "x.fio"
+            policies = ["none", "tabs"]
+            full = { repetitions = 1 }
+            quick = { repetitions = 1 }
+            variants = [{ name = "1r" }, { name = "1w" }, { name = "1w1r" }, { name = "1w2r" }]
+            [[states]]
+            name = "s"
+            precondition = "partial:0.5"
+            runtime = "1s"
+            quick_runtime = "1s"
+            "#,
+        )
+        .unwrap();
+        let mut cells: BTreeMap<String, f64> = BTreeMap::new();
+        let mut put = |k: &str, v: f64| cells.insert(k.to_string(), v);
+        put("1r/s/none/read_bw_per_job_mbps", 60.0);
+        put("1w/s/none/fua_bw_per_job_mbps", 10.0);
+        // (variant, policy, read MB/s, FUA MB/s, readers, writers)
+        for (v, p, r, w, nr, nw) in [
+            ("1w1r", "none", 30.0, 10.0, 1.0, 1.0),
+            ("1w1r", "tabs", 45.0, 7.5, 1.0, 1.0),
+            ("1w2r", "none", 60.0, 10.0, 2.0, 1.0),
+            ("1w2r", "tabs", 80.0, 10.0 / 3.0, 2.0, 1.0),
+        ] {
+            put(&format!("{v}/s/{p}/read_bw_mbps"), r);
+            put(&format!("{v}/s/{p}/fua_bw_mbps"), w);
+            put(&format!("{v}/s/{p}/readers"), nr);
+            put(&format!("{v}/s/{p}/writers"), nw);
+            put(&format!("{v}/s/{p}/read_bw_per_job_mbps"), r / nr);
+            put(&format!("{v}/s/{p}/fua_bw_per_job_mbps"), w / nw);
+        }
+        derive_tabs(&m, &mut cells);
+        let near = |k: &str, want: f64| {
+            let got = cell(&cells, k).unwrap_or(f64::NAN);
+            assert!((got - want).abs() < 1e-9, "{k}: {got} vs {want}");
+        };
+        // 1w1r under none: the reader keeps half of its 60 MB/s, the writer all of its 10
+        near("1w1r/s/none/read_share_of_alone", 0.5);
+        near("1w1r/s/none/fua_share_of_alone", 1.0);
+        // fair shares: 1w1r 30 / 5 MB/s, 1w2r 80 / 3.33 MB/s; fairness under none 0.5 and
+        // 0.75 / 3 = 0.25, under tabs 1 in both
+        near("1w1r/s/derived/fairness_gain", 2.0);
+        near("1w2r/s/derived/fairness_gain", 4.0);
+        near("mixes/s/derived/mean_fairness_gain", 8f64.sqrt());
     }
 }
