@@ -25,7 +25,7 @@ fn simulate_json(
     precondition: Option<String>,
     seed: u64,
     timestamp_ms: u64,
-) -> PyResult<String> {
+) -> PyResult<(String, Vec<String>)> {
     // The simulation holds no Python objects: let other Python threads run meanwhile.
     py.detach(move || {
         nvsched::run::simulate_job_text(

@@ -5,6 +5,7 @@ import json
 import os
 import pathlib
 import subprocess
+import warnings
 
 import pytest
 
@@ -44,10 +45,23 @@ def test_same_inputs_same_report_and_the_seed_matters():
 def test_the_job_files_ioscheduler_unless_sched_is_given():
     job = "[global]\nrw=randread\nsize=16m\nruntime=20ms\ntime_based\nioscheduler=deadline:fifo_batch=4\n[a]\n"
     assert nvsched.run(job, timestamp_ms=0)["nvsched"]["policy"]["spec"] == "mq-deadline:fifo_batch=4"
-    assert nvsched.run(job, "k2:bound=2", timestamp_ms=0)["nvsched"]["policy"]["spec"] == "k2:bound=2"
+    with pytest.warns(UserWarning, match="overrides"):
+        assert nvsched.run(job, "k2:bound=2", timestamp_ms=0)["nvsched"]["policy"]["spec"] == "k2:bound=2"
     assert nvsched.run(job.replace("ioscheduler=deadline:fifo_batch=4\n", ""))["nvsched"]["policy"]["spec"] == "none"
     with pytest.raises(ValueError, match=r"<job text>:6: option 'ioscheduler': unknown policy 'bfq'"):
         nvsched.run(job.replace("deadline:fifo_batch=4", "bfq"))
+
+
+def test_the_command_lines_warnings_are_python_warnings():
+    job = "[global]\nrw=randread\nsize=16m\nruntime=20ms\ntime_based\nioscheduler=deadline\n[a]\n"
+    with pytest.warns(UserWarning, match=r"^<job text>:6: sched k2:bound=2 overrides the job file's ioscheduler=deadline$"):
+        nvsched.run(job, "k2:bound=2", timestamp_ms=0)
+    with pytest.warns(UserWarning, match=r"^<job text>:8: buffered I/O is simulated as direct I/O"):
+        nvsched.run(job.replace("[a]", "[a]\ndirect=0"), timestamp_ms=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        nvsched.run(job, timestamp_ms=0)
+        nvsched.run(job, "mq-deadline", timestamp_ms=0)
 
 
 def test_errors_name_the_file_line_and_option():

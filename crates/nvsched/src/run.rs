@@ -99,7 +99,8 @@ pub fn choose_policy(
 /// One simulated run from fio job text, as the language bindings call it: `source` names
 /// the text in error messages, `vars` sets job-file variables; `sched` and `state`, when
 /// given, override the job file's `ioscheduler=` and `precondition=`. Returns the
-/// fio-compatible JSON report.
+/// fio-compatible JSON report and the warnings the command line would print (options
+/// ignored, `sched` overriding the job file's `ioscheduler=`).
 #[allow(clippy::too_many_arguments)]
 pub fn simulate_job_text(
     text: &str,
@@ -111,12 +112,13 @@ pub fn simulate_job_text(
     state: Option<String>,
     seed: u64,
     timestamp_ms: u64,
-) -> Result<String, String> {
+) -> Result<(String, Vec<String>), String> {
     let (jobs, profile) = load_job_text(text, source, vars, device, overrides, state)?;
-    let (policy, _) = choose_policy(sched, "sched", &jobs)?;
+    let (policy, override_warning) = choose_policy(sched, "sched", &jobs)?;
+    let warnings = jobs.warnings.iter().cloned().chain(override_warning).collect();
     let spec = RunSpec { jobs: &jobs, policy, profile: &profile, seed, drive_states: None };
     let (report, _) = run_sim(spec, &mut nvsched_sim::NoObserver, timestamp_ms)?;
-    Ok(report.render(nvsched_report::Format::Json))
+    Ok((report.render(nvsched_report::Format::Json), warnings))
 }
 
 /// What to run.

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from typing import Mapping, Optional, Sequence, Tuple, Union
 
 from . import _native
@@ -76,11 +77,13 @@ def run(
     read once and run many times).
 
     Raises ValueError with the message the command line would print (file, line, option).
+    The command line's warnings (an option ignored, ``sched`` overriding the job file's
+    ``ioscheduler=``) are issued as ``UserWarning``, with the file and line.
     """
     text, source = (str(job), source) if source is not None else job_text(job)
     if timestamp_ms is None:
         timestamp_ms = _native.timestamp_ms()
-    out = _native.simulate_json(
+    out, notes = _native.simulate_json(
         text,
         source,
         _pairs(vars),
@@ -91,6 +94,8 @@ def run(
         int(seed),
         int(timestamp_ms),
     )
+    for note in notes:
+        warnings.warn(note, UserWarning, stacklevel=2)
     return json.loads(out)
 
 
