@@ -4,6 +4,7 @@
 use crate::jobfile::{Environment, JobFileError, Location, RawOption, RawSection};
 use crate::units::{parse_bool, parse_int_in, parse_size, parse_size_or_percent, parse_time, KbBase, SizeOrPercent};
 use nvsched_core::{IoPrio, LogRequest, Nanos, Op, PrioClass};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// The access pattern of `rw=`.
@@ -237,9 +238,11 @@ pub struct JobSpec {
     pub precondition: Option<String>,
     /// `ioscheduler`: the policy in front of the device (fio switches the kernel's
     /// scheduler; nvsched runs the policy of that name). Checked by the caller, which
-    /// knows the policies; `ioscheduler_at` is the line that set it, for its errors.
+    /// knows the policies.
     pub ioscheduler: Option<String>,
-    pub ioscheduler_at: Option<Location>,
+    /// Where each option was last set (`[global]`'s lines included): errors found after
+    /// parsing (an unknown policy, jobs that disagree) point at the option's line.
+    pub option_lines: BTreeMap<&'static str, Location>,
     /// `verify=crc32c`: written blocks carry a checked header (real devices only).
     pub verify: bool,
     /// Read back and check what was written after the writes (fio's default 1).
@@ -260,6 +263,11 @@ pub const DEFAULT_PERCENTILES: [f64; 17] =
 pub const DEFAULT_RANDSEED: u64 = 0x89;
 
 impl JobSpec {
+    /// The line that last set `option`, else the job's section header.
+    pub fn option_line(&self, option: &str) -> &Location {
+        self.option_lines.get(option).unwrap_or(&self.at)
+    }
+
     fn defaults(at: Location) -> JobSpec {
         JobSpec {
             name: String::new(),
@@ -325,7 +333,7 @@ impl JobSpec {
             kb_base: KbBase::Binary,
             precondition: None,
             ioscheduler: None,
-            ioscheduler_at: None,
+            option_lines: BTreeMap::new(),
             verify: false,
             do_verify: true,
             verify_only: false,
@@ -446,7 +454,7 @@ impl JobFile {
     pub fn ioscheduler(&self) -> Result<Option<(String, Location)>, JobFileError> {
         let found =
             self.device_wide("ioscheduler", "scheduler", "the device has one scheduler", |j| j.ioscheduler.as_deref())?;
-        Ok(found.map(|j| (j.ioscheduler.clone().unwrap_or_default(), j.ioscheduler_at.clone().unwrap_or(j.at.clone()))))
+        Ok(found.map(|j| (j.ioscheduler.clone().unwrap_or_default(), j.option_line("ioscheduler").clone())))
     }
 
     /// The first job that sets a setting of the whole device, after checking that every job
@@ -464,7 +472,7 @@ impl JobFile {
             match found {
                 Some((first, first_value)) if first_value != value => {
                     return Err(JobFileError::new(
-                        &j.at,
+                        j.option_line(option),
                         Some(option),
                         format!(
                             "job '{}' asks for {what} {value} but job '{}' for {first_value}; {why}",
@@ -1217,9 +1225,7 @@ fn apply_option(
         (None, None) => return Err(JobFileError::new(&opt.at, Some(key), "needs a value (key=value)")),
     };
     (def.apply)(job, value).map_err(|m| JobFileError::new(&opt.at, Some(key), m))?;
-    if def.name == "ioscheduler" {
-        job.ioscheduler_at = Some(opt.at.clone());
-    }
+    job.option_lines.insert(def.name, opt.at.clone());
     if (def.name == "direct" || def.name == "buffered") && !job.direct {
         warnings.push(format!("{}: buffered I/O is simulated as direct I/O (no page cache model)", opt.at));
     }

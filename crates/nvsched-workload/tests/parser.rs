@@ -257,24 +257,24 @@ fn percentiles_distributions_seeds() {
 }
 
 #[test]
-fn ioscheduler_is_one_per_device_and_remembers_its_line() {
+fn ioscheduler_is_one_per_device_and_errors_point_at_its_line() {
     let f = parse("[global]\nioscheduler=k2:bound=4\n[a]\n[b]\n").unwrap();
     let (spec, at) = f.ioscheduler().unwrap().unwrap();
     assert_eq!((spec.as_str(), at.to_string()), ("k2:bound=4", "test.fio:2".to_string()));
     assert_eq!(parse("[a]\n").unwrap().ioscheduler().unwrap(), None);
     let f = parse("[a]\nioscheduler=kyber\n[b]\nioscheduler=none\n").unwrap();
     let e = f.ioscheduler().unwrap_err().to_string();
-    assert!(e.contains("test.fio:3: option 'ioscheduler'") && e.contains("one scheduler"), "{e}");
+    assert!(e.contains("test.fio:4: option 'ioscheduler'") && e.contains("one scheduler"), "{e}");
 }
 
 #[test]
-fn precondition_is_one_state_per_file() {
+fn precondition_is_one_state_per_file_and_errors_point_at_its_line() {
     assert_eq!(job("precondition=partial:0.5").precondition.as_deref(), Some("partial:0.5"));
     let f = parse("[global]\nprecondition=full\n[a]\n[b]\n").unwrap();
     assert_eq!(f.precondition().unwrap().as_deref(), Some("full"));
     let f = parse("[a]\nprecondition=full\n[b]\nprecondition=clean\n").unwrap();
     let e = f.precondition().unwrap_err().to_string();
-    assert!(e.contains("test.fio:3: option 'precondition'") && e.contains("one state"), "{e}");
+    assert!(e.contains("test.fio:4: option 'precondition'") && e.contains("one state"), "{e}");
 }
 
 #[test]

@@ -303,7 +303,7 @@ fn the_job_files_ioscheduler_chooses_the_policy_unless_sched_is_given() {
         temp_job("iosched2.fio", "[a]\nrw=read\nsize=1m\nioscheduler=kyber\n[b]\nrw=read\nsize=1m\nioscheduler=none\n");
     let err = String::from_utf8(nvsched(&["run", two.to_str().unwrap(), "-q"]).stderr).unwrap();
     assert!(
-        err.contains("iosched2.fio:5: option 'ioscheduler': job 'b' asks for scheduler none but job 'a' for kyber"),
+        err.contains("iosched2.fio:8: option 'ioscheduler': job 'b' asks for scheduler none but job 'a' for kyber"),
         "{err}"
     );
 }
