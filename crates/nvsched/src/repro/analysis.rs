@@ -405,34 +405,25 @@ mod tests {
         assert_eq!(judge(&missing, &cells).holds, None);
     }
 
+    /// A manifest with these policies, variants and drive states, for the derivations.
+    fn manifest(kind: &str, policies: &[&str], variants: &[&str], states: &[&str]) -> Manifest {
+        let mut text = format!(
+            "name = 'x'\ntitle = 'x'\npaper = 'x'\nkind = '{kind}'\ndevice = 'x'\njob = 'x.fio'\n\
+             policies = {policies:?}\nfull = {{ repetitions = 1 }}\nquick = {{ repetitions = 1 }}\n"
+        );
+        for v in variants {
+            text += &format!("[[variants]]\nname = '{v}'\n");
+        }
+        for s in states {
+            text +=
+                &format!("[[states]]\nname = '{s}'\nprecondition = 'clean'\nruntime = '1s'\nquick_runtime = '1s'\n");
+        }
+        toml::from_str(&text).unwrap()
+    }
+
     #[test]
     fn a_drive_state_change_is_the_largest_over_all_policies_in_either_direction() {
-        let m: Manifest = toml::from_str(
-            r#"
-            name = "x"
-            title = "x"
-            paper = "x"
-            kind = "k2"
-            device = "x"
-            job = "x.fio"
-            policies = ["none", "k2:bound=1", "k2:bound=2"]
-            full = { repetitions = 1 }
-            quick = { repetitions = 1 }
-            [[variants]]
-            name = "read"
-            [[states]]
-            name = "partial"
-            precondition = "partial:0.5"
-            runtime = "1s"
-            quick_runtime = "1s"
-            [[states]]
-            name = "full"
-            precondition = "full"
-            runtime = "1s"
-            quick_runtime = "1s"
-            "#,
-        )
-        .unwrap();
+        let m = manifest("k2", &["none", "k2:bound=1", "k2:bound=2"], &["read"], &["partial", "full"]);
         let mut cells: BTreeMap<String, f64> = [
             // bandwidth: unchanged under none, halved at bound 1, 10% up at bound 2
             ("read/partial/none/total_bw_mbps", 700.0),
@@ -457,26 +448,7 @@ mod tests {
 
     #[test]
     fn tabs_gain_is_averaged_over_the_mixes_and_shares_are_of_the_bandwidth_alone() {
-        let m: Manifest = toml::from_str(
-            r#"
-            name = "x"
-            title = "x"
-            paper = "x"
-            kind = "tabs"
-            device = "x"
-            job = "x.fio"
-            policies = ["none", "tabs"]
-            full = { repetitions = 1 }
-            quick = { repetitions = 1 }
-            variants = [{ name = "1r" }, { name = "1w" }, { name = "1w1r" }, { name = "1w2r" }]
-            [[states]]
-            name = "s"
-            precondition = "partial:0.5"
-            runtime = "1s"
-            quick_runtime = "1s"
-            "#,
-        )
-        .unwrap();
+        let m = manifest("tabs", &["none", "tabs"], &["1r", "1w", "1w1r", "1w2r"], &["s"]);
         let mut cells: BTreeMap<String, f64> = BTreeMap::new();
         let mut put = |k: &str, v: f64| cells.insert(k.to_string(), v);
         put("1r/s/none/read_bw_per_job_mbps", 60.0);
