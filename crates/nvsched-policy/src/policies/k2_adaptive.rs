@@ -116,6 +116,9 @@ pub const PARAMS: &[ParamSpec] = &[
     },
 ];
 
+/// Parameters of the latency objective's control law, which the bandwidth objective ignores.
+const O1_ONLY: &[&str] = &["margin", "patience", "miss_budget"];
+
 /// Windows whose real-time maxima the O1 signal remembers.
 const TAIL_WINDOWS: usize = 5;
 /// Longest wait, in windows, before probing a bound that missed the target.
@@ -231,7 +234,14 @@ impl K2Adaptive {
         let lat = p.duration("target_p999") > Nanos::ZERO;
         let bw = p.float("target_bw") > 0.0;
         match (lat, bw) {
-            (true, false) | (false, true) => Ok(()),
+            (true, false) => Ok(()),
+            (false, true) => match O1_ONLY.iter().find(|name| p.is_given(name)) {
+                // silently ignoring it would leave the user believing it acts
+                Some(name) => Err(format!(
+                    "policy 'k2-adaptive': '{name}' applies to the latency objective (target_p999) only, not to target_bw"
+                )),
+                None => Ok(()),
+            },
             _ => {
                 Err("policy 'k2-adaptive' needs exactly one of target_p999=DURATION (O1) or target_bw=RATE (O2)".into())
             }
@@ -573,7 +583,9 @@ mod tests {
 
     #[test]
     fn exactly_one_objective() {
-        for bad in ["", "target_p999=1ms,target_bw=1MB/s"] {
+        for bad in
+            ["", "target_p999=1ms,target_bw=1MB/s", "target_bw=1MB/s,miss_budget=0.001", "target_bw=1MB/s,margin=0.9"]
+        {
             let p = Params::parse("k2-adaptive", PARAMS, bad).unwrap();
             assert!(K2Adaptive::validate(&p).is_err());
         }
