@@ -193,3 +193,16 @@ def test_tuning_on_ray_chooses_as_the_command_line_does():
         sw.tune_k2(K2_JOB, "speed:50%", bounds=[1], vars=SHORT)
     with pytest.raises(ValueError, match="bounds"):
         sw.tune_k2(K2_JOB, "latency:50%", bounds=[0], vars=SHORT)
+
+
+def test_tuning_over_seeds_chooses_on_the_means_as_the_command_line_does():
+    env = dict(os.environ, **SHORT)
+    out = subprocess.run([str(cli()), "tune", "k2", "--objective", "bandwidth:50%", str(K2_JOB), "--bounds", "2,8",
+                          "--precondition", "partial:0.5", "--seeds", "1-2"],
+                         env=env, check=True, capture_output=True, text=True).stdout
+    t = sw.tune_k2(K2_JOB, "bandwidth:50%", bounds=[2, 8], seeds=[1, 2], vars=SHORT, precondition="partial:0.5")
+    assert [(r[1]) for r in t["rows"]] == [None, None, 2, 2, 8, 8], "one row per run"
+    assert "p99.9 min-max (us)" in t["table"] and t["why"].endswith("(Means of 2 seeds.)")
+    assert out.startswith(t["table"] + "\n" + t["why"])
+    with pytest.raises(ValueError, match="seeds"):
+        sw.tune_k2(K2_JOB, "latency:50%", bounds=[1], seeds=[], vars=SHORT)

@@ -206,6 +206,29 @@ struct TuneArgs {
     device: DeviceArgs,
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Run every configuration once per seed (N, N-M or a comma list of them) and choose
+    /// on the means, as a reproduction averages its repetitions; the table adds each RT
+    /// p99.9's range over the seeds.
+    #[arg(long, value_name = "LIST", conflicts_with = "seed", value_parser = parse_seeds)]
+    seeds: Option<Seeds>,
+}
+
+/// Seeds given as `N`, `N-M` or a comma list of them.
+#[derive(Clone, Debug)]
+struct Seeds(Vec<u64>);
+
+fn parse_seeds(spec: &str) -> Result<Seeds, String> {
+    let bad = || format!("'{spec}': expected N, N-M or a comma list of them (e.g. 1-5 or 1,4,9)");
+    let mut seeds = Vec::new();
+    for part in spec.split(',') {
+        let (lo, hi) = part.split_once('-').unwrap_or((part, part));
+        let (lo, hi): (u64, u64) = (lo.trim().parse().map_err(|_| bad())?, hi.trim().parse().map_err(|_| bad())?);
+        if lo > hi || hi - lo >= 1000 {
+            return Err(format!("'{spec}': a range goes from low to high, 1000 seeds at most"));
+        }
+        seeds.extend(lo..=hi);
+    }
+    Ok(Seeds(seeds))
 }
 
 #[derive(Args)]
@@ -471,8 +494,10 @@ fn cmd_tune(args: TuneArgs) -> Result<(), String> {
     if let Some((theirs, at)) = jobs.ioscheduler().map_err(|e| e.to_string())? {
         eprintln!("warning: {at}: ioscheduler={theirs} is not used: tune compares none and k2 bounds");
     }
-    eprintln!("nvsched: sweeping none and k2 bounds {:?} on {} ...", args.bounds, profile.name);
-    let rows = nvsched::tune::sweep(&jobs, &profile, args.seed, &args.bounds)?;
+    let seeds = args.seeds.map_or_else(|| vec![args.seed], |s| s.0);
+    let over = if seeds.len() > 1 { format!(", {} seeds each", seeds.len()) } else { String::new() };
+    eprintln!("nvsched: sweeping none and k2 bounds {:?} on {}{over} ...", args.bounds, profile.name);
+    let rows = nvsched::tune::sweep(&jobs, &profile, &seeds, &args.bounds)?;
     let (chosen, why) = nvsched::tune::choose(&rows, objective);
     print!("{}", nvsched::tune::table(&rows, chosen));
     println!("\n{why}");

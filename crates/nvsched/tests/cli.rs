@@ -21,7 +21,11 @@ fn temp_job(name: &str, text: &str) -> PathBuf {
     let dir = std::env::temp_dir().join(format!("nvsched-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let p = dir.join(name);
-    std::fs::write(&p, text).unwrap();
+    // tests run in parallel and several write the same job: write aside and rename (atomic),
+    // so a test that reads it never sees a file half written
+    let aside = dir.join(format!("{name}.{:?}", std::thread::current().id()));
+    std::fs::write(&aside, text).unwrap();
+    std::fs::rename(&aside, &p).unwrap();
     p
 }
 
@@ -252,6 +256,19 @@ fn errors_name_what_is_wrong() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("no-rt.fio: no real-time job (prioclass=1)") && !err.contains("sweeping"), "{err}");
+    // --seeds: a list, a range low to high, not with --seed
+    for (seeds, expected) in [
+        (vec!["--seeds", "3-1"], "a range goes from low to high"),
+        (vec!["--seeds", "1,x"], "expected N, N-M or a comma list"),
+        (vec!["--seeds", "1-2", "--seed", "3"], "cannot be used with"),
+    ] {
+        let mut a = vec!["tune", "k2", "--objective", "latency:50%"];
+        a.extend(&seeds);
+        let out = nvsched(&a);
+        assert_eq!(out.status.code(), Some(2), "{a:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains(expected) && !err.contains("sweeping"), "{a:?}: {err}");
+    }
 
     let out = nvsched(&["repro", "nope"]);
     assert_eq!(out.status.code(), Some(1));

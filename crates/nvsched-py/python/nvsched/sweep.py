@@ -196,6 +196,7 @@ def tune_k2(
     *,
     bounds: Sequence[int] = (1, 2, 4, 8, 16, 32, 64),
     seed: int = 0,
+    seeds: Optional[Sequence[int]] = None,
     vars: Optional[Mapping[str, str]] = None,
     device: str = "970evoplus-250g",
     device_set: Optional[Mapping[str, object]] = None,
@@ -207,15 +208,20 @@ def tune_k2(
 ) -> dict:
     """``nvsched tune k2`` with its runs spread over threads or Ray: sweeps ``none`` and K2
     at each bound, then applies the K2 analysis' rule for ``objective`` (``latency:50%``
-    or ``bandwidth:90%``). Returns {"chosen": bound or None, "why": sentence, "table":
-    text, "rows": [(policy, bound, rt_p999_us, total_bw_mbps), ...]}.
+    or ``bandwidth:90%``). With ``seeds`` (instead of ``seed``) every configuration runs
+    once per seed and the rule applies to the means, as ``nvsched tune k2 --seeds``.
+    Returns {"chosen": bound or None, "why": sentence, "table": text, "rows": [(policy,
+    bound, rt_p999_us, total_bw_mbps), ...]} (one row per run).
     """
     if not bounds or any(int(b) < 1 for b in bounds):
         raise ValueError("bounds: give bounds >= 1")
+    seed_list = [int(s) for s in seeds] if seeds is not None else [int(seed)]
+    if not seed_list:
+        raise ValueError("seeds: give at least one seed")
     nvsched._native.tune_choose([], objective)  # a bad objective fails before the sweep
     text, common = _workload(job, device, device_set, precondition)
     var_map = {str(k): str(v) for k, v in (vars or {}).items()}
-    calls = [(text, var_map, common, int(seed), b) for b in [None, *[int(b) for b in bounds]]]
+    calls = [(text, var_map, common, s, b) for b in [None, *[int(b) for b in bounds]] for s in seed_list]
     rows = run_all(_tune_measure, calls, backend, workers, address, progress)
     chosen, why, table_text = nvsched._native.tune_choose(rows, objective)
     return {"chosen": chosen, "why": why, "table": table_text, "rows": rows}
@@ -331,7 +337,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 bounds = [int(b) for b in args.bounds.split(",")]
             except ValueError:
                 p.error(f"--bounds {args.bounds!r}: expected a comma list of integers")
-            t = tune_k2(job, args.tune_k2, bounds=bounds, seed=args.seeds[0], vars=dict(args.var), device=device,
+            t = tune_k2(job, args.tune_k2, bounds=bounds, seeds=args.seeds, vars=dict(args.var), device=device,
                         device_set=device_set, precondition=args.precondition, backend=args.backend,
                         workers=args.workers, address=args.address, progress=show)
             print(t["table"], end="")
