@@ -64,15 +64,16 @@ fn policies_json() -> String {
     json!({ "policies": list, "common_params": COMMON_PARAMS.iter().map(param).collect::<Vec<_>>() }).to_string()
 }
 
-/// (job text, job file path, device profile, device overrides in order).
-type Cell = (String, String, String, Vec<(String, String)>);
+/// (job text, job file path, device profile, device overrides in order, the seeds of the
+/// mode's repetitions).
+type Cell = (String, String, String, Vec<(String, String)>, Vec<u64>);
 
 /// One (variant, drive state) of a reproduction, as `nvsched repro` runs it.
 #[pyfunction]
 #[pyo3(signature = (name, variant, state, quick))]
 fn experiment_cell(name: &str, variant: &str, state: Option<&str>, quick: bool) -> PyResult<Cell> {
     let (manifest, setup) = nvsched::repro::cell(name, variant, state, quick).map_err(PyValueError::new_err)?;
-    Ok((setup.job_text, setup.job_path.display().to_string(), manifest.device, setup.overrides))
+    Ok((setup.job_text, setup.job_path.display().to_string(), manifest.device, setup.overrides, setup.seeds))
 }
 
 /// Fixes the build part of reproduction cache keys (see `nvsched.repro`); false if fixed.

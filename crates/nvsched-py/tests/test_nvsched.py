@@ -150,6 +150,8 @@ def test_a_reproduction_cell_has_the_manifests_job_and_device(capsys):
     assert cell["device"] == "970evoplus-250g"
     assert cell["device_set"]["host.cpus"] == "1" and cell["device_set"]["nand.precondition"] == "partial:0.5"
     assert "rw=randread" in cell["job"]
+    assert cell["seeds"] == [1], "quick mode: one repetition, seed 1"
+    assert nvsched.experiment_cell("k2-analysis", "randread", quick=False)["seeds"] == [1, 2, 3, 4, 5]
     with pytest.raises(ValueError, match="no variant 'sideways'.*randread"):
         nvsched.experiment_cell("k2-analysis", "sideways")
     # a shortened copy of the cell through the sweep command

@@ -204,8 +204,10 @@ struct TuneArgs {
     bounds: Vec<u32>,
     #[command(flatten)]
     device: DeviceArgs,
-    #[arg(long, default_value_t = 0)]
-    seed: u64,
+    /// Seed of every run [default: 0; with --experiment, the reproduction's own seeds, one
+    /// per repetition of the mode: 1, 2, ...]
+    #[arg(long)]
+    seed: Option<u64>,
     /// Run every configuration once per seed (N, N-M or a comma list of them) and choose
     /// on the means, as a reproduction averages its repetitions; the table adds each RT
     /// p99.9's range over the seeds.
@@ -478,23 +480,23 @@ fn cmd_tune(args: TuneArgs) -> Result<(), String> {
     if args.bounds.is_empty() || args.bounds.contains(&0) {
         return Err("--bounds: give bounds >= 1".into());
     }
-    let (jobs, profile, source) = match &args.experiment {
+    let (jobs, profile, source, default_seeds) = match &args.experiment {
         Some(cell) => {
-            let (jobs, profile) = experiment_cell(cell, !args.full, &args.device)?;
-            (jobs, profile, cell.clone())
+            let (jobs, profile, seeds) = experiment_cell(cell, !args.full, &args.device)?;
+            (jobs, profile, cell.clone(), seeds)
         }
         None => {
             let path = args.jobfile.as_deref().unwrap_or(Path::new("examples/k2-mix.fio"));
             let jobs = load_jobs(path, false)?;
             let profile = args.device.load(jobs.precondition().map_err(|e| e.to_string())?)?;
-            (jobs, profile, path.display().to_string())
+            (jobs, profile, path.display().to_string(), vec![0])
         }
     };
     nvsched::tune::check_jobs(&jobs, &source)?;
     if let Some((theirs, at)) = jobs.ioscheduler().map_err(|e| e.to_string())? {
         eprintln!("warning: {at}: ioscheduler={theirs} is not used: tune compares none and k2 bounds");
     }
-    let seeds = args.seeds.map_or_else(|| vec![args.seed], |s| s.0);
+    let seeds = args.seeds.map(|s| s.0).or(args.seed.map(|s| vec![s])).unwrap_or(default_seeds);
     let over = if seeds.len() > 1 { format!(", {} seeds each", seeds.len()) } else { String::new() };
     eprintln!("nvsched: sweeping none and k2 bounds {:?} on {}{over} ...", args.bounds, profile.name);
     let rows = nvsched::tune::sweep(&jobs, &profile, &seeds, &args.bounds)?;
@@ -507,13 +509,14 @@ fn cmd_tune(args: TuneArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// The jobs and device of one cell of a reproduction (`NAME:VARIANT[:STATE]`), with the
-/// user's `--device-set` applied on top of the manifest's.
+/// The jobs, device and repetitions' seeds of one cell of a reproduction
+/// (`NAME:VARIANT[:STATE]`), with the user's `--device-set` applied on top of the
+/// manifest's.
 fn experiment_cell(
     cell: &str,
     quick: bool,
     device: &DeviceArgs,
-) -> Result<(nvsched_workload::JobFile, DeviceProfile), String> {
+) -> Result<(nvsched_workload::JobFile, DeviceProfile, Vec<u64>), String> {
     let mut parts = cell.splitn(3, ':');
     let (Some(name), Some(variant)) = (parts.next(), parts.next()) else {
         return Err(format!("--experiment '{cell}': expected NAME:VARIANT[:STATE], e.g. k2-analysis:randread"));
@@ -522,7 +525,7 @@ fn experiment_cell(
     let jobs = parse_job_str(&setup.job_text, &setup.job_path, &HostEnvironment, ParseOptions::default())
         .map_err(|e| e.to_string())?;
     let profile = device.load_over(&manifest.device, setup.overrides, None)?;
-    Ok((jobs, profile))
+    Ok((jobs, profile, setup.seeds))
 }
 
 fn emit(text: &str, output: &Option<PathBuf>) -> Result<(), String> {

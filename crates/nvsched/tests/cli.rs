@@ -332,6 +332,19 @@ fn tune_on_a_reproduction_cell_uses_its_jobs_and_device() {
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(text.contains("Use: --sched k2:bound=32"), "{text}");
+    // by default the reproduction's own seeds (quick mode: one repetition, seed 1), so the
+    // table shows the reproduction's numbers
+    let table = |extra: &[&str]| {
+        let mut a = vec!["tune", "k2", "--objective", "latency:50%", "--experiment", "k2-analysis:randread"];
+        a.extend(["--bounds", "32"]);
+        a.extend(extra);
+        let out = nvsched(&a);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let default = table(&[]);
+    assert_eq!(default, table(&["--seed", "1"]));
+    assert_ne!(default, table(&["--seed", "0"]), "the seed moves the tail");
     for (cell, expected) in [
         ("k2-analysis:nope", "has no variant 'nope' (it has: read, randread, write, randwrite)"),
         ("k2-analysis:read:half", "has no drive state 'half' (it has: partial, full)"),

@@ -277,7 +277,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--full", action="store_true",
                    help="with --experiment or --repro: the paper's durations, not quick mode")
     p.add_argument("--sched", action="append", help="a policy, e.g. k2:bound=4 (repeatable)")
-    p.add_argument("--seeds", type=_seeds, default=[0], help="N, N-M or a comma list (default 0)")
+    p.add_argument("--seeds", type=_seeds, default=None,
+                   help="N, N-M or a comma list (default 0; with --experiment the reproduction's seeds)")
     p.add_argument("--var", type=_key_value, action="append", default=[], metavar="NAME=VALUE",
                    help="a ${NAME} of the job file (repeatable)")
     p.add_argument("--device", default="970evoplus-250g", help="profile name or TOML file")
@@ -325,6 +326,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                       f"in {time.monotonic() - started:.1f}s; results in {out}", file=sys.stderr)
             return 0
         job, device, device_set = args.jobfile, args.device, dict(args.device_set)
+        seeds = args.seeds if args.seeds is not None else [0]
         if args.experiment:
             parts = args.experiment.split(":")
             if len(parts) not in (2, 3):
@@ -332,12 +334,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             cell = nvsched.experiment_cell(*parts[:2], parts[2] if len(parts) == 3 else None, quick=not args.full)
             job, device = cell["job"], cell["device"]
             device_set = {**cell["device_set"], **device_set}
+            if args.seeds is None:  # the reproduction's own runs
+                seeds = cell["seeds"]
         if args.tune_k2:
             try:
                 bounds = [int(b) for b in args.bounds.split(",")]
             except ValueError:
                 p.error(f"--bounds {args.bounds!r}: expected a comma list of integers")
-            t = tune_k2(job, args.tune_k2, bounds=bounds, seeds=args.seeds, vars=dict(args.var), device=device,
+            t = tune_k2(job, args.tune_k2, bounds=bounds, seeds=seeds, vars=dict(args.var), device=device,
                         device_set=device_set, precondition=args.precondition, backend=args.backend,
                         workers=args.workers, address=args.address, progress=show)
             print(t["table"], end="")
@@ -345,7 +349,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if t["chosen"] is not None:
                 print(f"Use: --sched k2:bound={t['chosen']}")
             return 0
-        tasks = plan(args.sched, args.seeds, [dict(args.var)])
+        tasks = plan(args.sched, seeds, [dict(args.var)])
         results = sweep(job, tasks, device=device, device_set=device_set, precondition=args.precondition,
                         backend=args.backend, workers=args.workers, address=args.address, progress=show)
     except (ValueError, OSError, RuntimeError) as e:

@@ -193,6 +193,14 @@ pub struct CellSetup {
     pub job_path: PathBuf,
     pub job_text: String,
     pub overrides: Vec<(String, String)>,
+    /// The seeds of the reproduction's repetitions in this mode (`tune --experiment` runs
+    /// the same, so its table matches the reproduction's).
+    pub seeds: Vec<u64>,
+}
+
+/// The seed of repetition `rep` (0-based): 1, 2, ...
+fn rep_seed(rep: u32) -> u64 {
+    u64::from(rep) + 1
 }
 
 fn cell_setup(m: &Manifest, v: &Variant, s: &State, quick: bool, job_template: &str) -> CellSetup {
@@ -206,7 +214,7 @@ fn cell_setup(m: &Manifest, v: &Variant, s: &State, quick: bool, job_template: &
     let job_text = expand_vars(job_template, &VarEnv(vars));
     let mut overrides: Vec<(String, String)> = m.device_set.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
     overrides.push(("nand.precondition".into(), s.precondition.clone()));
-    CellSetup { job_path: m.job_path_of(v), job_text, overrides }
+    CellSetup { job_path: m.job_path_of(v), job_text, overrides, seeds: (0..mode.repetitions).map(rep_seed).collect() }
 }
 
 /// The setup of `variant` in `state` (default: the first state) of experiment `name`, as
@@ -248,7 +256,7 @@ fn plan(m: &Manifest, quick: bool) -> Result<Vec<Planned>, String> {
             let CellSetup { job_text: text, overrides, .. } = cell_setup(m, v, s, quick, &template);
             for policy in m.policies_of(v) {
                 for rep in 0..mode.repetitions {
-                    let seed = u64::from(rep) + 1;
+                    let seed = rep_seed(rep);
                     let ov: Vec<String> = overrides.iter().map(|(k, v)| format!("{k}={v}")).collect();
                     let hash = fnv64(&[
                         build_fingerprint(),
@@ -458,6 +466,21 @@ mod tests {
         assert_eq!(runtime_of(&full, "randread", "full"), "runtime=100s");
         let quick = plan(&m, true).unwrap();
         assert_eq!(runtime_of(&quick, "randread", "full"), runtime_of(&quick, "randwrite", "full"));
+    }
+
+    #[test]
+    fn a_cell_carries_the_seeds_and_job_its_runs_are_planned_with() {
+        let m = k2_manifest();
+        for quick in [true, false] {
+            let (_, setup) = cell("k2-analysis", "randread", Some("partial"), quick).unwrap();
+            let plan = plan(&m, quick).unwrap();
+            let runs: Vec<&Planned> = plan
+                .iter()
+                .filter(|p| p.key.variant == "randread" && p.key.state == "partial" && p.key.policy == "none")
+                .collect();
+            assert_eq!(setup.seeds, runs.iter().map(|p| p.seed).collect::<Vec<_>>(), "quick {quick}");
+            assert!(runs.iter().all(|p| p.job_text == setup.job_text));
+        }
     }
 
     #[test]
