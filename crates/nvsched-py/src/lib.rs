@@ -118,11 +118,7 @@ fn repro_report(py: Python<'_>, name: String, quick: bool, out: String, plots: b
     py.detach(move || {
         let opts = nvsched::repro::Options { quick, out: out.into(), force: false, progress: false, plots };
         let outcome = nvsched::repro::run(&name, &opts)?;
-        let claims: Vec<_> = outcome
-            .verdicts
-            .iter()
-            .map(|v| json!({ "id": v.id, "text": v.text, "nvsched": v.nvsched, "paper": v.paper, "holds": v.holds, "detail": v.detail }))
-            .collect();
+        let claims: Vec<_> = outcome.verdicts.iter().map(nvsched::repro::claim_json).collect();
         Ok((nvsched::repro::console_table(&outcome), serde_json::Value::Array(claims).to_string()))
     })
     .map_err(|e: String| PyValueError::new_err(e))

@@ -306,6 +306,7 @@ pub fn judge(c: &Claim, cells: &BTreeMap<String, f64>) -> Verdict {
         paper: c.paper,
         holds: None,
         detail: String::new(),
+        repetitions_holding: None,
     };
     let missing = |what: &str| format!("no value for {what}");
     match c.kind.as_str() {

@@ -69,6 +69,9 @@ pub struct Verdict {
     pub paper: Option<f64>,
     pub holds: Option<bool>,
     pub detail: String,
+    /// With several repetitions: in how many of them, judged alone, the claim holds, and
+    /// how many could be judged. The verdict itself is on the means.
+    pub repetitions_holding: Option<(usize, usize)>,
 }
 
 /// `experiments/` next to the binary's sources, or in the working directory.
@@ -423,10 +426,37 @@ pub fn run(name: &str, opts: &Options) -> Result<Outcome, String> {
     runs.sort_by(|a, b| a.key.cmp(&b.key));
     let mut cells = aggregate(&runs);
     analysis::derive(&m, &runs, &mut cells);
-    let verdicts = m.claims.iter().map(|c| analysis::judge(c, &cells)).collect();
+    let mut verdicts: Vec<Verdict> = m.claims.iter().map(|c| analysis::judge(c, &cells)).collect();
+    for (v, holding) in verdicts.iter_mut().zip(holds_per_repetition(&m, &runs)) {
+        v.repetitions_holding = holding;
+    }
     let outcome = Outcome { manifest: m, quick: opts.quick, runs, cells, verdicts };
     output::write_all(&outcome, opts)?;
     Ok(outcome)
+}
+
+/// Each claim judged on every repetition alone: (repetitions where it holds, repetitions
+/// where it could be judged), in the manifest's order; None for every claim with one
+/// repetition. A claim that agrees on the means but not in most repetitions alone rests
+/// on noise.
+fn holds_per_repetition(m: &Manifest, runs: &[RunResult]) -> Vec<Option<(usize, usize)>> {
+    let reps: std::collections::BTreeSet<u32> = runs.iter().map(|r| r.key.rep).collect();
+    if reps.len() < 2 {
+        return vec![None; m.claims.len()];
+    }
+    let mut counts = vec![(0, 0); m.claims.len()];
+    for rep in reps {
+        let alone: Vec<RunResult> = runs.iter().filter(|r| r.key.rep == rep).cloned().collect();
+        let mut cells = aggregate(&alone);
+        analysis::derive(m, &alone, &mut cells);
+        for (count, claim) in counts.iter_mut().zip(&m.claims) {
+            if let Some(holds) = analysis::judge(claim, &cells).holds {
+                count.0 += usize::from(holds);
+                count.1 += 1;
+            }
+        }
+    }
+    counts.into_iter().map(Some).collect()
 }
 
 /// Mean of each metric over repetitions, per `variant/state/policy/metric`.
@@ -443,7 +473,7 @@ fn aggregate(runs: &[RunResult]) -> BTreeMap<String, f64> {
     sums.into_iter().map(|(k, (s, n))| (k, s / f64::from(n))).collect()
 }
 
-pub use output::console_table;
+pub use output::{claim_json, console_table};
 
 #[cfg(test)]
 mod tests {
@@ -481,6 +511,42 @@ mod tests {
             assert_eq!(setup.seeds, runs.iter().map(|p| p.seed).collect::<Vec<_>>(), "quick {quick}");
             assert!(runs.iter().all(|p| p.job_text == setup.job_text));
         }
+    }
+
+    #[test]
+    fn each_claim_is_also_judged_on_every_repetition_alone() {
+        let m: Manifest = toml::from_str(
+            "name = 'x'\ntitle = 'x'\npaper = 'x'\nkind = 'x'\ndevice = 'x'\njob = 'x.fio'\n\
+             policies = ['a', 'b']\nfull = { repetitions = 3 }\nquick = { repetitions = 1 }\n\
+             [[variants]]\nname = 'v'\n\
+             [[states]]\nname = 's'\nprecondition = 'clean'\nruntime = '1s'\nquick_runtime = '1s'\n\
+             [[claims]]\nid = 'a-faster'\ntext = 'x'\nkind = 'greater'\na = 'v/s/a/bw'\nb = 'v/s/b/bw'\n\
+             [[claims]]\nid = 'absent'\ntext = 'x'\nkind = 'greater'\na = 'v/s/a/iops'\nb = 'v/s/b/iops'\n",
+        )
+        .unwrap();
+        // a beats b on the mean (70 vs 60) but in two of the three repetitions only
+        let run = |policy: &str, rep: u32, bw: f64| RunResult {
+            key: RunKey { variant: "v".into(), state: "s".into(), policy: policy.into(), rep },
+            seed: u64::from(rep) + 1,
+            metrics: [("bw".to_string(), bw)].into(),
+            extra: Value::Null,
+            fio: Value::Null,
+            cached: false,
+        };
+        let runs = vec![
+            run("a", 0, 100.0),
+            run("b", 0, 60.0),
+            run("a", 1, 70.0),
+            run("b", 1, 60.0),
+            run("a", 2, 40.0),
+            run("b", 2, 60.0),
+        ];
+        assert_eq!(
+            holds_per_repetition(&m, &runs),
+            vec![Some((2, 3)), Some((0, 0))],
+            "a claim without values is not judged"
+        );
+        assert_eq!(holds_per_repetition(&m, &runs[..2]), vec![None, None], "one repetition: nothing to add");
     }
 
     #[test]

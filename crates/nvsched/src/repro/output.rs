@@ -1,6 +1,6 @@
 //! A reproduction's outputs: the console table, `results.json`, `report.md` and plots.
 
-use super::{Options, Outcome};
+use super::{Options, Outcome, Verdict};
 use nvsched_report::plots::{Figure, Panel, PanelKind};
 use serde_json::{json, Value};
 use std::fmt::Write;
@@ -72,7 +72,9 @@ pub fn console_table(o: &Outcome) -> String {
             Some(false) => "DISAGREES",
             None => "n/a",
         };
-        let _ = writeln!(s, "  [{verdict:>9}] {}: {}\n              {}", v.id, v.text, v.detail);
+        let alone =
+            v.repetitions_holding.map_or(String::new(), |(k, n)| format!("; holds in {k} of {n} repetitions alone"));
+        let _ = writeln!(s, "  [{verdict:>9}] {}: {}\n              {}{alone}", v.id, v.text, v.detail);
     }
     let held = o.verdicts.iter().filter(|v| v.holds == Some(true)).count();
     let _ = writeln!(s, "\n{held} of {} claims agree.", o.verdicts.len());
@@ -98,14 +100,24 @@ fn results_json(o: &Outcome) -> Value {
         "device_set": o.manifest.device_set,
         "nvsched_version": crate::VERSION,
         "cells": o.cells,
-        "claims": o.verdicts.iter().map(|v| json!({
-            "id": v.id, "text": v.text, "nvsched": v.nvsched, "paper": v.paper, "holds": v.holds, "detail": v.detail,
-        })).collect::<Vec<_>>(),
+        "claims": o.verdicts.iter().map(claim_json).collect::<Vec<_>>(),
         "runs": o.runs.iter().map(|r| json!({
             "variant": r.key.variant, "state": r.key.state, "policy": r.key.policy, "rep": r.key.rep,
             "seed": r.seed, "metrics": r.metrics, "extra": r.extra, "fio": r.fio,
         })).collect::<Vec<_>>(),
     })
+}
+
+/// A claim's verdict as results.json (and the Python package) give it.
+pub fn claim_json(v: &Verdict) -> Value {
+    let mut j = json!({
+        "id": v.id, "text": v.text, "nvsched": v.nvsched, "paper": v.paper, "holds": v.holds, "detail": v.detail,
+    });
+    if let Some((holding, judged)) = v.repetitions_holding {
+        j["repetitions_holding"] = json!(holding);
+        j["repetitions_judged"] = json!(judged);
+    }
+    j
 }
 
 fn report_md(o: &Outcome, figures: &[String]) -> String {
