@@ -31,7 +31,6 @@
 //!     tail than bound 2-4): windows of misses there do not count as remembered maxima,
 //!     so the bound keeps probing upwards. O1 starts at `min_bound` unless
 //!     `initial_bound` is set.
-//!
 //!   - With `miss_budget` (a share of real-time requests, 0 by default), each real-time
 //!     request earns that share of a miss, and a miss the earnings cover (one at most is
 //!     saved) holds the bound for the window instead of cutting it. p99.9 allows 0.1% of
