@@ -42,6 +42,11 @@ enum Command {
     /// Measure simulator speed: simulated requests per wall-clock second.
     Bench(BenchArgs),
     /// Re-run a paper's experiment (experiments/NAME) and compare with its claims.
+    ///
+    /// Prints the table next to the paper's values and every claim as agrees or DISAGREES,
+    /// judged on the means over the repetitions and, with several (the full mode), on
+    /// each repetition alone too. Writes results.json, report.md and figures to --out;
+    /// runs are cached by content in OUT/cache, so a re-run simulates only what changed.
     Repro(ReproArgs),
     /// Choose a policy parameter for an objective (K2's bound, by the K2 analysis' rules).
     Tune(TuneArgs),
