@@ -2,7 +2,7 @@
 //! a claim is judged.
 
 use super::manifest::{Claim, Manifest, Variant};
-use super::{RunResult, Verdict};
+use super::Verdict;
 use crate::metrics::{distribution_error, fairness_factor, mean_adjacent_ratio};
 use nvsched_report::{JobStats, RunReport};
 use nvsched_workload::JobFile;
@@ -142,8 +142,8 @@ fn cell(cells: &BTreeMap<String, f64>, key: &str) -> Option<f64> {
     cells.get(key).copied().filter(|v| v.is_finite())
 }
 
-/// Values computed across runs, stored as extra cells.
-pub fn derive(m: &Manifest, _runs: &[RunResult], cells: &mut BTreeMap<String, f64>) {
+/// Values computed across cells (policies, variants, drive states), stored as extra cells.
+pub fn derive(m: &Manifest, cells: &mut BTreeMap<String, f64>) {
     match m.kind.as_str() {
         "k2" => {
             derive_k2(m, cells);

@@ -425,7 +425,7 @@ pub fn run(name: &str, opts: &Options) -> Result<Outcome, String> {
     let mut runs = results.into_iter().collect::<Result<Vec<_>, _>>()?;
     runs.sort_by(|a, b| a.key.cmp(&b.key));
     let mut cells = aggregate(&runs);
-    analysis::derive(&m, &runs, &mut cells);
+    analysis::derive(&m, &mut cells);
     let mut verdicts: Vec<Verdict> = m.claims.iter().map(|c| analysis::judge(c, &cells)).collect();
     for (v, holding) in verdicts.iter_mut().zip(holds_per_repetition(&m, &runs)) {
         v.repetitions_holding = holding;
@@ -446,9 +446,8 @@ fn holds_per_repetition(m: &Manifest, runs: &[RunResult]) -> Vec<Option<(usize, 
     }
     let mut counts = vec![(0, 0); m.claims.len()];
     for rep in reps {
-        let alone: Vec<RunResult> = runs.iter().filter(|r| r.key.rep == rep).cloned().collect();
-        let mut cells = aggregate(&alone);
-        analysis::derive(m, &alone, &mut cells);
+        let mut cells = aggregate(runs.iter().filter(|r| r.key.rep == rep));
+        analysis::derive(m, &mut cells);
         for (count, claim) in counts.iter_mut().zip(&m.claims) {
             if let Some(holds) = analysis::judge(claim, &cells).holds {
                 count.0 += usize::from(holds);
@@ -460,7 +459,7 @@ fn holds_per_repetition(m: &Manifest, runs: &[RunResult]) -> Vec<Option<(usize, 
 }
 
 /// Mean of each metric over repetitions, per `variant/state/policy/metric`.
-fn aggregate(runs: &[RunResult]) -> BTreeMap<String, f64> {
+fn aggregate<'a>(runs: impl IntoIterator<Item = &'a RunResult>) -> BTreeMap<String, f64> {
     let mut sums: BTreeMap<String, (f64, u32)> = BTreeMap::new();
     for r in runs {
         for (metric, v) in &r.metrics {
@@ -527,7 +526,7 @@ mod tests {
         // a beats b on the mean (70 vs 60) but in two of the three repetitions only
         let run = |policy: &str, rep: u32, bw: f64| RunResult {
             key: RunKey { variant: "v".into(), state: "s".into(), policy: policy.into(), rep },
-            seed: u64::from(rep) + 1,
+            seed: rep_seed(rep),
             metrics: [("bw".to_string(), bw)].into(),
             extra: Value::Null,
             fio: Value::Null,
