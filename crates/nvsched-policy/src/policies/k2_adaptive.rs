@@ -397,17 +397,20 @@ impl Scheduler for K2Adaptive {
             // request at a bound that is too large adds to the tail
             if let Objective::Latency(target) = self.objective {
                 let b = self.k2.bound();
-                if under_current && latency > target && b > self.min_bound && self.miss_credit >= 1.0 - 1e-9 {
-                    self.miss_credit -= 1.0;
-                    self.tolerated = true;
-                    self.slow_start = false;
-                } else if under_current && latency > target && b > self.min_bound {
-                    let next = self.step_down(b).max(self.min_bound);
-                    self.shrunk_early = true;
-                    self.last_change = Some(done.now);
-                    self.adjustments += 1;
-                    self.k2.set_bound(next, done.now);
-                    self.series.push(done.now, f64::from(next));
+                if under_current && latency > target && b > self.min_bound {
+                    if self.miss_credit >= 1.0 - 1e-9 {
+                        // the budget covers it: hold the bound for this window
+                        self.miss_credit -= 1.0;
+                        self.tolerated = true;
+                        self.slow_start = false;
+                    } else {
+                        let next = self.step_down(b).max(self.min_bound);
+                        self.shrunk_early = true;
+                        self.last_change = Some(done.now);
+                        self.adjustments += 1;
+                        self.k2.set_bound(next, done.now);
+                        self.series.push(done.now, f64::from(next));
+                    }
                 }
             }
         }
