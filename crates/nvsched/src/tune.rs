@@ -95,26 +95,30 @@ struct Merged {
 
 /// Groups the rows by configuration (bound), in the order they first appear.
 fn merge(rows: &[Row]) -> Vec<Merged> {
-    let mut merged: Vec<Merged> = Vec::new();
+    let mut bounds: Vec<Option<u32>> = Vec::new();
     for r in rows {
-        match merged.iter_mut().find(|m| m.row.bound == r.bound) {
-            Some(m) => {
-                let n = m.runs as f64;
-                m.row.rt_p999_us = (m.row.rt_p999_us * n + r.rt_p999_us) / (n + 1.0);
-                m.row.total_bw_mbps = (m.row.total_bw_mbps * n + r.total_bw_mbps) / (n + 1.0);
-                m.runs += 1;
-                m.rt_p999_min_us = m.rt_p999_min_us.min(r.rt_p999_us);
-                m.rt_p999_max_us = m.rt_p999_max_us.max(r.rt_p999_us);
-            }
-            None => merged.push(Merged {
-                row: r.clone(),
-                runs: 1,
-                rt_p999_min_us: r.rt_p999_us,
-                rt_p999_max_us: r.rt_p999_us,
-            }),
+        if !bounds.contains(&r.bound) {
+            bounds.push(r.bound);
         }
     }
-    merged
+    bounds
+        .into_iter()
+        .map(|bound| {
+            let runs: Vec<&Row> = rows.iter().filter(|r| r.bound == bound).collect();
+            let n = runs.len() as f64;
+            let tails = runs.iter().map(|r| r.rt_p999_us);
+            Merged {
+                row: Row {
+                    rt_p999_us: tails.clone().sum::<f64>() / n,
+                    total_bw_mbps: runs.iter().map(|r| r.total_bw_mbps).sum::<f64>() / n,
+                    ..runs[0].clone()
+                },
+                runs: runs.len(),
+                rt_p999_min_us: tails.clone().fold(f64::INFINITY, f64::min),
+                rt_p999_max_us: tails.fold(f64::NEG_INFINITY, f64::max),
+            }
+        })
+        .collect()
 }
 
 /// One row of the sweep: K2 at `bound` (`none` for None) simulated, with the real-time
