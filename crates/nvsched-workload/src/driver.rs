@@ -265,7 +265,7 @@ impl JobDriver {
             return Poll::Blocked;
         }
         if now < self.think_until {
-            return Poll::WaitUntil(self.think_until);
+            return self.wait_until(self.think_until);
         }
         let start_len = out.len();
         let mut wake = None;
@@ -333,9 +333,15 @@ impl JobDriver {
             return if self.inflight == 0 { Poll::Finished } else { Poll::Blocked };
         }
         match wake {
-            Some(t) => Poll::WaitUntil(t),
+            Some(t) => self.wait_until(t),
             None => Poll::Blocked,
         }
+    }
+
+    /// A pause (thinktime, rate pacing) ends at the job's end at the latest: fio cuts both
+    /// sleeps to the runtime left, so a long pause does not stretch the job past it.
+    fn wait_until(&self, t: Nanos) -> Poll {
+        Poll::WaitUntil(self.end.map_or(t, |end| t.min(end)))
     }
 
     /// The priority of the next I/O in direction `op`: `cmdprio_percentage` of them get
@@ -557,6 +563,16 @@ mod tests {
         }
         assert_eq!(d.finished_at(), Some(t), "finished when the last request completed");
         (out.iter().map(|u| u.op).zip(counted).collect(), t)
+    }
+
+    #[test]
+    fn a_pause_longer_than_the_runtime_ends_with_it() {
+        for pause in ["thinktime=5s", "rate=1k", "rate_iops=1"] {
+            let mut d = driver(&format!("[a]\nrw=randread\nruntime=1\ntime_based\n{pause}\n"));
+            let (ios, end) = run_to_end(&mut d);
+            assert_eq!(ios.len(), 1, "{pause}: one read, then the pause");
+            assert_eq!(end, Nanos::from_secs(1), "{pause}: the job ends at its runtime, as fio's");
+        }
     }
 
     #[test]
