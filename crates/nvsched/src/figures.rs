@@ -1,13 +1,22 @@
 //! Figures of a single run (`nvsched run --plot DIR`): per-second bandwidth per job, the
-//! policy's time series, and the device's internal activity.
+//! policy's time series, and (simulated runs) the device's internal activity.
 
+use nvsched_policy::PolicyReport;
 use nvsched_report::plots::{Figure, Panel, PanelKind};
 use nvsched_report::RunReport;
-use nvsched_sim::SimOutcome;
+use nvsched_ssd::DeviceCounters;
 use std::path::Path;
 
+/// What a run's figures draw besides the report: the policy's series, and the simulated
+/// device's activity (a real device has none to show).
+pub struct RunSeries<'a> {
+    pub policy_id: &'a str,
+    pub policy: &'a PolicyReport,
+    pub device: Option<&'a DeviceCounters>,
+}
+
 /// Writes the figures; returns their file names (without extension).
-pub fn run_figures(report: &RunReport, outcome: &SimOutcome, dir: &Path) -> Result<Vec<String>, String> {
+pub fn run_figures(report: &RunReport, run: &RunSeries, dir: &Path) -> Result<Vec<String>, String> {
     let mut names = Vec::new();
     let series: Vec<(String, Vec<(f64, f64)>)> = report
         .jobs
@@ -33,7 +42,7 @@ pub fn run_figures(report: &RunReport, outcome: &SimOutcome, dir: &Path) -> Resu
     };
     Figure { title: "Per-second bandwidth".into(), rows: 1, cols: 1, panels: vec![bw] }.save(&dir.join("bandwidth"))?;
     names.push("bandwidth".to_string());
-    let policy: Vec<Panel> = outcome
+    let policy: Vec<Panel> = run
         .policy
         .series
         .iter()
@@ -48,19 +57,14 @@ pub fn run_figures(report: &RunReport, outcome: &SimOutcome, dir: &Path) -> Resu
         .collect();
     if !policy.is_empty() {
         let cols = policy.len().min(3);
-        Figure {
-            title: format!("Policy {}", outcome.policy_id),
-            rows: policy.len().div_ceil(cols),
-            cols,
-            panels: policy,
-        }
-        .save(&dir.join("policy"))?;
+        Figure { title: format!("Policy {}", run.policy_id), rows: policy.len().div_ceil(cols), cols, panels: policy }
+            .save(&dir.join("policy"))?;
         names.push("policy".to_string());
     }
-    let device: Vec<Panel> = outcome
+    let device: Vec<Panel> = run
         .device
-        .series
         .iter()
+        .flat_map(|d| &d.series)
         .filter(|s| s.values.iter().any(|v| *v > 0.0))
         .map(|s| Panel {
             title: s.name.replace('_', " "),

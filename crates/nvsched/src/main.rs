@@ -2,6 +2,7 @@
 
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use nvsched::figures::RunSeries;
 use nvsched::run::{run_sim, RunSpec};
 use nvsched_core::Nanos;
 use nvsched_policy::{Request, ALIASES, COMMON_PARAMS, POLICIES};
@@ -118,7 +119,8 @@ struct RunArgs {
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// Write figures (PNG and SVG) of the per-second bandwidth of each job, the policy's
-    /// time series (e.g. k2-adaptive's bound) and the device's activity into DIR.
+    /// time series (e.g. k2-adaptive's bound) and, in simulation, the device's activity
+    /// into DIR.
     #[arg(long, value_name = "DIR")]
     plot: Option<PathBuf>,
     /// Turn unknown or unsupported job options into warnings.
@@ -252,7 +254,7 @@ struct CalibrateArgs {
     /// Also measure writes on an existing file or a block device (destroys its data).
     #[arg(long)]
     allow_destructive: bool,
-    /// Where to write the fitted profile (default: calibrated.toml).
+    /// Where to write the fitted profile.
     #[arg(long, default_value = "calibrated.toml")]
     output: PathBuf,
 }
@@ -411,6 +413,7 @@ fn cmd_run(args: RunArgs) -> Result<(), String> {
     let jobs = load_jobs(&args.jobfile, args.ignore_unsupported)?;
     let profile = args.device.load(jobs.precondition().map_err(|e| e.to_string())?)?;
     let (policy, override_warning) = nvsched::run::choose_policy(args.sched.as_deref(), "--sched", &jobs)?;
+    prepare_outputs(&args)?;
     let show = !args.quiet && std::io::stderr().is_terminal();
     let mut progress = Progress::new(expected_length(&jobs), show);
     let wall = Instant::now();
@@ -420,21 +423,8 @@ fn cmd_run(args: RunArgs) -> Result<(), String> {
         nvsched::run::timestamp_ms(),
     )?;
     progress.bar.finish_and_clear();
-    if let Some(dir) = &args.plot {
-        std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-        for name in nvsched::figures::run_figures(&report, &outcome, dir)? {
-            eprintln!("nvsched: wrote {}", dir.join(name).display());
-        }
-    }
-    let mut text = String::new();
-    for f in formats {
-        text.push_str(&report.render(f));
-    }
-    match &args.output {
-        Some(path) => nvsched_report::write_atomic(path, text.as_bytes())
-            .map_err(|e| format!("cannot write '{}': {e}", path.display()))?,
-        None => print!("{text}"),
-    }
+    let series = RunSeries { policy_id: outcome.policy_id, policy: &outcome.policy, device: Some(&outcome.device) };
+    write_outputs(&report, &series, formats, &args)?;
     if !args.quiet {
         let secs = wall.elapsed().as_secs_f64();
         eprintln!(
@@ -533,6 +523,47 @@ fn experiment_cell(
     Ok((jobs, profile, setup.seeds))
 }
 
+/// Checks before a run, not after it, that its report and figures can be written: the
+/// report file's directory must exist, and the figures' directory is created now.
+fn prepare_outputs(args: &RunArgs) -> Result<(), String> {
+    if let Some(path) = &args.output {
+        check_directory_of("--output", path)?;
+    }
+    if let Some(dir) = &args.plot {
+        std::fs::create_dir_all(dir).map_err(|e| format!("--plot '{}': {e}", dir.display()))?;
+    }
+    Ok(())
+}
+
+/// A file can be written only into a directory that exists: said before a long run.
+fn check_directory_of(flag: &str, path: &Path) -> Result<(), String> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if dir.is_dir() {
+        Ok(())
+    } else {
+        Err(format!("{flag} '{}': there is no directory '{}'", path.display(), dir.display()))
+    }
+}
+
+/// Writes a run's figures (`--plot`) and its report in each format (`--output`, or stdout).
+fn write_outputs(
+    report: &nvsched_report::RunReport,
+    series: &RunSeries,
+    formats: Vec<Format>,
+    args: &RunArgs,
+) -> Result<(), String> {
+    if let Some(dir) = &args.plot {
+        for name in nvsched::figures::run_figures(report, series, dir)? {
+            eprintln!("nvsched: wrote {}", dir.join(name).display());
+        }
+    }
+    let mut text = String::new();
+    for f in formats {
+        text.push_str(&report.render(f));
+    }
+    emit(&text, &args.output)
+}
+
 fn emit(text: &str, output: &Option<PathBuf>) -> Result<(), String> {
     match output {
         Some(path) => nvsched_report::write_atomic(path, text.as_bytes())
@@ -557,12 +588,10 @@ fn cmd_run_uring(args: RunArgs) -> Result<(), String> {
         prefill: args.prefill,
         seed: args.seed,
     };
+    prepare_outputs(&args)?;
     let (report, outcome) = nvsched::run::run_uring(&jobs, policy, &opts, nvsched::run::timestamp_ms())?;
-    let mut text = String::new();
-    for f in formats {
-        text.push_str(&report.render(f));
-    }
-    emit(&text, &args.output)?;
+    let series = RunSeries { policy_id: outcome.policy_id, policy: &outcome.policy, device: None };
+    write_outputs(&report, &series, formats, &args)?;
     for w in jobs.warnings.iter().chain(&override_warning) {
         eprintln!("warning: {w}");
     }
@@ -593,6 +622,7 @@ fn uring_opts(allow_destructive: bool, seed: u64) -> Result<nvsched_uring::Uring
 fn cmd_calibrate(args: CalibrateArgs) -> Result<(), String> {
     let size = nvsched_workload::units::parse_size(&args.size, nvsched_workload::KbBase::Binary)
         .map_err(|e| format!("--size: {e}"))?;
+    check_directory_of("--output", &args.output)?;
     let exists = args.filename.exists();
     let writes = !exists || args.allow_destructive;
     if !writes {

@@ -242,6 +242,8 @@ fn errors_name_what_is_wrong() {
         (vec!["--device-set", "simple.units"], "expected KEY=VALUE"),
         (vec!["--output-format", "xml"], "'xml' is not one of"),
         (vec!["--precondition", "partial:2"], "nvsched: precondition 'partial:2': expected clean, full or partial"),
+        // checked before the run, not after it
+        (vec!["--output", "/nonexistent-dir/x.json"], "--output '/nonexistent-dir/x.json': there is no directory"),
     ] {
         let mut a = vec!["run", job.to_str().unwrap()];
         a.extend(args);

@@ -164,6 +164,29 @@ fn k2_keeps_no_more_than_its_bound_in_the_ring() {
 }
 
 #[test]
+fn plot_draws_a_real_run_and_its_policy_series() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let job = write_job(
+        &d,
+        "p.fio",
+        &format!(
+            "[r]\nfilename={}\nsize=16m\ndirect=1\nbs=4k\nrw=randread\nioengine=io_uring\niodepth=8\nruntime=1\ntime_based\n",
+            d.join("p.dat").display()
+        ),
+    );
+    let figures = d.join("figures");
+    run_uring_json(&job, &["--sched", "k2-adaptive:target_p999=10ms", "--plot", figures.to_str().unwrap()]);
+    for name in ["bandwidth.png", "bandwidth.svg", "policy.png", "policy.svg"] {
+        assert!(figures.join(name).metadata().unwrap().len() > 1000, "{name}");
+    }
+    assert!(!figures.join("device.png").exists(), "a real device shows no internal activity");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
 fn calibrate_fits_a_profile_the_simulator_loads_and_removes_its_scratch_file() {
     if skip() {
         return;
