@@ -9,7 +9,7 @@ use nvsched_policy::{Completion, DeviceView, HostCost, Inserted, PolicyReport, R
 use nvsched_report::{CompletedIo, JobRecorder, JobStats};
 use nvsched_ssd::{Command, Device, DeviceCounters, HostPath};
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, Tenants};
-use nvsched_workload::{IoUnit, JobDriver, JobSpec, Poll};
+use nvsched_workload::{IoUnit, JobDriver, JobSpec, Poll, ReplayStats};
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
@@ -62,6 +62,8 @@ pub struct CloneResult {
     pub finished_at: Nanos,
     pub prio: IoPrio,
     pub tenant: u32,
+    /// How its trace replay went, for a clone that replays one (`read_iolog`).
+    pub replay: Option<ReplayStats>,
 }
 
 /// Counters of the engine itself.
@@ -734,6 +736,7 @@ impl<'o> Simulation<'o> {
                 finished_at: j.driver.finished_at().unwrap_or(end),
                 prio: j.prio,
                 tenant: j.tenant,
+                replay: j.driver.replay_stats().cloned(),
                 stats: j.rec.stats,
             })
             .collect();

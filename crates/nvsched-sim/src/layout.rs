@@ -28,6 +28,9 @@ fn needed_file_size(spec: &JobSpec, capacity: u64) -> Result<u64, String> {
         SizeOrPercent::Percent(_) => 0,
     };
     let offset = offset + spec.offset_increment * u64::from(spec.numjobs.saturating_sub(1));
+    if let Some(bytes) = spec.replay_bytes() {
+        return Ok(offset + bytes);
+    }
     match spec.size {
         Some(SizeOrPercent::Bytes(b)) => Ok(offset + b),
         Some(SizeOrPercent::Percent(p)) => Ok((capacity as f64 * p / 100.0) as u64),

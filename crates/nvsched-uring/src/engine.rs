@@ -140,16 +140,17 @@ pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions)
         if spec.active_ops().any(|o| o == Op::Discard) {
             return Err(format!("job '{}': trim is not supported by the uring engine", spec.name));
         }
-        let writes = !spec.verify_only && (spec.pattern.writes() || spec.fsync_every > 0 || spec.fdatasync_every > 0);
+        let writes = !spec.verify_only && (spec.writes_data() || spec.fsync_every > 0 || spec.fdatasync_every > 0);
         for clone in 0..spec.numjobs {
             let name = spec.file_name(clone);
             let offset = match spec.offset {
                 SizeOrPercent::Bytes(b) => b,
                 SizeOrPercent::Percent(_) => 0,
             } + spec.offset_increment * u64::from(clone);
-            let need = match (spec.filesize, spec.size) {
-                (Some(fs), _) => fs,
-                (None, Some(SizeOrPercent::Bytes(b))) => offset + b,
+            let need = match (spec.filesize, spec.size, spec.replay_bytes()) {
+                (Some(fs), _, _) => fs,
+                (None, Some(SizeOrPercent::Bytes(b)), _) => offset + b,
+                (None, None, Some(b)) => offset + b,
                 _ if name.starts_with("/dev/") => 0,
                 _ => {
                     return Err(format!(
@@ -320,6 +321,7 @@ fn run_on(
                 clone: c.driver.clone_index,
                 reporting_group: c.reporting_group,
                 tenant: c.tenant,
+                replay: c.driver.replay_stats().cloned(),
                 stats: c.rec.stats,
             })
             .collect(),

@@ -56,6 +56,8 @@ pub struct CloneOutcome {
     pub reporting_group: u32,
     pub tenant: u32,
     pub stats: JobStats,
+    /// How its trace replay went, for a clone that replays one (`read_iolog`).
+    pub replay: Option<nvsched_workload::ReplayStats>,
 }
 
 /// A target the run used.

@@ -4,6 +4,7 @@
 
 use crate::gen::{IoGenerator, IoUnit, Region};
 use crate::spec::{EngineKind, JobSpec, RateProcess};
+use crate::trace::{place, DeviceSpan, Placement};
 use nvsched_core::{IoPrio, Nanos, Op, SimRng};
 use std::sync::Arc;
 
@@ -66,7 +67,46 @@ pub struct JobDriver {
     pass_bytes: u64,
     next_pass_end: u64,
     finished_at: Option<Nanos>,
+    /// The trace this clone replays (`read_iolog`), in place of `gen`.
+    replay: Option<Replay>,
 }
+
+/// How a clone's replay went: what it issued, left out and how late.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct ReplayStats {
+    /// Records in the trace.
+    pub records: u64,
+    pub issued: u64,
+    /// Left out by `replay_skip`.
+    pub skipped: u64,
+    /// Beyond their device's part of the job's file, left out (`replay_outside=drop`).
+    pub dropped: u64,
+    /// Beyond it, folded in (`replay_outside=wrap`).
+    pub wrapped: u64,
+    /// Issued later than the trace's time (scaled) because `iodepth` was full.
+    pub lag_max: Nanos,
+    pub lag_total_ns: u128,
+    /// Issued 1 ms or more late.
+    pub late_ios: u64,
+}
+
+impl ReplayStats {
+    pub fn lag_mean(&self) -> Nanos {
+        Nanos(self.lag_total_ns.checked_div(u128::from(self.issued)).unwrap_or(0) as u64)
+    }
+}
+
+/// A trace being replayed: the next record, and where each trace device lands.
+#[derive(Debug)]
+struct Replay {
+    spans: Vec<DeviceSpan>,
+    next: usize,
+    /// When the unit last taken from the trace is due.
+    due: Nanos,
+    stats: ReplayStats,
+}
+
+const LATE: Nanos = Nanos(1_000_000);
 
 /// A flush the job owes once its outstanding requests have completed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -83,7 +123,18 @@ impl JobDriver {
     pub fn new(spec: Arc<JobSpec>, clone_index: u32, region: Region, seed: u64) -> Result<JobDriver, String> {
         let gen = IoGenerator::new(&spec, region, seed)?;
         let size = spec.size.map_or(region.len, |s| s.resolve(region.len)).min(region.len);
-        let pass_bytes = if spec.time_based { u64::MAX } else { spec.io_size.unwrap_or(size) };
+        let replay = spec.trace().map(|t| Replay {
+            spans: t.device_spans(spec.replay.devices, size),
+            next: 0,
+            due: Nanos::ZERO,
+            stats: ReplayStats { records: t.records.len() as u64, ..ReplayStats::default() },
+        });
+        // a replay ends with its trace (or io_size, number_ios, runtime)
+        let pass_bytes = if spec.time_based || replay.is_some() {
+            spec.io_size.unwrap_or(u64::MAX)
+        } else {
+            spec.io_size.unwrap_or(size)
+        };
         let io_limit = pass_bytes.saturating_mul(u64::from(spec.loops.max(1)));
         let ios_limit = if spec.number_ios > 0 { spec.number_ios } else { u64::MAX };
         let think_every =
@@ -125,6 +176,7 @@ impl JobDriver {
             // the last pass ends with the job's own stop, so one pass needs no check
             next_pass_end: if io_limit > pass_bytes { pass_bytes } else { u64::MAX },
             finished_at: None,
+            replay,
         })
     }
 
@@ -278,11 +330,27 @@ impl JobDriver {
             let unit = match self.pending.take() {
                 Some(unit) => unit,
                 None => {
-                    let mut unit = self.gen.next_unit();
+                    let next = if self.replay.is_some() { self.next_replayed() } else { Some(self.gen.next_unit()) };
+                    let Some(mut unit) = next else {
+                        self.stop_issuing();
+                        break;
+                    };
                     unit.prio = self.prio_of(unit.op);
                     unit
                 }
             };
+            if let Some(r) = &mut self.replay {
+                if r.due > now {
+                    self.pending = Some(unit);
+                    wake = Some(r.due);
+                    break;
+                }
+                let lag = now - r.due;
+                r.stats.issued += 1;
+                r.stats.lag_max = r.stats.lag_max.max(lag);
+                r.stats.lag_total_ns += u128::from(lag.0);
+                r.stats.late_ios += u64::from(lag >= LATE);
+            }
             if let Some(gap) = self.rate_gap(&unit) {
                 let d = unit.op.index();
                 if self.rate_next[d] > now {
@@ -296,7 +364,7 @@ impl JobDriver {
             self.inflight += 1;
             self.issued_bytes += u64::from(unit.len_bytes);
             self.issued_ios += 1;
-            self.last_was_flush = false;
+            self.last_was_flush = unit.op == Op::Flush;
             let mut pause = false;
             if unit.op == Op::Write && self.flush_every > 0 {
                 self.writes_since_flush += 1;
@@ -342,6 +410,45 @@ impl JobDriver {
     /// sleeps to the runtime left, so a long pause does not stretch the job past it.
     fn wait_until(&self, t: Nanos) -> Poll {
         Poll::WaitUntil(self.end.map_or(t, |end| t.min(end)))
+    }
+
+    /// The trace's next record that is replayed (not skipped, not dropped), placed in the
+    /// clone's region; `None` at the trace's end.
+    fn next_replayed(&mut self) -> Option<IoUnit> {
+        let (Some(r), Some(trace), Some(start)) = (&mut self.replay, self.spec.trace(), self.started_at) else {
+            return None;
+        };
+        let region = self.gen.region();
+        loop {
+            let rec = trace.records.get(r.next)?;
+            r.next += 1;
+            if self.spec.replay.skip[rec.op.index()] {
+                r.stats.skipped += 1;
+                continue;
+            }
+            let offset = if rec.op == Op::Flush {
+                0
+            } else {
+                match place(rec, r.spans[rec.device as usize], self.spec.replay.outside) {
+                    Placement::At(o) => region.start + o,
+                    Placement::Wrapped(o) => {
+                        r.stats.wrapped += 1;
+                        region.start + o
+                    }
+                    Placement::Dropped => {
+                        r.stats.dropped += 1;
+                        continue;
+                    }
+                }
+            };
+            r.due = start + Nanos(self.spec.replay.due_ns(rec.at_ns));
+            return Some(IoUnit { op: rec.op, offset_bytes: offset, len_bytes: rec.len_bytes, prio: self.prio });
+        }
+    }
+
+    /// How the replay went, for a clone that replays a trace.
+    pub fn replay_stats(&self) -> Option<&ReplayStats> {
+        self.replay.as_ref().map(|r| &r.stats)
     }
 
     /// The priority of the next I/O in direction `op`: `cmdprio_percentage` of them get
@@ -563,6 +670,110 @@ mod tests {
         }
         assert_eq!(d.finished_at(), Some(t), "finished when the last request completed");
         (out.iter().map(|u| u.op).zip(counted).collect(), t)
+    }
+
+    /// A driver replaying `trace` (written to a temporary file) with `options`.
+    fn replaying(trace: &str, options: &str) -> JobDriver {
+        let dir = std::env::temp_dir().join(format!("nvsched-driver-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let path = dir.join(format!("{}.trace", NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
+        std::fs::write(&path, trace).unwrap();
+        driver(&format!("[a]\nread_iolog={}\n{options}\n", path.display()))
+    }
+
+    /// Polls `d` from time 0, completing each unit `service` after it was issued, with
+    /// at most `d`'s depth in flight; returns (issue time, unit) in order.
+    fn replay_timeline(d: &mut JobDriver, service: Nanos) -> Vec<(Nanos, IoUnit)> {
+        let (mut now, mut issued, mut inflight) = (Nanos::ZERO, Vec::new(), Vec::<Nanos>::new());
+        loop {
+            let mut out = Vec::new();
+            let poll = d.poll(now, &mut out);
+            for u in out {
+                issued.push((now, u));
+                inflight.push(now + service);
+            }
+            inflight.sort();
+            let next_completion = inflight.first().copied();
+            match poll {
+                Poll::Finished => return issued,
+                Poll::Ready => continue,
+                Poll::WaitUntil(t) if next_completion.is_none_or(|c| t < c) => now = t,
+                _ => {
+                    now = next_completion.expect("blocked with nothing in flight");
+                    inflight.remove(0);
+                    d.on_complete(now);
+                }
+            }
+        }
+    }
+
+    const TRACE: &str = "1000000 0 0 8 1\n1500000 0 8 8 0\n1500000 1 1200 16 1\n9000000 0 16 8 1\n";
+
+    #[test]
+    fn replay_issues_each_record_at_its_time_where_the_trace_put_it() {
+        let mut d = replaying(TRACE, "ioengine=io_uring\niodepth=8");
+        let got = replay_timeline(&mut d, Nanos(100_000));
+        let times: Vec<u64> = got.iter().map(|(t, _)| t.0).collect();
+        assert_eq!(times, [0, 500_000, 500_000, 8_000_000], "relative to the first record");
+        let units: Vec<(Op, u64, u32)> = got.iter().map(|(_, u)| (u.op, u.offset_bytes, u.len_bytes)).collect();
+        // device 0 holds its first MiB of the region, device 1 the next
+        assert_eq!(
+            units,
+            [
+                (Op::Read, 0, 4096),
+                (Op::Write, 4096, 4096),
+                (Op::Read, (1 << 20) + 614_400, 8192),
+                (Op::Read, 8192, 4096)
+            ]
+        );
+        let st = d.replay_stats().unwrap();
+        assert_eq!((st.records, st.issued, st.lag_max), (4, 4, Nanos::ZERO));
+        assert_eq!(d.finished_at(), Some(Nanos(8_100_000)), "the job ends with the trace");
+    }
+
+    #[test]
+    fn replay_behind_a_full_queue_goes_late_and_says_so() {
+        let mut d = replaying(TRACE, "");
+        let got = replay_timeline(&mut d, Nanos(2_000_000));
+        let times: Vec<u64> = got.iter().map(|(t, _)| t.0).collect();
+        assert_eq!(times, [0, 2_000_000, 4_000_000, 8_000_000], "iodepth 1: each waits for the one before");
+        let st = d.replay_stats().unwrap();
+        assert_eq!(st.lag_max, Nanos(3_500_000));
+        assert_eq!(st.late_ios, 2);
+        assert_eq!(st.lag_mean(), Nanos((1_500_000 + 3_500_000) / 4));
+    }
+
+    #[test]
+    fn replay_options_scale_skip_and_drop() {
+        let times = |options: &str| -> Vec<u64> {
+            replay_timeline(&mut replaying(TRACE, options), Nanos(1_000)).iter().map(|(t, _)| t.0).collect()
+        };
+        assert_eq!(times("ioengine=io_uring\niodepth=8\nreplay_time_scale=200"), [0, 250_000, 250_000, 4_000_000]);
+        assert_eq!(times("ioengine=io_uring\niodepth=8\nreplay_no_stall=1"), [0, 0, 0, 0]);
+        let mut d = replaying(TRACE, "replay_skip=write");
+        assert_eq!(replay_timeline(&mut d, Nanos(1_000)).len(), 3);
+        assert_eq!(d.replay_stats().unwrap().skipped, 1);
+        // device 1's request lies beyond a 1 MiB file split in two halves
+        let mut d = replaying(TRACE, "size=1m");
+        assert!(replay_timeline(&mut d, Nanos(1_000)).iter().all(|(_, u)| u.offset_bytes < 512 << 10));
+        assert_eq!((d.replay_stats().unwrap().issued, d.replay_stats().unwrap().dropped), (3, 1));
+        let mut d = replaying(TRACE, "size=1m\nreplay_outside=wrap");
+        let wrapped = replay_timeline(&mut d, Nanos(1_000))[2].1.offset_bytes;
+        assert_eq!((wrapped, d.replay_stats().unwrap().wrapped), ((512 << 10) + 614_400 % (512 << 10), 1));
+        let mut d = replaying(TRACE, "size=1m\nreplay_devices=shared");
+        assert_eq!(replay_timeline(&mut d, Nanos(1_000))[2].1.offset_bytes, 614_400, "one space for all devices");
+        assert_eq!(d.replay_stats().unwrap().dropped, 0);
+    }
+
+    #[test]
+    fn runtime_cuts_a_replay_short_and_flushes_replay_as_flushes() {
+        let trace = "fio version 3 iolog\n0 f write 0 4096\n10 f sync 0 0\n3000000 f read 0 4096\n";
+        let mut d = replaying(trace, "runtime=1");
+        let got = replay_timeline(&mut d, Nanos(1_000));
+        let ops: Vec<Op> = got.iter().map(|(_, u)| u.op).collect();
+        assert_eq!(ops, [Op::Write, Op::Flush], "the read at 3 s lies past the runtime");
+        assert_eq!(d.replay_stats().unwrap().issued, 2);
     }
 
     #[test]

@@ -6,9 +6,10 @@ pub mod gen;
 pub mod jobfile;
 pub mod spec;
 pub mod tenants;
+pub mod trace;
 pub mod units;
 
-pub use driver::{JobDriver, Poll};
+pub use driver::{JobDriver, Poll, ReplayStats};
 pub use gen::{IoGenerator, IoUnit, Region};
 pub use jobfile::{Environment, HostEnvironment, JobFileError, Location};
 pub use spec::{find_option, why_not_an_option};

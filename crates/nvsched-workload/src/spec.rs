@@ -2,10 +2,12 @@
 //! help), `[global]` inheritance, per-direction value lists and cross-option checks.
 
 use crate::jobfile::{Environment, JobFileError, Location, RawOption, RawSection};
+use crate::trace::{load_trace, DeviceMapping, Outside, Trace, TraceFormat};
 use crate::units::{parse_bool, parse_int_in, parse_size, parse_size_or_percent, parse_time, KbBase, SizeOrPercent};
 use nvsched_core::{IoPrio, LogRequest, Nanos, Op, PrioClass};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// The access pattern of `rw=`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -253,6 +255,41 @@ pub struct JobSpec {
     pub job_options: Vec<(String, String)>,
     /// fio-style log files (`write_lat_log`, `write_bw_log`, `write_iops_log`).
     pub logs: LogRequest,
+    /// `read_iolog` and the `replay_*` options: a trace replayed instead of `rw`/`bs`.
+    pub replay: ReplaySpec,
+}
+
+/// How a job replays a block trace.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ReplaySpec {
+    /// `read_iolog`, as written (relative paths are relative to the job file).
+    pub read_iolog: Option<String>,
+    /// `trace_format`; `None` detects it.
+    pub format: Option<TraceFormat>,
+    /// `replay_no_stall`: ignore the trace's times, issue as fast as `iodepth` allows.
+    pub no_stall: bool,
+    /// `replay_time_scale`: 200 replays twice as fast.
+    pub time_scale_pct: u32,
+    /// `replay_skip`: directions left out, by [`Op::index`].
+    pub skip: [bool; 4],
+    pub devices: DeviceMapping,
+    pub outside: Outside,
+    /// The trace, read once the job's options are all known.
+    pub trace: Option<Arc<Trace>>,
+}
+
+impl ReplaySpec {
+    /// Where the trace's records land: `due` after the replay starts (at the trace's
+    /// pace, scaled), skipped directions left out.
+    pub fn due_ns(&self, at_ns: u64) -> u64 {
+        if self.no_stall {
+            0
+        } else if self.time_scale_pct == 100 {
+            at_ns
+        } else {
+            (at_ns as u128 * 100 / u128::from(self.time_scale_pct)) as u64
+        }
+    }
 }
 
 /// fio's default percentile list.
@@ -263,6 +300,11 @@ pub const DEFAULT_PERCENTILES: [f64; 17] =
 pub const DEFAULT_RANDSEED: u64 = 0x89;
 
 impl JobSpec {
+    /// The trace this job replays, if any.
+    pub fn trace(&self) -> Option<&Arc<Trace>> {
+        self.replay.trace.as_ref()
+    }
+
     /// The line that last set `option`, else the job's section header.
     pub fn option_line(&self, option: &str) -> &Location {
         self.option_lines.get(option).unwrap_or(&self.at)
@@ -339,6 +381,16 @@ impl JobSpec {
             verify_only: false,
             job_options: Vec::new(),
             logs: LogRequest::default(),
+            replay: ReplaySpec {
+                read_iolog: None,
+                format: None,
+                no_stall: false,
+                time_scale_pct: 100,
+                skip: [false; 4],
+                devices: DeviceMapping::Split,
+                outside: Outside::Drop,
+                trace: None,
+            },
         }
     }
 
@@ -392,18 +444,33 @@ impl JobSpec {
     }
 
     pub fn max_bs(&self) -> u32 {
-        self.active_ops().map(|op| self.bs[op.index()].max()).max().unwrap_or(4096)
+        match self.trace() {
+            Some(t) => t.max_len_bytes.max(512),
+            None => self.active_ops().map(|op| self.bs[op.index()].max()).max().unwrap_or(4096),
+        }
     }
 
-    /// The data directions this job issues.
-    pub fn active_ops(&self) -> impl Iterator<Item = Op> {
-        let ops: &'static [Op] = match self.pattern.single_op() {
-            Some(Op::Read) => &[Op::Read],
-            Some(Op::Write) => &[Op::Write],
-            Some(_) => &[Op::Discard],
-            None => &[Op::Read, Op::Write],
-        };
-        ops.iter().copied()
+    /// The data directions this job issues (a replay: those in its trace and not skipped).
+    pub fn active_ops(&self) -> impl Iterator<Item = Op> + '_ {
+        [Op::Read, Op::Write, Op::Discard].into_iter().filter(move |&op| match self.trace() {
+            Some(t) => t.has_op[op.index()] && !self.replay.skip[op.index()],
+            None => match self.pattern.single_op() {
+                Some(only) => only == op,
+                None => op.is_data(),
+            },
+        })
+    }
+
+    /// Whether the job writes data (a safety question on real devices).
+    pub fn writes_data(&self) -> bool {
+        self.active_ops().any(|op| op != Op::Read)
+    }
+
+    /// Bytes the job's file needs for its replay when no size is given: every trace
+    /// device's furthest request fits.
+    pub fn replay_bytes(&self) -> Option<u64> {
+        let t = self.trace()?;
+        (self.size.is_none() && self.filesize.is_none()).then(|| t.needed_bytes(self.replay.devices))
     }
 
     /// The file clone `clone` works on, as fio names it: `filename`, or `NAME.CLONE.0`
@@ -1041,6 +1108,80 @@ pub static OPTIONS: &[OptionDef] = &[
         }
     ),
     opt!(
+        "read_iolog",
+        [],
+        None,
+        "replay this block trace (fio iolog v2/v3, DiskSim, SPC, MSR, blkparse text); relative to the job file",
+        |j, v| {
+            if v.trim().is_empty() {
+                return Err("read_iolog needs a trace file".into());
+            }
+            j.replay.read_iolog = Some(v.trim().to_string());
+            Ok(())
+        }
+    ),
+    opt!(
+        "trace_format",
+        [],
+        None,
+        "nvsched: the format of read_iolog's trace: auto, fio, disksim (ns), disksim-ms, spc, msr, blkparse",
+        |j, v| {
+            j.replay.format = TraceFormat::parse(v.trim())?;
+            Ok(())
+        }
+    ),
+    opt!("replay_no_stall", [], Some("1"), "replay as fast as iodepth allows, ignoring the trace's times", |j, v| {
+        j.replay.no_stall = parse_bool(v)?;
+        Ok(())
+    }),
+    opt!("replay_time_scale", [], None, "percent of the trace's pace: 200 replays twice as fast", |j, v| {
+        j.replay.time_scale_pct = parse_int_in(v, 1, 1_000_000)? as u32;
+        Ok(())
+    }),
+    opt!("replay_skip", [], None, "directions of the trace left out: read, write, trim, sync (a comma list)", |j, v| {
+        let mut skip = [false; 4];
+        for d in v.split(',').map(str::trim) {
+            let op = match d {
+                "read" => Op::Read,
+                "write" => Op::Write,
+                "trim" => Op::Discard,
+                "sync" => Op::Flush,
+                _ => return Err(format!("'{d}' is not a direction; accepted: read, write, trim, sync")),
+            };
+            skip[op.index()] = true;
+        }
+        j.replay.skip = skip;
+        Ok(())
+    }),
+    opt!(
+        "replay_devices",
+        [],
+        None,
+        "nvsched: split (each trace device its own part of the job's file, default) or shared (one space)",
+        |j, v| {
+            j.replay.devices = match v.trim() {
+                "split" => DeviceMapping::Split,
+                "shared" => DeviceMapping::Shared,
+                other => return Err(format!("'{other}' is neither split nor shared")),
+            };
+            Ok(())
+        }
+    ),
+    opt!(
+        "replay_outside",
+        [],
+        None,
+        "nvsched: requests beyond their device's part: drop (default, counted) or wrap (offset modulo the part)",
+        |j, v| {
+            j.replay.outside = match v.trim() {
+                "drop" => Outside::Drop,
+                "wrap" => Outside::Wrap,
+                other => return Err(format!("'{other}' is neither drop nor wrap")),
+            };
+            Ok(())
+        }
+    ),
+    opt!(
         "precondition",
         [],
         None,
@@ -1087,7 +1228,13 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "zonesize",
     "verify_pattern",
     "write_iolog",
-    "read_iolog",
+    "replay_redirect",
+    "replay_align",
+    "replay_scale",
+    "read_iolog_chunked",
+    "merge_blktrace_file",
+    "merge_blktrace_scalars",
+    "merge_blktrace_iters",
     "write_hist_log",
     "wait_for",
     "create_on_open",
@@ -1171,6 +1318,7 @@ pub fn build_jobs(sections: &[RawSection], opts: ParseOptions) -> Result<JobFile
         None => return Err(JobFileError { at: None, option: None, message: "the job file defines no jobs".into() }),
     };
     let mut jobs = Vec::new();
+    let mut traces = TraceCache::new();
     for section in sections {
         if section.is_global() {
             for opt in &section.options {
@@ -1188,6 +1336,7 @@ pub fn build_jobs(sections: &[RawSection], opts: ParseOptions) -> Result<JobFile
             job.job_options.push((opt.key.clone(), opt.written.clone().unwrap_or_else(|| "1".into())));
         }
         finish_job(&mut job, &mut warnings)?;
+        load_replay(&mut job, &mut traces, &mut warnings)?;
         jobs.push(job);
     }
     if jobs.is_empty() {
@@ -1263,6 +1412,72 @@ fn finish_job(job: &mut JobSpec, _warnings: &mut [String]) -> Result<(), JobFile
             job.io_size = Some(size);
         }
     }
+    Ok(())
+}
+
+/// Traces already read, by path and format: jobs that share one read it once.
+type TraceCache = Vec<((PathBuf, Option<TraceFormat>), Arc<Trace>)>;
+
+/// Options a replayed trace decides instead (fio ignores them with `read_iolog`).
+const REPLAY_OVERRIDES: [&str; 9] =
+    ["rw", "bs", "bsrange", "bssplit", "rwmixread", "rwmixwrite", "random_distribution", "norandommap", "blockalign"];
+
+/// Reads the job's trace (`read_iolog`), relative to the job file that names it, and
+/// checks the options that do not go with a replay.
+fn load_replay(job: &mut JobSpec, traces: &mut TraceCache, warnings: &mut Vec<String>) -> Result<(), JobFileError> {
+    let Some(name) = job.replay.read_iolog.clone() else { return Ok(()) };
+    let at = job.option_line("read_iolog").clone();
+    let err = |option: &str, m: String| JobFileError::new(job.option_line(option), Some(option), m);
+    if job.time_based {
+        return Err(err(
+            "time_based",
+            format!(
+                "job '{}': a replay ends with its trace; runtime alone (without time_based) cuts it short",
+                job.name
+            ),
+        ));
+    }
+    if job.loops > 1 {
+        return Err(err("loops", format!("job '{}': loops does not apply to a replay (read_iolog)", job.name)));
+    }
+    for option in REPLAY_OVERRIDES {
+        if job.option_lines.contains_key(option) {
+            warnings.push(format!(
+                "{}: option '{option}' has no effect on job '{}': its trace (read_iolog) decides",
+                job.option_line(option),
+                job.name
+            ));
+        }
+    }
+    let path = Path::new(&name);
+    let path = match at.file.parent() {
+        Some(dir) if path.is_relative() => dir.join(path),
+        _ => path.to_path_buf(),
+    };
+    let key = (path.clone(), job.replay.format);
+    let trace = match traces.iter().find(|(k, _)| *k == key) {
+        Some((_, t)) => t.clone(),
+        None => {
+            let t = Arc::new(
+                load_trace(&path, job.replay.format)
+                    .map_err(|e| JobFileError::new(&at, Some("read_iolog"), e.to_string()))?,
+            );
+            traces.push((key, t.clone()));
+            t
+        }
+    };
+    let (t, what) = (&trace, format!("{}: trace '{}'", at, path.display()));
+    if t.reordered > 0 {
+        warnings
+            .push(format!("{what}: {} records come earlier than the one before; replayed in file order", t.reordered));
+    }
+    if t.realigned > 0 {
+        warnings.push(format!("{what}: {} records widened to 512-byte sectors", t.realigned));
+    }
+    if t.empty > 0 {
+        warnings.push(format!("{what}: {} records of length 0 left out", t.empty));
+    }
+    job.replay.trace = Some(trace);
     Ok(())
 }
 

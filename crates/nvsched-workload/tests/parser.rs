@@ -421,3 +421,88 @@ fn structural_errors() {
         assert!(e.contains(expected), "{text:?}: {e}");
     }
 }
+
+/// A job file and a trace beside it in a fresh directory; returns the job file's path.
+fn job_file_with_trace(job: &str, trace: &str) -> std::path::PathBuf {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("nvsched-parser-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("t.trace"), trace).unwrap();
+    let path = dir.join("j.fio");
+    std::fs::write(&path, job).unwrap();
+    path
+}
+
+fn parse_file(path: &Path) -> Result<JobFile, JobFileError> {
+    parse_job_file(path, &TestEnv, ParseOptions::default())
+}
+
+#[test]
+fn read_iolog_reads_the_trace_beside_the_job_file_once() {
+    let path = job_file_with_trace(
+        "[global]\nread_iolog=t.trace\nreplay_time_scale=50\n[a]\n[b]\nrw=randwrite\nreplay_skip=read\n",
+        "0,8,4096,r,0.0\n1,0,8192,w,0.001\n",
+    );
+    let f = parse_file(&path).unwrap();
+    let (a, b) = (&f.jobs[0], &f.jobs[1]);
+    let t = a.trace().expect("loaded");
+    assert!(std::sync::Arc::ptr_eq(t, b.trace().unwrap()), "read once for both jobs");
+    assert_eq!((t.format, t.records.len(), t.devices.len()), (trace::TraceFormat::Spc, 2, 2));
+    assert_eq!(a.replay.due_ns(1_000_000), 2_000_000, "replay_time_scale=50 is half the pace");
+    assert_eq!(a.active_ops().collect::<Vec<_>>(), [Op::Read, Op::Write], "the trace decides the directions");
+    assert_eq!(b.active_ops().collect::<Vec<_>>(), [Op::Write], "replay_skip=read");
+    assert!(a.writes_data());
+    assert_eq!((a.max_bs(), a.replay_bytes()), (8192, Some(2 << 20)));
+    assert_eq!(f.warnings.len(), 1, "{:?}", f.warnings);
+    assert!(f.warnings[0].contains("j.fio:6: option 'rw' has no effect on job 'b': its trace (read_iolog) decides"));
+}
+
+#[test]
+fn replay_errors_name_the_job_file_line_and_the_trace_line() {
+    let cases = [
+        (
+            "[a]\nread_iolog=t.trace\n",
+            "0 0 8 8 1\n5 0 8 x 1\n",
+            "j.fio:2: option 'read_iolog': ",
+            "t.trace:2: size (sectors) 'x' is not a number",
+        ),
+        ("[a]\nread_iolog=nope.trace\n", "", "j.fio:2: option 'read_iolog': ", "nope.trace: cannot read trace"),
+        (
+            "[a]\nread_iolog=t.trace\ntrace_format=msr\n",
+            "0 0 8 8 1\n",
+            "option 'read_iolog': ",
+            "t.trace:1: timestamp (100 ns) '0 0 8 8 1' is not a number",
+        ),
+        (
+            "[a]\nread_iolog=t.trace\ntime_based=1\nruntime=5\n",
+            "0 0 8 8 1\n",
+            "j.fio:3: option 'time_based': ",
+            "a replay ends with its trace",
+        ),
+        (
+            "[a]\nread_iolog=t.trace\nloops=2\n",
+            "0 0 8 8 1\n",
+            "j.fio:3: option 'loops': ",
+            "loops does not apply to a replay",
+        ),
+        (
+            "[a]\ntrace_format=csv\n",
+            "",
+            "j.fio:2: option 'trace_format': ",
+            "'csv' is not a trace format; accepted: auto, fio",
+        ),
+        ("[a]\nreplay_skip=reads\n", "", "j.fio:2: option 'replay_skip': ", "'reads' is not a direction"),
+        ("[a]\nreplay_devices=one\n", "", "j.fio:2: option 'replay_devices': ", "'one' is neither split nor shared"),
+        (
+            "[a]\nreplay_redirect=/dev/x\n",
+            "",
+            "j.fio:2: option 'replay_redirect': ",
+            "is a fio option nvsched does not support",
+        ),
+    ];
+    for (job, trace, prefix, message) in cases {
+        let e = parse_file(&job_file_with_trace(job, trace)).unwrap_err().to_string();
+        assert!(e.contains(prefix) && e.contains(message), "{job}: {e}");
+    }
+}

@@ -6,7 +6,7 @@ use nvsched_report::{DiskUtil, JobStats, RunReport};
 use nvsched_sim::{simulate, Observer, SimInput, SimOutcome};
 use nvsched_ssd::{load_profile, DeviceProfile, DriveStates, ModelConfig, Precondition};
 use nvsched_workload::jobfile::{Environment, HostEnvironment, JobFileError};
-use nvsched_workload::JobFile;
+use nvsched_workload::{JobFile, ReplayStats};
 use serde_json::{json, Map, Value};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -210,6 +210,13 @@ pub fn run_sim(
     if !spec.jobs.warnings.is_empty() {
         nvsched.insert("warnings".into(), json!(spec.jobs.warnings));
     }
+    let replays: Vec<_> = outcome.clones.iter().map(|c| (c.job_index, c.clone, c.replay.as_ref())).collect();
+    let (replay, replay_lines) = replay_report(spec.jobs, &replays);
+    if let Some(r) = replay {
+        nvsched.insert("replay".into(), r);
+    }
+    let mut summary_extra = summary_lines(spec.profile, &policy_spec, spec.seed, &outcome);
+    summary_extra.extend(replay_lines);
     let report = RunReport {
         version: format!("nvsched-{}", crate::VERSION),
         timestamp_ms,
@@ -217,7 +224,7 @@ pub fn run_sim(
         jobs: entries,
         disk_util: vec![disk_util(spec.profile, &outcome)],
         nvsched: Value::Object(nvsched),
-        summary_extra: summary_lines(spec.profile, &policy_spec, spec.seed, &outcome),
+        summary_extra,
     };
     Ok((report, outcome))
 }
@@ -328,6 +335,65 @@ fn summary_lines(p: &DeviceProfile, policy: &str, seed: u64, o: &SimOutcome) -> 
     lines
 }
 
+/// The `replay` section of the JSON and a summary line per clone that replays a trace:
+/// what was issued, what was left out and why, and how late requests went out.
+/// `clones` holds (job index, clone, its replay) in run order.
+fn replay_report(jobs: &JobFile, clones: &[(usize, u32, Option<&ReplayStats>)]) -> (Option<Value>, Vec<String>) {
+    let mut entries = Vec::new();
+    let mut lines = Vec::new();
+    for &(job_index, clone, stats) in clones {
+        let (Some(r), Some(t)) = (stats, jobs.jobs[job_index].trace()) else { continue };
+        let spec = &jobs.jobs[job_index];
+        entries.push(json!({
+            "jobname": spec.name,
+            "clone": clone,
+            "trace": t.path.display().to_string(),
+            "format": t.format.name(),
+            "devices": t.devices,
+            "records": r.records,
+            "issued": r.issued,
+            "skipped": r.skipped,
+            "dropped_outside": r.dropped,
+            "wrapped_outside": r.wrapped,
+            "lag_max_us": r.lag_max.0 as f64 / 1e3,
+            "lag_mean_us": r.lag_mean().0 as f64 / 1e3,
+            "late_1ms": r.late_ios,
+        }));
+        let mut left_out = Vec::new();
+        if r.skipped > 0 {
+            left_out.push(format!("{} skipped (replay_skip)", r.skipped));
+        }
+        if r.dropped > 0 {
+            left_out.push(format!(
+                "{} beyond their device's part of the file dropped (replay_outside=wrap folds them in)",
+                r.dropped
+            ));
+        }
+        if r.wrapped > 0 {
+            left_out.push(format!("{} beyond their device's part wrapped", r.wrapped));
+        }
+        let not_reached = r.records - r.issued - r.skipped - r.dropped;
+        if not_reached > 0 {
+            left_out.push(format!("{not_reached} not reached (the run stopped first)"));
+        }
+        lines.push(format!(
+            "  replay: {} clone {clone}: {} ({}, {} device{}): {} of {} records issued{}; lag behind the trace's times: mean {:.1} us, max {:.1} us, {} requests 1 ms or more late",
+            spec.name,
+            t.path.display(),
+            t.format.name(),
+            t.devices.len(),
+            if t.devices.len() == 1 { "" } else { "s" },
+            r.issued,
+            r.records,
+            if left_out.is_empty() { String::new() } else { format!(" ({})", left_out.join(", ")) },
+            r.lag_mean().0 as f64 / 1e3,
+            r.lag_max.0 as f64 / 1e3,
+            r.late_ios
+        ));
+    }
+    ((!entries.is_empty()).then(|| Value::Array(entries)), lines)
+}
+
 fn trim_number(v: f64) -> String {
     if v == v.trunc() && v.abs() < 1e15 {
         format!("{v:.0}")
@@ -411,6 +477,12 @@ pub fn run_uring(
             outcome.verify_errors.len()
         ));
     }
+    let replays: Vec<_> = outcome.clones.iter().map(|c| (c.job_index, c.clone, c.replay.as_ref())).collect();
+    let (replay, replay_lines) = replay_report(jobs, &replays);
+    if let Some(r) = replay {
+        nvsched.insert("replay".into(), r);
+    }
+    summary.extend(replay_lines);
     let report = RunReport {
         version: format!("nvsched-{}", crate::VERSION),
         timestamp_ms,

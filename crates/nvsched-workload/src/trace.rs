@@ -1,0 +1,631 @@
+//! Block traces for replay (`read_iolog=`): fio's iolog v2/v3, DiskSim ASCII (MQSim's
+//! nanosecond variant and DiskSim's milliseconds), SPC/UMass CSV, MSR Cambridge CSV and
+//! blkparse text. Each becomes one list of records with times relative to the first
+//! record; where a record lands on the device is the replaying driver's business
+//! ([`Trace::device_spans`], [`Trace::place`]).
+
+use nvsched_core::Op;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+const SECTOR_BYTES: u64 = 512;
+/// Each trace device's space is rounded up to this when devices are laid end to end.
+const DEVICE_ALIGN_BYTES: u64 = 1 << 20;
+
+/// The formats [`load_trace`] reads.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum TraceFormat {
+    /// fio's `fio version 2 iolog` / `fio version 3 iolog` (v3 times in microseconds).
+    Fio,
+    /// DiskSim ASCII with integer nanoseconds (MQSim's traces):
+    /// `time_ns device start_sector size_sectors flags` (flags bit 0: 1 = read).
+    DisksimNs,
+    /// DiskSim ASCII with (fractional) milliseconds, as DiskSim itself writes it.
+    DisksimMs,
+    /// SPC / UMass: `ASU,LBA_sector,size_bytes,opcode,time_s[,...]`.
+    Spc,
+    /// MSR Cambridge: `filetime,host,disk,Read|Write,offset_bytes,size_bytes,response`.
+    Msr,
+    /// blkparse's default text output; the `Q` (queued) events are the requests.
+    Blkparse,
+}
+
+impl TraceFormat {
+    pub const NAMES: &'static str = "auto, fio, disksim, disksim-ms, spc, msr, blkparse";
+
+    /// `None` for `auto`.
+    pub fn parse(name: &str) -> Result<Option<TraceFormat>, String> {
+        Ok(Some(match name {
+            "auto" => return Ok(None),
+            "fio" => TraceFormat::Fio,
+            "disksim" => TraceFormat::DisksimNs,
+            "disksim-ms" => TraceFormat::DisksimMs,
+            "spc" => TraceFormat::Spc,
+            "msr" => TraceFormat::Msr,
+            "blkparse" => TraceFormat::Blkparse,
+            _ => return Err(format!("'{name}' is not a trace format; accepted: {}", TraceFormat::NAMES)),
+        }))
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            TraceFormat::Fio => "fio",
+            TraceFormat::DisksimNs => "disksim",
+            TraceFormat::DisksimMs => "disksim-ms",
+            TraceFormat::Spc => "spc",
+            TraceFormat::Msr => "msr",
+            TraceFormat::Blkparse => "blkparse",
+        }
+    }
+
+    /// The format a trace's first record line is written in, if it is one of ours.
+    fn detect(line: &str) -> Option<TraceFormat> {
+        if line.starts_with("fio version ") {
+            return Some(TraceFormat::Fio);
+        }
+        let tokens: Vec<&str> = line.split_whitespace().collect();
+        let is_dev = |t: &str| t.split_once(',').is_some_and(|(a, b)| is_digits(a) && is_digits(b));
+        if tokens.len() >= 7 && is_dev(tokens[0]) && tokens[3].contains('.') {
+            return Some(TraceFormat::Blkparse);
+        }
+        let fields: Vec<&str> = line.split(',').map(str::trim).collect();
+        if fields.len() >= 7 && ["read", "write"].contains(&fields[3].to_ascii_lowercase().as_str()) {
+            return Some(TraceFormat::Msr);
+        }
+        if fields.len() >= 5 && ["r", "w"].contains(&fields[3].to_ascii_lowercase().as_str()) {
+            return Some(TraceFormat::Spc);
+        }
+        if tokens.len() == 5 && tokens.iter().all(|t| t.parse::<f64>().is_ok()) {
+            return Some(if tokens[0].contains('.') { TraceFormat::DisksimMs } else { TraceFormat::DisksimNs });
+        }
+        None
+    }
+}
+
+fn is_digits(s: &str) -> bool {
+    !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// One request of a trace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TraceRecord {
+    /// Since the trace's first record.
+    pub at_ns: u64,
+    /// Index into [`Trace::devices`].
+    pub device: u32,
+    pub op: Op,
+    /// In the trace device's own space.
+    pub offset_bytes: u64,
+    pub len_bytes: u32,
+}
+
+/// A trace read into memory.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Trace {
+    pub path: PathBuf,
+    pub format: TraceFormat,
+    pub records: Vec<TraceRecord>,
+    /// The trace's device names (ASU, disk, file or maj,min), by first appearance.
+    pub devices: Vec<String>,
+    /// Per device: the end of its furthest request, bytes.
+    pub extents_bytes: Vec<u64>,
+    /// Records earlier than the one before them: replayed in file order, at their
+    /// predecessor's time.
+    pub reordered: u64,
+    /// Records whose offset or length was not a multiple of 512 bytes (widened to it).
+    pub realigned: u64,
+    /// Data records of length 0 (left out).
+    pub empty: u64,
+    /// Which directions occur, by [`Op::index`].
+    pub has_op: [bool; 4],
+    /// The longest request, bytes.
+    pub max_len_bytes: u32,
+}
+
+/// A trace that cannot be read, with the file and line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TraceError {
+    pub path: PathBuf,
+    pub line: usize,
+    pub message: String,
+}
+
+impl fmt::Display for TraceError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.line > 0 {
+            write!(f, "{}:{}: {}", self.path.display(), self.line, self.message)
+        } else {
+            write!(f, "{}: {}", self.path.display(), self.message)
+        }
+    }
+}
+impl std::error::Error for TraceError {}
+
+/// How a trace's devices share the job's region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum DeviceMapping {
+    /// Each device gets its own part, in order of first appearance (fio replays each
+    /// device's requests onto that device).
+    Split,
+    /// Every device's offsets land in the one region (fio's `replay_redirect`).
+    Shared,
+}
+
+/// What happens to a request beyond its device's part of the region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Outside {
+    /// Left out, and counted.
+    Drop,
+    /// Its offset is taken modulo the part's size, and counted.
+    Wrap,
+}
+
+/// Where one trace device lands in the job's region.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DeviceSpan {
+    pub base_bytes: u64,
+    pub len_bytes: u64,
+}
+
+/// Where a record lands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Placement {
+    /// Offset within the job's region.
+    At(u64),
+    Wrapped(u64),
+    Dropped,
+}
+
+impl Trace {
+    /// Bytes the job's region needs for nothing to fall outside it.
+    pub fn needed_bytes(&self, mapping: DeviceMapping) -> u64 {
+        let rounded = self.extents_bytes.iter().map(|e| e.div_ceil(DEVICE_ALIGN_BYTES) * DEVICE_ALIGN_BYTES);
+        match mapping {
+            DeviceMapping::Split => rounded.sum(),
+            DeviceMapping::Shared => rounded.max().unwrap_or(0),
+        }
+    }
+
+    /// Each device's part of a region of `region_bytes`: laid end to end as they need
+    /// when they fit, else shrunk in proportion (4 KiB aligned).
+    pub fn device_spans(&self, mapping: DeviceMapping, region_bytes: u64) -> Vec<DeviceSpan> {
+        if mapping == DeviceMapping::Shared {
+            return vec![DeviceSpan { base_bytes: 0, len_bytes: region_bytes }; self.devices.len()];
+        }
+        let needed = self.needed_bytes(mapping);
+        let mut base = 0;
+        self.extents_bytes
+            .iter()
+            .map(|&e| {
+                let want = e.div_ceil(DEVICE_ALIGN_BYTES) * DEVICE_ALIGN_BYTES;
+                let len = if needed <= region_bytes {
+                    want
+                } else {
+                    ((region_bytes as u128 * want as u128 / needed as u128) as u64) / 4096 * 4096
+                };
+                let span = DeviceSpan { base_bytes: base, len_bytes: len };
+                base += len;
+                span
+            })
+            .collect()
+    }
+}
+
+/// Where `r` lands, given its device's span.
+pub fn place(r: &TraceRecord, span: DeviceSpan, outside: Outside) -> Placement {
+    let len = u64::from(r.len_bytes);
+    if r.offset_bytes + len <= span.len_bytes {
+        return Placement::At(span.base_bytes + r.offset_bytes);
+    }
+    match outside {
+        Outside::Wrap if len <= span.len_bytes => {
+            let mut off = r.offset_bytes % span.len_bytes;
+            if off + len > span.len_bytes {
+                off = (span.len_bytes - len) / SECTOR_BYTES * SECTOR_BYTES;
+            }
+            Placement::Wrapped(span.base_bytes + off)
+        }
+        _ => Placement::Dropped,
+    }
+}
+
+/// Reads a trace; `format` `None` detects it from the first record line.
+pub fn load_trace(path: &Path, format: Option<TraceFormat>) -> Result<Trace, TraceError> {
+    let err = |line: usize, message: String| TraceError { path: path.to_path_buf(), line, message };
+    let text = std::fs::read_to_string(path).map_err(|e| err(0, format!("cannot read trace: {e}")))?;
+    let first = text.lines().enumerate().find(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
+    let Some((first_index, first_line)) = first else {
+        return Err(err(0, "the trace has no records".into()));
+    };
+    let format = match format {
+        Some(f) => f,
+        None => TraceFormat::detect(first_line.trim()).ok_or_else(|| {
+            err(
+                first_index + 1,
+                format!(
+                    "cannot tell the trace's format from '{}'; set trace_format= ({})",
+                    first_line.trim(),
+                    TraceFormat::NAMES
+                ),
+            )
+        })?,
+    };
+    let mut b = Builder::new(path.to_path_buf(), format);
+    let mut fio_version = 0;
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim();
+        if line.is_empty() || (format != TraceFormat::Fio && line.starts_with('#')) {
+            continue;
+        }
+        let at = i + 1;
+        if format == TraceFormat::Fio && fio_version == 0 {
+            fio_version = match line {
+                l if l.starts_with("fio version 2 iolog") => 2,
+                l if l.starts_with("fio version 3 iolog") => 3,
+                _ => {
+                    return Err(err(
+                        at,
+                        "a fio iolog starts with 'fio version 2 iolog' or 'fio version 3 iolog'".into(),
+                    ))
+                }
+            };
+            continue;
+        }
+        let parsed = match format {
+            TraceFormat::Fio => parse_fio(line, fio_version),
+            TraceFormat::DisksimNs | TraceFormat::DisksimMs => parse_disksim(line, format == TraceFormat::DisksimMs),
+            TraceFormat::Spc => parse_spc(line),
+            TraceFormat::Msr => parse_msr(line),
+            TraceFormat::Blkparse => parse_blkparse(line),
+        };
+        match parsed.map_err(|m| err(at, m))? {
+            Line::Request { time_ns, device, op, offset_bytes, len_bytes } => {
+                b.push(time_ns, device, op, offset_bytes, len_bytes).map_err(|m| err(at, m))?
+            }
+            Line::WaitUntil(time_ns) => b.wait_until(time_ns),
+            Line::Other => {}
+        }
+    }
+    if b.trace.records.is_empty() {
+        return Err(err(0, format!("no requests in the trace (read as {})", format.name())));
+    }
+    Ok(b.trace)
+}
+
+/// What one line of a trace says.
+#[derive(Debug, PartialEq)]
+enum Line<'a> {
+    /// A request; `time_ns` `None` for fio v2 (no times: as soon as possible).
+    Request { time_ns: Option<u64>, device: &'a str, op: Op, offset_bytes: u64, len_bytes: u64 },
+    /// fio v2's `wait`: later requests no earlier than this.
+    WaitUntil(u64),
+    /// Not a request (a file action, another blkparse event, a summary line).
+    Other,
+}
+
+struct Builder {
+    trace: Trace,
+    first_ns: Option<u64>,
+    /// The latest time so far (relative), which an earlier record is raised to.
+    last_ns: u64,
+    /// The latest time so far as the trace writes it.
+    last_abs_ns: u64,
+}
+
+impl Builder {
+    fn new(path: PathBuf, format: TraceFormat) -> Builder {
+        Builder {
+            trace: Trace {
+                path,
+                format,
+                records: Vec::new(),
+                devices: Vec::new(),
+                extents_bytes: Vec::new(),
+                reordered: 0,
+                realigned: 0,
+                empty: 0,
+                has_op: [false; 4],
+                max_len_bytes: 0,
+            },
+            first_ns: None,
+            last_ns: 0,
+            last_abs_ns: 0,
+        }
+    }
+
+    fn wait_until(&mut self, time_ns: u64) {
+        self.last_ns = self.last_ns.max(time_ns);
+    }
+
+    fn push(&mut self, time_ns: Option<u64>, device: &str, op: Op, offset: u64, len: u64) -> Result<(), String> {
+        if op != Op::Flush && len == 0 {
+            self.trace.empty += 1;
+            return Ok(());
+        }
+        let t = &mut self.trace;
+        let at_ns = match time_ns {
+            None => self.last_ns,
+            Some(abs) => {
+                let first = *self.first_ns.get_or_insert(abs);
+                if abs < self.last_abs_ns {
+                    t.reordered += 1;
+                }
+                self.last_abs_ns = self.last_abs_ns.max(abs);
+                abs.saturating_sub(first).max(self.last_ns)
+            }
+        };
+        self.last_ns = at_ns;
+        let (offset_bytes, len_bytes) = if op == Op::Flush {
+            (0, 0)
+        } else {
+            let start = offset / SECTOR_BYTES * SECTOR_BYTES;
+            let end = (offset + len).div_ceil(SECTOR_BYTES) * SECTOR_BYTES;
+            if start != offset || end != offset + len {
+                t.realigned += 1;
+            }
+            let len = u32::try_from(end - start).map_err(|_| format!("a request of {len} bytes is too large"))?;
+            (start, len)
+        };
+        let index = match t.devices.iter().position(|d| d == device) {
+            Some(i) => i,
+            None => {
+                t.devices.push(device.to_string());
+                t.extents_bytes.push(0);
+                t.devices.len() - 1
+            }
+        };
+        t.has_op[op.index()] = true;
+        t.max_len_bytes = t.max_len_bytes.max(len_bytes);
+        let extent = &mut t.extents_bytes[index];
+        *extent = (*extent).max(offset_bytes + u64::from(len_bytes));
+        t.records.push(TraceRecord { at_ns, device: index as u32, op, offset_bytes, len_bytes });
+        Ok(())
+    }
+}
+
+fn number<T: std::str::FromStr>(field: &str, what: &str) -> Result<T, String> {
+    field.trim().parse().map_err(|_| format!("{what} '{field}' is not a number"))
+}
+
+fn field<'a>(fields: &[&'a str], i: usize, what: &str, expected: &str) -> Result<&'a str, String> {
+    fields.get(i).copied().ok_or_else(|| format!("no {what}; expected {expected}"))
+}
+
+/// Seconds (or another unit) as a float, to whole nanoseconds.
+fn float_ns(field: &str, what: &str, ns_per_unit: f64) -> Result<u64, String> {
+    let v: f64 = number(field, what)?;
+    if !(v >= 0.0 && v.is_finite()) {
+        return Err(format!("{what} '{field}' is negative or not finite"));
+    }
+    Ok((v * ns_per_unit).round() as u64)
+}
+
+fn sectors(field: &str, what: &str) -> Result<u64, String> {
+    let s: u64 = number(field, what)?;
+    s.checked_mul(SECTOR_BYTES).ok_or_else(|| format!("{what} '{field}' is too large"))
+}
+
+fn parse_fio(line: &str, version: u32) -> Result<Line<'_>, String> {
+    const EXPECTED_V3: &str = "'TIME_US FILE ACTION [OFFSET LENGTH]'";
+    const EXPECTED_V2: &str = "'FILE ACTION [OFFSET LENGTH]'";
+    let tokens: Vec<&str> = line.split_whitespace().collect();
+    let (time_ns, rest, expected) = if version == 3 {
+        let t: u64 = number(field(&tokens, 0, "time", EXPECTED_V3)?, "time (us)")?;
+        (Some(t.saturating_mul(1000)), &tokens[1..], EXPECTED_V3)
+    } else {
+        (None, &tokens[..], EXPECTED_V2)
+    };
+    let device = field(rest, 0, "file name", expected)?;
+    let action = field(rest, 1, "action", expected)?;
+    let op = match action {
+        "add" | "open" | "close" => return Ok(Line::Other),
+        "wait" if version == 2 => {
+            let ms: u64 = number(field(rest, 2, "wait time", expected)?, "wait time (ms)")?;
+            return Ok(Line::WaitUntil(ms.saturating_mul(1_000_000)));
+        }
+        "read" => Op::Read,
+        "write" => Op::Write,
+        "trim" => Op::Discard,
+        "sync" | "datasync" => {
+            return Ok(Line::Request { time_ns, device, op: Op::Flush, offset_bytes: 0, len_bytes: 0 })
+        }
+        other => {
+            return Err(format!(
+                "'{other}' is not an iolog action (read, write, trim, sync, datasync, add, open, close)"
+            ))
+        }
+    };
+    let offset_bytes = number(field(rest, 2, "offset", expected)?, "offset")?;
+    let len_bytes = number(field(rest, 3, "length", expected)?, "length")?;
+    Ok(Line::Request { time_ns, device, op, offset_bytes, len_bytes })
+}
+
+fn parse_disksim(line: &str, millis: bool) -> Result<Line<'_>, String> {
+    const EXPECTED: &str = "'TIME DEVICE SECTOR SECTORS FLAGS'";
+    let t: Vec<&str> = line.split_whitespace().collect();
+    let time_ns = if millis {
+        float_ns(field(&t, 0, "time", EXPECTED)?, "time (ms)", 1e6)?
+    } else {
+        number(field(&t, 0, "time", EXPECTED)?, "time (ns)")?
+    };
+    let device = field(&t, 1, "device", EXPECTED)?;
+    let offset_bytes = sectors(field(&t, 2, "start sector", EXPECTED)?, "start sector")?;
+    let len_bytes = sectors(field(&t, 3, "size", EXPECTED)?, "size (sectors)")?;
+    let flags: u64 = number(field(&t, 4, "flags", EXPECTED)?, "flags")?;
+    let op = if flags & 1 == 1 { Op::Read } else { Op::Write };
+    Ok(Line::Request { time_ns: Some(time_ns), device, op, offset_bytes, len_bytes })
+}
+
+fn parse_spc(line: &str) -> Result<Line<'_>, String> {
+    const EXPECTED: &str = "'ASU,SECTOR,BYTES,OPCODE,SECONDS'";
+    let f: Vec<&str> = line.split(',').map(str::trim).collect();
+    let device = field(&f, 0, "ASU", EXPECTED)?;
+    let offset_bytes = sectors(field(&f, 1, "LBA", EXPECTED)?, "LBA (sectors)")?;
+    let len_bytes = number(field(&f, 2, "size", EXPECTED)?, "size (bytes)")?;
+    let op = match field(&f, 3, "opcode", EXPECTED)? {
+        "r" | "R" => Op::Read,
+        "w" | "W" => Op::Write,
+        other => return Err(format!("opcode '{other}' is neither r nor w")),
+    };
+    let time_ns = float_ns(field(&f, 4, "timestamp", EXPECTED)?, "timestamp (s)", 1e9)?;
+    Ok(Line::Request { time_ns: Some(time_ns), device, op, offset_bytes, len_bytes })
+}
+
+fn parse_msr(line: &str) -> Result<Line<'_>, String> {
+    const EXPECTED: &str = "'FILETIME,HOST,DISK,Read|Write,OFFSET,SIZE,RESPONSE'";
+    let f: Vec<&str> = line.split(',').map(str::trim).collect();
+    let ticks: u64 = number(field(&f, 0, "timestamp", EXPECTED)?, "timestamp (100 ns)")?;
+    field(&f, 2, "disk", EXPECTED)?;
+    // host and disk together name the volume: the text between the first and third comma
+    let commas: Vec<usize> = line.match_indices(',').map(|(i, _)| i).take(3).collect();
+    let device = line[commas[0] + 1..commas[2]].trim();
+    let op = match field(&f, 3, "type", EXPECTED)?.to_ascii_lowercase().as_str() {
+        "read" => Op::Read,
+        "write" => Op::Write,
+        _ => return Err(format!("type '{}' is neither Read nor Write", f[3])),
+    };
+    let offset_bytes = number(field(&f, 4, "offset", EXPECTED)?, "offset (bytes)")?;
+    let len_bytes = number(field(&f, 5, "size", EXPECTED)?, "size (bytes)")?;
+    Ok(Line::Request { time_ns: Some(ticks.saturating_mul(100)), device, op, offset_bytes, len_bytes })
+}
+
+fn parse_blkparse(line: &str) -> Result<Line<'_>, String> {
+    let t: Vec<&str> = line.split_whitespace().collect();
+    // anything but an event line (the summary at the end, a message) is not a request
+    let is_event = t.len() >= 7 && t[0].split_once(',').is_some_and(|(a, b)| is_digits(a) && is_digits(b));
+    if !is_event || t[5] != "Q" {
+        return Ok(Line::Other);
+    }
+    let time_ns = {
+        let (s, ns) = t[3].split_once('.').ok_or_else(|| format!("time '{}' is not SECONDS.NANOSECONDS", t[3]))?;
+        let s: u64 = number(s, "time (s)")?;
+        let ns: u64 = number(ns, "time (ns)")?;
+        s.saturating_mul(1_000_000_000) + ns
+    };
+    let rwbs = t[6];
+    let (preflush, rest) = match rwbs.strip_prefix('F') {
+        Some(rest) => (true, rest),
+        None => (false, rwbs),
+    };
+    let op = match rest.chars().next() {
+        Some('R') => Op::Read,
+        Some('W') => Op::Write,
+        Some('D') => Op::Discard,
+        Some('N') if preflush => Op::Flush,
+        Some('N') => return Ok(Line::Other),
+        _ => return Err(format!("RWBS '{rwbs}' is not a read, write, discard or flush")),
+    };
+    if op == Op::Flush {
+        return Ok(Line::Request { time_ns: Some(time_ns), device: t[0], op, offset_bytes: 0, len_bytes: 0 });
+    }
+    if t.len() < 10 || t[8] != "+" {
+        return Err("a Q event of data reads 'SECTOR + SECTORS'".into());
+    }
+    let offset_bytes = sectors(t[7], "sector")?;
+    let len_bytes = sectors(t[9], "sectors")?;
+    Ok(Line::Request { time_ns: Some(time_ns), device: t[0], op, offset_bytes, len_bytes })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load(text: &str, format: Option<TraceFormat>) -> Result<Trace, TraceError> {
+        let dir = std::env::temp_dir().join(format!("nvsched-trace-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("t{}.trace", text.len()));
+        std::fs::write(&path, text).unwrap();
+        let r = load_trace(&path, format);
+        std::fs::remove_file(&path).unwrap();
+        r
+    }
+
+    fn rec(at_ns: u64, device: u32, op: Op, offset_bytes: u64, len_bytes: u32) -> TraceRecord {
+        TraceRecord { at_ns, device, op, offset_bytes, len_bytes }
+    }
+
+    #[test]
+    fn each_format_is_detected_and_read_in_its_units() {
+        let cases: [(&str, TraceFormat, TraceRecord); 7] = [
+            ("11413000 0 657728 16 1\n11565000 1 8 64 0\n", TraceFormat::DisksimNs, rec(152_000, 1, Op::Write, 4096, 32768)),
+            ("1.5 0 0 8 1\n2.0 3 8 8 0\n", TraceFormat::DisksimMs, rec(500_000, 1, Op::Write, 4096, 4096)),
+            ("0,303567,3584,w,0.000000\n1,8,4096,R,0.25\n", TraceFormat::Spc, rec(250_000_000, 1, Op::Read, 4096, 4096)),
+            (
+                "128166372003061629,prxy,0,Write,8192,4096,1514\n128166372003071629,prxy,1,Read,0,512,1\n",
+                TraceFormat::Msr,
+                rec(1_000_000, 1, Op::Read, 0, 512),
+            ),
+            (
+                "  8,16   5  2  0.000001850 18615  Q   R 8 + 8 [java]\n  8,16   5  5  0.000009980 18615  I   R 8 + 8 [java]\n\
+                 8,0 1 3 0.000101850 1 Q WS 16 + 16 [kworker]\nCPU0 (8,16):\n",
+                TraceFormat::Blkparse,
+                rec(100_000, 1, Op::Write, 8192, 8192),
+            ),
+            (
+                "fio version 3 iolog\n0 /dev/x add\n0 /dev/x open\n100 /dev/x read 0 4096\n350 /dev/x write 8192 8192\n",
+                TraceFormat::Fio,
+                rec(250_000, 0, Op::Write, 8192, 8192),
+            ),
+            (
+                "fio version 2 iolog\nf add\nf read 0 4096\nf wait 5\nf trim 4096 4096\n",
+                TraceFormat::Fio,
+                rec(5_000_000, 0, Op::Discard, 4096, 4096),
+            ),
+        ];
+        for (text, format, second) in cases {
+            let t = load(text, None).unwrap();
+            assert_eq!(t.format, format, "{text}");
+            assert_eq!(t.records.len(), 2, "{text}");
+            assert_eq!(t.records[0].at_ns, 0, "{text}: times start at the first record");
+            assert_eq!(t.records[1], second, "{text}");
+            assert_eq!(load(text, Some(format)).unwrap(), t, "naming the format reads the same");
+        }
+    }
+
+    #[test]
+    fn bad_lines_are_errors_naming_file_and_line() {
+        let e = load("10 0 8 8 1\n20 0 x 8 1\n", None).unwrap_err();
+        assert_eq!(e.line, 2);
+        assert!(e.to_string().contains(":2: start sector 'x' is not a number"), "{e}");
+        let e = load("hello world\n", None).unwrap_err();
+        assert!(
+            e.to_string().contains(":1: cannot tell the trace's format from 'hello world'; set trace_format="),
+            "{e}"
+        );
+        let e = load("0,1,512,x,0.1\n", Some(TraceFormat::Spc)).unwrap_err();
+        assert!(e.message.contains("opcode 'x' is neither r nor w"), "{e}");
+        let e = load("fio version 1 iolog\n", None).unwrap_err();
+        assert!(e.message.contains("'fio version 2 iolog' or 'fio version 3 iolog'"), "{e}");
+        let e = load("# only a comment\n", None).unwrap_err();
+        assert!(e.message.contains("no records"), "{e}");
+        let e = load("10 0 8 8 1\n", Some(TraceFormat::Spc)).unwrap_err();
+        assert!(e.message.contains("no LBA; expected 'ASU,SECTOR,BYTES,OPCODE,SECONDS'"), "{e}");
+    }
+
+    #[test]
+    fn out_of_order_unaligned_and_empty_records_are_counted_not_hidden() {
+        let t = load("0,0,1000,r,0.5\n0,8,0,r,0.6\n0,16,4096,w,0.2\n", None).unwrap();
+        assert_eq!((t.reordered, t.realigned, t.empty), (1, 1, 1));
+        assert_eq!(t.records[0], rec(0, 0, Op::Read, 0, 1024), "1000 bytes widened to two sectors");
+        assert_eq!(t.records[1].at_ns, 0, "earlier than its predecessor: replayed right after it");
+        assert_eq!(t.extents_bytes, vec![8192 + 4096]);
+    }
+
+    #[test]
+    fn devices_split_the_region_or_share_it() {
+        let t = load("0 0 0 8 1\n1 1 1000 8 1\n2 0 8 8 1\n", None).unwrap();
+        assert_eq!(t.devices, vec!["0", "1"]);
+        assert_eq!(t.needed_bytes(DeviceMapping::Split), 2 << 20, "each device rounded up to 1 MiB");
+        assert_eq!(t.needed_bytes(DeviceMapping::Shared), 1 << 20);
+        let spans = t.device_spans(DeviceMapping::Split, 8 << 20);
+        assert_eq!(spans[1], DeviceSpan { base_bytes: 1 << 20, len_bytes: 1 << 20 });
+        let small = t.device_spans(DeviceMapping::Split, 1 << 20);
+        assert_eq!(small[1], DeviceSpan { base_bytes: 512 << 10, len_bytes: 512 << 10 }, "shrunk in proportion");
+        let r = rec(0, 1, Op::Read, 600 << 10, 4096);
+        assert_eq!(place(&r, small[1], Outside::Drop), Placement::Dropped);
+        assert_eq!(place(&r, small[1], Outside::Wrap), Placement::Wrapped((512 << 10) + (88 << 10)));
+        assert_eq!(place(&r, spans[1], Outside::Drop), Placement::At((1 << 20) + (600 << 10)));
+        let shared = t.device_spans(DeviceMapping::Shared, 8 << 20);
+        assert!(shared.iter().all(|s| s.base_bytes == 0 && s.len_bytes == 8 << 20));
+    }
+}

@@ -1,0 +1,92 @@
+//! Block-trace replay end to end (`read_iolog=`): the shipped WebSearch trace through the
+//! simulator, alone and beside best-effort readers under `none` and K2.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn websearch() -> String {
+    repo_root().join("examples/traces/websearch-60s.disksim.trace").display().to_string()
+}
+
+/// Runs `job_text` (written to a temporary job file) and returns its JSON report.
+fn run(name: &str, job_text: &str, extra: &[&str]) -> Value {
+    let dir = std::env::temp_dir().join(format!("nvsched-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = dir.join(name);
+    std::fs::write(&job, job_text).unwrap();
+    let mut args = vec!["run", job.to_str().unwrap(), "--output-format=json", "-q"];
+    args.extend_from_slice(extra);
+    let out = Command::new(env!("CARGO_BIN_EXE_nvsched")).args(&args).output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn the_websearch_trace_replays_whole_at_its_times() {
+    let text = format!("[web]\nread_iolog={}\nioengine=io_uring\niodepth=64\n", websearch());
+    let v = run("web.fio", &text, &[]);
+    let job = &v["jobs"][0];
+    assert_eq!(job["read"]["total_ios"], 24_779);
+    assert_eq!(job["write"]["total_ios"], 4);
+    let runtime_ms = job["job_runtime"].as_u64().unwrap();
+    assert!((59_900..=60_100).contains(&runtime_ms), "the trace spans 60 s: {runtime_ms} ms");
+    let r = &v["nvsched"]["replay"][0];
+    assert_eq!((r["records"].as_u64(), r["issued"].as_u64()), (Some(24_783), Some(24_783)));
+    assert_eq!(r["format"], "disksim");
+    assert_eq!(r["devices"].as_array().unwrap().len(), 6);
+    assert_eq!(r["dropped_outside"], 0, "the replay's file holds every volume");
+    // a light load on an idle drive: every request leaves when the trace says
+    assert_eq!(r["lag_max_us"], 0.0);
+    // mean 15.1 KiB per request, as the trace's README says
+    let bytes = job["read"]["io_bytes"].as_u64().unwrap() + job["write"]["io_bytes"].as_u64().unwrap();
+    let mean_kib = bytes as f64 / 24_783.0 / 1024.0;
+    assert!((15.0..15.2).contains(&mean_kib), "{mean_kib}");
+    // twice as fast: half the time, the same requests
+    let fast = run("web-fast.fio", &format!("{text}replay_time_scale=200\n"), &[]);
+    let fast_ms = fast["jobs"][0]["job_runtime"].as_u64().unwrap();
+    assert!((29_900..=30_100).contains(&fast_ms), "{fast_ms}");
+    assert_eq!(fast["jobs"][0]["read"]["total_ios"], 24_779);
+}
+
+#[test]
+fn a_shallow_queue_makes_the_replay_late_and_the_report_says_how_late() {
+    // ten times the trace's pace at iodepth 1 on a half-full drive: requests wait for each
+    // other; and a 64 GiB file for six volumes of about 18 GB: those beyond their volume's
+    // part are dropped and counted
+    let text = format!(
+        "[web]\nread_iolog={}\nreplay_time_scale=1000\nprecondition=partial:0.5\nsize=64g\nnumber_ios=3000\n",
+        websearch()
+    );
+    let r = &run("web-qd1.fio", &text, &[])["nvsched"]["replay"][0];
+    let (issued, dropped) = (r["issued"].as_u64().unwrap(), r["dropped_outside"].as_u64().unwrap());
+    assert_eq!(issued, 3000);
+    assert!(dropped > 300, "{dropped}");
+    assert!(r["lag_max_us"].as_f64().unwrap() > 50.0, "{r}");
+    assert!(r["lag_mean_us"].as_f64().unwrap() > 0.0, "{r}");
+    let wrapped = &run("web-wrap.fio", &format!("{text}replay_outside=wrap\n"), &[])["nvsched"]["replay"][0];
+    assert_eq!(wrapped["dropped_outside"], 0);
+    assert!(wrapped["wrapped_outside"].as_u64().unwrap() > 300);
+}
+
+#[test]
+fn k2_cuts_the_traces_tail_beside_busy_readers() {
+    let text = std::fs::read_to_string(repo_root().join("examples/websearch-mix.fio")).unwrap();
+    // the first 5,000 requests (about 12 s) keep the test short
+    let text = text
+        .replace("read_iolog=traces/", &format!("read_iolog={}/examples/traces/", repo_root().display()))
+        .replace("prioclass=1\n", "prioclass=1\nnumber_ios=5000\n")
+        .replace("runtime=60", "runtime=12");
+    let p999 = |v: &Value| v["jobs"][0]["read"]["clat_ns"]["percentile"]["99.900000"].as_f64().unwrap() / 1e3;
+    let none = run("mix-none.fio", &text, &["--sched", "none"]);
+    let k2 = run("mix-k2.fio", &text, &["--sched", "k2:bound=4"]);
+    assert_eq!(none["nvsched"]["replay"][0]["issued"], 5000);
+    assert_eq!(k2["nvsched"]["replay"][0]["issued"], 5000);
+    assert!(p999(&k2) * 2.0 < p999(&none), "K2-4 {} us vs none {} us", p999(&k2), p999(&none));
+    let again = run("mix-k2.fio", &text, &["--sched", "k2:bound=4"]);
+    assert_eq!(again["jobs"], k2["jobs"], "deterministic");
+}
