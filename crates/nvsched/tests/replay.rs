@@ -90,3 +90,13 @@ fn k2_cuts_the_traces_tail_beside_busy_readers() {
     let again = run("mix-k2.fio", &text, &["--sched", "k2:bound=4"]);
     assert_eq!(again["jobs"], k2["jobs"], "deterministic");
 }
+
+#[test]
+fn an_iolog_fio_wrote_replays_as_fio_replays_it() {
+    let iolog = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fio-3.33/randrw-fsync.iolog");
+    let v = run("iolog.fio", &format!("[r]\nread_iolog={}\nsize=8m\n", iolog.display()), &[]);
+    let job = &v["jobs"][0];
+    let counts = [&job["read"], &job["write"], &job["sync"]].map(|d| d["total_ios"].as_u64().unwrap());
+    assert_eq!(counts, [242, 270, 25], "what fio 3.33 issued replaying the same iolog");
+    assert_eq!(v["nvsched"]["replay"][0]["format"], "fio");
+}

@@ -164,6 +164,36 @@ fn k2_keeps_no_more_than_its_bound_in_the_ring() {
 }
 
 #[test]
+fn a_trace_with_writes_is_refused_on_an_existing_file_and_replays_its_reads() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let data = d.join("precious.dat");
+    std::fs::write(&data, vec![7u8; 1 << 20]).unwrap();
+    let before = checksum(&data);
+    std::fs::write(
+        d.join("t.iolog"),
+        "fio version 3 iolog\n0 x add\n0 x read 0 4096\n100 x write 8192 4096\n200 x read 65536 8192\n",
+    )
+    .unwrap();
+    let job = |extra: &str| {
+        let text = format!("[r]\nfilename={}\nsize=1m\ndirect=1\nread_iolog=t.iolog\n{extra}", data.display());
+        write_job(&d, "t.fio", &text)
+    };
+    let out = nvsched(&["run", job("").to_str().unwrap(), "--engine", "uring"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("refusing to write to") && err.contains("--allow-destructive"), "{err}");
+    // without its writes the replay only reads
+    let v = run_uring_json(&job("replay_skip=write\n"), &[]);
+    assert_eq!(v["jobs"][0]["read"]["total_ios"], 2);
+    assert_eq!(v["nvsched"]["replay"][0]["skipped"], 1);
+    assert_eq!(checksum(&data), before, "the file is unchanged");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
 fn plot_draws_a_real_run_and_its_policy_series() {
     if skip() {
         return;
