@@ -441,7 +441,7 @@ impl JobDriver {
                     }
                 }
             };
-            r.due = start + Nanos(self.spec.replay.due_ns(rec.at_ns));
+            r.due = Nanos(start.0.saturating_add(self.spec.replay.due_ns(rec.at_ns)));
             return Some(IoUnit { op: rec.op, offset_bytes: offset, len_bytes: rec.len_bytes, prio: self.prio });
         }
     }

@@ -1549,6 +1549,9 @@ fn apply_per_direction<T: Clone>(target: &mut [T; 3], values: [Option<T>; 3], de
     }
 }
 
+/// The largest request a job may issue (`bs`, or a trace's request).
+pub const MAX_BLOCK_BYTES: u64 = 64 << 20;
+
 fn parse_block_size(raw: &str, kb: KbBase) -> Result<u32, String> {
     let b = parse_size(raw, kb)?;
     if b == 0 {
@@ -1557,7 +1560,7 @@ fn parse_block_size(raw: &str, kb: KbBase) -> Result<u32, String> {
     if b % 512 != 0 {
         return Err(format!("block size '{raw}' ({b} bytes) must be a multiple of 512 (direct I/O)"));
     }
-    if b > 64 * 1024 * 1024 {
+    if b > MAX_BLOCK_BYTES {
         return Err(format!("block size '{raw}' is larger than 64 MiB"));
     }
     Ok(b as u32)

@@ -359,12 +359,16 @@ impl Builder {
             (0, 0)
         } else {
             let start = offset / SECTOR_BYTES * SECTOR_BYTES;
-            let end = (offset + len).div_ceil(SECTOR_BYTES) * SECTOR_BYTES;
-            if start != offset || end != offset + len {
+            let unaligned_end = offset.checked_add(len).filter(|e| *e <= u64::MAX - SECTOR_BYTES);
+            let unaligned_end = unaligned_end.ok_or_else(|| format!("offset {offset} + length {len} is too large"))?;
+            let end = unaligned_end.div_ceil(SECTOR_BYTES) * SECTOR_BYTES;
+            if start != offset || end != unaligned_end {
                 t.realigned += 1;
             }
-            let len = u32::try_from(end - start).map_err(|_| format!("a request of {len} bytes is too large"))?;
-            (start, len)
+            if end - start > crate::spec::MAX_BLOCK_BYTES {
+                return Err(format!("a request of {len} bytes is larger than 64 MiB"));
+            }
+            (start, (end - start) as u32)
         };
         let index = match t.devices.iter().position(|d| d == device) {
             Some(i) => i,
@@ -475,11 +479,11 @@ fn parse_msr(line: &str) -> Result<Line<'_>, String> {
     const EXPECTED: &str = "'FILETIME,HOST,DISK,Read|Write,OFFSET,SIZE,RESPONSE'";
     let f: Vec<&str> = line.split(',').map(str::trim).collect();
     let ticks: u64 = number(field(&f, 0, "timestamp", EXPECTED)?, "timestamp (100 ns)")?;
-    field(&f, 2, "disk", EXPECTED)?;
+    let kind = field(&f, 3, "type", EXPECTED)?;
     // host and disk together name the volume: the text between the first and third comma
     let commas: Vec<usize> = line.match_indices(',').map(|(i, _)| i).take(3).collect();
     let device = line[commas[0] + 1..commas[2]].trim();
-    let op = match field(&f, 3, "type", EXPECTED)?.to_ascii_lowercase().as_str() {
+    let op = match kind.to_ascii_lowercase().as_str() {
         "read" => Op::Read,
         "write" => Op::Write,
         _ => return Err(format!("type '{}' is neither Read nor Write", f[3])),

@@ -87,3 +87,73 @@ proptest! {
         let _ = parse_job_str(&text, Path::new("fuzz.fio"), &NoEnv, ParseOptions::default());
     }
 }
+
+/// Trace lines: most in one format's shape with random values (some out of range), some
+/// anything at all.
+fn trace_lines() -> impl Strategy<Value = Vec<String>> {
+    let number = "-?[0-9]{1,21}(\\.[0-9]{0,9})?";
+    let shapes: Vec<BoxedStrategy<String>> = vec![
+        "[0-9]{1,12} [0-9]{1,2} [0-9]{1,12} [0-9]{1,6} [0-3]".boxed(),
+        "[0-9]{1,4}\\.[0-9]{1,6} [0-9] [0-9]{1,10} [0-9]{1,4} [01]".boxed(),
+        "[0-9]{1,2},[0-9]{1,12},[0-9]{1,8},[rRwW],[0-9]{1,5}\\.[0-9]{1,6}".boxed(),
+        "1281663[0-9]{11},(prxy|hm),[0-9],(Read|Write),[0-9]{1,12},[0-9]{1,8},[0-9]{1,5}".boxed(),
+        "[0-9]{0,7} f (read|write|trim|sync|add|open) [0-9]{1,12} [0-9]{1,8}".boxed(),
+        "8,[0-9]{1,2} +[0-9] +[0-9]+ +[0-9]{1,3}\\.[0-9]{9} +[0-9]+ +[QDCIM] +F?[RWDN]S? +[0-9]{1,12} \\+ [0-9]{1,5} \\[x\\]".boxed(),
+        proptest::collection::vec(number, 1..7).prop_map(|f| f.join(" ")).boxed(),
+        proptest::collection::vec(prop_oneof![number.boxed(), "[rRwWx]|Read|Write|host".boxed()], 1..9)
+            .prop_map(|f| f.join(","))
+            .boxed(),
+        ".{0,30}".boxed(),
+    ];
+    (0..shapes.len(), any::<bool>()).prop_flat_map(move |(k, header)| {
+        let body = proptest::collection::vec(prop_oneof![9 => shapes[k].clone(), 1 => ".{0,30}"], 1..12);
+        // fio's iolog shape needs its header line
+        body.prop_map(move |mut lines| {
+            if k == 4 && header {
+                lines.insert(0, "fio version 3 iolog".into());
+            }
+            lines
+        })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
+
+    /// Any trace text, in any format, reads or fails with an error naming the file, never
+    /// panics; whatever reads also replays to its end in a driver.
+    #[test]
+    fn traces_read_or_fail_cleanly_and_replay(lines in trace_lines(), format in 0usize..7) {
+        use nvsched_workload::trace::{load_trace, TraceFormat};
+        let dir = std::env::temp_dir().join(format!("nvsched-trace-fuzz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.trace");
+        std::fs::write(&path, lines.join("\n")).unwrap();
+        let names = ["auto", "fio", "disksim", "disksim-ms", "spc", "msr", "blkparse"];
+        let chosen = TraceFormat::parse(names[format]).unwrap();
+        match load_trace(&path, chosen) {
+            Err(e) => prop_assert!(e.to_string().contains("t.trace"), "{e}"),
+            Ok(_) => {
+                let text = format!("[a]\nread_iolog={}\ntrace_format={}\nsize=64m\n", path.display(), names[format]);
+                let spec = parse_job_str(&text, Path::new("t.fio"), &NoEnv, ParseOptions::default()).unwrap().jobs.remove(0);
+                let Ok(mut d) = JobDriver::new(Arc::new(spec), 0, Region { start: 0, len: 64 << 20 }, 1) else {
+                    return Ok(());
+                };
+                d.start(Nanos::ZERO);
+                let (mut now, mut out) = (Nanos::ZERO, Vec::new());
+                for _ in 0..100 {
+                    out.clear();
+                    match d.poll(now, &mut out) {
+                        Poll::Finished => break,
+                        Poll::WaitUntil(t) => now = t,
+                        _ => {
+                            for _ in 0..out.len().max(1) {
+                                d.on_complete(now);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
