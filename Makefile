@@ -56,6 +56,8 @@ bench:
 	$(CARGO) build --release
 	./target/release/nvsched bench
 
-# One minute of libFuzzer on the job-file parser (stable toolchain via RUSTC_BOOTSTRAP).
+# A minute of libFuzzer on the job-file parser and one on the trace readers (stable
+# toolchain via RUSTC_BOOTSTRAP).
 fuzz:
 	cd fuzz && RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run jobfile -- -max_total_time=60 -max_len=2048
+	cd fuzz && RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run trace -- -max_total_time=60 -max_len=4096

@@ -229,10 +229,19 @@ pub fn place(r: &TraceRecord, span: DeviceSpan, outside: Outside) -> Placement {
     }
 }
 
-/// Reads a trace; `format` `None` detects it from the first record line.
+/// Reads a trace file; `format` `None` detects it from the first record line.
 pub fn load_trace(path: &Path, format: Option<TraceFormat>) -> Result<Trace, TraceError> {
+    let text = std::fs::read_to_string(path).map_err(|e| TraceError {
+        path: path.to_path_buf(),
+        line: 0,
+        message: format!("cannot read trace: {e}"),
+    })?;
+    parse_trace(&text, path, format)
+}
+
+/// Reads trace text (named `path` in errors).
+pub fn parse_trace(text: &str, path: &Path, format: Option<TraceFormat>) -> Result<Trace, TraceError> {
     let err = |line: usize, message: String| TraceError { path: path.to_path_buf(), line, message };
-    let text = std::fs::read_to_string(path).map_err(|e| err(0, format!("cannot read trace: {e}")))?;
     let first = text.lines().enumerate().find(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
     let Some((first_index, first_line)) = first else {
         return Err(err(0, "the trace has no records".into()));
