@@ -52,6 +52,19 @@ def test_the_job_files_ioscheduler_unless_sched_is_given():
         nvsched.run(job.replace("deadline:fifo_batch=4", "bfq"))
 
 
+def test_a_trace_replays_as_on_the_command_line(tmp_path):
+    trace = ROOT / "examples" / "traces" / "websearch-60s.disksim.trace"
+    job = f"[web]\nread_iolog={trace}\nioengine=io_uring\niodepth=16\nnumber_ios=2000\n"
+    path = tmp_path / "web.fio"
+    path.write_text(job)
+    env = dict(os.environ, SOURCE_DATE_EPOCH=str(STAMP_S))
+    out = subprocess.run([str(cli()), "run", str(path), "--sched", "k2:bound=2", "--output-format", "json", "-q"],
+                         env=env, check=True, capture_output=True, text=True).stdout
+    py = nvsched.run(path, "k2:bound=2", timestamp_ms=STAMP_S * 1000)
+    assert json.loads(out) == py
+    assert py["nvsched"]["replay"][0]["issued"] == 2000
+
+
 def test_the_command_lines_warnings_are_python_warnings():
     job = "[global]\nrw=randread\nsize=16m\nruntime=20ms\ntime_based\nioscheduler=deadline\n[a]\n"
     with pytest.warns(UserWarning, match=r"^<job text>:6: sched k2:bound=2 overrides the job file's ioscheduler=deadline$"):
