@@ -1440,6 +1440,9 @@ fn load_replay(job: &mut JobSpec, traces: &mut TraceCache, warnings: &mut Vec<St
     if job.loops > 1 {
         return Err(err("loops", format!("job '{}': loops does not apply to a replay (read_iolog)", job.name)));
     }
+    if job.verify {
+        return Err(err("verify", format!("job '{}': verify does not apply to a replay (read_iolog)", job.name)));
+    }
     for option in REPLAY_OVERRIDES {
         if job.option_lines.contains_key(option) {
             warnings.push(format!(

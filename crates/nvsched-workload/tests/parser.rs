@@ -487,6 +487,12 @@ fn replay_errors_name_the_job_file_line_and_the_trace_line() {
             "loops does not apply to a replay",
         ),
         (
+            "[a]\nread_iolog=t.trace\nverify=crc32c\n",
+            "0 0 8 8 1\n",
+            "j.fio:3: option 'verify': ",
+            "verify does not apply",
+        ),
+        (
             "[a]\ntrace_format=csv\n",
             "",
             "j.fio:2: option 'trace_format': ",
