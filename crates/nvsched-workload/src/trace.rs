@@ -229,53 +229,63 @@ pub fn place(r: &TraceRecord, span: DeviceSpan, outside: Outside) -> Placement {
     }
 }
 
-/// Reads a trace file; `format` `None` detects it from the first record line.
+/// Reads a trace file, line by line; `format` `None` detects it from the first record line.
 pub fn load_trace(path: &Path, format: Option<TraceFormat>) -> Result<Trace, TraceError> {
-    let text = std::fs::read_to_string(path).map_err(|e| TraceError {
+    use std::io::BufRead;
+    let cannot = |line: usize, e: std::io::Error| TraceError {
         path: path.to_path_buf(),
-        line: 0,
+        line,
         message: format!("cannot read trace: {e}"),
-    })?;
-    parse_trace(&text, path, format)
+    };
+    let file = std::fs::File::open(path).map_err(|e| cannot(0, e))?;
+    let lines = std::io::BufReader::with_capacity(1 << 20, file).lines();
+    read_lines(lines.enumerate().map(|(i, l)| l.map_err(|e| cannot(i + 1, e))), path, format)
 }
 
 /// Reads trace text (named `path` in errors).
 pub fn parse_trace(text: &str, path: &Path, format: Option<TraceFormat>) -> Result<Trace, TraceError> {
+    read_lines(text.lines().map(|l| Ok(l.to_string())), path, format)
+}
+
+fn read_lines(
+    lines: impl Iterator<Item = Result<String, TraceError>>,
+    path: &Path,
+    format: Option<TraceFormat>,
+) -> Result<Trace, TraceError> {
     let err = |line: usize, message: String| TraceError { path: path.to_path_buf(), line, message };
-    let first = text.lines().enumerate().find(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'));
-    let Some((first_index, first_line)) = first else {
-        return Err(err(0, "the trace has no records".into()));
-    };
-    let format = match format {
-        Some(f) => f,
-        None => TraceFormat::detect(first_line.trim()).ok_or_else(|| {
-            err(
-                first_index + 1,
-                format!(
-                    "cannot tell the trace's format from '{}'; set trace_format= ({})",
-                    first_line.trim(),
-                    TraceFormat::NAMES
-                ),
-            )
-        })?,
-    };
-    let mut b = Builder::new(path.to_path_buf(), format);
+    let mut b: Option<Builder> = None;
     let mut fio_version = 0;
-    for (i, raw) in text.lines().enumerate() {
+    for (i, raw) in lines.enumerate() {
+        let raw = raw?;
         let line = raw.trim();
-        if line.is_empty() || (format != TraceFormat::Fio && line.starts_with('#')) {
+        let at = i + 1;
+        if line.is_empty() || (line.starts_with('#') && b.as_ref().is_none_or(|b| b.trace.format != TraceFormat::Fio)) {
             continue;
         }
-        let at = i + 1;
+        let b = match &mut b {
+            Some(b) => b,
+            None => {
+                let format = match format {
+                    Some(f) => f,
+                    None => TraceFormat::detect(line).ok_or_else(|| {
+                        let why = format!(
+                            "cannot tell the trace's format from '{line}'; set trace_format= ({})",
+                            TraceFormat::NAMES
+                        );
+                        err(at, why)
+                    })?,
+                };
+                b.insert(Builder::new(path.to_path_buf(), format))
+            }
+        };
+        let format = b.trace.format;
         if format == TraceFormat::Fio && fio_version == 0 {
             fio_version = match line {
                 l if l.starts_with("fio version 2 iolog") => 2,
                 l if l.starts_with("fio version 3 iolog") => 3,
                 _ => {
-                    return Err(err(
-                        at,
-                        "a fio iolog starts with 'fio version 2 iolog' or 'fio version 3 iolog'".into(),
-                    ))
+                    let why = "a fio iolog starts with 'fio version 2 iolog' or 'fio version 3 iolog'";
+                    return Err(err(at, why.into()));
                 }
             };
             continue;
@@ -295,8 +305,9 @@ pub fn parse_trace(text: &str, path: &Path, format: Option<TraceFormat>) -> Resu
             Line::Other => {}
         }
     }
+    let Some(b) = b else { return Err(err(0, "the trace has no records".into())) };
     if b.trace.records.is_empty() {
-        return Err(err(0, format!("no requests in the trace (read as {})", format.name())));
+        return Err(err(0, format!("no requests in the trace (read as {})", b.trace.format.name())));
     }
     Ok(b.trace)
 }
