@@ -6,7 +6,7 @@ use libfuzzer_sys::fuzz_target;
 use nvsched_workload::trace::{parse_trace, place, DeviceMapping, Outside, TraceFormat};
 use std::path::Path;
 
-const FORMATS: [&str; 7] = ["auto", "fio", "disksim", "disksim-ms", "spc", "msr", "blkparse"];
+const FORMATS: [&str; 8] = ["auto", "fio", "disksim", "disksim-ms", "spc", "msr", "blkparse", "ftrace"];
 
 fuzz_target!(|data: &[u8]| {
     let Some((&selector, rest)) = data.split_first() else { return };

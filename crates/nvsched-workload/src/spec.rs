@@ -1111,7 +1111,7 @@ pub static OPTIONS: &[OptionDef] = &[
         "read_iolog",
         [],
         None,
-        "replay this block trace (fio iolog v2/v3, DiskSim, SPC, MSR, blkparse text); relative to the job file",
+        "replay this block trace (fio iolog v2/v3, DiskSim, SPC, MSR, blkparse or ftrace text); relative to the job file",
         |j, v| {
             if v.trim().is_empty() {
                 return Err("read_iolog needs a trace file".into());
@@ -1124,7 +1124,7 @@ pub static OPTIONS: &[OptionDef] = &[
         "trace_format",
         [],
         None,
-        "nvsched: the format of read_iolog's trace: auto, fio, disksim (ns), disksim-ms, spc, msr, blkparse",
+        "nvsched: the format of read_iolog's trace: auto, fio, disksim (ns), disksim-ms, spc, msr, blkparse, ftrace",
         |j, v| {
             j.replay.format = TraceFormat::parse(v.trim())?;
             Ok(())

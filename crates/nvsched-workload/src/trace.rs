@@ -1,6 +1,6 @@
 //! Block traces for replay (`read_iolog=`): fio's iolog v2/v3, DiskSim ASCII (MQSim's
-//! nanosecond variant and DiskSim's milliseconds), SPC/UMass CSV, MSR Cambridge CSV and
-//! blkparse text. Each becomes one list of records with times relative to the first
+//! nanosecond variant and DiskSim's milliseconds), SPC/UMass CSV, MSR Cambridge CSV,
+//! blkparse text and the kernel's ftrace block events. Each becomes one list of records with times relative to the first
 //! record; where a record lands on the device is the replaying driver's business
 //! ([`Trace::device_spans`], [`Trace::place`]).
 
@@ -28,10 +28,14 @@ pub enum TraceFormat {
     Msr,
     /// blkparse's default text output; the `Q` (queued) events are the requests.
     Blkparse,
+    /// The kernel's ftrace text (`/sys/kernel/tracing/trace`) with block events: the
+    /// first of `block_bio_queue` (as blkparse's `Q`), `block_rq_insert` or
+    /// `block_rq_issue` seen is the kind taken; the others are left out.
+    Ftrace,
 }
 
 impl TraceFormat {
-    pub const NAMES: &'static str = "auto, fio, disksim, disksim-ms, spc, msr, blkparse";
+    pub const NAMES: &'static str = "auto, fio, disksim, disksim-ms, spc, msr, blkparse, ftrace";
 
     /// `None` for `auto`.
     pub fn parse(name: &str) -> Result<Option<TraceFormat>, String> {
@@ -43,6 +47,7 @@ impl TraceFormat {
             "spc" => TraceFormat::Spc,
             "msr" => TraceFormat::Msr,
             "blkparse" => TraceFormat::Blkparse,
+            "ftrace" => TraceFormat::Ftrace,
             _ => return Err(format!("'{name}' is not a trace format; accepted: {}", TraceFormat::NAMES)),
         }))
     }
@@ -55,6 +60,7 @@ impl TraceFormat {
             TraceFormat::Spc => "spc",
             TraceFormat::Msr => "msr",
             TraceFormat::Blkparse => "blkparse",
+            TraceFormat::Ftrace => "ftrace",
         }
     }
 
@@ -62,6 +68,9 @@ impl TraceFormat {
     fn detect(line: &str) -> Option<TraceFormat> {
         if line.starts_with("fio version ") {
             return Some(TraceFormat::Fio);
+        }
+        if line.starts_with("# tracer:") || FTRACE_EVENTS.iter().any(|e| line.contains(e)) {
+            return Some(TraceFormat::Ftrace);
         }
         let tokens: Vec<&str> = line.split_whitespace().collect();
         let is_dev = |t: &str| t.split_once(',').is_some_and(|(a, b)| is_digits(a) && is_digits(b));
@@ -296,9 +305,13 @@ fn read_lines(
             TraceFormat::Spc => parse_spc(line),
             TraceFormat::Msr => parse_msr(line),
             TraceFormat::Blkparse => parse_blkparse(line),
+            TraceFormat::Ftrace => parse_ftrace(line, &mut b.ftrace_event),
         };
         match parsed.map_err(|m| err(at, m))? {
-            Line::Request { time_ns, device, op, offset_bytes, len_bytes } => {
+            Line::Request { time_ns, device, op, offset_bytes, len_bytes, preflush } => {
+                if preflush {
+                    b.push(time_ns, device, Op::Flush, 0, 0).map_err(|m| err(at, m))?
+                }
                 b.push(time_ns, device, op, offset_bytes, len_bytes).map_err(|m| err(at, m))?
             }
             Line::WaitUntil(time_ns) => b.wait_until(time_ns),
@@ -316,7 +329,8 @@ fn read_lines(
 #[derive(Debug, PartialEq)]
 enum Line<'a> {
     /// A request; `time_ns` `None` for fio v2 (no times: as soon as possible).
-    Request { time_ns: Option<u64>, device: &'a str, op: Op, offset_bytes: u64, len_bytes: u64 },
+    /// `preflush`: a flush goes first (the block layer's `F` before the operation).
+    Request { time_ns: Option<u64>, device: &'a str, op: Op, offset_bytes: u64, len_bytes: u64, preflush: bool },
     /// fio v2's `wait`: later requests no earlier than this.
     WaitUntil(u64),
     /// Not a request (a file action, another blkparse event, a summary line).
@@ -330,6 +344,8 @@ struct Builder {
     last_ns: u64,
     /// The latest time so far as the trace writes it.
     last_abs_ns: u64,
+    /// ftrace: the block event taken as the requests, once one is seen.
+    ftrace_event: Option<&'static str>,
 }
 
 impl Builder {
@@ -350,6 +366,7 @@ impl Builder {
             first_ns: None,
             last_ns: 0,
             last_abs_ns: 0,
+            ftrace_event: None,
         }
     }
 
@@ -451,7 +468,7 @@ fn parse_fio(line: &str, version: u32) -> Result<Line<'_>, String> {
         "write" => Op::Write,
         "trim" => Op::Discard,
         "sync" | "datasync" => {
-            return Ok(Line::Request { time_ns, device, op: Op::Flush, offset_bytes: 0, len_bytes: 0 })
+            return Ok(Line::Request { time_ns, device, op: Op::Flush, offset_bytes: 0, len_bytes: 0, preflush: false })
         }
         other => {
             return Err(format!(
@@ -461,7 +478,7 @@ fn parse_fio(line: &str, version: u32) -> Result<Line<'_>, String> {
     };
     let offset_bytes = number(field(rest, 2, "offset", expected)?, "offset")?;
     let len_bytes = number(field(rest, 3, "length", expected)?, "length")?;
-    Ok(Line::Request { time_ns, device, op, offset_bytes, len_bytes })
+    Ok(Line::Request { time_ns, device, op, offset_bytes, len_bytes, preflush: false })
 }
 
 fn parse_disksim(line: &str, millis: bool) -> Result<Line<'_>, String> {
@@ -477,7 +494,7 @@ fn parse_disksim(line: &str, millis: bool) -> Result<Line<'_>, String> {
     let len_bytes = sectors(field(&t, 3, "size", EXPECTED)?, "size (sectors)")?;
     let flags: u64 = number(field(&t, 4, "flags", EXPECTED)?, "flags")?;
     let op = if flags & 1 == 1 { Op::Read } else { Op::Write };
-    Ok(Line::Request { time_ns: Some(time_ns), device, op, offset_bytes, len_bytes })
+    Ok(Line::Request { time_ns: Some(time_ns), device, op, offset_bytes, len_bytes, preflush: false })
 }
 
 fn parse_spc(line: &str) -> Result<Line<'_>, String> {
@@ -492,7 +509,7 @@ fn parse_spc(line: &str) -> Result<Line<'_>, String> {
         other => return Err(format!("opcode '{other}' is neither r nor w")),
     };
     let time_ns = float_ns(field(&f, 4, "timestamp", EXPECTED)?, "timestamp (s)", 1e9)?;
-    Ok(Line::Request { time_ns: Some(time_ns), device, op, offset_bytes, len_bytes })
+    Ok(Line::Request { time_ns: Some(time_ns), device, op, offset_bytes, len_bytes, preflush: false })
 }
 
 fn parse_msr(line: &str) -> Result<Line<'_>, String> {
@@ -510,7 +527,7 @@ fn parse_msr(line: &str) -> Result<Line<'_>, String> {
     };
     let offset_bytes = number(field(&f, 4, "offset", EXPECTED)?, "offset (bytes)")?;
     let len_bytes = number(field(&f, 5, "size", EXPECTED)?, "size (bytes)")?;
-    Ok(Line::Request { time_ns: Some(ticks.saturating_mul(100)), device, op, offset_bytes, len_bytes })
+    Ok(Line::Request { time_ns: Some(ticks.saturating_mul(100)), device, op, offset_bytes, len_bytes, preflush: false })
 }
 
 fn parse_blkparse(line: &str) -> Result<Line<'_>, String> {
@@ -526,28 +543,74 @@ fn parse_blkparse(line: &str) -> Result<Line<'_>, String> {
         let ns: u64 = number(ns, "time (ns)")?;
         s.saturating_mul(1_000_000_000) + ns
     };
-    let rwbs = t[6];
-    let (preflush, rest) = match rwbs.strip_prefix('F') {
-        Some(rest) => (true, rest),
+    block_request(time_ns, t[0], t[6], &t[7..])
+}
+
+/// The block events an ftrace capture may hold, in the order they are preferred.
+const FTRACE_EVENTS: [&str; 3] = ["block_bio_queue: ", "block_rq_insert: ", "block_rq_issue: "];
+
+fn parse_ftrace<'a>(line: &'a str, taken: &mut Option<&'static str>) -> Result<Line<'a>, String> {
+    let Some((event, at)) = FTRACE_EVENTS.iter().find_map(|e| line.find(e).map(|at| (*e, at))) else {
+        return Ok(Line::Other);
+    };
+    if *taken.get_or_insert(event) != event {
+        return Ok(Line::Other);
+    }
+    // "TASK-PID [CPU] FLAGS SECONDS.MICROS: event: DEV RWBS ..."
+    let stamp = line[..at].trim_end().trim_end_matches(':');
+    let stamp = stamp.rsplit(' ').next().unwrap_or(stamp);
+    let time_ns = float_ns(stamp, "time (s)", 1e9)?;
+    let t: Vec<&str> = line[at + event.len()..].split_whitespace().collect();
+    if t.len() < 2 {
+        return Err(format!("{}reads 'DEV RWBS ...'", event));
+    }
+    // block_rq_*: DEV RWBS BYTES (CMD) SECTOR + SECTORS ...; block_bio_queue: DEV RWBS SECTOR + SECTORS
+    let rest = if event == "block_bio_queue: " { &t[2..] } else { t.get(4..).unwrap_or(&[]) };
+    block_request(time_ns, t[0], t[1], rest)
+}
+
+/// A block-layer event's request: its RWBS flags and `SECTOR + SECTORS` (blkparse's and
+/// the kernel's spelling: an `F` first is a pre-flush, `N` no data, `FN`/`FF` a flush).
+fn block_request<'a>(time_ns: u64, device: &'a str, rwbs: &str, rest: &[&str]) -> Result<Line<'a>, String> {
+    let (preflush, flags) = match rwbs.strip_prefix('F') {
+        Some(flags) => (true, flags),
         None => (false, rwbs),
     };
-    let op = match rest.chars().next() {
+    let op = match flags.chars().next() {
         Some('R') => Op::Read,
         Some('W') => Op::Write,
         Some('D') => Op::Discard,
-        Some('N') if preflush => Op::Flush,
+        Some('N' | 'F') if preflush => Op::Flush,
         Some('N') => return Ok(Line::Other),
         _ => return Err(format!("RWBS '{rwbs}' is not a read, write, discard or flush")),
     };
     if op == Op::Flush {
-        return Ok(Line::Request { time_ns: Some(time_ns), device: t[0], op, offset_bytes: 0, len_bytes: 0 });
+        return Ok(Line::Request {
+            time_ns: Some(time_ns),
+            device,
+            op,
+            offset_bytes: 0,
+            len_bytes: 0,
+            preflush: false,
+        });
     }
-    if t.len() < 10 || t[8] != "+" {
-        return Err("a Q event of data reads 'SECTOR + SECTORS'".into());
+    let [sector, "+", count, ..] = rest else {
+        return Err("a request of data reads 'SECTOR + SECTORS'".into());
+    };
+    let offset_bytes = sectors(sector, "sector")?;
+    let len_bytes = sectors(count, "sectors")?;
+    if preflush && len_bytes == 0 {
+        // an empty write with a pre-flush is how a flush reaches the block layer
+        return Ok(Line::Request {
+            time_ns: Some(time_ns),
+            device,
+            op: Op::Flush,
+            offset_bytes: 0,
+            len_bytes: 0,
+            preflush: false,
+        });
     }
-    let offset_bytes = sectors(t[7], "sector")?;
-    let len_bytes = sectors(t[9], "sectors")?;
-    Ok(Line::Request { time_ns: Some(time_ns), device: t[0], op, offset_bytes, len_bytes })
+    Ok(Line::Request { time_ns: Some(time_ns), device, op, offset_bytes, len_bytes, preflush })
 }
 
 #[cfg(test)]
@@ -570,7 +633,7 @@ mod tests {
 
     #[test]
     fn each_format_is_detected_and_read_in_its_units() {
-        let cases: [(&str, TraceFormat, TraceRecord); 7] = [
+        let cases: [(&str, TraceFormat, TraceRecord); 8] = [
             ("11413000 0 657728 16 1\n11565000 1 8 64 0\n", TraceFormat::DisksimNs, rec(152_000, 1, Op::Write, 4096, 32768)),
             ("1.5 0 0 8 1\n2.0 3 8 8 0\n", TraceFormat::DisksimMs, rec(500_000, 1, Op::Write, 4096, 4096)),
             ("0,303567,3584,w,0.000000\n1,8,4096,R,0.25\n", TraceFormat::Spc, rec(250_000_000, 1, Op::Read, 4096, 4096)),
@@ -591,6 +654,13 @@ mod tests {
                 rec(250_000, 0, Op::Write, 8192, 8192),
             ),
             (
+                "# tracer: nop\n  fio-12978 [001] ..... 12237.562490: block_bio_queue: 254,0 RS 8 + 8 [fio]\n\
+                 fio-12978 [001] .N... 12237.562499: block_rq_issue: 254,0 RS 4096 () 8 + 8 rt,0,0 [fio]\n\
+                 kworker/0:0H-10 [000] ..... 12237.562590: block_bio_queue: 254,0 FWS 16 + 8 [kworker/0:0H]\n",
+                TraceFormat::Ftrace,
+                rec(100_000, 0, Op::Flush, 0, 0),
+            ),
+            (
                 "fio version 2 iolog\nf add\nf read 0 4096\nf wait 5\nf trim 4096 4096\n",
                 TraceFormat::Fio,
                 rec(5_000_000, 0, Op::Discard, 4096, 4096),
@@ -599,9 +669,15 @@ mod tests {
         for (text, format, second) in cases {
             let t = load(text, None).unwrap();
             assert_eq!(t.format, format, "{text}");
-            assert_eq!(t.records.len(), 2, "{text}");
+            // ftrace: the pre-flush of the `FWS` write comes first, then the write
+            let expected_len = if format == TraceFormat::Ftrace { 3 } else { 2 };
+            assert_eq!(t.records.len(), expected_len, "{text}");
             assert_eq!(t.records[0].at_ns, 0, "{text}: times start at the first record");
             assert_eq!(t.records[1], second, "{text}");
+            if format == TraceFormat::Ftrace {
+                assert_eq!(t.records[2], rec(100_000, 0, Op::Write, 8192, 4096), "the write after its pre-flush");
+                assert_eq!(t.devices, ["254,0"], "the event, not the task, names the device");
+            }
             assert_eq!(load(text, Some(format)).unwrap(), t, "naming the format reads the same");
         }
     }

@@ -99,6 +99,7 @@ fn trace_lines() -> impl Strategy<Value = Vec<String>> {
         "1281663[0-9]{11},(prxy|hm),[0-9],(Read|Write),[0-9]{1,12},[0-9]{1,8},[0-9]{1,5}".boxed(),
         "[0-9]{0,7} f (read|write|trim|sync|add|open) [0-9]{1,12} [0-9]{1,8}".boxed(),
         "8,[0-9]{1,2} +[0-9] +[0-9]+ +[0-9]{1,3}\\.[0-9]{9} +[0-9]+ +[QDCIM] +F?[RWDN]S? +[0-9]{1,12} \\+ [0-9]{1,5} \\[x\\]".boxed(),
+        " +[a-z]{1,5}-[0-9]{1,5} +\\[00[01]\\] [.N]{5} [0-9]{1,5}\\.[0-9]{6}: block_(bio_queue|rq_issue): 254,0 F?[RWDNF]S? ([0-9]{1,5} \\(\\) )?[0-9]{1,12} \\+ [0-9]{1,5}( rt,0,0)? \\[fio\\]".boxed(),
         proptest::collection::vec(number, 1..7).prop_map(|f| f.join(" ")).boxed(),
         proptest::collection::vec(prop_oneof![number.boxed(), "[rRwWx]|Read|Write|host".boxed()], 1..9)
             .prop_map(|f| f.join(","))
@@ -123,13 +124,13 @@ proptest! {
     /// Any trace text, in any format, reads or fails with an error naming the file, never
     /// panics; whatever reads also replays to its end in a driver.
     #[test]
-    fn traces_read_or_fail_cleanly_and_replay(lines in trace_lines(), format in 0usize..7) {
+    fn traces_read_or_fail_cleanly_and_replay(lines in trace_lines(), format in 0usize..8) {
         use nvsched_workload::trace::{load_trace, TraceFormat};
         let dir = std::env::temp_dir().join(format!("nvsched-trace-fuzz-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("t.trace");
         std::fs::write(&path, lines.join("\n")).unwrap();
-        let names = ["auto", "fio", "disksim", "disksim-ms", "spc", "msr", "blkparse"];
+        let names = ["auto", "fio", "disksim", "disksim-ms", "spc", "msr", "blkparse", "ftrace"];
         let chosen = TraceFormat::parse(names[format]).unwrap();
         match load_trace(&path, chosen) {
             Err(e) => prop_assert!(e.to_string().contains("t.trace"), "{e}"),

@@ -100,3 +100,17 @@ fn an_iolog_fio_wrote_replays_as_fio_replays_it() {
     assert_eq!(counts, [242, 270, 25], "what fio 3.33 issued replaying the same iolog");
     assert_eq!(v["nvsched"]["replay"][0]["format"], "fio");
 }
+
+#[test]
+fn an_ftrace_capture_of_fio_replays_what_fio_and_the_filesystem_issued() {
+    let capture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ftrace/fio-randrw-fsync.ftrace");
+    let v = run("ftrace.fio", &format!("[r]\nread_iolog={}\nioengine=io_uring\niodepth=4\n", capture.display()), &[]);
+    let job = &v["jobs"][0];
+    let counts = [&job["read"], &job["write"], &job["sync"]].map(|d| d["total_ios"].as_u64().unwrap());
+    // fio's 417 reads and 24 fsyncs (empty writes with a pre-flush); its 183 writes plus
+    // 4 the file system wrote (README.md beside the capture)
+    assert_eq!(counts, [417, 183 + 4, 24]);
+    let r = &v["nvsched"]["replay"][0];
+    assert_eq!(r["format"], "ftrace");
+    assert_eq!(r["records"], 628, "one per block_bio_queue event; block_rq_issue left out");
+}
