@@ -95,14 +95,39 @@ pub fn open(path: &Path, size: u64, writes: bool, safety: Safety) -> Result<Targ
 }
 
 /// Creates a new file and writes it completely (as fio lays out files), with
-/// pseudo-random data so reads are not served from sparse holes.
+/// pseudo-random data so reads are not served from sparse holes. Refuses a size the file
+/// system has no room for, and removes the file again if filling it fails.
 pub fn layout(path: &Path, size: u64) -> Result<(), String> {
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    if let Some(free) = free_bytes(dir) {
+        if size > free {
+            return Err(format!(
+                "cannot lay out '{}': the jobs need {size} bytes but its file system has {free} free (set a smaller size)",
+                path.display()
+            ));
+        }
+    }
     let f = OpenOptions::new()
         .write(true)
         .create_new(true)
         .open(path)
         .map_err(|e| format!("cannot create '{}': {e}", path.display()))?;
-    fill_random(f, path, size)
+    fill_random(f, path, size).inspect_err(|_| {
+        let _ = std::fs::remove_file(path);
+    })
+}
+
+/// Bytes an unprivileged writer may still use on the file system holding `dir`.
+fn free_bytes(dir: &Path) -> Option<u64> {
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
+    let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
+    // SAFETY: `c` is a NUL-terminated path and `st` has room for the struct statvfs fills.
+    if unsafe { libc::statvfs(c.as_ptr(), st.as_mut_ptr()) } != 0 {
+        return None;
+    }
+    // SAFETY: statvfs returned 0, so it filled the struct.
+    let st = unsafe { st.assume_init() };
+    Some(st.f_bavail as u64 * st.f_frsize as u64)
 }
 
 /// Overwrites the first `size` bytes of an existing file or block device with

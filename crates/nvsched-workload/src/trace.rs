@@ -118,6 +118,10 @@ pub struct Trace {
     pub devices: Vec<String>,
     /// Per device: the end of its furthest request, bytes.
     pub extents_bytes: Vec<u64>,
+    /// Per device: its lowest request's offset, rounded down to 1 MiB. A replay keeps the
+    /// distances between requests but starts there: a trace of a file at 100 GB into a
+    /// disk needs no 100 GB file.
+    pub lowest_bytes: Vec<u64>,
     /// Records earlier than the one before them: replayed in file order, at their
     /// predecessor's time.
     pub reordered: u64,
@@ -174,6 +178,8 @@ pub enum Outside {
 pub struct DeviceSpan {
     pub base_bytes: u64,
     pub len_bytes: u64,
+    /// The trace offset that lands at `base_bytes`.
+    pub origin_bytes: u64,
 }
 
 /// Where a record lands.
@@ -188,31 +194,46 @@ pub enum Placement {
 impl Trace {
     /// Bytes the job's region needs for nothing to fall outside it.
     pub fn needed_bytes(&self, mapping: DeviceMapping) -> u64 {
-        let rounded = self.extents_bytes.iter().map(|e| e.div_ceil(DEVICE_ALIGN_BYTES) * DEVICE_ALIGN_BYTES);
         match mapping {
-            DeviceMapping::Split => rounded.sum(),
-            DeviceMapping::Shared => rounded.max().unwrap_or(0),
+            DeviceMapping::Split => (0..self.devices.len()).map(|d| self.wanted_bytes(mapping, d)).sum(),
+            DeviceMapping::Shared => (0..self.devices.len()).map(|d| self.wanted_bytes(mapping, d)).max().unwrap_or(0),
         }
+    }
+
+    /// The trace offset that lands at the start of device `d`'s part: its own lowest, or
+    /// with one space for all, the lowest of any.
+    fn origin_bytes(&self, mapping: DeviceMapping, d: usize) -> u64 {
+        match mapping {
+            DeviceMapping::Split => self.lowest_bytes[d],
+            DeviceMapping::Shared => self.lowest_bytes.iter().copied().min().unwrap_or(0),
+        }
+    }
+
+    /// Bytes device `d`'s part needs, from its origin to its furthest request (1 MiB
+    /// aligned).
+    fn wanted_bytes(&self, mapping: DeviceMapping, d: usize) -> u64 {
+        let span = self.extents_bytes[d].saturating_sub(self.origin_bytes(mapping, d));
+        span.div_ceil(DEVICE_ALIGN_BYTES) * DEVICE_ALIGN_BYTES
     }
 
     /// Each device's part of a region of `region_bytes`: laid end to end as they need
     /// when they fit, else shrunk in proportion (4 KiB aligned).
     pub fn device_spans(&self, mapping: DeviceMapping, region_bytes: u64) -> Vec<DeviceSpan> {
         if mapping == DeviceMapping::Shared {
-            return vec![DeviceSpan { base_bytes: 0, len_bytes: region_bytes }; self.devices.len()];
+            let origin_bytes = self.origin_bytes(mapping, 0);
+            return vec![DeviceSpan { base_bytes: 0, len_bytes: region_bytes, origin_bytes }; self.devices.len()];
         }
         let needed = self.needed_bytes(mapping);
         let mut base = 0;
-        self.extents_bytes
-            .iter()
-            .map(|&e| {
-                let want = e.div_ceil(DEVICE_ALIGN_BYTES) * DEVICE_ALIGN_BYTES;
+        (0..self.devices.len())
+            .map(|d| {
+                let want = self.wanted_bytes(mapping, d);
                 let len = if needed <= region_bytes {
                     want
                 } else {
                     ((region_bytes as u128 * want as u128 / needed as u128) as u64) / 4096 * 4096
                 };
-                let span = DeviceSpan { base_bytes: base, len_bytes: len };
+                let span = DeviceSpan { base_bytes: base, len_bytes: len, origin_bytes: self.origin_bytes(mapping, d) };
                 base += len;
                 span
             })
@@ -223,12 +244,13 @@ impl Trace {
 /// Where `r` lands, given its device's span.
 pub fn place(r: &TraceRecord, span: DeviceSpan, outside: Outside) -> Placement {
     let len = u64::from(r.len_bytes);
-    if r.offset_bytes + len <= span.len_bytes {
-        return Placement::At(span.base_bytes + r.offset_bytes);
+    let offset = r.offset_bytes.saturating_sub(span.origin_bytes);
+    if offset + len <= span.len_bytes {
+        return Placement::At(span.base_bytes + offset);
     }
     match outside {
         Outside::Wrap if len <= span.len_bytes => {
-            let mut off = r.offset_bytes % span.len_bytes;
+            let mut off = offset % span.len_bytes;
             if off + len > span.len_bytes {
                 off = (span.len_bytes - len) / SECTOR_BYTES * SECTOR_BYTES;
             }
@@ -318,9 +340,15 @@ fn read_lines(
             Line::Other => {}
         }
     }
-    let Some(b) = b else { return Err(err(0, "the trace has no records".into())) };
+    let Some(mut b) = b else { return Err(err(0, "the trace has no records".into())) };
     if b.trace.records.is_empty() {
         return Err(err(0, format!("no requests in the trace (read as {})", b.trace.format.name())));
+    }
+    // a device with flushes only has no lowest request
+    for lowest in &mut b.trace.lowest_bytes {
+        if *lowest == u64::MAX {
+            *lowest = 0;
+        }
     }
     Ok(b.trace)
 }
@@ -357,6 +385,7 @@ impl Builder {
                 records: Vec::new(),
                 devices: Vec::new(),
                 extents_bytes: Vec::new(),
+                lowest_bytes: Vec::new(),
                 reordered: 0,
                 realigned: 0,
                 empty: 0,
@@ -412,13 +441,18 @@ impl Builder {
             None => {
                 t.devices.push(device.to_string());
                 t.extents_bytes.push(0);
+                t.lowest_bytes.push(u64::MAX);
                 t.devices.len() - 1
             }
         };
         t.has_op[op.index()] = true;
         t.max_len_bytes = t.max_len_bytes.max(len_bytes);
-        let extent = &mut t.extents_bytes[index];
-        *extent = (*extent).max(offset_bytes + u64::from(len_bytes));
+        if op != Op::Flush {
+            let extent = &mut t.extents_bytes[index];
+            *extent = (*extent).max(offset_bytes + u64::from(len_bytes));
+            let lowest = &mut t.lowest_bytes[index];
+            *lowest = (*lowest).min(offset_bytes / DEVICE_ALIGN_BYTES * DEVICE_ALIGN_BYTES);
+        }
         t.records.push(TraceRecord { at_ns, device: index as u32, op, offset_bytes, len_bytes });
         Ok(())
     }
@@ -712,15 +746,32 @@ mod tests {
     }
 
     #[test]
+    fn a_replay_starts_at_each_devices_lowest_request() {
+        // a file 100 GiB into one disk, and a second disk near its start
+        let t = load("0 0 209715200 8 1\n1 0 209717248 8 0\n2 1 2048 8 1\n", None).unwrap();
+        assert_eq!(t.lowest_bytes, vec![100 << 30, 1 << 20]);
+        assert_eq!(t.needed_bytes(DeviceMapping::Split), 3 << 20, "2 MiB and 1 MiB, not 100 GiB");
+        let spans = t.device_spans(DeviceMapping::Split, 3 << 20);
+        assert_eq!(place(&t.records[1], spans[0], Outside::Drop), Placement::At(1 << 20));
+        assert_eq!(place(&t.records[2], spans[1], Outside::Drop), Placement::At(2 << 20));
+        // one space: the distance between the disks is kept
+        assert_eq!(t.needed_bytes(DeviceMapping::Shared), (100 << 30) + (1 << 20));
+    }
+
+    #[test]
     fn devices_split_the_region_or_share_it() {
         let t = load("0 0 0 8 1\n1 1 1000 8 1\n2 0 8 8 1\n", None).unwrap();
         assert_eq!(t.devices, vec!["0", "1"]);
         assert_eq!(t.needed_bytes(DeviceMapping::Split), 2 << 20, "each device rounded up to 1 MiB");
         assert_eq!(t.needed_bytes(DeviceMapping::Shared), 1 << 20);
         let spans = t.device_spans(DeviceMapping::Split, 8 << 20);
-        assert_eq!(spans[1], DeviceSpan { base_bytes: 1 << 20, len_bytes: 1 << 20 });
+        assert_eq!(spans[1], DeviceSpan { base_bytes: 1 << 20, len_bytes: 1 << 20, origin_bytes: 0 });
         let small = t.device_spans(DeviceMapping::Split, 1 << 20);
-        assert_eq!(small[1], DeviceSpan { base_bytes: 512 << 10, len_bytes: 512 << 10 }, "shrunk in proportion");
+        assert_eq!(
+            small[1],
+            DeviceSpan { base_bytes: 512 << 10, len_bytes: 512 << 10, origin_bytes: 0 },
+            "shrunk in proportion"
+        );
         let r = rec(0, 1, Op::Read, 600 << 10, 4096);
         assert_eq!(place(&r, small[1], Outside::Drop), Placement::Dropped);
         assert_eq!(place(&r, small[1], Outside::Wrap), Placement::Wrapped((512 << 10) + (88 << 10)));
