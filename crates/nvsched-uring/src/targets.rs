@@ -127,7 +127,7 @@ fn free_bytes(dir: &Path) -> Option<u64> {
     }
     // SAFETY: statvfs returned 0, so it filled the struct.
     let st = unsafe { st.assume_init() };
-    Some(u64::from(st.f_bavail).saturating_mul(u64::from(st.f_frsize)))
+    Some(st.f_bavail.saturating_mul(st.f_frsize))
 }
 
 /// Overwrites the first `size` bytes of an existing file or block device with
