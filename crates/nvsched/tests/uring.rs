@@ -194,6 +194,22 @@ fn a_trace_with_writes_is_refused_on_an_existing_file_and_replays_its_reads() {
 }
 
 #[test]
+fn a_file_larger_than_the_free_space_is_refused_before_writing() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let data = d.join("huge.dat");
+    let job = write_job(&d, "h.fio", &format!("[h]\nfilename={}\nsize=900t\nrw=randread\ndirect=1\n", data.display()));
+    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("the jobs need 989560464998400 bytes but its file system has"), "{err}");
+    assert!(!data.exists(), "nothing was created");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
 fn plot_draws_a_real_run_and_its_policy_series() {
     if skip() {
         return;
