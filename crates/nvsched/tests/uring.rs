@@ -50,15 +50,21 @@ fn checksum(p: &Path) -> u32 {
     crc32c::crc32c(&std::fs::read(p).unwrap())
 }
 
+/// A file nvsched did not create (`len` bytes in `d`), and its checksum.
+fn precious_file(d: &Path, len: usize) -> (PathBuf, u32) {
+    let data = d.join("precious.dat");
+    std::fs::write(&data, vec![7u8; len]).unwrap();
+    let before = checksum(&data);
+    (data, before)
+}
+
 #[test]
 fn refuses_to_write_an_existing_file_and_leaves_it_unchanged() {
     if skip() {
         return;
     }
     let d = dir();
-    let data = d.join("precious.dat");
-    std::fs::write(&data, vec![7u8; 1 << 20]).unwrap();
-    let before = checksum(&data);
+    let (data, before) = precious_file(&d, 1 << 20);
     let job =
         write_job(&d, "w.fio", &format!("[w]\nfilename={}\nsize=1m\nrw=randwrite\nbs=4k\ndirect=1\n", data.display()));
     let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring"]);
@@ -169,9 +175,7 @@ fn a_trace_with_writes_is_refused_on_an_existing_file_and_replays_its_reads() {
         return;
     }
     let d = dir();
-    let data = d.join("precious.dat");
-    std::fs::write(&data, vec![7u8; 1 << 20]).unwrap();
-    let before = checksum(&data);
+    let (data, before) = precious_file(&d, 1 << 20);
     std::fs::write(
         d.join("t.iolog"),
         "fio version 3 iolog\n0 x add\n0 x read 0 4096\n100 x write 8192 4096\n200 x read 65536 8192\n",
@@ -292,9 +296,7 @@ fn calibrate_only_reads_an_existing_file() {
         return;
     }
     let d = dir();
-    let data = d.join("precious.dat");
-    std::fs::write(&data, vec![3u8; 4 << 20]).unwrap();
-    let before = checksum(&data);
+    let (data, before) = precious_file(&d, 4 << 20);
     let profile = d.join("fitted.toml");
     let out = nvsched(&[
         "calibrate",
