@@ -18,8 +18,8 @@ use std::time::Instant;
 
 /// Design, compare and tune host I/O schedulers for NVMe SSDs.
 ///
-/// nvsched runs fio job files against a simulated NVMe SSD (or, with --engine uring, a real
-/// device) through a pluggable host
+/// nvsched runs fio job files, and the block traces they replay (read_iolog=), against a
+/// simulated NVMe SSD (or, with --engine uring, a real device) through a pluggable host
 /// I/O scheduler and reports like fio (normal, json, json+, terse); it reproduces the
 /// papers' experiments (repro), tunes K2's bound (tune) and fits profiles to real devices
 /// (calibrate, compare).
@@ -101,7 +101,7 @@ impl DeviceArgs {
 
 #[derive(Args)]
 struct RunArgs {
-    /// fio job file.
+    /// fio job file (a job with read_iolog=TRACE replays a block trace).
     jobfile: PathBuf,
     /// Scheduling policy and parameters: ID or ID:key=value,... (see `nvsched policies`);
     /// default: the job file's `ioscheduler=`, else none.
