@@ -1,7 +1,8 @@
 //! fio's per-job log files (`write_lat_log`, `write_bw_log`, `write_iops_log`), in fio
 //! 3.33's format: `time_ms, value, direction, block size[, offset], high priority`, one
 //! line per completed I/O, or with `log_avg_msec` one line per window and direction
-//! (block size 0): the mean latency, KiB/s and IOPS of the window.
+//! (block size 0): the mean latency, KiB/s and IOPS of the window. And fio's
+//! `write_iolog`: the I/Os as they are issued, an iolog that `read_iolog` replays.
 
 use nvsched_core::{LogRequest, Nanos, Op};
 use std::fs::File;
@@ -181,6 +182,67 @@ impl IoLogs {
     }
 }
 
+/// fio's `write_iolog` for one job clone: version 3 iolog lines, `TIME_US FILE ACTION
+/// [OFFSET LENGTH]`, times since the run started, offsets within the clone's file, one
+/// line per I/O as it is issued.
+pub struct IssueLog {
+    path: PathBuf,
+    file_name: String,
+    /// Where the clone's file starts on the (simulated) device: offsets are logged
+    /// relative to it, as fio logs file offsets.
+    file_start: u64,
+    out: BufWriter<File>,
+    error: Option<String>,
+}
+
+impl IssueLog {
+    /// Creates (or truncates) `path` and writes the header and the file's `add` and
+    /// `open` lines. Boxed, as [`IoLogs`].
+    pub fn create(path: &Path, file_name: &str, file_start: u64) -> Result<Box<IssueLog>, String> {
+        let file = File::create(path).map_err(|e| format!("cannot create iolog '{}': {e}", path.display()))?;
+        let mut log = Box::new(IssueLog {
+            path: path.to_path_buf(),
+            file_name: file_name.to_string(),
+            file_start,
+            out: BufWriter::new(file),
+            error: None,
+        });
+        let header = writeln!(log.out, "fio version 3 iolog\n0 {file_name} add\n0 {file_name} open");
+        log.note(header);
+        Ok(log)
+    }
+
+    /// Keeps the first write error (reported by [`finish`](Self::finish)).
+    fn note(&mut self, written: std::io::Result<()>) {
+        if let Err(e) = written {
+            self.error.get_or_insert(e.to_string());
+        }
+    }
+
+    /// One I/O issued at `now` (since the run started).
+    pub fn issue(&mut self, now: Nanos, op: Op, offset_bytes: u64, len_bytes: u32) {
+        let action = match op {
+            Op::Read => "read",
+            Op::Write => "write",
+            Op::Discard => "trim",
+            Op::Flush => "sync",
+        };
+        let offset = if op == Op::Flush { 0 } else { offset_bytes.saturating_sub(self.file_start) };
+        let written = writeln!(self.out, "{} {} {action} {offset} {len_bytes}", now.0 / 1_000, self.file_name);
+        self.note(written);
+    }
+
+    /// Writes the `close` line at `end` and flushes; the first write error.
+    pub fn finish(mut self: Box<Self>, end: Nanos) -> Result<(), String> {
+        let closed = writeln!(self.out, "{} {} close", end.0 / 1_000, self.file_name).and_then(|()| self.out.flush());
+        self.note(closed);
+        match self.error {
+            Some(e) => Err(format!("writing iolog '{}': {e}", self.path.display())),
+            None => Ok(()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -193,6 +255,24 @@ mod tests {
 
     fn read(dir: &Path, name: &str) -> Vec<String> {
         std::fs::read_to_string(dir.join(name)).unwrap().lines().map(str::to_string).collect()
+    }
+
+    #[test]
+    fn issue_log_is_fios_version_3_iolog() {
+        let dir = temp_dir("issue");
+        let path = dir.join("w.iolog");
+        let mut log = IssueLog::create(&path, "f.0.0", 1 << 20).unwrap();
+        log.issue(Nanos(1_500), Op::Read, (1 << 20) + 8192, 4096);
+        log.issue(Nanos(2_600_000), Op::Write, 1 << 20, 8192);
+        log.issue(Nanos(3_000_000), Op::Flush, 0, 0);
+        log.finish(Nanos(4_000_999)).unwrap();
+        let lines = std::fs::read_to_string(&path).unwrap();
+        assert_eq!(
+            lines,
+            "fio version 3 iolog\n0 f.0.0 add\n0 f.0.0 open\n1 f.0.0 read 8192 4096\n\
+             2600 f.0.0 write 0 8192\n3000 f.0.0 sync 0 0\n4000 f.0.0 close\n"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]

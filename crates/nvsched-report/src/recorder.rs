@@ -2,7 +2,7 @@
 //! when its group reports them, and its log files. Both engines record through one
 //! [`JobRecorder`], so a completion counts the same in simulation and on a real device.
 
-use crate::iolog::IoLogs;
+use crate::iolog::{IoLogs, IssueLog};
 use crate::stats::{JobStats, PercentileKinds};
 use nvsched_core::{IoPrio, Nanos, Op};
 use nvsched_workload::{EngineKind, JobSpec};
@@ -26,6 +26,8 @@ pub struct JobRecorder {
     pub stats: JobStats,
     /// fio-style log files the job asked for.
     pub logs: Option<Box<IoLogs>>,
+    /// `write_iolog`: the clone's issued I/Os.
+    pub issue_log: Option<Box<IssueLog>>,
     /// Also record completion latency per priority (fio's `prios` blocks).
     per_prio: bool,
     /// Synchronous engines have no submission latency: all of it is completion latency.
@@ -42,7 +44,7 @@ impl JobRecorder {
         sync_engine: bool,
         default_prio: IoPrio,
     ) -> JobRecorder {
-        JobRecorder { stats, logs, per_prio, sync_engine, default_prio }
+        JobRecorder { stats, logs, issue_log: None, per_prio, sync_engine, default_prio }
     }
 
     /// The recorder of one clone of `spec`, as both engines set it up: its statistics
@@ -65,6 +67,30 @@ impl JobRecorder {
         let logs = IoLogs::create(&spec.logs, job_number, Path::new("."))?;
         let sync_engine = spec.engine_kind == EngineKind::Sync;
         Ok(JobRecorder::new(stats, logs, per_prio, sync_engine, spec.ioprio()))
+    }
+
+    /// Opens clone `clone`'s `write_iolog`, if the job asks for one; its file starts at
+    /// `file_start` on the device (0 on a real file).
+    pub fn log_issues(&mut self, spec: &JobSpec, clone: u32, file_start: u64) -> Result<(), String> {
+        if let Some(path) = spec.write_iolog_path(clone) {
+            self.issue_log = Some(IssueLog::create(Path::new(&path), &spec.file_name(clone), file_start)?);
+        }
+        Ok(())
+    }
+
+    /// An I/O issued at `now`: into the `write_iolog`, if there is one.
+    #[inline]
+    pub fn on_issue(&mut self, now: Nanos, op: Op, offset_bytes: u64, len_bytes: u32) {
+        if let Some(log) = &mut self.issue_log {
+            log.issue(now, op, offset_bytes, len_bytes);
+        }
+    }
+
+    /// Closes the clone's log files at `end`; the first write error.
+    pub fn finish_logs(&mut self, end: Nanos) -> Result<(), String> {
+        let completed = self.logs.take().map_or(Ok(()), |l| l.finish());
+        let issued = self.issue_log.take().map_or(Ok(()), |l| l.finish(end));
+        completed.and(issued)
     }
 
     /// Records `io`, completed at `now`; completions before `ramp_end` are warm-up

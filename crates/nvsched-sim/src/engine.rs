@@ -210,8 +210,11 @@ impl<'o> Simulation<'o> {
                 let seed = clone_seed(spec, ordinal, input.seed);
                 let region = regions[job_index][clone as usize];
                 let driver = JobDriver::new(spec_arc.clone(), clone, region, seed).map_err(SimError)?;
-                let rec = JobRecorder::for_job(spec, reporting_group, ordinal as u32, per_prio[job_index])
+                let mut rec = JobRecorder::for_job(spec, reporting_group, ordinal as u32, per_prio[job_index])
                     .map_err(SimError)?;
+                let file_name = spec.file_name(clone);
+                let file_start = files.iter().find(|f| f.name == file_name).map_or(0, |f| f.start);
+                rec.log_issues(spec, clone, file_start).map_err(SimError)?;
                 let prio = spec.ioprio();
                 phases.last_mut().expect("one phase").push(jobs.len() as u32);
                 jobs.push(JobSlot {
@@ -463,6 +466,7 @@ impl<'o> Simulation<'o> {
         let mut parent = NONE;
         for i in 0..self.batch.len() {
             let unit = self.batch[i];
+            self.jobs[j as usize].rec.on_issue(self.now, unit.op, unit.offset_bytes, unit.len_bytes);
             self.device.prefetch(unit.offset_bytes);
             let slot = self.alloc_slot();
             let rec = &mut self.rqs[slot as usize];
@@ -721,9 +725,7 @@ impl<'o> Simulation<'o> {
         self.counters.events = self.events.processed();
         let end = self.now;
         for j in &mut self.jobs {
-            if let Some(logs) = j.rec.logs.take() {
-                logs.finish().map_err(SimError)?;
-            }
+            j.rec.finish_logs(end).map_err(SimError)?;
         }
         let clones = self
             .jobs

@@ -247,7 +247,8 @@ fn run_on(
             let seed = clone_seed(spec, ordinal, opts.seed);
             let driver = JobDriver::new(arc.clone(), clone, region, seed)?;
             phases.last_mut().expect("one phase").push(clones.len() as u32);
-            let rec = JobRecorder::for_job(spec, reporting_group, ordinal as u32, per_prio[job_index])?;
+            let mut rec = JobRecorder::for_job(spec, reporting_group, ordinal as u32, per_prio[job_index])?;
+            rec.log_issues(spec, clone, 0)?;
             clones.push(CloneState {
                 driver,
                 rec,
@@ -306,9 +307,7 @@ fn run_on(
     e.event_loop()?;
     let end = e.now();
     for c in &mut e.clones {
-        if let Some(logs) = c.rec.logs.take() {
-            logs.finish()?;
-        }
+        c.rec.finish_logs(end)?;
     }
     let (verify_errors, verified_blocks) = e.verify_phase()?;
     let (u1, s1) = usage();
@@ -515,6 +514,7 @@ impl Engine {
         self.requests += 1;
         let clone = &mut self.clones[c as usize];
         clone.rec.stats.record_issue_depth(clone.driver.inflight());
+        clone.rec.on_issue(now, unit.op, unit.offset_bytes, unit.len_bytes);
         let s = &mut self.slots[slot as usize];
         s.generation = s.generation.wrapping_add(1);
         if unit.op == Op::Write && clone.verify {

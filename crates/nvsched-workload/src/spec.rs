@@ -257,6 +257,8 @@ pub struct JobSpec {
     pub logs: LogRequest,
     /// `read_iolog` and the `replay_*` options: a trace replayed instead of `rw`/`bs`.
     pub replay: ReplaySpec,
+    /// `write_iolog`: where the job's issued I/Os are logged as fio's iolog.
+    pub write_iolog: Option<String>,
 }
 
 /// How a job replays a block trace.
@@ -300,6 +302,13 @@ pub const DEFAULT_PERCENTILES: [f64; 17] =
 pub const DEFAULT_RANDSEED: u64 = 0x89;
 
 impl JobSpec {
+    /// Where clone `clone` logs its issued I/Os (`write_iolog`): the name as given, with
+    /// `.CLONE` added when the job has several clones.
+    pub fn write_iolog_path(&self, clone: u32) -> Option<String> {
+        let name = self.write_iolog.as_ref()?;
+        Some(if self.numjobs > 1 { format!("{name}.{clone}") } else { name.clone() })
+    }
+
     /// The trace this job replays, if any.
     pub fn trace(&self) -> Option<&Arc<Trace>> {
         self.replay.trace.as_ref()
@@ -391,6 +400,7 @@ impl JobSpec {
                 outside: Outside::Drop,
                 trace: None,
             },
+            write_iolog: None,
         }
     }
 
@@ -1121,6 +1131,19 @@ pub static OPTIONS: &[OptionDef] = &[
         }
     ),
     opt!(
+        "write_iolog",
+        [],
+        None,
+        "log the issued I/Os as fio's iolog (version 3; FILE.N per clone with numjobs), for read_iolog",
+        |j, v| {
+            if v.trim().is_empty() {
+                return Err("write_iolog needs a file name".into());
+            }
+            j.write_iolog = Some(v.trim().to_string());
+            Ok(())
+        }
+    ),
+    opt!(
         "trace_format",
         [],
         None,
@@ -1227,7 +1250,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "zonemode",
     "zonesize",
     "verify_pattern",
-    "write_iolog",
     "replay_redirect",
     "replay_align",
     "replay_scale",

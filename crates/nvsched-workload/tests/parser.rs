@@ -512,3 +512,13 @@ fn replay_errors_name_the_job_file_line_and_the_trace_line() {
         assert!(e.contains(prefix) && e.contains(message), "{job}: {e}");
     }
 }
+
+#[test]
+fn write_iolog_names_one_file_per_clone() {
+    assert_eq!(job("write_iolog=w.log").write_iolog_path(0).as_deref(), Some("w.log"));
+    let two = job("write_iolog=w.log\nnumjobs=2");
+    assert_eq!((two.write_iolog_path(0), two.write_iolog_path(1)), (Some("w.log.0".into()), Some("w.log.1".into())));
+    assert!(job("rw=read").write_iolog_path(0).is_none());
+    let e = parse("[a]\nwrite_iolog=\n").unwrap_err().to_string();
+    assert!(e.contains("test.fio:2: option 'write_iolog': write_iolog needs a file name"), "{e}");
+}

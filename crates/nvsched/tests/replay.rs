@@ -114,3 +114,35 @@ fn an_ftrace_capture_of_fio_replays_what_fio_and_the_filesystem_issued() {
     assert_eq!(r["format"], "ftrace");
     assert_eq!(r["records"], 628, "one per block_bio_queue event; block_rq_issue left out");
 }
+
+#[test]
+fn write_iolog_records_what_read_iolog_replays() {
+    let dir = std::env::temp_dir().join(format!("nvsched-replay-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let (first, second) = (dir.join("first.iolog"), dir.join("second.iolog"));
+    let job = format!(
+        "[w]\nfilename=/dev/nvme0n1\nsize=16m\nrw=randrw\nbs=4k\nioengine=io_uring\niodepth=4\nio_size=2m\nfsync=16\nwrite_iolog={}\n",
+        first.display()
+    );
+    let made = run("write-iolog.fio", &job, &[]);
+    // replay it, logging the replay in turn
+    let replay = format!("[r]\nread_iolog={}\nsize=16m\nwrite_iolog={}\n", first.display(), second.display());
+    let replayed = run("replay-iolog.fio", &replay, &["--sched", "k2:bound=2"]);
+    for dir in ["read", "write", "sync"] {
+        assert_eq!(made["jobs"][0][dir]["total_ios"], replayed["jobs"][0][dir]["total_ios"], "{dir}");
+    }
+    let requests = |p: &Path| -> Vec<String> {
+        let text = std::fs::read_to_string(p).unwrap();
+        assert!(text.starts_with("fio version 3 iolog\n"), "{text}");
+        // ACTION OFFSET LENGTH of each I/O, without the time and file name
+        text.lines()
+            .filter(|l| l.split(' ').count() == 5)
+            .map(|l| l.splitn(3, ' ').nth(2).unwrap().to_string())
+            .collect()
+    };
+    let (a, b) = (requests(&first), requests(&second));
+    let syncs = made["jobs"][0]["sync"]["total_ios"].as_u64().unwrap() as usize;
+    assert!(syncs > 10, "a sync after every 16 writes: {syncs}");
+    assert_eq!(a.len(), 512 + syncs, "2 MiB of 4 KiB I/Os and the syncs");
+    assert_eq!(a, b, "the replay issues the same I/Os in the same order, at the same file offsets");
+}
