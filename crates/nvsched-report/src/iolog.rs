@@ -233,7 +233,7 @@ impl IssueLog {
     }
 
     /// Writes the `close` line at `end` and flushes; the first write error.
-    pub fn finish(mut self: Box<Self>, end: Nanos) -> Result<(), String> {
+    pub fn finish(mut self, end: Nanos) -> Result<(), String> {
         let closed = writeln!(self.out, "{} {} close", end.0 / 1_000, self.file_name).and_then(|()| self.out.flush());
         self.note(closed);
         match self.error {

@@ -89,7 +89,7 @@ impl JobRecorder {
     /// Closes the clone's log files at `end`; the first write error.
     pub fn finish_logs(&mut self, end: Nanos) -> Result<(), String> {
         let completed = self.logs.take().map_or(Ok(()), |l| l.finish());
-        let issued = self.issue_log.take().map_or(Ok(()), |l| l.finish(end));
+        let issued = self.issue_log.take().map_or(Ok(()), |l| (*l).finish(end));
         completed.and(issued)
     }
 
