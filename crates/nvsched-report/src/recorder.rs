@@ -71,10 +71,19 @@ impl JobRecorder {
 
     /// Opens clone `clone`'s `write_iolog`, if the job asks for one; its file starts at
     /// `file_start` on the device (0 on a real file).
+    /// Refuses a path that is anything but a plain file (a device, a directory) or that is
+    /// the clone's own data file: a log must not overwrite data.
     pub fn log_issues(&mut self, spec: &JobSpec, clone: u32, file_start: u64) -> Result<(), String> {
-        if let Some(path) = spec.write_iolog_path(clone) {
-            self.issue_log = Some(IssueLog::create(Path::new(&path), &spec.file_name(clone), file_start)?);
+        let Some(path) = spec.write_iolog_path(clone) else { return Ok(()) };
+        let data_file = spec.file_name(clone);
+        let not_plain = std::fs::metadata(&path).is_ok_and(|m| !m.is_file());
+        if not_plain || Path::new(&path) == Path::new(&data_file) {
+            return Err(format!(
+                "job '{}': write_iolog '{path}' is not a plain file of its own (a device, a directory or the job's data file); refusing to overwrite it",
+                spec.name
+            ));
         }
+        self.issue_log = Some(IssueLog::create(Path::new(&path), &data_file, file_start)?);
         Ok(())
     }
 

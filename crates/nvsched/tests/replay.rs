@@ -146,3 +146,24 @@ fn write_iolog_records_what_read_iolog_replays() {
     assert_eq!(a.len(), 512 + syncs, "2 MiB of 4 KiB I/Os and the syncs");
     assert_eq!(a, b, "the replay issues the same I/Os in the same order, at the same file offsets");
 }
+
+#[test]
+fn write_iolog_never_overwrites_a_device_or_the_data_file() {
+    let cases = [
+        ("/dev/null", "filename=/tmp/x.dat\nsize=1m"),
+        ("/tmp", "filename=/tmp/x.dat\nsize=1m"),
+        ("/tmp/nvsched-same.dat", "filename=/tmp/nvsched-same.dat\nsize=1m"),
+    ];
+    for (name, target) in cases {
+        let job = format!("[w]\n{target}\nrw=write\nwrite_iolog={name}\n");
+        let dir = std::env::temp_dir().join(format!("nvsched-replay-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("refuse.fio");
+        std::fs::write(&path, job).unwrap();
+        let out =
+            Command::new(env!("CARGO_BIN_EXE_nvsched")).args(["run", path.to_str().unwrap(), "-q"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{name}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(err.contains(&format!("write_iolog '{name}' is not a plain file of its own")), "{err}");
+    }
+}
