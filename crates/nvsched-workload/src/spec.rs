@@ -591,6 +591,16 @@ macro_rules! opt {
     };
 }
 
+/// The value trimmed, or `missing` when nothing is left.
+fn non_empty(v: &str, missing: &str) -> Result<String, String> {
+    let v = v.trim();
+    if v.is_empty() {
+        Err(missing.to_string())
+    } else {
+        Ok(v.to_string())
+    }
+}
+
 fn int_in(v: &str, min: i64, max: i64) -> Result<i64, String> {
     parse_int_in(v, min, max)
 }
@@ -1110,10 +1120,7 @@ pub static OPTIONS: &[OptionDef] = &[
         None,
         "scheduling policy in front of the device (fio switches the kernel's scheduler): an ID of `nvsched policies` or ID:key=value,...; --sched overrides it",
         |j, v| {
-            if v.trim().is_empty() {
-                return Err("needs a policy, e.g. ioscheduler=mq-deadline (see `nvsched policies`)".into());
-            }
-            j.ioscheduler = Some(v.trim().to_string());
+            j.ioscheduler = Some(non_empty(v, "needs a policy, e.g. ioscheduler=mq-deadline (see `nvsched policies`)")?);
             Ok(())
         }
     ),
@@ -1123,10 +1130,7 @@ pub static OPTIONS: &[OptionDef] = &[
         None,
         "replay this block trace (fio iolog v2/v3, DiskSim, SPC, MSR, blkparse or ftrace text); relative to the job file",
         |j, v| {
-            if v.trim().is_empty() {
-                return Err("read_iolog needs a trace file".into());
-            }
-            j.replay.read_iolog = Some(v.trim().to_string());
+            j.replay.read_iolog = Some(non_empty(v, "read_iolog needs a trace file")?);
             Ok(())
         }
     ),
@@ -1136,10 +1140,7 @@ pub static OPTIONS: &[OptionDef] = &[
         None,
         "log the issued I/Os as fio's iolog (version 3; FILE.N per clone with numjobs), for read_iolog",
         |j, v| {
-            if v.trim().is_empty() {
-                return Err("write_iolog needs a file name".into());
-            }
-            j.write_iolog = Some(v.trim().to_string());
+            j.write_iolog = Some(non_empty(v, "write_iolog needs a file name")?);
             Ok(())
         }
     ),
