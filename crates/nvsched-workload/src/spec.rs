@@ -276,13 +276,17 @@ pub struct ReplaySpec {
     pub skip: [bool; 4],
     pub devices: DeviceMapping,
     pub outside: Outside,
+    /// `replay_scale`: the trace's offsets are divided by this.
+    pub offset_divisor: u64,
+    /// `replay_align`: and then aligned down to this many bytes.
+    pub align_bytes: u64,
     /// The trace, read once the job's options are all known.
     pub trace: Option<Arc<Trace>>,
 }
 
 impl ReplaySpec {
-    /// Where the trace's records land: `due` after the replay starts (at the trace's
-    /// pace, scaled), skipped directions left out.
+    /// When a record `at_ns` after the trace's first is due, after the replay's start: at
+    /// the trace's pace scaled by `replay_time_scale`, or at once (`replay_no_stall`).
     pub fn due_ns(&self, at_ns: u64) -> u64 {
         if self.no_stall {
             0
@@ -398,6 +402,8 @@ impl JobSpec {
                 skip: [false; 4],
                 devices: DeviceMapping::Split,
                 outside: Outside::Drop,
+                offset_divisor: 1,
+                align_bytes: 512,
                 trace: None,
             },
             write_iolog: None,
@@ -1177,6 +1183,29 @@ pub static OPTIONS: &[OptionDef] = &[
         j.replay.skip = skip;
         Ok(())
     }),
+    opt!("replay_scale", [], None, "divide the trace's offsets by this (fio's replay_scale)", |j, v| {
+        j.replay.offset_divisor = parse_int_in(v, 1, i64::from(u32::MAX))? as u64;
+        Ok(())
+    }),
+    opt!("replay_align", [], None, "align the trace's offsets down to this many bytes (a multiple of 512)", |j, v| {
+        let bytes = parse_size(v, j.kb_base)?;
+        if bytes == 0 || bytes % 512 != 0 {
+            return Err(format!("'{v}' is not a positive multiple of 512 bytes"));
+        }
+        j.replay.align_bytes = bytes;
+        Ok(())
+    }),
+    opt!(
+        "replay_redirect",
+        [],
+        None,
+        "replay every trace device onto this file or device: filename=VALUE with replay_devices=shared",
+        |j, v| {
+            j.filename = Some(non_empty(v, "replay_redirect needs a file or device")?);
+            j.replay.devices = DeviceMapping::Shared;
+            Ok(())
+        }
+    ),
     opt!(
         "replay_devices",
         [],
@@ -1251,9 +1280,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "zonemode",
     "zonesize",
     "verify_pattern",
-    "replay_redirect",
-    "replay_align",
-    "replay_scale",
     "read_iolog_chunked",
     "merge_blktrace_file",
     "merge_blktrace_scalars",
@@ -1438,8 +1464,9 @@ fn finish_job(job: &mut JobSpec, _warnings: &mut [String]) -> Result<(), JobFile
     Ok(())
 }
 
-/// Traces already read, by path and format: jobs that share one read it once.
-type TraceCache = Vec<((PathBuf, Option<TraceFormat>), Arc<Trace>)>;
+/// Traces already read, by path, format, `replay_scale` and `replay_align`: jobs that
+/// share one read it once.
+type TraceCache = Vec<((PathBuf, Option<TraceFormat>, u64, u64), Arc<Trace>)>;
 
 /// Options a replayed trace decides instead (fio ignores them with `read_iolog`).
 const REPLAY_OVERRIDES: [&str; 9] =
@@ -1480,14 +1507,17 @@ fn load_replay(job: &mut JobSpec, traces: &mut TraceCache, warnings: &mut Vec<St
         Some(dir) if path.is_relative() => dir.join(path),
         _ => path.to_path_buf(),
     };
-    let key = (path.clone(), job.replay.format);
+    let (divisor, align) = (job.replay.offset_divisor, job.replay.align_bytes);
+    let key = (path.clone(), job.replay.format, divisor, align);
     let trace = match traces.iter().find(|(k, _)| *k == key) {
         Some((_, t)) => t.clone(),
         None => {
-            let t = Arc::new(
-                load_trace(&path, job.replay.format)
-                    .map_err(|e| JobFileError::new(&at, Some("read_iolog"), e.to_string()))?,
-            );
+            let mut t = load_trace(&path, job.replay.format)
+                .map_err(|e| JobFileError::new(&at, Some("read_iolog"), e.to_string()))?;
+            if (divisor, align) != (1, 512) {
+                t.rescale_offsets(divisor, align);
+            }
+            let t = Arc::new(t);
             traces.push((key, t.clone()));
             t
         }

@@ -192,6 +192,21 @@ pub enum Placement {
 }
 
 impl Trace {
+    /// fio's `replay_scale` and `replay_align`: every offset divided by `divisor`, then
+    /// aligned down to `align_bytes`; where each device starts and ends follows.
+    pub fn rescale_offsets(&mut self, divisor: u64, align_bytes: u64) {
+        self.extents_bytes.iter_mut().for_each(|e| *e = 0);
+        self.lowest_bytes.iter_mut().for_each(|l| *l = u64::MAX);
+        for r in &mut self.records {
+            if r.op == Op::Flush {
+                continue;
+            }
+            r.offset_bytes = r.offset_bytes / divisor / align_bytes * align_bytes;
+            note_extent(&mut self.extents_bytes, &mut self.lowest_bytes, r);
+        }
+        settle_lowest(&mut self.lowest_bytes);
+    }
+
     /// Bytes the job's region needs for nothing to fall outside it.
     pub fn needed_bytes(&self, mapping: DeviceMapping) -> u64 {
         match mapping {
@@ -239,6 +254,19 @@ impl Trace {
             })
             .collect()
     }
+}
+
+/// Widens `r`'s device to hold it: its furthest end, and its lowest offset (1 MiB aligned;
+/// `u64::MAX` until a request is seen).
+fn note_extent(extents_bytes: &mut [u64], lowest_bytes: &mut [u64], r: &TraceRecord) {
+    let d = r.device as usize;
+    extents_bytes[d] = extents_bytes[d].max(r.offset_bytes + u64::from(r.len_bytes));
+    lowest_bytes[d] = lowest_bytes[d].min(r.offset_bytes / DEVICE_ALIGN_BYTES * DEVICE_ALIGN_BYTES);
+}
+
+/// A device with flushes only has no lowest request: it starts at 0.
+fn settle_lowest(lowest_bytes: &mut [u64]) {
+    lowest_bytes.iter_mut().filter(|l| **l == u64::MAX).for_each(|l| *l = 0);
 }
 
 /// Where `r` lands, given its device's span.
@@ -344,12 +372,7 @@ fn read_lines(
     if b.trace.records.is_empty() {
         return Err(err(0, format!("no requests in the trace (read as {})", b.trace.format.name())));
     }
-    // a device with flushes only has no lowest request
-    for lowest in &mut b.trace.lowest_bytes {
-        if *lowest == u64::MAX {
-            *lowest = 0;
-        }
-    }
+    settle_lowest(&mut b.trace.lowest_bytes);
     Ok(b.trace)
 }
 
@@ -447,13 +470,11 @@ impl Builder {
         };
         t.has_op[op.index()] = true;
         t.max_len_bytes = t.max_len_bytes.max(len_bytes);
+        let record = TraceRecord { at_ns, device: index as u32, op, offset_bytes, len_bytes };
         if op != Op::Flush {
-            let extent = &mut t.extents_bytes[index];
-            *extent = (*extent).max(offset_bytes + u64::from(len_bytes));
-            let lowest = &mut t.lowest_bytes[index];
-            *lowest = (*lowest).min(offset_bytes / DEVICE_ALIGN_BYTES * DEVICE_ALIGN_BYTES);
+            note_extent(&mut t.extents_bytes, &mut t.lowest_bytes, &record);
         }
-        t.records.push(TraceRecord { at_ns, device: index as u32, op, offset_bytes, len_bytes });
+        t.records.push(record);
         Ok(())
     }
 }

@@ -501,10 +501,16 @@ fn replay_errors_name_the_job_file_line_and_the_trace_line() {
         ("[a]\nreplay_skip=reads\n", "", "j.fio:2: option 'replay_skip': ", "'reads' is not a direction"),
         ("[a]\nreplay_devices=one\n", "", "j.fio:2: option 'replay_devices': ", "'one' is neither split nor shared"),
         (
-            "[a]\nreplay_redirect=/dev/x\n",
+            "[a]\nmerge_blktrace_file=m\n",
             "",
-            "j.fio:2: option 'replay_redirect': ",
+            "j.fio:2: option 'merge_blktrace_file': ",
             "is a fio option nvsched does not support",
+        ),
+        (
+            "[a]\nreplay_align=1000\n",
+            "",
+            "j.fio:2: option 'replay_align': ",
+            "'1000' is not a positive multiple of 512 bytes",
         ),
     ];
     for (job, trace, prefix, message) in cases {
@@ -521,4 +527,19 @@ fn write_iolog_names_one_file_per_clone() {
     assert!(job("rw=read").write_iolog_path(0).is_none());
     let e = parse("[a]\nwrite_iolog=\n").unwrap_err().to_string();
     assert!(e.contains("test.fio:2: option 'write_iolog': write_iolog needs a file name"), "{e}");
+}
+
+#[test]
+fn replay_scale_align_and_redirect_as_in_fio() {
+    let path = job_file_with_trace(
+        "[a]\nread_iolog=t.trace\nreplay_scale=2\nreplay_align=4k\nreplay_redirect=/dev/nvme0n1\n",
+        "0 0 20480 8 1\n1 3 8001 8 1\n",
+    );
+    let f = parse_file(&path).unwrap();
+    let a = &f.jobs[0];
+    let offsets: Vec<u64> = a.trace().unwrap().records.iter().map(|r| r.offset_bytes).collect();
+    // 10 MiB / 2 = 5 MiB; 4,096,512 / 2 = 2,048,256, down to 4 KiB: 2,048,000
+    assert_eq!(offsets, [5 << 20, 2_048_000]);
+    assert_eq!(a.trace().unwrap().lowest_bytes, [5 << 20, 1 << 20]);
+    assert_eq!((a.filename.as_deref(), a.replay.devices), (Some("/dev/nvme0n1"), trace::DeviceMapping::Shared));
 }
