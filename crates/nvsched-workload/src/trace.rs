@@ -1,8 +1,8 @@
 //! Block traces for replay (`read_iolog=`): fio's iolog v2/v3, DiskSim ASCII (MQSim's
 //! nanosecond variant and DiskSim's milliseconds), SPC/UMass CSV, MSR Cambridge CSV,
-//! blkparse text and the kernel's ftrace block events. Each becomes one list of records with times relative to the first
-//! record; where a record lands on the device is the replaying driver's business
-//! ([`Trace::device_spans`], [`Trace::place`]).
+//! blkparse text and the kernel's ftrace block events. Each becomes one list of records
+//! with times relative to the first record; where a record lands in the job's file is
+//! the replaying driver's business ([`Trace::device_spans`], [`place`]).
 
 use nvsched_core::Op;
 use std::fmt;
@@ -69,10 +69,14 @@ impl TraceFormat {
         if line.starts_with("fio version ") {
             return Some(TraceFormat::Fio);
         }
-        if line.starts_with("# tracer:") || FTRACE_EVENTS.iter().any(|e| line.contains(e)) {
+        let tokens: Vec<&str> = line.split_whitespace().collect();
+        // ftrace: "TASK-PID [CPU] FLAGS SECONDS: event: ...", a block event or any other
+        let cpu =
+            tokens.iter().position(|t| t.strip_prefix('[').and_then(|t| t.strip_suffix(']')).is_some_and(is_digits));
+        let stamp = cpu.and_then(|c| tokens.get(c + 2)).and_then(|t| t.strip_suffix(':'));
+        if FTRACE_EVENTS.iter().any(|e| line.contains(e)) || stamp.is_some_and(|t| t.parse::<f64>().is_ok()) {
             return Some(TraceFormat::Ftrace);
         }
-        let tokens: Vec<&str> = line.split_whitespace().collect();
         let is_dev = |t: &str| t.split_once(',').is_some_and(|(a, b)| is_digits(a) && is_digits(b));
         if tokens.len() >= 7 && is_dev(tokens[0]) && tokens[3].contains('.') {
             return Some(TraceFormat::Blkparse);
@@ -735,6 +739,14 @@ mod tests {
             }
             assert_eq!(load(text, Some(format)).unwrap(), t, "naming the format reads the same");
         }
+    }
+
+    #[test]
+    fn an_ftrace_capture_is_told_by_its_first_event_whatever_it_is() {
+        let text = "# tracer: nop\n#\n  bash-1 [000] ..... 5.000001: sched_switch: prev=bash\n\
+                    fio-2 [001] ..... 5.000101: block_bio_queue: 8,0 R 8 + 8 [fio]\n";
+        let t = load(text, None).unwrap();
+        assert_eq!((t.format, t.records.len()), (TraceFormat::Ftrace, 1));
     }
 
     #[test]
