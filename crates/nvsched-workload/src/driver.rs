@@ -333,12 +333,17 @@ impl JobDriver {
             let unit = match self.pending.take() {
                 Some(unit) => unit,
                 None => {
-                    let next = if self.replay.is_some() { self.next_replayed() } else { Some(self.gen.next_unit()) };
-                    let Some(mut unit) = next else {
+                    let next = if self.replay.is_some() {
+                        self.next_replayed()
+                    } else {
+                        let mut unit = self.gen.next_unit();
+                        unit.prio = self.prio_of(unit.op);
+                        Some(unit)
+                    };
+                    let Some(unit) = next else {
                         self.stop_issuing();
                         break;
                     };
-                    unit.prio = self.prio_of(unit.op);
                     unit
                 }
             };
@@ -419,31 +424,31 @@ impl JobDriver {
             return None;
         };
         let region = self.gen.region();
-        loop {
-            let rec = trace.records.get(r.next)?;
+        let (rec, offset) = loop {
+            let rec = *trace.records.get(r.next)?;
             r.next += 1;
             if self.spec.replay.skip[rec.op.index()] {
                 r.stats.skipped += 1;
                 continue;
             }
-            let offset = if rec.op == Op::Flush {
-                0
-            } else {
-                match place(rec, r.spans[rec.device as usize], self.spec.replay.outside) {
-                    Placement::At(o) => region.start + o,
-                    Placement::Wrapped(o) => {
-                        r.stats.wrapped += 1;
-                        region.start + o
-                    }
-                    Placement::Dropped => {
-                        r.stats.dropped += 1;
-                        continue;
-                    }
+            if rec.op == Op::Flush {
+                break (rec, 0);
+            }
+            match place(&rec, r.spans[rec.device as usize], self.spec.replay.outside) {
+                Placement::At(o) => break (rec, region.start + o),
+                Placement::Wrapped(o) => {
+                    r.stats.wrapped += 1;
+                    break (rec, region.start + o);
                 }
-            };
-            r.due = Nanos(start.0.saturating_add(self.spec.replay.due_ns(rec.at_ns)));
-            return Some(IoUnit { op: rec.op, offset_bytes: offset, len_bytes: rec.len_bytes, prio: self.prio });
-        }
+                Placement::Dropped => r.stats.dropped += 1,
+            }
+        };
+        r.due = Nanos(start.0.saturating_add(self.spec.replay.due_ns(rec.at_ns)));
+        let prio = match rec.prio {
+            Some(p) if self.spec.replay.trace_ioprio => p,
+            _ => self.prio_of(rec.op),
+        };
+        Some(IoUnit { op: rec.op, offset_bytes: offset, len_bytes: rec.len_bytes, prio })
     }
 
     /// When the replayed unit just taken is not due yet, its time; else counts it as

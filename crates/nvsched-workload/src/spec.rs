@@ -280,6 +280,8 @@ pub struct ReplaySpec {
     pub offset_divisor: u64,
     /// `replay_align`: and then aligned down to this many bytes.
     pub align_bytes: u64,
+    /// `replay_ioprio`: requests keep the priority the trace gives them (else the job's).
+    pub trace_ioprio: bool,
     /// The trace, read once the job's options are all known.
     pub trace: Option<Arc<Trace>>,
 }
@@ -404,6 +406,7 @@ impl JobSpec {
                 outside: Outside::Drop,
                 offset_divisor: 1,
                 align_bytes: 512,
+                trace_ioprio: false,
                 trace: None,
             },
             write_iolog: None,
@@ -438,6 +441,9 @@ impl JobSpec {
     /// Every priority this job's I/Os can carry.
     pub fn ioprios(&self) -> Vec<IoPrio> {
         let mut all = vec![self.ioprio()];
+        if let Some(t) = self.trace().filter(|_| self.replay.trace_ioprio) {
+            all.extend(t.prios.iter().filter(|p| **p != self.ioprio()));
+        }
         for op in [Op::Read, Op::Write] {
             if let Some((_, p)) = self.cmdprio(op) {
                 if !all.contains(&p) {
@@ -1183,6 +1189,16 @@ pub static OPTIONS: &[OptionDef] = &[
         j.replay.skip = skip;
         Ok(())
     }),
+    opt!(
+        "replay_ioprio",
+        [],
+        Some("1"),
+        "nvsched: each replayed request keeps the I/O priority its trace gives it (ftrace's block_rq_* events)",
+        |j, v| {
+            j.replay.trace_ioprio = parse_bool(v)?;
+            Ok(())
+        }
+    ),
     opt!("replay_scale", [], None, "divide the trace's offsets by this (fio's replay_scale)", |j, v| {
         j.replay.offset_divisor = parse_int_in(v, 1, i64::from(u32::MAX))? as u64;
         Ok(())

@@ -4,7 +4,7 @@
 //! with times relative to the first record; where a record lands in the job's file is
 //! the replaying driver's business ([`Trace::device_spans`], [`place`]).
 
-use nvsched_core::Op;
+use nvsched_core::{IoPrio, Op, PrioClass};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -110,6 +110,8 @@ pub struct TraceRecord {
     /// In the trace device's own space.
     pub offset_bytes: u64,
     pub len_bytes: u32,
+    /// The I/O priority the trace gives it (ftrace's `block_rq_*` events), if any.
+    pub prio: Option<IoPrio>,
 }
 
 /// A trace read into memory.
@@ -137,6 +139,8 @@ pub struct Trace {
     pub has_op: [bool; 4],
     /// The longest request, bytes.
     pub max_len_bytes: u32,
+    /// The I/O priorities the trace's requests carry, in order of first appearance.
+    pub prios: Vec<IoPrio>,
 }
 
 /// A trace that cannot be read, with the file and line.
@@ -362,11 +366,11 @@ fn read_lines(
             TraceFormat::Ftrace => parse_ftrace(line, &mut b.ftrace_event),
         };
         match parsed.map_err(|m| err(at, m))? {
-            Line::Request { time_ns, device, op, offset_bytes, len_bytes, preflush } => {
+            Line::Request { time_ns, device, op, offset_bytes, len_bytes, preflush, prio } => {
                 if preflush {
-                    b.push(time_ns, device, Op::Flush, 0, 0).map_err(|m| err(at, m))?
+                    b.push(time_ns, device, Op::Flush, 0, 0, prio).map_err(|m| err(at, m))?
                 }
-                b.push(time_ns, device, op, offset_bytes, len_bytes).map_err(|m| err(at, m))?
+                b.push(time_ns, device, op, offset_bytes, len_bytes, prio).map_err(|m| err(at, m))?
             }
             Line::WaitUntil(time_ns) => b.wait_until(time_ns),
             Line::Other => {}
@@ -384,8 +388,17 @@ fn read_lines(
 #[derive(Debug, PartialEq)]
 enum Line<'a> {
     /// A request; `time_ns` `None` for fio v2 (no times: as soon as possible).
-    /// `preflush`: a flush goes first (the block layer's `F` before the operation).
-    Request { time_ns: Option<u64>, device: &'a str, op: Op, offset_bytes: u64, len_bytes: u64, preflush: bool },
+    /// `preflush`: a flush goes first (the block layer's `F` before the operation);
+    /// `prio`: the priority the trace gives it.
+    Request {
+        time_ns: Option<u64>,
+        device: &'a str,
+        op: Op,
+        offset_bytes: u64,
+        len_bytes: u64,
+        preflush: bool,
+        prio: Option<IoPrio>,
+    },
     /// fio v2's `wait`: later requests no earlier than this.
     WaitUntil(u64),
     /// Not a request (a file action, another blkparse event, a summary line).
@@ -418,6 +431,7 @@ impl Builder {
                 empty: 0,
                 has_op: [false; 4],
                 max_len_bytes: 0,
+                prios: Vec::new(),
             },
             first_ns: None,
             last_ns: 0,
@@ -430,7 +444,15 @@ impl Builder {
         self.last_ns = self.last_ns.max(time_ns);
     }
 
-    fn push(&mut self, time_ns: Option<u64>, device: &str, op: Op, offset: u64, len: u64) -> Result<(), String> {
+    fn push(
+        &mut self,
+        time_ns: Option<u64>,
+        device: &str,
+        op: Op,
+        offset: u64,
+        len: u64,
+        prio: Option<IoPrio>,
+    ) -> Result<(), String> {
         if op != Op::Flush && len == 0 {
             self.trace.empty += 1;
             return Ok(());
@@ -474,7 +496,10 @@ impl Builder {
         };
         t.has_op[op.index()] = true;
         t.max_len_bytes = t.max_len_bytes.max(len_bytes);
-        let record = TraceRecord { at_ns, device: index as u32, op, offset_bytes, len_bytes };
+        if let Some(p) = prio.filter(|p| !t.prios.contains(p)) {
+            t.prios.push(p);
+        }
+        let record = TraceRecord { at_ns, device: index as u32, op, offset_bytes, len_bytes, prio };
         if op != Op::Flush {
             note_extent(&mut t.extents_bytes, &mut t.lowest_bytes, &record);
         }
@@ -527,7 +552,15 @@ fn parse_fio(line: &str, version: u32) -> Result<Line<'_>, String> {
         "write" => Op::Write,
         "trim" => Op::Discard,
         "sync" | "datasync" => {
-            return Ok(Line::Request { time_ns, device, op: Op::Flush, offset_bytes: 0, len_bytes: 0, preflush: false })
+            return Ok(Line::Request {
+                time_ns,
+                device,
+                op: Op::Flush,
+                offset_bytes: 0,
+                len_bytes: 0,
+                preflush: false,
+                prio: None,
+            })
         }
         other => {
             return Err(format!(
@@ -537,7 +570,7 @@ fn parse_fio(line: &str, version: u32) -> Result<Line<'_>, String> {
     };
     let offset_bytes = number(field(rest, 2, "offset", expected)?, "offset")?;
     let len_bytes = number(field(rest, 3, "length", expected)?, "length")?;
-    Ok(Line::Request { time_ns, device, op, offset_bytes, len_bytes, preflush: false })
+    Ok(Line::Request { time_ns, device, op, offset_bytes, len_bytes, preflush: false, prio: None })
 }
 
 fn parse_disksim(line: &str, millis: bool) -> Result<Line<'_>, String> {
@@ -553,7 +586,7 @@ fn parse_disksim(line: &str, millis: bool) -> Result<Line<'_>, String> {
     let len_bytes = sectors(field(&t, 3, "size", EXPECTED)?, "size (sectors)")?;
     let flags: u64 = number(field(&t, 4, "flags", EXPECTED)?, "flags")?;
     let op = if flags & 1 == 1 { Op::Read } else { Op::Write };
-    Ok(Line::Request { time_ns: Some(time_ns), device, op, offset_bytes, len_bytes, preflush: false })
+    Ok(Line::Request { time_ns: Some(time_ns), device, op, offset_bytes, len_bytes, preflush: false, prio: None })
 }
 
 fn parse_spc(line: &str) -> Result<Line<'_>, String> {
@@ -568,7 +601,7 @@ fn parse_spc(line: &str) -> Result<Line<'_>, String> {
         other => return Err(format!("opcode '{other}' is neither r nor w")),
     };
     let time_ns = float_ns(field(&f, 4, "timestamp", EXPECTED)?, "timestamp (s)", 1e9)?;
-    Ok(Line::Request { time_ns: Some(time_ns), device, op, offset_bytes, len_bytes, preflush: false })
+    Ok(Line::Request { time_ns: Some(time_ns), device, op, offset_bytes, len_bytes, preflush: false, prio: None })
 }
 
 fn parse_msr(line: &str) -> Result<Line<'_>, String> {
@@ -586,7 +619,15 @@ fn parse_msr(line: &str) -> Result<Line<'_>, String> {
     };
     let offset_bytes = number(field(&f, 4, "offset", EXPECTED)?, "offset (bytes)")?;
     let len_bytes = number(field(&f, 5, "size", EXPECTED)?, "size (bytes)")?;
-    Ok(Line::Request { time_ns: Some(ticks.saturating_mul(100)), device, op, offset_bytes, len_bytes, preflush: false })
+    Ok(Line::Request {
+        time_ns: Some(ticks.saturating_mul(100)),
+        device,
+        op,
+        offset_bytes,
+        len_bytes,
+        preflush: false,
+        prio: None,
+    })
 }
 
 fn parse_blkparse(line: &str) -> Result<Line<'_>, String> {
@@ -628,6 +669,20 @@ fn parse_ftrace<'a>(line: &'a str, taken: &mut Option<&'static str>) -> Result<L
     block_request(time_ns, t[0], t[1], rest)
 }
 
+/// The kernel's `CLASS,HINT,LEVEL` (`rt,0,0`, `be,0,4`); `none` is no priority.
+fn ioprio_of(token: &str) -> Option<IoPrio> {
+    let mut parts = token.split(',');
+    let class = match parts.next()? {
+        "rt" => PrioClass::RealTime,
+        "be" => PrioClass::BestEffort,
+        "idle" => PrioClass::Idle,
+        _ => return None,
+    };
+    let _hint = parts.next()?;
+    let level: u8 = parts.next()?.parse().ok().filter(|l| *l < IoPrio::LEVELS)?;
+    parts.next().is_none().then_some(IoPrio::new(class, level))
+}
+
 /// A block-layer event's request: its RWBS flags and `SECTOR + SECTORS` (blkparse's and
 /// the kernel's spelling: an `F` first is a pre-flush, `N` no data, `FN`/`FF` a flush).
 fn block_request<'a>(time_ns: u64, device: &'a str, rwbs: &str, rest: &[&str]) -> Result<Line<'a>, String> {
@@ -651,11 +706,14 @@ fn block_request<'a>(time_ns: u64, device: &'a str, rwbs: &str, rest: &[&str]) -
             offset_bytes: 0,
             len_bytes: 0,
             preflush: false,
+            prio: None,
         });
     }
-    let [sector, "+", count, ..] = rest else {
+    let [sector, "+", count, after @ ..] = rest else {
         return Err("a request of data reads 'SECTOR + SECTORS'".into());
     };
+    // Linux 6's block_rq_* events add the priority as CLASS,HINT,LEVEL
+    let prio = after.first().and_then(|t| ioprio_of(t));
     let offset_bytes = sectors(sector, "sector")?;
     let len_bytes = sectors(count, "sectors")?;
     if preflush && len_bytes == 0 {
@@ -667,9 +725,10 @@ fn block_request<'a>(time_ns: u64, device: &'a str, rwbs: &str, rest: &[&str]) -
             offset_bytes: 0,
             len_bytes: 0,
             preflush: false,
+            prio,
         });
     }
-    Ok(Line::Request { time_ns: Some(time_ns), device, op, offset_bytes, len_bytes, preflush })
+    Ok(Line::Request { time_ns: Some(time_ns), device, op, offset_bytes, len_bytes, preflush, prio })
 }
 
 #[cfg(test)]
@@ -687,7 +746,7 @@ mod tests {
     }
 
     fn rec(at_ns: u64, device: u32, op: Op, offset_bytes: u64, len_bytes: u32) -> TraceRecord {
-        TraceRecord { at_ns, device, op, offset_bytes, len_bytes }
+        TraceRecord { at_ns, device, op, offset_bytes, len_bytes, prio: None }
     }
 
     #[test]
@@ -747,6 +806,19 @@ mod tests {
                     fio-2 [001] ..... 5.000101: block_bio_queue: 8,0 R 8 + 8 [fio]\n";
         let t = load(text, None).unwrap();
         assert_eq!((t.format, t.records.len()), (TraceFormat::Ftrace, 1));
+    }
+
+    #[test]
+    fn block_rq_events_carry_their_priority() {
+        let text = "fio-1 [000] ..... 1.000000: block_rq_issue: 254,0 RS 4096 () 8 + 8 rt,0,0 [fio]\n\
+                    fio-2 [001] ..... 1.000010: block_rq_issue: 254,0 RS 4096 () 16 + 8 be,0,4 [fio]\n\
+                    kw-3 [001] ..... 1.000020: block_rq_issue: 254,0 WS 4096 () 24 + 8 none,0,0 [kw]\n";
+        let t = load(text, None).unwrap();
+        let prios: Vec<Option<IoPrio>> = t.records.iter().map(|r| r.prio).collect();
+        assert_eq!(prios, [Some(IoPrio::rt(0)), Some(IoPrio::be(4)), None]);
+        assert_eq!(t.prios, [IoPrio::rt(0), IoPrio::be(4)]);
+        assert_eq!(ioprio_of("idle,0,7"), Some(IoPrio::new(PrioClass::Idle, 7)));
+        assert_eq!(ioprio_of("be,0,8"), None, "levels are 0..=7");
     }
 
     #[test]

@@ -167,3 +167,25 @@ fn write_iolog_never_overwrites_a_device_or_the_data_file() {
         assert!(err.contains(&format!("write_iolog '{name}' is not a plain file of its own")), "{err}");
     }
 }
+
+#[test]
+fn replay_ioprio_keeps_the_priorities_a_capture_recorded() {
+    let capture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/ftrace/fio-rt-be.ftrace");
+    let job = format!("[r]\nread_iolog={}\nioengine=io_uring\niodepth=16\n", capture.display());
+    let prios = |v: &Value| -> Vec<(u64, u64, u64)> {
+        let blocks = v["jobs"][0]["read"]["prios"].as_array().cloned().unwrap_or_default();
+        blocks
+            .iter()
+            .map(|p| {
+                (p["prioclass"].as_u64().unwrap(), p["prio"].as_u64().unwrap(), p["clat_ns"]["N"].as_u64().unwrap())
+            })
+            .collect()
+    };
+    // what fio's two jobs issued: 300 real-time reads and 1200 best-effort ones at level 4
+    let kept = run("ioprio.fio", &format!("{job}replay_ioprio=1\n"), &[]);
+    assert_eq!(prios(&kept), [(1, 0, 300), (2, 4, 1200)]);
+    // without it, every request has the job's priority: no per-priority blocks
+    let plain = run("no-ioprio.fio", &job, &[]);
+    assert_eq!(plain["jobs"][0]["read"]["total_ios"], 1500);
+    assert!(prios(&plain).is_empty());
+}
