@@ -172,7 +172,7 @@ fn job_value(job: &JobStats, group_bw: &[f64; 3], bins: bool) -> Value {
     let mut m = Map::new();
     m.insert("jobname".into(), json!(job.name));
     m.insert("groupid".into(), json!(job.groupid));
-    m.insert("error".into(), json!(0));
+    m.insert("error".into(), json!(job.error.as_ref().map_or(0, |e| e.errno)));
     m.insert("eta".into(), json!(0));
     m.insert("elapsed".into(), json!((job.runtime.0 + 500_000_000) / 1_000_000_000));
     if !job.job_options.is_empty() {
@@ -210,9 +210,9 @@ fn job_value(job: &JobStats, group_bw: &[f64; 3], bins: bool) -> Value {
     m.insert("latency_us".into(), map_of(us));
     m.insert("latency_ms".into(), map_of(ms));
     m.insert("latency_depth".into(), json!(job.iodepth));
-    m.insert("latency_target".into(), json!(0));
-    m.insert("latency_percentile".into(), json!(100.0));
-    m.insert("latency_window".into(), json!(0));
+    m.insert("latency_target".into(), json!(job.latency_target_ns));
+    m.insert("latency_percentile".into(), json!(job.latency_percentile));
+    m.insert("latency_window".into(), json!(job.latency_window_us));
     Value::Object(m)
 }
 

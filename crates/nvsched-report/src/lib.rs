@@ -13,7 +13,7 @@ pub mod terse;
 
 pub use hist::FioHistogram;
 pub use recorder::{CompletedIo, JobRecorder};
-pub use stats::{DirStats, JobStats, LatStats, PercentileKinds};
+pub use stats::{DirStats, JobError, JobStats, LatStats, PercentileKinds};
 
 use std::io::Write;
 use std::path::Path;

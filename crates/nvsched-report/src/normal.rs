@@ -279,10 +279,14 @@ pub fn render(r: &RunReport) -> String {
     for job in &r.jobs {
         let _ = writeln!(
             out,
-            "{}: (groupid={}, jobs={}): err= 0: pid=0: {}",
+            "{}: (groupid={}, jobs={}): err={}: pid=0: {}",
             job.name,
             job.groupid,
             job.clones,
+            match &job.error {
+                None => " 0".to_string(),
+                Some(e) => format!("{} (func={}, error={})", e.errno, e.func, e.error),
+            },
             crate::ctime(r.timestamp_ms / 1000)
         );
         if let Some(desc) = &job.description {
@@ -307,7 +311,11 @@ pub fn render(r: &RunReport) -> String {
             "     issued rwts: total={},{},{},{} short=0,0,0,0 dropped=0,0,0,0",
             job.dirs[0].total_ios, job.dirs[1].total_ios, job.dirs[2].total_ios, job.sync.n
         );
-        let _ = writeln!(out, "     latency   : target=0, window=0, percentile=100.00%, depth={}", job.iodepth);
+        let _ = writeln!(
+            out,
+            "     latency   : target={}, window={}, percentile={:.2}%, depth={}",
+            job.latency_target_ns, job.latency_window_us, job.latency_percentile, job.iodepth
+        );
     }
     out.push('\n');
     let mut groups: Vec<u32> = r.jobs.iter().map(|j| j.groupid).collect();

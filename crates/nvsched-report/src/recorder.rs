@@ -3,9 +3,9 @@
 //! [`JobRecorder`], so a completion counts the same in simulation and on a real device.
 
 use crate::iolog::{IoLogs, IssueLog};
-use crate::stats::{JobStats, PercentileKinds};
+use crate::stats::{JobError, JobStats, PercentileKinds};
 use nvsched_core::{IoPrio, Nanos, Op};
-use nvsched_workload::{EngineKind, JobSpec};
+use nvsched_workload::{EngineKind, JobDriver, JobSpec};
 use std::path::Path;
 
 /// One completed request as an engine saw it.
@@ -59,6 +59,9 @@ impl JobRecorder {
         let mut stats = JobStats::new(spec.name.clone(), reporting_group, spec.percentile_list.clone(), spec.iodepth);
         stats.description = spec.description.clone();
         stats.job_options = spec.job_options.clone();
+        stats.latency_target_ns = spec.latency.target.0;
+        stats.latency_window_us = spec.latency.window.0 / 1_000;
+        stats.latency_percentile = spec.latency.percentile;
         stats.set_percentile_kinds(PercentileKinds {
             slat: spec.slat_percentiles,
             clat: spec.clat_percentiles,
@@ -95,11 +98,51 @@ impl JobRecorder {
         }
     }
 
-    /// Closes the clone's log files at `end`; the first write error.
-    pub fn finish_logs(&mut self, end: Nanos) -> Result<(), String> {
+    /// The clone is over at `end`: the depth its latency search settled on goes into its
+    /// statistics (fio's `latency_depth`), and its log files close; the first write error.
+    pub fn finish(&mut self, driver: &JobDriver, end: Nanos) -> Result<(), String> {
+        if let Some(depth) = driver.latency_depth() {
+            self.stats.iodepth = depth;
+        }
         let completed = self.logs.take().map_or(Ok(()), |l| l.finish());
         let issued = self.issue_log.take().map_or(Ok(()), |l| (*l).finish(end));
         completed.and(issued)
+    }
+
+    /// One of the clone's requests completed at `now`: its driver learns of it (depth,
+    /// latency target, `max_latency`) and, if it counts, the statistics record it. Both
+    /// engines complete requests through here.
+    #[inline]
+    pub fn complete(&mut self, driver: &mut JobDriver, io: &CompletedIo, now: Nanos) {
+        let ramp_end = driver.ramp_end();
+        let done = driver.on_complete(now, io.op, now - io.created);
+        if done.counted {
+            self.record(io, now, ramp_end);
+        }
+        if done.restart_stats || done.exceeded.is_some() {
+            self.latency_event(driver, io, now, done.restart_stats, done.exceeded);
+        }
+    }
+
+    /// The latency search's final window starts (statistics restart), or the job failed.
+    #[cold]
+    fn latency_event(
+        &mut self,
+        driver: &JobDriver,
+        io: &CompletedIo,
+        now: Nanos,
+        restart: bool,
+        exceeded: Option<Nanos>,
+    ) {
+        if restart {
+            self.stats.restart();
+        }
+        if let (Some(limit), None) = (exceeded, &self.stats.error) {
+            let file = driver.spec.file_name(driver.clone_index);
+            let latency = now - io.created;
+            self.stats.error =
+                Some(JobError::latency_exceeded(latency, limit, &file, io.op, io.offset_bytes, io.len_bytes));
+        }
     }
 
     /// Records `io`, completed at `now`; completions before `ramp_end` are warm-up

@@ -259,6 +259,50 @@ pub struct JobStats {
     pub ramp_dropped: u64,
     /// `unified_rw_reporting=mixed`: every direction was folded into `dirs[0]`.
     pub unified: bool,
+    /// `latency_target` (ns), `latency_window` (µs) and `latency_percentile`, as fio
+    /// reports them beside `latency_depth`.
+    pub latency_target_ns: u64,
+    pub latency_window_us: u64,
+    pub latency_percentile: f64,
+    /// Why the job failed, if it did (the first clone's error in a merged entry).
+    pub error: Option<JobError>,
+}
+
+/// A job that failed, as fio reports it: `err=110 (func=max latency exceeded,
+/// error=Connection timed out)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct JobError {
+    pub errno: i32,
+    /// What failed, in fio's words.
+    pub func: &'static str,
+    /// `strerror(errno)`.
+    pub error: &'static str,
+    /// The message fio prints when it happens.
+    pub detail: String,
+}
+
+impl JobError {
+    /// fio's ETIMEDOUT: a request took longer than `max_latency` (or `latency_target`).
+    pub fn latency_exceeded(
+        latency: Nanos,
+        limit: Nanos,
+        file: &str,
+        op: Op,
+        offset_bytes: u64,
+        len_bytes: u32,
+    ) -> JobError {
+        JobError {
+            errno: 110,
+            func: "max latency exceeded",
+            error: "Connection timed out",
+            detail: format!(
+                "latency of {} nsec exceeds specified max ({} nsec): {file} {} {offset_bytes} {len_bytes}",
+                latency.0,
+                limit.0,
+                op.name()
+            ),
+        }
+    }
 }
 
 impl JobStats {
@@ -280,7 +324,24 @@ impl JobStats {
             iodepth,
             ramp_dropped: 0,
             unified: false,
+            latency_target_ns: 0,
+            latency_window_us: 0,
+            latency_percentile: 100.0,
+            error: None,
         }
+    }
+
+    /// Forgets everything measured so far, as fio's `reset_all_stats` does when the
+    /// latency search starts its final window; what describes the job stays.
+    pub fn restart(&mut self) {
+        let kinds = self.percentile_kinds;
+        self.dirs = Default::default();
+        self.set_percentile_kinds(kinds);
+        self.sync = LatStats::default();
+        self.depth_levels = [0; 7];
+        self.submit_levels = [0; 7];
+        self.complete_levels = [0; 7];
+        self.runtime = Nanos::ZERO;
     }
 
     /// fio's `unified_rw_reporting=mixed`: reads, writes and trims become one direction,
@@ -386,6 +447,9 @@ impl JobStats {
         self.runtime = self.runtime.max(other.runtime);
         self.clones += other.clones;
         self.ramp_dropped += other.ramp_dropped;
+        if self.error.is_none() {
+            self.error.clone_from(&other.error);
+        }
     }
 
     /// All completions over all directions' histograms (fio's latency_* maps).

@@ -684,24 +684,19 @@ impl<'o> Simulation<'o> {
         let latency = now - rec.created;
         self.counters.latency_sum += latency.0 as f64;
         let job = &mut self.jobs[rec.job as usize];
-        let counted = job.driver.on_complete(now);
         if job.completed_now == 0 {
             self.touched.push(rec.job);
         }
         job.completed_now += 1;
-        let ramp_end = job.driver.ramp_end();
-        // end_fsync's flush is not counted: in the job's runtime, not in its statistics
-        if counted {
-            let io = CompletedIo {
-                op: rec.op,
-                len_bytes: rec.len,
-                offset_bytes: rec.rq.offset_bytes,
-                prio: rec.rq.prio,
-                created: rec.created,
-                inserted: rec.inserted,
-            };
-            job.rec.record(&io, now, ramp_end);
-        }
+        let io = CompletedIo {
+            op: rec.op,
+            len_bytes: rec.len,
+            offset_bytes: rec.rq.offset_bytes,
+            prio: rec.rq.prio,
+            created: rec.created,
+            inserted: rec.inserted,
+        };
+        job.rec.complete(&mut job.driver, &io, now);
         let mut as_issued = rec.rq;
         as_issued.op = rec.op;
         as_issued.len_bytes = rec.len;
@@ -725,7 +720,7 @@ impl<'o> Simulation<'o> {
         self.counters.events = self.events.processed();
         let end = self.now;
         for j in &mut self.jobs {
-            j.rec.finish_logs(end).map_err(SimError)?;
+            j.rec.finish(&j.driver, end).map_err(SimError)?;
         }
         let clones = self
             .jobs

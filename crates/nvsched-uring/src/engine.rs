@@ -307,7 +307,7 @@ fn run_on(
     e.event_loop()?;
     let end = e.now();
     for c in &mut e.clones {
-        c.rec.finish_logs(end)?;
+        c.rec.finish(&c.driver, end)?;
     }
     let (verify_errors, verified_blocks) = e.verify_phase()?;
     let (u1, s1) = usage();
@@ -710,13 +710,9 @@ impl Engine {
                 (s.clone, io)
             };
             let clone = &mut self.clones[c as usize];
-            let counted = clone.driver.on_complete(now);
             clone.kick = true;
             clone.completed_now += 1;
-            // end_fsync's flush is not counted: in the job's runtime, not in its statistics
-            if counted {
-                clone.rec.record(&io, now, clone.driver.ramp_end());
-            }
+            clone.rec.complete(&mut clone.driver, &io, now);
             let s = &mut self.slots[m as usize];
             s.state = State::Free;
             s.merged_next = NONE;

@@ -3,6 +3,7 @@
 //! requests are served.
 
 use crate::gen::{IoGenerator, IoUnit, Region};
+use crate::latency_target::{LatencyProbe, Verdict};
 use crate::spec::{EngineKind, JobSpec, RateProcess};
 use crate::trace::{place, DeviceSpan, Placement};
 use nvsched_core::{IoPrio, Nanos, Op, SimRng};
@@ -70,6 +71,28 @@ pub struct JobDriver {
     /// The trace this clone replays (`read_iolog`), in place of `gen` (boxed: the
     /// generated workloads' drivers stay small).
     replay: Option<Box<Replay>>,
+    /// `latency_target`'s search for a depth (boxed: most jobs have none).
+    latency: Option<Box<LatencyProbe>>,
+    /// A lower depth was chosen: issue nothing until the requests out have completed.
+    draining: bool,
+    /// Once drained, the statistics restart (the latency search's final window).
+    restart_when_drained: bool,
+    /// The job failed (`max_latency`): it issues nothing more and counts nothing more.
+    failed: bool,
+}
+
+/// What one completion meant for its job.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completed {
+    /// It counts in the job's statistics and logs: all do but the end-of-pass flush,
+    /// which fio does not account, and whatever completes after the job failed.
+    pub counted: bool,
+    /// The statistics restart now, after this completion (the latency search found its
+    /// depth; fio resets the job's statistics for the final window).
+    pub restart_stats: bool,
+    /// The request exceeded this limit (`max_latency`, or a 100% `latency_target` at
+    /// depth 1) and failed the job, as fio does with ETIMEDOUT.
+    pub exceeded: Option<Nanos>,
 }
 
 /// How a clone's replay went: what it issued, left out and how late.
@@ -180,6 +203,10 @@ impl JobDriver {
             next_pass_end: if io_limit > pass_bytes { pass_bytes } else { u64::MAX },
             finished_at: None,
             replay,
+            latency: None,
+            draining: false,
+            restart_when_drained: false,
+            failed: false,
         })
     }
 
@@ -191,6 +218,10 @@ impl JobDriver {
         self.end = (self.spec.runtime > Nanos::ZERO).then(|| now + self.spec.ramp_time + self.spec.runtime);
         self.rate_next = [now; 3];
         self.think_until = now;
+        self.latency = LatencyProbe::new(&self.spec.latency, self.depth, now).map(Box::new);
+        if let Some(p) = &self.latency {
+            self.depth = p.depth();
+        }
     }
 
     pub fn started_at(&self) -> Option<Nanos> {
@@ -209,6 +240,10 @@ impl JobDriver {
     }
     pub fn depth(&self) -> u32 {
         self.depth
+    }
+    /// The depth `latency_target`'s search is at (fio's `latency_depth`), if it searches.
+    pub fn latency_depth(&self) -> Option<u32> {
+        self.latency.as_ref().map(|p| p.depth())
     }
     /// The job's own priority (`prioclass`/`prio`), which I/Os carry unless `cmdprio`'s.
     pub fn default_prio(&self) -> IoPrio {
@@ -316,7 +351,7 @@ impl JobDriver {
             self.mark_finished(now);
             return if self.inflight == 0 { Poll::Finished } else { Poll::Blocked };
         }
-        if self.quiescing {
+        if self.quiescing || self.draining {
             return Poll::Blocked;
         }
         if now < self.think_until {
@@ -505,19 +540,77 @@ impl JobDriver {
         Some(Nanos::from_secs_f64(gap_s))
     }
 
-    /// One of this clone's requests completed. Returns whether it counts in the job's
-    /// statistics and logs: all do but the end-of-pass flush, which fio does not account.
-    pub fn on_complete(&mut self, now: Nanos) -> bool {
+    /// One of this clone's requests completed at `now`, `latency` after it was issued:
+    /// what that means for the job's statistics.
+    pub fn on_complete(&mut self, now: Nanos, op: Op, latency: Nanos) -> Completed {
         debug_assert!(self.inflight > 0, "completion without a request in flight");
-        let counted = !self.end_flush_inflight;
+        let mut done =
+            Completed { counted: !self.end_flush_inflight && !self.failed, restart_stats: false, exceeded: None };
         self.end_flush_inflight = false;
         self.inflight = self.inflight.saturating_sub(1);
+        // fio judges latencies only of what it accounts: not during ramp_time
+        if done.counted && now >= self.ramp_end {
+            if self.spec.max_latency > Nanos::ZERO && latency > self.spec.max_latency {
+                done.exceeded = Some(self.spec.max_latency);
+                self.fail(now);
+            } else if self.latency.is_some() && op.is_data() && !self.draining {
+                // requests issued at a depth found too deep are not judged again: fio
+                // drains them to avoid "a storm of ramp downs"
+                done.exceeded = self.judge_latency(now, latency);
+            }
+        }
         if self.quiescing && self.inflight == 0 {
             self.quiescing = false;
             self.think_until = now + self.spec.thinktime;
         }
+        if self.draining && self.inflight == 0 {
+            self.draining = false;
+            if let Some(p) = &mut self.latency {
+                p.new_window(now);
+            }
+            if std::mem::take(&mut self.restart_when_drained) {
+                self.ramp_end = now;
+                done.restart_stats = true;
+            }
+        }
         self.mark_finished(now);
-        counted
+        done
+    }
+
+    /// `latency_target`'s search takes one completion and applies its verdict; returns
+    /// the target when a miss failed the job. Out of line: only such jobs come here.
+    #[cold]
+    #[inline(never)]
+    fn judge_latency(&mut self, now: Nanos, latency: Nanos) -> Option<Nanos> {
+        let probe = self.latency.as_mut()?;
+        let verdict = probe.on_complete(now, latency);
+        self.depth = probe.depth();
+        match verdict {
+            Verdict::Keep | Verdict::Raised => {}
+            // fio lets what is out complete before it goes on at a lower depth
+            Verdict::Lowered => self.draining = true,
+            Verdict::FinalRun => {
+                self.draining = true;
+                self.restart_when_drained = true;
+            }
+            Verdict::Done => self.stop_issuing(),
+            Verdict::Failed => {
+                self.fail(now);
+                return Some(self.spec.latency.target);
+            }
+        }
+        None
+    }
+
+    /// The job fails at `now` (fio's ETIMEDOUT): it issues nothing more, owes no flush,
+    /// and its runtime ends here.
+    fn fail(&mut self, now: Nanos) {
+        self.failed = true;
+        self.stopped = true;
+        self.pending = None;
+        self.flush_due = FlushDue::No;
+        self.draining = false;
+        self.finished_at.get_or_insert(now);
     }
 }
 
@@ -553,7 +646,7 @@ mod tests {
                     _ => (writes, writes_rt) = (writes + 1, writes_rt + u32::from(rt)),
                 }
             }
-            d.on_complete(Nanos(i));
+            d.on_complete(Nanos(i), Op::Read, Nanos::ZERO);
         }
         let share = f64::from(reads_rt) / f64::from(reads);
         assert!((0.28..0.32).contains(&share), "{reads_rt} of {reads} reads");
@@ -567,10 +660,10 @@ mod tests {
         while d.poll(Nanos::ZERO, &mut out) == Poll::Ready {}
         assert_eq!(out.len(), 8, "thinktime_blocks caps what is out, not iodepth");
         for i in 1..=7u64 {
-            d.on_complete(Nanos(i * 1000));
+            d.on_complete(Nanos(i * 1000), Op::Read, Nanos::ZERO);
             assert_eq!(d.poll(Nanos(i * 1000), &mut out), Poll::Blocked, "waits for all 8 (fio's quiesce)");
         }
-        d.on_complete(Nanos(9_000));
+        d.on_complete(Nanos(9_000), Op::Read, Nanos::ZERO);
         assert_eq!(d.poll(Nanos(9_000), &mut out), Poll::WaitUntil(Nanos(1_009_000)), "then thinks");
         out.clear();
         while d.poll(Nanos(1_009_000), &mut out) == Poll::Ready {}
@@ -597,7 +690,7 @@ mod tests {
         assert_eq!(d.poll(Nanos::ZERO, &mut out), Poll::Ready);
         assert_eq!(out.len(), 1);
         assert_eq!(d.poll(Nanos::ZERO, &mut out), Poll::Blocked);
-        d.on_complete(Nanos(100_000));
+        d.on_complete(Nanos(100_000), Op::Read, Nanos::ZERO);
         assert_eq!(d.poll(Nanos(100_000), &mut out), Poll::WaitUntil(Nanos(2_100_000)));
         assert_eq!(d.poll(Nanos(2_100_000), &mut out), Poll::Ready);
     }
@@ -621,7 +714,7 @@ mod tests {
         while d.poll(Nanos::ZERO, &mut out) == Poll::Ready {}
         assert_eq!(out.len(), 10);
         for _ in 0..10 {
-            d.on_complete(Nanos(5));
+            d.on_complete(Nanos(5), Op::Read, Nanos::ZERO);
         }
         assert_eq!(d.poll(Nanos(5), &mut out), Poll::Finished);
         assert_eq!(d.finished_at(), Some(Nanos(5)));
@@ -666,8 +759,8 @@ mod tests {
         while d.poll(Nanos::ZERO, &mut out) == Poll::Ready {}
         assert_eq!(out.len(), 2, "stops at the fsync point");
         assert_eq!(d.poll(Nanos::ZERO, &mut out), Poll::Blocked, "drains first");
-        d.on_complete(Nanos(1));
-        d.on_complete(Nanos(2));
+        d.on_complete(Nanos(1), Op::Read, Nanos::ZERO);
+        d.on_complete(Nanos(2), Op::Read, Nanos::ZERO);
         assert_eq!(d.poll(Nanos(2), &mut out), Poll::Ready);
         assert_eq!(out[2].op, Op::Flush);
     }
@@ -684,7 +777,7 @@ mod tests {
                 Poll::Ready => {
                     for _ in before..out.len() {
                         t += Nanos(1_000);
-                        counted.push(d.on_complete(t));
+                        counted.push(d.on_complete(t, Op::Read, Nanos::ZERO).counted);
                     }
                 }
                 Poll::Blocked => panic!("blocked with nothing in flight at {t:?}"),
@@ -724,7 +817,7 @@ mod tests {
                 _ => {
                     now = next_completion.expect("blocked with nothing in flight");
                     inflight.remove(0);
-                    d.on_complete(now);
+                    d.on_complete(now, Op::Read, Nanos::ZERO);
                 }
             }
         }
@@ -838,14 +931,14 @@ mod tests {
         assert_eq!(out.len(), 4);
         assert_eq!(d.poll(Nanos::from_ms(2), &mut out), Poll::Blocked, "drains first");
         for i in 1..4 {
-            assert!(d.on_complete(Nanos::from_ms(2) + Nanos(i)));
+            assert!(d.on_complete(Nanos::from_ms(2) + Nanos(i), Op::Read, Nanos::ZERO).counted);
         }
         assert_eq!(d.poll(Nanos::from_ms(3), &mut out), Poll::Blocked);
-        assert!(d.on_complete(Nanos::from_ms(3)));
+        assert!(d.on_complete(Nanos::from_ms(3), Op::Read, Nanos::ZERO).counted);
         assert_eq!(d.finished_at(), None, "the flush is still owed");
         assert_eq!(d.poll(Nanos::from_ms(3), &mut out), Poll::Ready);
         assert_eq!(out.last().map(|u| u.op), Some(Op::Flush));
-        assert!(!d.on_complete(Nanos::from_ms(4)), "not counted");
+        assert!(!d.on_complete(Nanos::from_ms(4), Op::Read, Nanos::ZERO).counted, "not counted");
         assert_eq!(d.poll(Nanos::from_ms(4), &mut out), Poll::Finished);
         assert_eq!(d.finished_at(), Some(Nanos::from_ms(4)), "the job's runtime includes it");
     }
@@ -857,11 +950,11 @@ mod tests {
         while d.poll(Nanos::ZERO, &mut out) == Poll::Ready {}
         d.terminate(Nanos(10));
         assert_eq!(d.poll(Nanos(10), &mut out), Poll::Blocked, "in-flight writes complete first");
-        d.on_complete(Nanos(20));
-        d.on_complete(Nanos(30));
+        d.on_complete(Nanos(20), Op::Read, Nanos::ZERO);
+        d.on_complete(Nanos(30), Op::Read, Nanos::ZERO);
         assert_eq!(d.poll(Nanos(30), &mut out), Poll::Ready);
         assert_eq!(out.iter().map(|u| u.op).collect::<Vec<_>>(), [Op::Write, Op::Write, Op::Flush]);
-        assert!(!d.on_complete(Nanos(40)));
+        assert!(!d.on_complete(Nanos(40), Op::Read, Nanos::ZERO).counted);
         assert_eq!(d.poll(Nanos(40), &mut out), Poll::Finished);
         // terminated before its startdelay: done at once, nothing issued, nothing owed
         let mut d = driver("[a]\nrw=write\nend_fsync=1\nstartdelay=1\nsize=1m\n");
@@ -886,5 +979,86 @@ mod tests {
         assert_eq!(d.end(), Some(Nanos::from_ms(2)));
         let mut out = Vec::new();
         assert_eq!(d.poll(Nanos::from_ms(2), &mut out), Poll::Finished);
+    }
+
+    #[test]
+    fn max_latency_fails_the_job_and_stops_it() {
+        let mut d = driver(
+            "[a]\nioengine=io_uring\niodepth=4\nrw=randread\nmax_latency=100\ntime_based\nruntime=1\nend_fsync=1\n",
+        );
+        let mut out = Vec::new();
+        while d.poll(Nanos::ZERO, &mut out) == Poll::Ready {}
+        assert_eq!(out.len(), 4);
+        let fast = d.on_complete(Nanos::from_us(50), Op::Read, Nanos::from_us(50));
+        assert!(fast.counted && fast.exceeded.is_none());
+        let slow = d.on_complete(Nanos::from_us(150), Op::Read, Nanos::from_us(150));
+        assert_eq!((slow.counted, slow.exceeded), (true, Some(Nanos::from_us(100))), "the slow one counts, as in fio");
+        out.clear();
+        assert_eq!(d.poll(Nanos::from_us(150), &mut out), Poll::Blocked, "nothing more is issued, no flush either");
+        assert!(out.is_empty());
+        assert!(
+            !d.on_complete(Nanos::from_us(160), Op::Read, Nanos::ZERO).counted,
+            "what completes after counts no more"
+        );
+        d.on_complete(Nanos::from_us(170), Op::Read, Nanos::ZERO);
+        assert_eq!(d.poll(Nanos::from_us(170), &mut out), Poll::Finished);
+        assert_eq!(d.finished_at(), Some(Nanos::from_us(150)), "its runtime ends with the failure");
+    }
+
+    /// Runs `d` against a device where a request takes 100 us per request in flight when
+    /// it was issued; returns the completions' outcomes and the most in flight beyond the
+    /// depth the driver had then.
+    fn run_against_queueing_device(d: &mut JobDriver) -> (Vec<Completed>, u32) {
+        let mut due: std::collections::BinaryHeap<std::cmp::Reverse<(Nanos, Nanos)>> = Default::default();
+        let (mut now, mut out, mut outcomes, mut excess) = (Nanos::ZERO, Vec::new(), Vec::new(), 0);
+        loop {
+            out.clear();
+            match d.poll(now, &mut out) {
+                Poll::Finished => return (outcomes, excess),
+                Poll::Ready => {
+                    for _ in &out {
+                        due.push(std::cmp::Reverse((now + Nanos::from_us(100 * u64::from(d.inflight())), now)));
+                    }
+                    excess = excess.max(d.inflight().saturating_sub(d.depth()));
+                    continue;
+                }
+                Poll::WaitUntil(_) | Poll::Blocked => {}
+            }
+            let std::cmp::Reverse((at, issued)) = due.pop().expect("blocked with nothing in flight");
+            now = at;
+            outcomes.push(d.on_complete(now, Op::Read, now - issued));
+        }
+    }
+
+    #[test]
+    fn latency_target_finds_the_deepest_queue_that_meets_it_then_stops() {
+        // 100 us per request in flight: depths up to 10 meet 1 ms
+        let mut d = driver("[a]\nioengine=io_uring\niodepth=64\nrw=randread\nlatency_target=1ms\nlatency_window=20ms\ntime_based\nruntime=10\n");
+        let (outcomes, excess) = run_against_queueing_device(&mut d);
+        assert_eq!(excess, 0, "never more in flight than the depth it issued at");
+        assert_eq!(d.latency_depth(), Some(10));
+        assert_eq!(
+            outcomes.iter().filter(|c| c.restart_stats).count(),
+            1,
+            "statistics restart once, for the final window"
+        );
+        assert!(outcomes.iter().all(|c| c.exceeded.is_none()));
+        let end = d.finished_at().unwrap();
+        assert!(end < Nanos::from_secs(1), "it stops once the final window held, long before runtime: {end}");
+        assert!(d.ramp_end() > Nanos::ZERO && end - d.ramp_end() >= Nanos::from_ms(20), "the final window is measured");
+    }
+
+    #[test]
+    fn latency_target_at_depth_one_fails_only_a_hundred_percent_target() {
+        // every request takes 100 us at depth 1: a 50 us target cannot be met
+        let mut d =
+            driver("[a]\nioengine=io_uring\niodepth=8\nrw=randread\nlatency_target=50\ntime_based\nruntime=1\n");
+        let (outcomes, _) = run_against_queueing_device(&mut d);
+        assert_eq!(outcomes.iter().filter_map(|c| c.exceeded).collect::<Vec<_>>(), [Nanos::from_us(50)]);
+        assert_eq!(d.finished_at(), Some(Nanos::from_us(100)));
+        let mut d = driver("[a]\nioengine=io_uring\niodepth=8\nrw=randread\nlatency_target=50\nlatency_percentile=99\nlatency_window=1ms\ntime_based\nruntime=20ms\n");
+        let (outcomes, _) = run_against_queueing_device(&mut d);
+        assert!(outcomes.iter().all(|c| c.exceeded.is_none() && !c.restart_stats));
+        assert_eq!((d.latency_depth(), d.finished_at()), (Some(1), Some(Nanos::from_ms(20))), "it runs on at depth 1");
     }
 }

@@ -1,15 +1,16 @@
 //! Workloads for nvsched: fio job files ([`spec`], [`jobfile`], [`units`]) and what each
-//! job issues and when ([`gen`], [`driver`]). Knows nothing about engines or devices.
+//! job issues and when ([`gen`], [`driver`], [`latency_target`]). Knows nothing about engines or devices.
 
 pub mod driver;
 pub mod gen;
 pub mod jobfile;
+pub mod latency_target;
 pub mod spec;
 pub mod tenants;
 pub mod trace;
 pub mod units;
 
-pub use driver::{JobDriver, Poll, ReplayStats};
+pub use driver::{Completed, JobDriver, Poll, ReplayStats};
 pub use gen::{IoGenerator, IoUnit, Region};
 pub use jobfile::{Environment, HostEnvironment, JobFileError, Location};
 pub use spec::{find_option, why_not_an_option};

@@ -259,6 +259,26 @@ pub struct JobSpec {
     pub replay: ReplaySpec,
     /// `write_iolog`: where the job's issued I/Os are logged as fio's iolog.
     pub write_iolog: Option<String>,
+    /// fio's latency-target profiling (`latency_target` and its companions).
+    pub latency: LatencyTargetSpec,
+    /// `max_latency`: a request slower than this (issue to completion) fails the job
+    /// with ETIMEDOUT, as in fio; zero: no limit.
+    pub max_latency: Nanos,
+}
+
+/// fio's latency-target profiling: the job searches for the highest depth (up to
+/// `iodepth`) at which `percentile`% of its requests complete within `target`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LatencyTargetSpec {
+    /// `latency_target`, issue to completion; zero: no search, the job runs at `iodepth`.
+    pub target: Nanos,
+    /// `latency_window`: how long each depth is tried before it is judged.
+    pub window: Nanos,
+    /// `latency_percentile`: the share of requests that must meet the target (default 100).
+    pub percentile: f64,
+    /// `latency_run`: keep adjusting the depth for the whole run instead of stopping once
+    /// a depth has held through a final window.
+    pub keep_running: bool,
 }
 
 /// How a job replays a block trace.
@@ -410,6 +430,13 @@ impl JobSpec {
                 trace: None,
             },
             write_iolog: None,
+            latency: LatencyTargetSpec {
+                target: Nanos::ZERO,
+                window: Nanos::ZERO,
+                percentile: 100.0,
+                keep_running: false,
+            },
+            max_latency: Nanos::ZERO,
         }
     }
 
@@ -884,6 +911,55 @@ pub static OPTIONS: &[OptionDef] = &[
             Ok(())
         }
     ),
+    opt!(
+        "latency_target",
+        [],
+        None,
+        "search for the highest depth (up to iodepth) whose requests meet this latency, issue to completion; microseconds unless a unit is given",
+        |j, v| {
+            j.latency.target = parse_time(v, Nanos::from_us(1))?;
+            Ok(())
+        }
+    ),
+    opt!("latency_window", [], None, "how long latency_target tries each depth; microseconds unless a unit is given", |j, v| {
+        j.latency.window = parse_time(v, Nanos::from_us(1))?;
+        Ok(())
+    }),
+    opt!(
+        "latency_percentile",
+        [],
+        None,
+        "the share of requests (%) that must meet latency_target in a window (default 100; fio reads the first of a:b)",
+        |j, v| {
+            let first = v.split(':').next().unwrap_or(v).trim();
+            let p: f64 = first.parse().map_err(|_| format!("'{first}' is not a number"))?;
+            if !(0.0..=100.0).contains(&p) {
+                return Err(format!("percentile {first} is out of range [0, 100]"));
+            }
+            j.latency.percentile = p;
+            Ok(())
+        }
+    ),
+    opt!(
+        "latency_run",
+        [],
+        Some("1"),
+        "with latency_target: keep adjusting the depth all run instead of stopping once one holds",
+        |j, v| {
+            j.latency.keep_running = parse_bool(v)?;
+            Ok(())
+        }
+    ),
+    opt!(
+        "max_latency",
+        [],
+        None,
+        "fail the job (error 110, ETIMEDOUT) when a request takes longer, issue to completion; microseconds unless a unit is given",
+        |j, v| {
+            j.max_latency = parse_time(v, Nanos::from_us(1))?;
+            Ok(())
+        }
+    ),
     opt!("thinktime_blocks_type", [], None, "issue: thinktime_blocks counts issued I/Os (the only way nvsched counts)", |_, v| {
         match v {
             "issue" => Ok(()),
@@ -1077,6 +1153,16 @@ pub static OPTIONS: &[OptionDef] = &[
             Ok(())
         }
     ),
+    opt!(
+        "random_generator",
+        [],
+        None,
+        "tausworthe, lfsr or tausworthe64: accepted; nvsched draws offsets from its own seeded generator (each block once per pass unless norandommap, as fio's do)",
+        |_, v| match v {
+            "tausworthe" | "lfsr" | "tausworthe64" => Ok(()),
+            other => Err(format!("'{other}' is not one of tausworthe, lfsr, tausworthe64")),
+        }
+    ),
     opt!("norandommap", [], Some("1"), "draw random offsets independently (repeats allowed)", |j, v| {
         j.norandommap = parse_bool(v)?;
         Ok(())
@@ -1103,7 +1189,14 @@ pub static OPTIONS: &[OptionDef] = &[
         };
         Ok(())
     }),
-    opt!("thread", [], Some("1"), "accepted for compatibility; no effect in nvsched", |_, v| { parse_bool(v).map(|_| ()) }),
+    opt!(
+        "unlink",
+        [],
+        Some("1"),
+        "accepted for compatibility: on real devices nvsched removes the files it laid out after the run unless --keep-files, whatever this says",
+        |_, v| parse_bool(v).map(|_| ())
+    ),
+    opt!("thread", ["threads"], Some("1"), "accepted for compatibility; no effect in nvsched", |_, v| { parse_bool(v).map(|_| ()) }),
     opt!(
         "verify",
         [],
@@ -1292,7 +1385,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "flow_id",
     "flow_sleep",
     "percentage_random",
-    "random_generator",
     "zonemode",
     "zonesize",
     "verify_pattern",
@@ -1332,10 +1424,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "ignore_error",
     "bwavgtime",
     "iopsavgtime",
-    "max_latency",
-    "latency_target",
-    "latency_window",
-    "latency_percentile",
 ];
 
 /// Looks up an option by name or alias.

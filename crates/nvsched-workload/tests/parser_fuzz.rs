@@ -2,7 +2,7 @@
 //! real option names with random, often invalid, values must parse or fail with an error
 //! naming the file, never panic; whatever parses must also build its generators.
 
-use nvsched_core::Nanos;
+use nvsched_core::{Nanos, Op};
 use nvsched_workload::jobfile::Environment;
 use nvsched_workload::{parse_job_str, IoGenerator, JobDriver, ParseOptions, Poll, Region, OPTIONS};
 use proptest::prelude::*;
@@ -149,7 +149,7 @@ proptest! {
                         Poll::WaitUntil(t) => now = t,
                         _ => {
                             for _ in 0..out.len().max(1) {
-                                d.on_complete(now);
+                                d.on_complete(now, Op::Read, Nanos::ZERO);
                             }
                         }
                     }

@@ -437,7 +437,25 @@ fn cmd_run(args: RunArgs) -> Result<(), String> {
     for w in jobs.warnings.iter().chain(&override_warning) {
         eprintln!("warning: {w}");
     }
-    Ok(())
+    failed_jobs(&report)
+}
+
+/// A job that failed (`max_latency`) makes the run fail, after its report is out, as
+/// fio exits 1 then; each failure is named with what fio prints for it.
+fn failed_jobs(report: &nvsched_report::RunReport) -> Result<(), String> {
+    let failed: Vec<&str> = report
+        .jobs
+        .iter()
+        .filter_map(|j| {
+            let e = j.error.as_ref()?;
+            eprintln!("nvsched: job '{}': {}: err={} ({})", j.name, e.detail, e.errno, e.func);
+            Some(j.name.as_str())
+        })
+        .collect();
+    match failed.as_slice() {
+        [] => Ok(()),
+        names => Err(format!("{} job(s) failed: {}", names.len(), names.join(", "))),
+    }
 }
 
 fn cmd_repro(args: ReproArgs) -> Result<(), String> {
@@ -607,7 +625,7 @@ fn cmd_run_uring(args: RunArgs) -> Result<(), String> {
     if !outcome.io_errors.is_empty() {
         return Err(format!("{} I/O error(s)", outcome.io_errors.len()));
     }
-    Ok(())
+    failed_jobs(&report)
 }
 
 fn uring_opts(allow_destructive: bool, seed: u64) -> Result<nvsched_uring::UringOptions, String> {

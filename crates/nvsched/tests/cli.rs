@@ -1,6 +1,6 @@
 //! The `nvsched` binary end to end: fio-compatible output, determinism, errors.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -466,4 +466,62 @@ fn a_closed_pipe_ends_output_quietly() {
     let stderr = String::from_utf8(out.stderr).unwrap();
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert_eq!(out.status.signal(), Some(13), "ends by SIGPIPE, as Unix tools do: {:?}", out.status);
+}
+
+/// fio's latency-target profiling: the job finds the deepest queue whose requests meet
+/// the target, reports only the final window at that depth, and stops there.
+#[test]
+fn latency_target_settles_on_a_depth_and_reports_its_final_window() {
+    let example = repo_root().join("examples/latency-target.fio");
+    let (_, v) = run_json(&example, &[]);
+    let job = &v["jobs"][0];
+    let depth = job["latency_depth"].as_u64().unwrap();
+    assert!((2..64).contains(&depth), "a depth between the extremes: {depth}");
+    assert_eq!(
+        (&job["latency_target"], &job["latency_window"], &job["latency_percentile"], &job["error"]),
+        (&json!(150_000), &json!(50_000), &json!(99.0), &json!(0))
+    );
+    let read = &job["read"];
+    let runtime_ms = read["runtime"].as_u64().unwrap();
+    assert!((50..200).contains(&runtime_ms), "only the final window is reported, then the job ends: {runtime_ms} ms");
+    let p99 = read["lat_ns"]["percentile"]["99.000000"].as_u64().unwrap_or(0);
+    let clat_p99 = read["clat_ns"]["percentile"]["99.000000"].as_u64().unwrap();
+    assert!(p99 == 0 && clat_p99 <= 155_000, "the final window meets the target: clat p99 {clat_p99} ns");
+    // the full depth misses the target, and the search gave up bandwidth to meet it
+    let text = std::fs::read_to_string(&example).unwrap();
+    let full_depth: String = text.lines().filter(|l| !l.starts_with("latency_")).map(|l| format!("{l}\n")).collect();
+    let (_, full) = run_json(&temp_job("latency-target-full.fio", &full_depth.replace("runtime=10", "runtime=1")), &[]);
+    let full_read = &full["jobs"][0]["read"];
+    assert!(full_read["clat_ns"]["percentile"]["99.000000"].as_u64().unwrap() > 150_000);
+    assert!(full_read["iops"].as_f64().unwrap() > read["iops"].as_f64().unwrap());
+    assert_eq!(full["jobs"][0]["latency_depth"], json!(64));
+}
+
+/// `max_latency`: a slower request fails the job with fio's ETIMEDOUT; the report still
+/// comes out, then the run exits 1 naming the job and the request.
+#[test]
+fn max_latency_fails_the_job_as_fio_does() {
+    let job = temp_job(
+        "max-latency.fio",
+        "[slow]\nrw=randread\nbs=4k\nsize=1g\nioengine=io_uring\niodepth=32\nmax_latency=50\ntime_based\nruntime=1\n\
+         [fine]\nrw=randread\nbs=4k\nsize=1g\nioengine=psync\ntime_based\nruntime=100ms\n",
+    );
+    let out = nvsched(&["run", job.to_str().unwrap(), "--output-format=json,normal", "-q"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("job 'slow': latency of") && stderr.contains("exceeds specified max (50000 nsec)"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("1 job(s) failed: slow"), "{stderr}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        stdout.contains("slow: (groupid=0, jobs=1): err=110 (func=max latency exceeded, error=Connection timed out)")
+    );
+    assert!(stdout.contains("fine: (groupid=0, jobs=1): err= 0:"));
+    let json_end = stdout.find("\nslow: (groupid").unwrap();
+    let v: Value = serde_json::from_str(&stdout[..json_end]).unwrap();
+    assert_eq!((&v["jobs"][0]["error"], &v["jobs"][1]["error"]), (&json!(110), &json!(0)));
+    let slow_ms = v["jobs"][0]["read"]["runtime"].as_u64().unwrap();
+    assert!(slow_ms < 100, "the failed job stopped early: {slow_ms} ms");
 }

@@ -420,3 +420,42 @@ fn exitall_ends_the_background_job_with_the_measured_one() {
     assert!(background_ms < 30_000, "stopped with the measured job, not after its 60 s: {background_ms} ms");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// fio's latency-target search on a real file: with a target every depth meets, it
+/// doubles up to `iodepth`, runs its final window there and stops; `max_latency` below
+/// any real latency fails the job with ETIMEDOUT.
+#[test]
+fn latency_target_searches_and_max_latency_fails_on_a_real_file() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let data = d.join("lt.dat");
+    let body = |extra: &str| {
+        format!(
+            "[a]\nfilename={}\nsize=16m\ndirect=1\nbs=4k\nrw=randread\nioengine=io_uring\niodepth=8\nruntime=20\ntime_based\n{extra}",
+            data.display()
+        )
+    };
+    let job = write_job(&d, "lt.fio", &body("latency_target=2s\nlatency_window=50ms\n"));
+    let started = std::time::Instant::now();
+    let v = run_uring_json(&job, &[]);
+    assert!(started.elapsed().as_secs() < 10, "the search ends the job long before its runtime");
+    let a = &v["jobs"][0];
+    assert_eq!(
+        (&a["latency_depth"], &a["latency_target"], &a["error"]),
+        (&serde_json::json!(8), &serde_json::json!(2_000_000_000u64), &serde_json::json!(0))
+    );
+    assert!(v["nvsched"]["engine_counters"]["max_in_ring"].as_u64().unwrap() <= 8);
+    let runtime_ms = a["read"]["runtime"].as_u64().unwrap();
+    assert!((50..1000).contains(&runtime_ms), "only the final window is reported: {runtime_ms} ms");
+    let job = write_job(&d, "ml.fio", &body("max_latency=1\n"));
+    let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+        .args(["run", job.to_str().unwrap(), "--engine", "uring", "--output-format=json", "-q"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["jobs"][0]["error"], 110);
+    std::fs::remove_dir_all(&d).unwrap();
+}
