@@ -5,6 +5,7 @@
 use crate::hist::FioHistogram;
 use crate::stats::{window_summary, DirStats, JobStats, LatStats, BW_WINDOW};
 use crate::{DiskUtil, RunReport};
+use nvsched_workload::steadystate::SteadyStateReport;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::io;
@@ -213,6 +214,9 @@ fn job_value(job: &JobStats, group_bw: &[f64; 3], bins: bool) -> Value {
     m.insert("latency_target".into(), json!(job.latency_target_ns));
     m.insert("latency_percentile".into(), json!(job.latency_percentile));
     m.insert("latency_window".into(), json!(job.latency_window_us));
+    if let Some(ss) = &job.steadystate {
+        m.insert("steadystate".into(), steadystate_value(ss));
+    }
     Value::Object(m)
 }
 
@@ -356,6 +360,25 @@ impl serde_json::ser::Formatter for FioFormatter {
         self.has_value = true;
         Ok(())
     }
+}
+
+/// fio's `steadystate` object: the criterion, whether it was met, and the last samples.
+fn steadystate_value(ss: &SteadyStateReport) -> Value {
+    let pct = if ss.spec.percent { "%" } else { "" };
+    json!({
+        "ss": ss.spec.describe(),
+        "duration": ss.spec.duration_s,
+        "attained": u8::from(ss.attained),
+        "criterion": format!("{:.6}{pct}", ss.criterion),
+        "max_deviation": ss.max_deviation,
+        "slope": ss.slope,
+        "data": {
+            "bw_mean": ss.bw_mean(),
+            "iops_mean": ss.iops_mean(),
+            "iops": ss.iops,
+            "bw": ss.bw,
+        },
+    })
 }
 
 #[cfg(test)]

@@ -4,6 +4,7 @@
 use crate::fio_json::{latency_maps, level_percentages, ms_round, LatencyMap};
 use crate::stats::{window_summary, JobStats, LatStats, PrioStats, BW_WINDOW};
 use crate::RunReport;
+use nvsched_workload::steadystate::SsMetric;
 use std::fmt::Write;
 
 /// fio's `num2str`: `num` in at most `max_digits` digits, divided by 1000 (1024 with
@@ -316,6 +317,23 @@ pub fn render(r: &RunReport) -> String {
             "     latency   : target={}, window={}, percentile={:.2}%, depth={}",
             job.latency_target_ns, job.latency_window_us, job.latency_percentile, job.iodepth
         );
+        if let Some(ss) = &job.steadystate {
+            let what = match (ss.spec.metric, ss.spec.slope) {
+                (SsMetric::Iops, false) => "iops mean dev",
+                (SsMetric::Iops, true) => "iops slope",
+                (SsMetric::Bw, false) => "bw mean dev",
+                (SsMetric::Bw, true) => "bw slope",
+            };
+            let _ = writeln!(
+                out,
+                "  steadystate  : attained={}, bw={}, iops={}, {what}={:.3}{}",
+                if ss.attained { "yes" } else { "no" },
+                bandwidth(ss.bw_mean()),
+                ss.iops_mean(),
+                ss.criterion,
+                if ss.spec.percent { "%" } else { "" }
+            );
+        }
     }
     out.push('\n');
     let mut groups: Vec<u32> = r.jobs.iter().map(|j| j.groupid).collect();

@@ -3,6 +3,7 @@
 
 use crate::hist::FioHistogram;
 use nvsched_core::{IoPrio, Nanos, Op};
+use nvsched_workload::steadystate::SteadyStateReport;
 
 /// fio's `bwavgtime`/`iopsavgtime` default: bandwidth samples every 500 ms.
 pub const BW_WINDOW: Nanos = Nanos::from_ms(500);
@@ -266,6 +267,9 @@ pub struct JobStats {
     pub latency_percentile: f64,
     /// Why the job failed, if it did (the first clone's error in a merged entry).
     pub error: Option<JobError>,
+    /// `steadystate` detection, for jobs that ask for it (per group under
+    /// `group_reporting`, so every clone of a group carries the same).
+    pub steadystate: Option<SteadyStateReport>,
 }
 
 /// A job that failed, as fio reports it: `err=110 (func=max latency exceeded,
@@ -328,6 +332,7 @@ impl JobStats {
             latency_window_us: 0,
             latency_percentile: 100.0,
             error: None,
+            steadystate: None,
         }
     }
 
@@ -449,6 +454,9 @@ impl JobStats {
         self.ramp_dropped += other.ramp_dropped;
         if self.error.is_none() {
             self.error.clone_from(&other.error);
+        }
+        if self.steadystate.is_none() {
+            self.steadystate.clone_from(&other.steadystate);
         }
     }
 

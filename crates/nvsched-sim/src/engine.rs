@@ -8,6 +8,7 @@ use nvsched_core::{IoPrio, Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Request, RequestId, Scheduler};
 use nvsched_report::{CompletedIo, JobRecorder, JobStats};
 use nvsched_ssd::{Command, Device, DeviceCounters, HostPath};
+use nvsched_workload::steadystate::SteadyStates;
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, Tenants};
 use nvsched_workload::{IoUnit, JobDriver, JobSpec, Poll, ReplayStats};
 use std::collections::VecDeque;
@@ -174,6 +175,9 @@ pub struct Simulation<'o> {
     policy_wake: Option<Nanos>,
     batch: Vec<IoUnit>,
     touched: Vec<u32>,
+    /// `steadystate` detection per job or group, and the jobs it has just stopped.
+    steady: SteadyStates,
+    steady_stopped: Vec<u32>,
     in_system: u64,
     last_change: Nanos,
     device_busy_since: Option<Nanos>,
@@ -234,6 +238,7 @@ impl<'o> Simulation<'o> {
                 });
             }
         }
+        let steady = SteadyStates::new(jobs.iter().map(|j| (&*j.driver.spec, j.reporting_group))).map_err(SimError)?;
         let queue_depth = input.device.queue_depth().max(1);
         let cpu_free = vec![Nanos::ZERO; input.host.cpus as usize];
         Ok(Simulation {
@@ -255,6 +260,8 @@ impl<'o> Simulation<'o> {
             policy_wake: None,
             batch: Vec::with_capacity(64),
             touched: Vec::new(),
+            steady,
+            steady_stopped: Vec::new(),
             in_system: 0,
             last_change: Nanos::ZERO,
             device_busy_since: None,
@@ -422,7 +429,13 @@ impl<'o> Simulation<'o> {
         let what = self.jobs[j as usize].driver.spec.exit_what;
         let group_of = |k: u32| self.jobs[k as usize].reporting_group;
         let targets = exit_targets(what, j, self.jobs.len() as u32, group_of, &self.phases[self.phase]);
-        for k in targets {
+        self.stop_jobs(&targets);
+    }
+
+    /// Jobs `ks` issue no more (`exitall`, steady state reached); what they have out
+    /// completes.
+    fn stop_jobs(&mut self, ks: &[u32]) {
+        for &k in ks {
             if !self.jobs[k as usize].done {
                 self.jobs[k as usize].driver.terminate(self.now);
                 self.poll_job(k);
@@ -673,6 +686,10 @@ impl<'o> Simulation<'o> {
         }
         self.touched = touched;
         self.touched.clear();
+        if !self.steady_stopped.is_empty() {
+            let stopped = std::mem::take(&mut self.steady_stopped);
+            self.stop_jobs(&stopped);
+        }
     }
 
     fn finish_request(&mut self, slot: u32) {
@@ -697,6 +714,12 @@ impl<'o> Simulation<'o> {
             inserted: rec.inserted,
         };
         job.rec.complete(&mut job.driver, &io, now);
+        if !self.steady.is_empty() && rec.op.is_data() {
+            let start = job.driver.started_at().unwrap_or(Nanos::ZERO);
+            if let Some(stop) = self.steady.on_complete(rec.job, now, start, u64::from(rec.len)) {
+                self.steady_stopped.extend_from_slice(stop);
+            }
+        }
         let mut as_issued = rec.rq;
         as_issued.op = rec.op;
         as_issued.len_bytes = rec.len;
@@ -719,8 +742,9 @@ impl<'o> Simulation<'o> {
         self.note_in_system(0);
         self.counters.events = self.events.processed();
         let end = self.now;
-        for j in &mut self.jobs {
+        for (k, j) in self.jobs.iter_mut().enumerate() {
             j.rec.finish(&j.driver, end).map_err(SimError)?;
+            j.rec.stats.steadystate = self.steady.report(k as u32);
         }
         let clones = self
             .jobs

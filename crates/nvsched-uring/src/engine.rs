@@ -7,6 +7,7 @@ use io_uring::{opcode, squeue, types, IoUring};
 use nvsched_core::{Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, Inserted, Request, RequestId, Scheduler};
 use nvsched_report::{CompletedIo, JobRecorder};
+use nvsched_workload::steadystate::SteadyStates;
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, Tenants};
 use nvsched_workload::{IoUnit, JobDriver, JobSpec, Poll, Region, SizeOrPercent};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
@@ -105,6 +106,8 @@ struct Engine {
     clones: Vec<CloneState>,
     phases: Vec<Vec<u32>>,
     phase: usize,
+    /// `steadystate` detection per job or group.
+    steady: SteadyStates,
     /// (fd, path) of each target; the files stay open in the caller.
     targets: Vec<(i32, PathBuf)>,
     slots: Vec<Slot>,
@@ -273,6 +276,7 @@ fn run_on(
             });
         }
     }
+    let steady = SteadyStates::new(clones.iter().map(|c| (&*c.driver.spec, c.reporting_group)))?;
     let target_info: Vec<TargetInfo> = targets
         .iter()
         .map(|t| TargetInfo {
@@ -298,6 +302,7 @@ fn run_on(
         max_in_ring: 0,
         ring_entries: opts.ring_entries.max(8),
         poll: opts.poll,
+        steady,
         max_bs,
         requests: 0,
         io_errors: Vec::new(),
@@ -306,8 +311,9 @@ fn run_on(
     };
     e.event_loop()?;
     let end = e.now();
-    for c in &mut e.clones {
+    for (k, c) in e.clones.iter_mut().enumerate() {
         c.rec.finish(&c.driver, end)?;
+        c.rec.stats.steadystate = e.steady.report(k as u32);
     }
     let (verify_errors, verified_blocks) = e.verify_phase()?;
     let (u1, s1) = usage();
@@ -478,7 +484,13 @@ impl Engine {
         let what = self.clones[c as usize].driver.spec.exit_what;
         let group_of = |k: u32| self.clones[k as usize].reporting_group;
         let targets = exit_targets(what, c, self.clones.len() as u32, group_of, &self.phases[self.phase]);
-        for k in targets {
+        self.stop_clones(&targets, now);
+    }
+
+    /// Clones `ks` issue no more (`exitall`, steady state reached); polled again, they
+    /// finish once what they have out completes.
+    fn stop_clones(&mut self, ks: &[u32], now: Nanos) {
+        for &k in ks {
             let other = &mut self.clones[k as usize];
             if !other.done {
                 other.driver.terminate(now);
@@ -713,6 +725,13 @@ impl Engine {
             clone.kick = true;
             clone.completed_now += 1;
             clone.rec.complete(&mut clone.driver, &io, now);
+            if !self.steady.is_empty() && io.op.is_data() {
+                let start = clone.driver.started_at().unwrap_or(Nanos::ZERO);
+                if let Some(stop) = self.steady.on_complete(c, now, start, u64::from(io.len_bytes)) {
+                    let stop = stop.to_vec();
+                    self.stop_clones(&stop, now);
+                }
+            }
             let s = &mut self.slots[m as usize];
             s.state = State::Free;
             s.merged_next = NONE;

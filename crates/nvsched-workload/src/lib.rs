@@ -1,11 +1,12 @@
 //! Workloads for nvsched: fio job files ([`spec`], [`jobfile`], [`units`]) and what each
-//! job issues and when ([`gen`], [`driver`], [`latency_target`]). Knows nothing about engines or devices.
+//! job issues and when ([`gen`], [`driver`], [`latency_target`], [`steadystate`]). Knows nothing about engines or devices.
 
 pub mod driver;
 pub mod gen;
 pub mod jobfile;
 pub mod latency_target;
 pub mod spec;
+pub mod steadystate;
 pub mod tenants;
 pub mod trace;
 pub mod units;

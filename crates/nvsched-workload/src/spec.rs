@@ -2,6 +2,7 @@
 //! help), `[global]` inheritance, per-direction value lists and cross-option checks.
 
 use crate::jobfile::{Environment, JobFileError, Location, RawOption, RawSection};
+use crate::steadystate::SteadyStateSpec;
 use crate::trace::{load_trace, DeviceMapping, Outside, Trace, TraceFormat};
 use crate::units::{parse_bool, parse_int_in, parse_size, parse_size_or_percent, parse_time, KbBase, SizeOrPercent};
 use nvsched_core::{IoPrio, LogRequest, Nanos, Op, PrioClass};
@@ -264,6 +265,8 @@ pub struct JobSpec {
     /// `max_latency`: a request slower than this (issue to completion) fails the job
     /// with ETIMEDOUT, as in fio; zero: no limit.
     pub max_latency: Nanos,
+    /// `steadystate`, `ss_dur`, `ss_ramp`: end the job once its throughput is steady.
+    pub steadystate: SteadyStateSpec,
 }
 
 /// fio's latency-target profiling: the job searches for the highest depth (up to
@@ -437,6 +440,7 @@ impl JobSpec {
                 keep_running: false,
             },
             max_latency: Nanos::ZERO,
+            steadystate: SteadyStateSpec::default(),
         }
     }
 
@@ -960,6 +964,37 @@ pub static OPTIONS: &[OptionDef] = &[
             Ok(())
         }
     ),
+    opt!(
+        "steadystate",
+        ["ss"],
+        None,
+        "METRIC[:LIMIT[%]], METRIC one of iops, iops_slope, bw, bw_slope (default iops_slope:0.01%): with ss_dur, end the job once the last ss_dur one-second samples meet it",
+        |j, v| j.steadystate.set_criterion(v)
+    ),
+    opt!(
+        "steadystate_duration",
+        ["ss_dur"],
+        None,
+        "how many seconds of samples steadystate judges (whole seconds; seconds unless a unit is given); 0: no detection",
+        |j, v| {
+            let d = parse_time(v, Nanos::from_secs(1))?;
+            if d > Nanos::ZERO && d < Nanos::from_secs(1) {
+                return Err("must be at least one second (samples are one second each)".to_string());
+            }
+            j.steadystate.duration_s = u32::try_from(d.0 / 1_000_000_000).map_err(|_| "too long".to_string())?;
+            Ok(())
+        }
+    ),
+    opt!(
+        "steadystate_ramp_time",
+        ["ss_ramp"],
+        None,
+        "steadystate sampling starts one second after this, seconds unless a unit is given",
+        |j, v| {
+            j.steadystate.ramp = parse_time(v, Nanos::from_secs(1))?;
+            Ok(())
+        }
+    ),
     opt!("thinktime_blocks_type", [], None, "issue: thinktime_blocks counts issued I/Os (the only way nvsched counts)", |_, v| {
         match v {
             "issue" => Ok(()),
@@ -1409,10 +1444,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "cpumask",
     "numa_cpu_nodes",
     "disk_util",
-    "steadystate",
-    "ss",
-    "ss_dur",
-    "ss_ramp",
     "trim_percentage",
     "trim_backlog",
     "buffer_pattern",

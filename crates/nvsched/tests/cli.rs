@@ -525,3 +525,35 @@ fn max_latency_fails_the_job_as_fio_does() {
     let slow_ms = v["jobs"][0]["read"]["runtime"].as_u64().unwrap();
     assert!(slow_ms < 100, "the failed job stopped early: {slow_ms} ms");
 }
+
+/// fio's steady-state detection: a full drive's random writes end once GC has set a
+/// steady pace (the SLC burst before it is not steady), and the report carries fio's
+/// `steadystate` object with the samples judged.
+#[test]
+fn steady_state_ends_a_job_once_its_iops_hold() {
+    let (_, v) = run_json(&repo_root().join("examples/steady-state.fio"), &[]);
+    let job = &v["jobs"][0];
+    let ss = &job["steadystate"];
+    assert_eq!((&ss["ss"], &ss["duration"], &ss["attained"]), (&json!("iops:10.000000%"), &json!(10), &json!(1)));
+    let iops: Vec<f64> = ss["data"]["iops"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+    assert_eq!(iops.len(), 10);
+    let mean = iops.iter().sum::<f64>() / 10.0;
+    assert!(iops.iter().all(|x| (x - mean).abs() < 0.1 * mean), "{iops:?}");
+    let runtime_ms = job["write"]["runtime"].as_u64().unwrap();
+    assert!((11_000..60_000).contains(&runtime_ms), "stopped long before its 600 s, after a burst: {runtime_ms} ms");
+    assert!(job["write"]["iops"].as_f64().unwrap() > 2.0 * mean, "the SLC burst ran faster than the steady state");
+    // with group_reporting one detector judges the group's sum, and both jobs stop together
+    let text = "[global]\nrw=randread\nbs=4k\nsize=1g\nioengine=io_uring\niodepth=2\ntime_based\nruntime=60\n\
+                group_reporting\nss=iops:5%\nss_dur=3s\nss_ramp=1s\n[a]\nrate_iops=1000\n[b]\nrate_iops=500\n";
+    let (_, v) = run_json(&temp_job("steady-group.fio", text), &[]);
+    let group = &v["jobs"][0];
+    assert_eq!(v["jobs"].as_array().unwrap().len(), 1);
+    assert_eq!(
+        (&group["steadystate"]["attained"], &group["steadystate"]["data"]["iops"]),
+        (&json!(1), &json!([1500, 1500, 1500]))
+    );
+    assert_eq!(group["read"]["runtime"], json!(5000), "ss_ramp 1 s, one more second, three samples");
+    let text = text.replace("[b]\nrate_iops=500\n", "[b]\nrate_iops=500\nss=bw:5%\n");
+    let out = nvsched(&["run", temp_job("steady-mismatch.fio", &text).to_str().unwrap(), "-q"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("steadystate options must be the same"), "{out:?}");
+}

@@ -459,3 +459,26 @@ fn latency_target_searches_and_max_latency_fails_on_a_real_file() {
     assert_eq!(v["jobs"][0]["error"], 110);
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// Steady-state detection ends a real job too.
+#[test]
+fn steady_state_ends_a_real_job() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let job = write_job(
+        &d,
+        "ss.fio",
+        &format!(
+            "[a]\nfilename={}\nsize=16m\ndirect=1\nbs=4k\nrw=randread\nioengine=io_uring\niodepth=2\nrate_iops=200\n\
+             runtime=30\ntime_based\nss=iops:20%\nss_dur=2s\n",
+            d.join("ss.dat").display()
+        ),
+    );
+    let started = std::time::Instant::now();
+    let v = run_uring_json(&job, &[]);
+    assert!(started.elapsed().as_secs() < 15, "it stopped once steady, not after 30 s");
+    assert_eq!(v["jobs"][0]["steadystate"]["attained"], 1);
+    std::fs::remove_dir_all(&d).unwrap();
+}
