@@ -4,7 +4,7 @@
 //! (block size 0): the mean latency, KiB/s and IOPS of the window. And fio's
 //! `write_iolog`: the I/Os as they are issued, an iolog that `read_iolog` replays.
 
-use nvsched_core::{LogRequest, Nanos, Op};
+use nvsched_core::{IoPrio, LogRequest, Nanos, Op};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -46,6 +46,10 @@ pub struct IoLogs {
     files: Vec<(Kind, PathBuf, BufWriter<File>)>,
     avg_ns: u64,
     offset: bool,
+    /// `log_prio`: the priority column holds each I/O's priority value; else 1 for an
+    /// I/O at another priority than the job's own (`default_prio`), 0 otherwise.
+    prio_values: bool,
+    default_prio: IoPrio,
     /// Index of the open window (`log_avg_msec`) and its sums per direction.
     window: u64,
     sums: [WindowSums; 3],
@@ -56,7 +60,12 @@ impl IoLogs {
     /// Creates (or truncates, as fio does) the files `request` names for job clone
     /// `index` (fio's 1-based job number), in `dir`.
     /// Boxed: most jobs log nothing, and the engines keep one slot per job clone.
-    pub fn create(request: &LogRequest, index: u32, dir: &Path) -> Result<Option<Box<IoLogs>>, String> {
+    pub fn create(
+        request: &LogRequest,
+        index: u32,
+        dir: &Path,
+        default_prio: IoPrio,
+    ) -> Result<Option<Box<IoLogs>>, String> {
         if !request.any() {
             return Ok(None);
         }
@@ -80,14 +89,16 @@ impl IoLogs {
             files,
             avg_ns: u64::from(request.avg_msec) * 1_000_000,
             offset: request.offset,
+            prio_values: request.prio,
+            default_prio,
             window: 0,
             sums: [WindowSums::default(); 3],
             error: None,
         })))
     }
 
-    /// One completed I/O: `at` since the start of statistics (end of ramp), `high_prio`
-    /// when it went out at `cmdprio_percentage`'s priority.
+    /// One completed I/O, sent at priority `prio`: `at` since the start of statistics
+    /// (end of ramp).
     #[allow(clippy::too_many_arguments)]
     pub fn record(
         &mut self,
@@ -95,7 +106,7 @@ impl IoLogs {
         op: Op,
         bytes: u32,
         offset_bytes: u64,
-        high_prio: bool,
+        prio: IoPrio,
         slat: Option<Nanos>,
         clat: Nanos,
     ) {
@@ -120,7 +131,11 @@ impl IoLogs {
             return;
         }
         let ms = at.0 / 1_000_000;
-        let prio = u8::from(high_prio);
+        let prio = if self.prio_values {
+            format!("0x{:04x}", prio.to_raw())
+        } else {
+            u8::from(prio != self.default_prio).to_string()
+        };
         let offset = if self.offset { format!("{offset_bytes}, ") } else { String::new() };
         for (kind, _, w) in &mut self.files {
             let value = match kind {
@@ -247,6 +262,8 @@ impl IssueLog {
 mod tests {
     use super::*;
 
+    const BE4: IoPrio = IoPrio::be(4);
+
     fn temp_dir(name: &str) -> PathBuf {
         let d = std::env::temp_dir().join(format!("nvsched-iolog-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&d).unwrap();
@@ -280,9 +297,9 @@ mod tests {
         let dir = temp_dir("per-io");
         let req =
             LogRequest { lat: Some("j".into()), bw: Some("j".into()), iops: Some("j".into()), ..Default::default() };
-        let mut logs = IoLogs::create(&req, 2, &dir).unwrap().unwrap();
-        logs.record(Nanos(1_500_000), Op::Read, 4096, 8192, false, Some(Nanos(2_000)), Nanos(248_536));
-        logs.record(Nanos(2_100_000), Op::Write, 8192, 0, true, None, Nanos(100_000));
+        let mut logs = IoLogs::create(&req, 2, &dir, BE4).unwrap().unwrap();
+        logs.record(Nanos(1_500_000), Op::Read, 4096, 8192, BE4, Some(Nanos(2_000)), Nanos(248_536));
+        logs.record(Nanos(2_100_000), Op::Write, 8192, 0, IoPrio::rt(0), None, Nanos(100_000));
         logs.finish().unwrap();
         assert_eq!(read(&dir, "j_lat.2.log"), ["1, 250536, 0, 4096, 0", "2, 100000, 1, 8192, 1"]);
         assert_eq!(read(&dir, "j_clat.2.log"), ["1, 248536, 0, 4096, 0", "2, 100000, 1, 8192, 1"]);
@@ -294,23 +311,36 @@ mod tests {
     }
 
     #[test]
+    fn log_prio_writes_each_ios_priority_value_as_fio_does() {
+        let dir = temp_dir("prio");
+        let req = LogRequest { lat: Some("p".into()), prio: true, ..Default::default() };
+        let mut logs = IoLogs::create(&req, 1, &dir, IoPrio::be(3)).unwrap().unwrap();
+        logs.record(Nanos(1_000_000), Op::Read, 4096, 0, IoPrio::rt(4), None, Nanos(144_431));
+        logs.record(Nanos(1_000_000), Op::Read, 4096, 0, IoPrio::be(3), None, Nanos(178_525));
+        logs.finish().unwrap();
+        // fio 3.33, log_prio=1, prioclass=2 prio=3 with cmdprio_class=1 cmdprio=4
+        assert_eq!(read(&dir, "p_clat.1.log"), ["1, 144431, 0, 4096, 0x2004", "1, 178525, 0, 4096, 0x4003"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn windows_average_per_direction_and_offsets_on_request() {
         let dir = temp_dir("windows");
         let req = LogRequest { lat: Some("w".into()), bw: Some("w".into()), avg_msec: 200, ..Default::default() };
-        let mut logs = IoLogs::create(&req, 1, &dir).unwrap().unwrap();
+        let mut logs = IoLogs::create(&req, 1, &dir, BE4).unwrap().unwrap();
         for i in 0..100u64 {
-            logs.record(Nanos(i * 2_000_000), Op::Read, 4096, 0, false, None, Nanos(100_000 + i));
+            logs.record(Nanos(i * 2_000_000), Op::Read, 4096, 0, BE4, None, Nanos(100_000 + i));
         }
-        logs.record(Nanos(150_000_000), Op::Write, 4096, 0, false, None, Nanos(50_000));
+        logs.record(Nanos(150_000_000), Op::Write, 4096, 0, BE4, None, Nanos(50_000));
         // the next window's first I/O writes the first window; the last is never written
-        logs.record(Nanos(200_000_000), Op::Read, 4096, 0, false, None, Nanos(50_000));
+        logs.record(Nanos(200_000_000), Op::Read, 4096, 0, BE4, None, Nanos(50_000));
         logs.finish().unwrap();
         // 100 reads in the first 200 ms: 2000 KiB/s; mean clat 100049.5 -> 100049
         assert_eq!(read(&dir, "w_bw.1.log"), ["200, 2000, 0, 0, 0", "200, 20, 1, 0, 0"]);
         assert_eq!(read(&dir, "w_clat.1.log"), ["200, 100049, 0, 0, 0", "200, 50000, 1, 0, 0"]);
         let req = LogRequest { lat: Some("o".into()), offset: true, ..Default::default() };
-        let mut logs = IoLogs::create(&req, 1, &dir).unwrap().unwrap();
-        logs.record(Nanos(1_000_000), Op::Read, 4096, 1_011_712, false, None, Nanos(897_454));
+        let mut logs = IoLogs::create(&req, 1, &dir, BE4).unwrap().unwrap();
+        logs.record(Nanos(1_000_000), Op::Read, 4096, 1_011_712, BE4, None, Nanos(897_454));
         logs.finish().unwrap();
         assert_eq!(read(&dir, "o_clat.1.log"), ["1, 897454, 0, 4096, 1011712, 0"]);
         std::fs::remove_dir_all(&dir).unwrap();
@@ -319,7 +349,7 @@ mod tests {
     #[test]
     fn an_unwritable_directory_is_an_error_naming_the_file() {
         let req = LogRequest { iops: Some("x".into()), ..Default::default() };
-        let err = IoLogs::create(&req, 1, Path::new("/nonexistent/dir")).err().unwrap();
+        let err = IoLogs::create(&req, 1, Path::new("/nonexistent/dir"), BE4).err().unwrap();
         assert!(err.contains("/nonexistent/dir/x_iops.1.log"), "{err}");
     }
 }

@@ -32,19 +32,11 @@ pub struct JobRecorder {
     per_prio: bool,
     /// Synchronous engines have no submission latency: all of it is completion latency.
     sync_engine: bool,
-    /// The job's own priority; I/Os at another one are `cmdprio_percentage`'s.
-    default_prio: IoPrio,
 }
 
 impl JobRecorder {
-    pub fn new(
-        stats: JobStats,
-        logs: Option<Box<IoLogs>>,
-        per_prio: bool,
-        sync_engine: bool,
-        default_prio: IoPrio,
-    ) -> JobRecorder {
-        JobRecorder { stats, logs, issue_log: None, per_prio, sync_engine, default_prio }
+    pub fn new(stats: JobStats, logs: Option<Box<IoLogs>>, per_prio: bool, sync_engine: bool) -> JobRecorder {
+        JobRecorder { stats, logs, issue_log: None, per_prio, sync_engine }
     }
 
     /// The recorder of one clone of `spec`, as both engines set it up: its statistics
@@ -67,9 +59,9 @@ impl JobRecorder {
             clat: spec.clat_percentiles,
             lat: spec.lat_percentiles,
         });
-        let logs = IoLogs::create(&spec.logs, job_number, Path::new("."))?;
+        let logs = IoLogs::create(&spec.logs, job_number, Path::new("."), spec.ioprio())?;
         let sync_engine = spec.engine_kind == EngineKind::Sync;
-        Ok(JobRecorder::new(stats, logs, per_prio, sync_engine, spec.ioprio()))
+        Ok(JobRecorder::new(stats, logs, per_prio, sync_engine))
     }
 
     /// Opens clone `clone`'s `write_iolog`, if the job asks for one; its file starts at
@@ -166,8 +158,7 @@ impl JobRecorder {
             self.stats.record_prio(io.op, io.prio, slat, clat);
         }
         if let Some(logs) = &mut self.logs {
-            let high_prio = io.prio != self.default_prio;
-            logs.record(since_start, io.op, io.len_bytes, io.offset_bytes, high_prio, slat, clat);
+            logs.record(since_start, io.op, io.len_bytes, io.offset_bytes, io.prio, slat, clat);
         }
     }
 }
@@ -181,7 +172,7 @@ mod tests {
     }
 
     fn recorder(per_prio: bool, sync_engine: bool) -> JobRecorder {
-        JobRecorder::new(JobStats::new("j".to_string(), 0, vec![50.0], 1), None, per_prio, sync_engine, IoPrio::be(4))
+        JobRecorder::new(JobStats::new("j".to_string(), 0, vec![50.0], 1), None, per_prio, sync_engine)
     }
 
     #[test]

@@ -9,6 +9,9 @@ use crate::trace::{place, DeviceSpan, Placement};
 use nvsched_core::{IoPrio, Nanos, Op, SimRng};
 use std::sync::Arc;
 
+/// `cmdprio_bssplit` for one direction: (block size, share %, priority).
+type SizeShares = Vec<(u32, u8, IoPrio)>;
+
 /// What a job wants from its engine right now.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Poll {
@@ -56,6 +59,9 @@ pub struct JobDriver {
     prio: IoPrio,
     /// `cmdprio_percentage` and its priority, for reads and for writes.
     cmdprio: [Option<(u8, IoPrio)>; 2],
+    /// `cmdprio_bssplit`: (block size, share, priority) for reads and for writes (boxed:
+    /// few jobs have it).
+    cmdprio_split: Option<Box<[SizeShares; 2]>>,
     pending: Option<IoUnit>,
     writes_since_flush: u32,
     flush_every: u32,
@@ -168,6 +174,8 @@ impl JobDriver {
         let sync_engine = spec.engine_kind == EngineKind::Sync;
         let prio = spec.ioprio();
         let cmdprio = [spec.cmdprio(Op::Read), spec.cmdprio(Op::Write)];
+        let split = [spec.cmdprio_split(Op::Read), spec.cmdprio_split(Op::Write)];
+        let cmdprio_split = split.iter().any(|l| !l.is_empty()).then(|| Box::new(split));
         Ok(JobDriver {
             depth: if sync_engine { 1 } else { spec.iodepth },
             batch: spec.iodepth_batch_submit.max(1),
@@ -193,6 +201,7 @@ impl JobDriver {
             prio_rng: SimRng::stream(seed, 5),
             prio,
             cmdprio,
+            cmdprio_split,
             pending: None,
             writes_since_flush: 0,
             flush_due: FlushDue::No,
@@ -372,7 +381,7 @@ impl JobDriver {
                         self.next_replayed()
                     } else {
                         let mut unit = self.gen.next_unit();
-                        unit.prio = self.prio_of(unit.op);
+                        unit.prio = self.prio_of(unit.op, unit.len_bytes);
                         Some(unit)
                     };
                     let Some(unit) = next else {
@@ -481,7 +490,7 @@ impl JobDriver {
         r.due = Nanos(start.0.saturating_add(self.spec.replay.due_ns(rec.at_ns)));
         let prio = match rec.prio {
             Some(p) if self.spec.replay.trace_ioprio => p,
-            _ => self.prio_of(rec.op),
+            _ => self.prio_of(rec.op, rec.len_bytes),
         };
         Some(IoUnit { op: rec.op, offset_bytes: offset, len_bytes: rec.len_bytes, prio })
     }
@@ -508,9 +517,13 @@ impl JobDriver {
         self.replay.as_ref().map(|r| &r.stats)
     }
 
-    /// The priority of the next I/O in direction `op`: `cmdprio_percentage` of them get
-    /// `cmdprio_class`/`cmdprio`, the rest the job's own.
-    fn prio_of(&mut self, op: Op) -> IoPrio {
+    /// The priority of the next I/O in direction `op`, of `len_bytes`:
+    /// `cmdprio_percentage` of them (or `cmdprio_bssplit`'s share of that size) get
+    /// another priority, the rest the job's own.
+    fn prio_of(&mut self, op: Op, len_bytes: u32) -> IoPrio {
+        if self.cmdprio_split.is_some() {
+            return self.split_prio(op, len_bytes);
+        }
         let cmdprio = match op {
             Op::Read => self.cmdprio[0],
             Op::Write => self.cmdprio[1],
@@ -520,6 +533,30 @@ impl JobDriver {
             Some((pct, prio)) if pct >= 100 || self.prio_rng.below(100) < u64::from(pct) => prio,
             _ => self.prio,
         }
+    }
+
+    /// `cmdprio_bssplit`: one draw picks among the shares given for the I/O's size.
+    #[cold]
+    #[inline(never)]
+    fn split_prio(&mut self, op: Op, len_bytes: u32) -> IoPrio {
+        let (Some(split), Some(d)) =
+            (self.cmdprio_split.as_deref(), [Op::Read, Op::Write].iter().position(|o| *o == op))
+        else {
+            return self.prio;
+        };
+        let mut shares = split[d].iter().filter(|(bs, _, _)| *bs == len_bytes).peekable();
+        if shares.peek().is_none() {
+            return self.prio;
+        }
+        let draw = self.prio_rng.below(100);
+        let mut cumulative = 0;
+        for &(_, pct, prio) in shares {
+            cumulative += u64::from(pct);
+            if draw < cumulative {
+                return prio;
+            }
+        }
+        self.prio
     }
 
     /// Pacing gap for `unit` under `rate`/`rate_iops`, if its direction is rate limited.
@@ -1060,5 +1097,37 @@ mod tests {
         let (outcomes, _) = run_against_queueing_device(&mut d);
         assert!(outcomes.iter().all(|c| c.exceeded.is_none() && !c.restart_stats));
         assert_eq!((d.latency_depth(), d.finished_at()), (Some(1), Some(Nanos::from_ms(20))), "it runs on at depth 1");
+    }
+
+    #[test]
+    fn cmdprio_bssplit_gives_each_block_size_its_shares_of_priorities() {
+        let mut d = driver(
+            "[a]\nioengine=io_uring\niodepth=1\nrw=randread\nbssplit=64k/40:1m/60\nprioclass=2\nprio=7\n\
+             cmdprio_bssplit=64k/25/1/1:64k/75/3/2:1024k/0,1024k/0\ntime_based\nruntime=1\n",
+        );
+        let (mut out, mut counts) = (Vec::new(), std::collections::HashMap::new());
+        for i in 0..20_000u64 {
+            out.clear();
+            assert_eq!(d.poll(Nanos(i), &mut out), Poll::Ready);
+            *counts.entry((out[0].len_bytes, out[0].prio)).or_insert(0u32) += 1;
+            d.on_complete(Nanos(i), Op::Read, Nanos::ZERO);
+        }
+        let n = |bs: u32, p: IoPrio| f64::from(counts.get(&(bs, p)).copied().unwrap_or(0)) / 20_000.0;
+        assert!((n(65_536, IoPrio::rt(1)) - 0.40 * 0.25).abs() < 0.01, "{counts:?}");
+        assert!((n(65_536, IoPrio::new(nvsched_core::PrioClass::Idle, 2)) - 0.40 * 0.75).abs() < 0.01, "{counts:?}");
+        assert!((n(1 << 20, IoPrio::be(7)) - 0.60).abs() < 0.01, "1 MiB reads keep the job's own: {counts:?}");
+        assert_eq!(counts.len(), 3, "{counts:?}");
+        // the simple form takes cmdprio_class/cmdprio; and it excludes cmdprio_percentage
+        let spec = |extra: &str| {
+            let text = format!("[a]\nioengine=io_uring\nrw=randread\nbssplit=4k/50:8k/50\n{extra}");
+            parse_job_str(&text, Path::new("t.fio"), &env(), ParseOptions::default()).map(|mut f| f.jobs.remove(0))
+        };
+        let s = spec("cmdprio_bssplit=8k/100\ncmdprio_class=2\ncmdprio=1\n").unwrap();
+        assert_eq!(s.cmdprio_split(Op::Read), [(8192, 100, IoPrio::be(1))]);
+        assert_eq!(s.ioprios(), [IoPrio::default(), IoPrio::be(1)]);
+        let e = spec("cmdprio_bssplit=8k/100\ncmdprio_percentage=10\n").unwrap_err().to_string();
+        assert!(e.contains("exclude each other"), "{e}");
+        let e = spec("cmdprio_bssplit=8k/60/1/0:8k/60/2/0\n").unwrap_err().to_string();
+        assert!(e.contains("add up to 120%"), "{e}");
     }
 }

@@ -213,6 +213,9 @@ pub struct JobSpec {
     pub cmdprio_pct: [u8; 2],
     pub cmdprio_class: [u8; 2],
     pub cmdprio_level: [u8; 2],
+    /// `cmdprio_bssplit`, for reads and for writes: the share of I/Os of each block size
+    /// that go out at another priority (in place of `cmdprio_percentage`).
+    pub cmdprio_bssplit: [Vec<BsPrio>; 2],
     pub nice: i8,
     pub cgroup: Option<String>,
     pub cgroup_weight: u32,
@@ -282,6 +285,15 @@ pub struct LatencyTargetSpec {
     /// `latency_run`: keep adjusting the depth for the whole run instead of stopping once
     /// a depth has held through a final window.
     pub keep_running: bool,
+}
+
+/// One entry of `cmdprio_bssplit`: `pct`% of the I/Os of `bs` bytes go out at `prio`
+/// (`None`: `cmdprio_class`/`cmdprio`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BsPrio {
+    pub bs: u32,
+    pub pct: u8,
+    pub prio: Option<IoPrio>,
 }
 
 /// How a job replays a block trace.
@@ -391,6 +403,7 @@ impl JobSpec {
             // fio: the highest class (real-time), level 0
             cmdprio_class: [1; 2],
             cmdprio_level: [0; 2],
+            cmdprio_bssplit: [Vec::new(), Vec::new()],
             nice: 0,
             cgroup: None,
             cgroup_weight: 100,
@@ -469,9 +482,29 @@ impl JobSpec {
         (pct > 0).then(|| (pct, IoPrio::new(class, self.cmdprio_level[d])))
     }
 
+    /// `cmdprio_bssplit`'s entries for direction `op`, their priority resolved (empty
+    /// without the option).
+    pub fn cmdprio_split(&self, op: Op) -> Vec<(u32, u8, IoPrio)> {
+        let d = match op {
+            Op::Read => 0,
+            Op::Write => 1,
+            _ => return Vec::new(),
+        };
+        let class = PrioClass::from_number(self.cmdprio_class[d]).unwrap_or(PrioClass::RealTime);
+        let simple = IoPrio::new(class, self.cmdprio_level[d]);
+        self.cmdprio_bssplit[d].iter().filter(|e| e.pct > 0).map(|e| (e.bs, e.pct, e.prio.unwrap_or(simple))).collect()
+    }
+
     /// Every priority this job's I/Os can carry.
     pub fn ioprios(&self) -> Vec<IoPrio> {
         let mut all = vec![self.ioprio()];
+        for op in [Op::Read, Op::Write] {
+            for (_, _, p) in self.cmdprio_split(op) {
+                if !all.contains(&p) {
+                    all.push(p);
+                }
+            }
+        }
         if let Some(t) = self.trace().filter(|_| self.replay.trace_ioprio) {
             all.extend(t.prios.iter().filter(|p| **p != self.ioprio()));
         }
@@ -1023,6 +1056,16 @@ pub static OPTIONS: &[OptionDef] = &[
         j.logs.offset = parse_bool(v)?;
         Ok(())
     }),
+    opt!(
+        "log_prio",
+        [],
+        Some("1"),
+        "the last column of the log lines is each I/O's priority value, as 0x2004 (class << 13 | level), not 0/1 for cmdprio's (0 or 1)",
+        |j, v| {
+            j.logs.prio = parse_bool(v)?;
+            Ok(())
+        }
+    ),
     opt!("number_ios", [], None, "stop after this many I/Os, if no other limit comes first (0: none)", |j, v| {
         j.number_ios = parse_int_in(v, 0, i64::MAX)? as u64;
         Ok(())
@@ -1071,6 +1114,23 @@ pub static OPTIONS: &[OptionDef] = &[
         None,
         "class of cmdprio_percentage's I/Os: 1 real-time (default), 2 best-effort, 3 idle; read[,write]",
         |j, v| cmdprio_pair(&mut j.cmdprio_class, v, 1, 3)
+    ),
+    opt!(
+        "cmdprio_bssplit",
+        [],
+        None,
+        "io_uring/libaio: per block size, the % of I/Os sent at another priority: bs/pct[/class/level]:...[,write] (without class/level: cmdprio_class/cmdprio)",
+        |j, v| {
+            let kb = j.kb_base;
+            if v.split(',').count() > 2 {
+                return Err(format!("'{v}' has more than two comma-separated lists (read,write)"));
+            }
+            let lists = per_direction(v, |list| parse_cmdprio_bssplit(list, kb))?;
+            for (slot, list) in j.cmdprio_bssplit.iter_mut().zip(lists) {
+                *slot = list.unwrap_or_default();
+            }
+            Ok(())
+        }
     ),
     opt!("cmdprio", [], None, "level 0..=7 of cmdprio_percentage's I/Os (default 0); read[,write]", |j, v| {
         cmdprio_pair(&mut j.cmdprio_level, v, 0, 7)
@@ -1413,7 +1473,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "rate_iops_min",
     "rate_cycle",
     "rate_ignore_thinktime",
-    "cmdprio_bssplit",
     "cmdprio_hint",
     "priohint",
     "flow",
@@ -1579,11 +1638,20 @@ fn finish_job(job: &mut JobSpec, _warnings: &mut [String]) -> Result<(), JobFile
             prefix.clone_from(&job.name);
         }
     }
-    if job.cmdprio_pct != [0; 2] && !matches!(job.ioengine.as_str(), "io_uring" | "libaio") {
+    let bssplit = job.cmdprio_bssplit.iter().any(|l| !l.is_empty());
+    if bssplit && job.cmdprio_pct != [0; 2] {
         return Err(err(
-            Some("cmdprio_percentage"),
-            format!("job '{}': cmdprio_percentage needs ioengine=io_uring or libaio (as in fio)", job.name),
+            Some("cmdprio_bssplit"),
+            format!("job '{}': cmdprio_percentage and cmdprio_bssplit exclude each other (as in fio)", job.name),
         ));
+    }
+    for (set, option) in [(job.cmdprio_pct != [0; 2], "cmdprio_percentage"), (bssplit, "cmdprio_bssplit")] {
+        if set && !matches!(job.ioengine.as_str(), "io_uring" | "libaio") {
+            return Err(err(
+                Some(option),
+                format!("job '{}': {option} needs ioengine=io_uring or libaio (as in fio)", job.name),
+            ));
+        }
     }
     if job.time_based && job.runtime == Nanos::ZERO {
         return Err(err(Some("time_based"), format!("job '{}': time_based needs a runtime", job.name)));
@@ -1732,6 +1800,34 @@ fn cmdprio_pair(target: &mut [u8; 2], value: &str, min: i64, max: i64) -> Result
         }
     }
     Ok(())
+}
+
+/// One direction's `cmdprio_bssplit` list: `bs/pct` entries (the priority of
+/// `cmdprio_class`/`cmdprio`) or `bs/pct/class/level`; a block size's shares add up to
+/// at most 100.
+fn parse_cmdprio_bssplit(list: &str, kb: KbBase) -> Result<Vec<BsPrio>, String> {
+    let mut out: Vec<BsPrio> = Vec::new();
+    for entry in list.split(':').map(str::trim).filter(|e| !e.is_empty()) {
+        let fields: Vec<&str> = entry.split('/').map(str::trim).collect();
+        let (bs, pct, prio) = match fields.as_slice() {
+            [bs, pct] => (bs, pct, None),
+            [bs, pct, class, level] => {
+                let class = parse_int_in(class, 0, 3)? as u8;
+                let level = parse_int_in(level, 0, 7)? as u8;
+                let class = PrioClass::from_number(class).unwrap_or(PrioClass::None);
+                (bs, pct, Some(IoPrio::new(class, level)))
+            }
+            _ => return Err(format!("'{entry}' is not bs/percentage or bs/percentage/class/level")),
+        };
+        let bs = parse_block_size(bs, kb)?;
+        let pct = parse_int_in(pct, 0, 100)? as u8;
+        let total: u32 = out.iter().filter(|e| e.bs == bs).map(|e| u32::from(e.pct)).sum::<u32>() + u32::from(pct);
+        if total > 100 {
+            return Err(format!("the shares of block size {bs} add up to {total}%, more than 100"));
+        }
+        out.push(BsPrio { bs, pct, prio });
+    }
+    Ok(out)
 }
 
 fn apply_per_direction<T: Clone>(target: &mut [T; 3], values: [Option<T>; 3], default: T) {
