@@ -79,6 +79,8 @@ pub struct JobDriver {
     replay: Option<Box<Replay>>,
     /// `latency_target`'s search for a depth (boxed: most jobs have none).
     latency: Option<Box<LatencyProbe>>,
+    /// `max_latency` or `latency_target` is set: completions are judged.
+    watches_latency: bool,
     /// A lower depth was chosen: issue nothing until the requests out have completed.
     draining: bool,
     /// Once drained, the statistics restart (the latency search's final window).
@@ -172,6 +174,7 @@ impl JobDriver {
         let think_every =
             if spec.thinktime > Nanos::ZERO { spec.thinktime_blocks.clamp(1, u32::MAX - 1) } else { u32::MAX };
         let sync_engine = spec.engine_kind == EngineKind::Sync;
+        let spec_watches_latency = spec.max_latency > Nanos::ZERO || spec.latency.target > Nanos::ZERO;
         let prio = spec.ioprio();
         let cmdprio = [spec.cmdprio(Op::Read), spec.cmdprio(Op::Write)];
         let split = [spec.cmdprio_split(Op::Read), spec.cmdprio_split(Op::Write)];
@@ -213,6 +216,7 @@ impl JobDriver {
             finished_at: None,
             replay,
             latency: None,
+            watches_latency: spec_watches_latency,
             draining: false,
             restart_when_drained: false,
             failed: false,
@@ -586,32 +590,51 @@ impl JobDriver {
         self.end_flush_inflight = false;
         self.inflight = self.inflight.saturating_sub(1);
         // fio judges latencies only of what it accounts: not during ramp_time
-        if done.counted && now >= self.ramp_end {
-            if self.spec.max_latency > Nanos::ZERO && latency > self.spec.max_latency {
-                done.exceeded = Some(self.spec.max_latency);
-                self.fail(now);
-            } else if self.latency.is_some() && op.is_data() && !self.draining {
-                // requests issued at a depth found too deep are not judged again: fio
-                // drains them to avoid "a storm of ramp downs"
-                done.exceeded = self.judge_latency(now, latency);
-            }
+        if self.watches_latency && done.counted && now >= self.ramp_end {
+            done.exceeded = self.watch_latency(now, op, latency);
         }
         if self.quiescing && self.inflight == 0 {
             self.quiescing = false;
             self.think_until = now + self.spec.thinktime;
         }
         if self.draining && self.inflight == 0 {
-            self.draining = false;
-            if let Some(p) = &mut self.latency {
-                p.new_window(now);
-            }
-            if std::mem::take(&mut self.restart_when_drained) {
-                self.ramp_end = now;
-                done.restart_stats = true;
-            }
+            done.restart_stats = self.drained(now);
         }
         self.mark_finished(now);
         done
+    }
+
+    /// `max_latency` and `latency_target` judge a counted completion; returns the limit
+    /// when it failed the job. Out of line: only jobs with either come here.
+    #[cold]
+    #[inline(never)]
+    fn watch_latency(&mut self, now: Nanos, op: Op, latency: Nanos) -> Option<Nanos> {
+        if self.spec.max_latency > Nanos::ZERO && latency > self.spec.max_latency {
+            self.fail(now);
+            return Some(self.spec.max_latency);
+        }
+        // requests issued at a depth found too deep are not judged again: fio drains
+        // them to avoid "a storm of ramp downs"
+        if self.latency.is_some() && op.is_data() && !self.draining {
+            return self.judge_latency(now, latency);
+        }
+        None
+    }
+
+    /// What was out at a depth the search left has completed: judging starts afresh, and
+    /// the statistics restart if this is the final window (returns whether).
+    #[cold]
+    #[inline(never)]
+    fn drained(&mut self, now: Nanos) -> bool {
+        self.draining = false;
+        if let Some(p) = &mut self.latency {
+            p.new_window(now);
+        }
+        if std::mem::take(&mut self.restart_when_drained) {
+            self.ramp_end = now;
+            return true;
+        }
+        false
     }
 
     /// `latency_target`'s search takes one completion and applies its verdict; returns
