@@ -1,7 +1,7 @@
 //! Address, size and direction generators: what the next I/O of a job is. Engines ask
 //! [`crate::driver::JobDriver`] *when*; this file decides *what*.
 
-use crate::spec::{BlockSizes, Distribution, JobSpec, Pattern, ZoneSize};
+use crate::spec::{BlockSizes, Distribution, JobSpec, Pattern, ZoneSize, ZoneSpec};
 use nvsched_core::{IoPrio, Op, Permutation, SimRng};
 
 /// One I/O a job wants to do, in device byte offsets.
@@ -40,6 +40,16 @@ pub struct IoGenerator {
     rng_dir: SimRng,
     rng_size: SimRng,
     rng_offset: SimRng,
+    /// `zonemode=strided` (boxed: few jobs have it).
+    strided: Option<Box<Strided>>,
+}
+
+/// Where a strided job's zone is, and how much it has transferred there.
+#[derive(Debug)]
+struct Strided {
+    zones: ZoneSpec,
+    start: u64,
+    done: u64,
 }
 
 impl IoGenerator {
@@ -91,6 +101,7 @@ impl IoGenerator {
             rng_dir: SimRng::stream(seed, 1),
             rng_size: SimRng::stream(seed, 2),
             rng_offset: SimRng::stream(seed, 3),
+            strided: spec.zones.strided.then(|| Box::new(Strided { zones: spec.zones, start: 0, done: 0 })),
         })
     }
 
@@ -116,6 +127,7 @@ impl IoGenerator {
         let len = self.sizes[d].draw(&mut self.rng_size);
         let len64 = u64::from(len);
         let rel = match &mut self.offsets {
+            _ if self.strided.is_some() => self.next_in_zone(d, len64),
             OffsetChooser::Sequential => self.next_sequential(d, len64),
             _ if self.run_left[d] > 0 => {
                 // `randread:N`: sequential until the next random offset
@@ -138,6 +150,39 @@ impl IoGenerator {
             }
         };
         IoUnit { op, offset_bytes: self.region.start + rel, len_bytes: len, prio: IoPrio::default() }
+    }
+
+    /// `zonemode=strided`: the next offset inside the current zone, sequential or
+    /// uniformly random (fio's random map restarts with each zone; draws here may repeat),
+    /// moving to the next zone once `zonesize` bytes went to this one.
+    #[cold]
+    #[inline(never)]
+    fn next_in_zone(&mut self, d: usize, len: u64) -> u64 {
+        let region_len = self.region.len;
+        let z = self.strided.as_deref_mut().expect("strided");
+        if z.done >= z.zones.size {
+            z.done = 0;
+            z.start += z.zones.range + z.zones.skip;
+            if z.start >= region_len {
+                z.start = 0;
+            }
+            self.seq_pos = [z.start; 3];
+        }
+        z.done += len;
+        let end = (z.start + z.zones.range).min(region_len);
+        let pos = if self.pattern.is_random() {
+            let blocks = end.saturating_sub(z.start + len) / self.align + 1;
+            z.start + self.rng_offset.below(blocks) * self.align
+        } else {
+            // a zone larger than its range is gone over again
+            if self.seq_pos[d] < z.start || self.seq_pos[d] + len > end {
+                self.seq_pos[d] = z.start;
+            }
+            let p = self.seq_pos[d];
+            self.seq_pos[d] = p + len;
+            p
+        };
+        pos.min(region_len - len)
     }
 
     /// Direction `d`'s next sequential position (back to the start when a block of `len`
@@ -461,5 +506,32 @@ mod tests {
         let s = spec("[a]\nrw=randread\nbs=64k\nsize=1m\n");
         let e = IoGenerator::new(&s, Region { start: 0, len: 4096 }, 1).unwrap_err();
         assert!(e.contains("smaller than its largest block"), "{e}");
+    }
+
+    /// The offsets (KiB) fio 3.33 issued for these jobs (`write_iolog`, null engine).
+    #[test]
+    fn strided_zones_visit_what_fio_visits() {
+        let kib = |text: &str, n: usize| -> Vec<u64> {
+            let mut g = IoGenerator::new(&spec(text), Region { start: 0, len: 64 << 10 }, 1).unwrap();
+            (0..n).map(|_| g.next_unit().offset_bytes >> 10).collect()
+        };
+        let base = "[a]\nbs=4k\nrw=read\nzonemode=strided\n";
+        assert_eq!(kib(&format!("{base}zonesize=8k\nzoneskip=8k\n"), 10), [0, 4, 16, 20, 32, 36, 48, 52, 0, 4]);
+        assert_eq!(kib(&format!("{base}zonesize=8k\nzonerange=16k\nzoneskip=16k\n"), 6), [0, 4, 32, 36, 0, 4]);
+        // a zone of 8 KiB read for 16 KiB: each zone twice over
+        assert_eq!(kib(&format!("{base}zonesize=16k\nzonerange=8k\n"), 6), [0, 4, 0, 4, 8, 12]);
+        let refused = |text: &str| {
+            parse_job_str(text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap_err().to_string()
+        };
+        let e = refused("[a]\nrw=read\nzonesize=8k\n");
+        assert!(e.starts_with("t.fio:3: option 'zonesize'") && e.contains("needs zonemode=strided"), "{e}");
+        assert!(refused("[a]\nrw=read\nzonemode=strided\n").contains("needs a zonesize"));
+        assert!(refused("[a]\nrw=read\nzonemode=zbd\n").contains("not modelled"));
+        // random: two 4 KiB reads in each 16 KiB zone, then the next zone
+        let random = kib("[a]\nbs=4k\nrw=randread\nzonemode=strided\nzonesize=8k\nzonerange=16k\n", 16);
+        for (i, off) in random.iter().enumerate() {
+            let zone = (i as u64 / 2 % 4) * 16;
+            assert!((zone..zone + 16).contains(off), "I/O {i} at {off} KiB is outside zone {zone}: {random:?}");
+        }
     }
 }

@@ -270,6 +270,22 @@ pub struct JobSpec {
     pub max_latency: Nanos,
     /// `steadystate`, `ss_dur`, `ss_ramp`: end the job once its throughput is steady.
     pub steadystate: SteadyStateSpec,
+    /// `zonemode=strided` with `zonesize`, `zonerange`, `zoneskip`.
+    pub zones: ZoneSpec,
+}
+
+/// fio's strided zones: I/O stays in a zone of `range` bytes until `size` bytes have
+/// been transferred, then moves on by `range + skip` (back to the start at the end).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ZoneSpec {
+    /// `zonemode=strided`.
+    pub strided: bool,
+    /// `zonesize`: bytes transferred per zone.
+    pub size: u64,
+    /// `zonerange`: the zone's length (default: `zonesize`).
+    pub range: u64,
+    /// `zoneskip`: bytes left out after each zone.
+    pub skip: u64,
 }
 
 /// fio's latency-target profiling: the job searches for the highest depth (up to
@@ -454,6 +470,7 @@ impl JobSpec {
             },
             max_latency: Nanos::ZERO,
             steadystate: SteadyStateSpec::default(),
+            zones: ZoneSpec::default(),
         }
     }
 
@@ -1028,6 +1045,33 @@ pub static OPTIONS: &[OptionDef] = &[
             Ok(())
         }
     ),
+    opt!(
+        "zonemode",
+        [],
+        None,
+        "none (default) or strided: I/O stays in a zone of zonerange bytes for zonesize bytes, then skips zoneskip",
+        |j, v| {
+            j.zones.strided = match v {
+                "none" => false,
+                "strided" => true,
+                "zbd" => return Err("zoned block devices (zbd) are not modelled; accepted: none, strided".to_string()),
+                other => return Err(format!("'{other}' is not one of none, strided")),
+            };
+            Ok(())
+        }
+    ),
+    opt!("zonesize", [], None, "zonemode=strided: bytes transferred in a zone before moving on", |j, v| {
+        j.zones.size = parse_size(v, j.kb_base)?;
+        Ok(())
+    }),
+    opt!("zonerange", [], None, "zonemode=strided: the length of a zone (default zonesize)", |j, v| {
+        j.zones.range = parse_size(v, j.kb_base)?;
+        Ok(())
+    }),
+    opt!("zoneskip", [], None, "zonemode=strided: bytes skipped after each zone", |j, v| {
+        j.zones.skip = parse_size(v, j.kb_base)?;
+        Ok(())
+    }),
     opt!("thinktime_blocks_type", [], None, "issue: thinktime_blocks counts issued I/Os (the only way nvsched counts)", |_, v| {
         match v {
             "issue" => Ok(()),
@@ -1285,6 +1329,16 @@ pub static OPTIONS: &[OptionDef] = &[
         Ok(())
     }),
     opt!(
+        "io_submit_mode",
+        [],
+        None,
+        "inline or offload: accepted; nvsched's engines issue rate-paced I/O on time whenever iodepth allows, as fio's offload does",
+        |_, v| match v {
+            "inline" | "offload" => Ok(()),
+            other => Err(format!("'{other}' is not one of inline, offload")),
+        }
+    ),
+    opt!(
         "unlink",
         [],
         Some("1"),
@@ -1479,8 +1533,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "flow_id",
     "flow_sleep",
     "percentage_random",
-    "zonemode",
-    "zonesize",
     "verify_pattern",
     "read_iolog_chunked",
     "merge_blktrace_file",
@@ -1494,7 +1546,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "atomic",
     "writefua",
     "readfua",
-    "io_submit_mode",
     "hipri",
     "fixedbufs",
     "registerfiles",
@@ -1652,6 +1703,25 @@ fn finish_job(job: &mut JobSpec, _warnings: &mut [String]) -> Result<(), JobFile
                 format!("job '{}': {option} needs ioengine=io_uring or libaio (as in fio)", job.name),
             ));
         }
+    }
+    let z = &mut job.zones;
+    if !z.strided && (z.size > 0 || z.range > 0 || z.skip > 0) {
+        let option = if z.size > 0 {
+            "zonesize"
+        } else if z.range > 0 {
+            "zonerange"
+        } else {
+            "zoneskip"
+        };
+        let m = format!("job '{}': {option} needs zonemode=strided (as in fio)", job.name);
+        return Err(JobFileError::new(job.option_line(option), Some(option), m));
+    }
+    if z.strided && z.size == 0 {
+        let m = format!("job '{}': zonemode=strided needs a zonesize", job.name);
+        return Err(JobFileError::new(job.option_line("zonemode"), Some("zonemode"), m));
+    }
+    if z.range == 0 {
+        z.range = z.size;
     }
     if job.time_based && job.runtime == Nanos::ZERO {
         return Err(err(Some("time_based"), format!("job '{}': time_based needs a runtime", job.name)));
