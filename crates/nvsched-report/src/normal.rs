@@ -286,7 +286,7 @@ pub fn render(r: &RunReport) -> String {
             job.clones,
             match &job.error {
                 None => " 0".to_string(),
-                Some(e) => format!("{} (func={}, error={})", e.errno, e.func, e.error),
+                Some(e) => format!("{:2} (func={}, error={})", e.errno, e.func, e.error),
             },
             crate::ctime(r.timestamp_ms / 1000)
         );

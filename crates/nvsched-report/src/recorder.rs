@@ -5,7 +5,7 @@
 use crate::iolog::{IoLogs, IssueLog};
 use crate::stats::{JobError, JobStats, PercentileKinds};
 use nvsched_core::{IoPrio, Nanos, Op};
-use nvsched_workload::{EngineKind, JobDriver, JobSpec};
+use nvsched_workload::{EngineKind, Failure, JobDriver, JobSpec};
 use std::path::Path;
 
 /// One completed request as an engine saw it.
@@ -102,39 +102,36 @@ impl JobRecorder {
     }
 
     /// One of the clone's requests completed at `now`: its driver learns of it (depth,
-    /// latency target, `max_latency`) and, if it counts, the statistics record it. Both
-    /// engines complete requests through here.
+    /// latency target, `max_latency`, `rate_min`) and, if it counts, the statistics record
+    /// it. Both engines complete requests through here.
     #[inline]
     pub fn complete(&mut self, driver: &mut JobDriver, io: &CompletedIo, now: Nanos) {
         let ramp_end = driver.ramp_end();
-        let done = driver.on_complete(now, io.op, now - io.created);
+        let done = driver.on_complete(now, io.op, io.len_bytes, now - io.created);
         if done.counted {
             self.record(io, now, ramp_end);
         }
-        if done.restart_stats || done.exceeded.is_some() {
-            self.latency_event(driver, io, now, done.restart_stats, done.exceeded);
+        if done.restart_stats || done.failed.is_some() {
+            self.job_event(driver, io, now, done.restart_stats, done.failed);
         }
     }
 
     /// The latency search's final window starts (statistics restart), or the job failed.
     #[cold]
-    fn latency_event(
-        &mut self,
-        driver: &JobDriver,
-        io: &CompletedIo,
-        now: Nanos,
-        restart: bool,
-        exceeded: Option<Nanos>,
-    ) {
+    fn job_event(&mut self, driver: &JobDriver, io: &CompletedIo, now: Nanos, restart: bool, failed: Option<Failure>) {
         if restart {
             self.stats.restart();
         }
-        if let (Some(limit), None) = (exceeded, &self.stats.error) {
-            let file = driver.spec.file_name(driver.clone_index);
-            let latency = now - io.created;
-            self.stats.error =
-                Some(JobError::latency_exceeded(latency, limit, &file, io.op, io.offset_bytes, io.len_bytes));
+        if self.stats.error.is_some() {
+            return;
         }
+        self.stats.error = failed.map(|f| match f {
+            Failure::Latency(limit) => {
+                let file = driver.spec.file_name(driver.clone_index);
+                JobError::latency_exceeded(now - io.created, limit, &file, io.op, io.offset_bytes, io.len_bytes)
+            }
+            Failure::MinRate(detail) => JobError::min_rate(detail),
+        });
     }
 
     /// Records `io`, completed at `now`; completions before `ramp_end` are warm-up

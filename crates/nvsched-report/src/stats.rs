@@ -286,6 +286,11 @@ pub struct JobError {
 }
 
 impl JobError {
+    /// fio's EIO from `check_min_rate`: the job was slower than `rate_min`/`rate_iops_min`.
+    pub fn min_rate(detail: String) -> JobError {
+        JobError { errno: 5, func: "check_min_rate", error: "Input/output error", detail }
+    }
+
     /// fio's ETIMEDOUT: a request took longer than `max_latency` (or `latency_target`).
     pub fn latency_exceeded(
         latency: Nanos,

@@ -79,8 +79,11 @@ pub struct JobDriver {
     replay: Option<Box<Replay>>,
     /// `latency_target`'s search for a depth (boxed: most jobs have none).
     latency: Option<Box<LatencyProbe>>,
-    /// `max_latency` or `latency_target` is set: completions are judged.
-    watches_latency: bool,
+    /// `max_latency`, `latency_target`, `rate_min` or `rate_iops_min` is set: completions
+    /// are judged.
+    watches: bool,
+    /// What `rate_min`/`rate_iops_min` count, per direction.
+    min_rate: MinRate,
     /// A lower depth was chosen: issue nothing until the requests out have completed.
     draining: bool,
     /// Once drained, the statistics restart (the latency search's final window).
@@ -89,8 +92,17 @@ pub struct JobDriver {
     failed: bool,
 }
 
+/// Completed bytes and I/Os per direction (read, write) for `rate_min`/`rate_iops_min`,
+/// and where the running cycle began: (time, bytes, I/Os).
+#[derive(Debug, Default)]
+struct MinRate {
+    bytes: [u64; 2],
+    ios: [u64; 2],
+    mark: [Option<(Nanos, u64, u64)>; 2],
+}
+
 /// What one completion meant for its job.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Completed {
     /// It counts in the job's statistics and logs: all do but the end-of-pass flush,
     /// which fio does not account, and whatever completes after the job failed.
@@ -98,9 +110,19 @@ pub struct Completed {
     /// The statistics restart now, after this completion (the latency search found its
     /// depth; fio resets the job's statistics for the final window).
     pub restart_stats: bool,
-    /// The request exceeded this limit (`max_latency`, or a 100% `latency_target` at
-    /// depth 1) and failed the job, as fio does with ETIMEDOUT.
-    pub exceeded: Option<Nanos>,
+    /// This completion failed the job, as fio fails it.
+    pub failed: Option<Failure>,
+}
+
+/// Why a job failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Failure {
+    /// The request took longer than this (`max_latency`, or a 100% `latency_target` at
+    /// depth 1): fio's ETIMEDOUT.
+    Latency(Nanos),
+    /// `rate_min`/`rate_iops_min` was not met over a `rate_cycle`: fio's EIO, and its
+    /// message.
+    MinRate(String),
 }
 
 /// How a clone's replay went: what it issued, left out and how late.
@@ -174,7 +196,10 @@ impl JobDriver {
         let think_every =
             if spec.thinktime > Nanos::ZERO { spec.thinktime_blocks.clamp(1, u32::MAX - 1) } else { u32::MAX };
         let sync_engine = spec.engine_kind == EngineKind::Sync;
-        let spec_watches_latency = spec.max_latency > Nanos::ZERO || spec.latency.target > Nanos::ZERO;
+        let spec_watches = spec.max_latency > Nanos::ZERO
+            || spec.latency.target > Nanos::ZERO
+            || spec.rate_min_bps[..2] != [0, 0]
+            || spec.rate_iops_min[..2] != [0, 0];
         let prio = spec.ioprio();
         let cmdprio = [spec.cmdprio(Op::Read), spec.cmdprio(Op::Write)];
         let split = [spec.cmdprio_split(Op::Read), spec.cmdprio_split(Op::Write)];
@@ -216,7 +241,8 @@ impl JobDriver {
             finished_at: None,
             replay,
             latency: None,
-            watches_latency: spec_watches_latency,
+            watches: spec_watches,
+            min_rate: MinRate::default(),
             draining: false,
             restart_when_drained: false,
             failed: false,
@@ -583,15 +609,15 @@ impl JobDriver {
 
     /// One of this clone's requests completed at `now`, `latency` after it was issued:
     /// what that means for the job's statistics.
-    pub fn on_complete(&mut self, now: Nanos, op: Op, latency: Nanos) -> Completed {
+    pub fn on_complete(&mut self, now: Nanos, op: Op, len_bytes: u32, latency: Nanos) -> Completed {
         debug_assert!(self.inflight > 0, "completion without a request in flight");
         let mut done =
-            Completed { counted: !self.end_flush_inflight && !self.failed, restart_stats: false, exceeded: None };
+            Completed { counted: !self.end_flush_inflight && !self.failed, restart_stats: false, failed: None };
         self.end_flush_inflight = false;
         self.inflight = self.inflight.saturating_sub(1);
         // fio judges latencies only of what it accounts: not during ramp_time
-        if self.watches_latency && done.counted && now >= self.ramp_end {
-            done.exceeded = self.watch_latency(now, op, latency);
+        if self.watches && done.counted && now >= self.ramp_end {
+            done.failed = self.watch(now, op, len_bytes, latency);
         }
         if self.quiescing && self.inflight == 0 {
             self.quiescing = false;
@@ -604,21 +630,60 @@ impl JobDriver {
         done
     }
 
-    /// `max_latency` and `latency_target` judge a counted completion; returns the limit
-    /// when it failed the job. Out of line: only jobs with either come here.
+    /// `max_latency`, `latency_target` and `rate_min`/`rate_iops_min` judge a counted
+    /// completion; returns why it failed the job, if it did. Out of line: only jobs with
+    /// one of them come here.
     #[cold]
     #[inline(never)]
-    fn watch_latency(&mut self, now: Nanos, op: Op, latency: Nanos) -> Option<Nanos> {
+    fn watch(&mut self, now: Nanos, op: Op, len_bytes: u32, latency: Nanos) -> Option<Failure> {
         if self.spec.max_latency > Nanos::ZERO && latency > self.spec.max_latency {
             self.fail(now);
-            return Some(self.spec.max_latency);
+            return Some(Failure::Latency(self.spec.max_latency));
+        }
+        if let Some(why) = self.check_min_rate(now, op, len_bytes) {
+            self.fail(now);
+            return Some(Failure::MinRate(why));
         }
         // requests issued at a depth found too deep are not judged again: fio drains
         // them to avoid "a storm of ramp downs"
         if self.latency.is_some() && op.is_data() && !self.draining {
-            return self.judge_latency(now, latency);
+            return self.judge_latency(now, latency).map(Failure::Latency);
         }
         None
+    }
+
+    /// fio's `check_min_rate`: after 2 s to settle, each `rate_cycle` in a direction must
+    /// have moved `rate_min` bytes/s (or `rate_iops_min` I/Os/s); the message if not.
+    fn check_min_rate(&mut self, now: Nanos, op: Op, len_bytes: u32) -> Option<String> {
+        let d = [Op::Read, Op::Write].iter().position(|o| *o == op)?;
+        let (min_bps, min_iops) = (self.spec.rate_min_bps[d], self.spec.rate_iops_min[d]);
+        if min_bps == 0 && min_iops == 0 {
+            return None;
+        }
+        let r = &mut self.min_rate;
+        r.bytes[d] += u64::from(len_bytes);
+        r.ios[d] += 1;
+        if now < self.ramp_end + Nanos::from_secs(2) {
+            return None;
+        }
+        let (bytes, ios) = (r.bytes[d], r.ios[d]);
+        let Some((at, bytes_then, ios_then)) = r.mark[d] else {
+            r.mark[d] = Some((now, bytes, ios));
+            return None;
+        };
+        let spent = now - at;
+        if spent < self.spec.rate_cycle {
+            return None;
+        }
+        r.mark[d] = Some((now, bytes, ios));
+        let per_s = |n: u64| (u128::from(n) * 1_000_000_000 / u128::from(spent.0.max(1))) as u64;
+        if min_bps > 0 {
+            let rate = per_s(bytes - bytes_then);
+            (rate < min_bps).then(|| format!("rate_min={min_bps}B/s not met, got {rate}B/s"))
+        } else {
+            let rate = per_s(ios - ios_then);
+            (rate < min_iops).then(|| format!("rate_iops_min={min_iops} not met, got {rate} IOPS"))
+        }
     }
 
     /// What was out at a depth the search left has completed: judging starts afresh, and
@@ -706,7 +771,7 @@ mod tests {
                     _ => (writes, writes_rt) = (writes + 1, writes_rt + u32::from(rt)),
                 }
             }
-            d.on_complete(Nanos(i), Op::Read, Nanos::ZERO);
+            d.on_complete(Nanos(i), Op::Read, 4096, Nanos::ZERO);
         }
         let share = f64::from(reads_rt) / f64::from(reads);
         assert!((0.28..0.32).contains(&share), "{reads_rt} of {reads} reads");
@@ -720,10 +785,10 @@ mod tests {
         while d.poll(Nanos::ZERO, &mut out) == Poll::Ready {}
         assert_eq!(out.len(), 8, "thinktime_blocks caps what is out, not iodepth");
         for i in 1..=7u64 {
-            d.on_complete(Nanos(i * 1000), Op::Read, Nanos::ZERO);
+            d.on_complete(Nanos(i * 1000), Op::Read, 4096, Nanos::ZERO);
             assert_eq!(d.poll(Nanos(i * 1000), &mut out), Poll::Blocked, "waits for all 8 (fio's quiesce)");
         }
-        d.on_complete(Nanos(9_000), Op::Read, Nanos::ZERO);
+        d.on_complete(Nanos(9_000), Op::Read, 4096, Nanos::ZERO);
         assert_eq!(d.poll(Nanos(9_000), &mut out), Poll::WaitUntil(Nanos(1_009_000)), "then thinks");
         out.clear();
         while d.poll(Nanos(1_009_000), &mut out) == Poll::Ready {}
@@ -750,7 +815,7 @@ mod tests {
         assert_eq!(d.poll(Nanos::ZERO, &mut out), Poll::Ready);
         assert_eq!(out.len(), 1);
         assert_eq!(d.poll(Nanos::ZERO, &mut out), Poll::Blocked);
-        d.on_complete(Nanos(100_000), Op::Read, Nanos::ZERO);
+        d.on_complete(Nanos(100_000), Op::Read, 4096, Nanos::ZERO);
         assert_eq!(d.poll(Nanos(100_000), &mut out), Poll::WaitUntil(Nanos(2_100_000)));
         assert_eq!(d.poll(Nanos(2_100_000), &mut out), Poll::Ready);
     }
@@ -774,7 +839,7 @@ mod tests {
         while d.poll(Nanos::ZERO, &mut out) == Poll::Ready {}
         assert_eq!(out.len(), 10);
         for _ in 0..10 {
-            d.on_complete(Nanos(5), Op::Read, Nanos::ZERO);
+            d.on_complete(Nanos(5), Op::Read, 4096, Nanos::ZERO);
         }
         assert_eq!(d.poll(Nanos(5), &mut out), Poll::Finished);
         assert_eq!(d.finished_at(), Some(Nanos(5)));
@@ -819,8 +884,8 @@ mod tests {
         while d.poll(Nanos::ZERO, &mut out) == Poll::Ready {}
         assert_eq!(out.len(), 2, "stops at the fsync point");
         assert_eq!(d.poll(Nanos::ZERO, &mut out), Poll::Blocked, "drains first");
-        d.on_complete(Nanos(1), Op::Read, Nanos::ZERO);
-        d.on_complete(Nanos(2), Op::Read, Nanos::ZERO);
+        d.on_complete(Nanos(1), Op::Read, 4096, Nanos::ZERO);
+        d.on_complete(Nanos(2), Op::Read, 4096, Nanos::ZERO);
         assert_eq!(d.poll(Nanos(2), &mut out), Poll::Ready);
         assert_eq!(out[2].op, Op::Flush);
     }
@@ -837,7 +902,7 @@ mod tests {
                 Poll::Ready => {
                     for _ in before..out.len() {
                         t += Nanos(1_000);
-                        counted.push(d.on_complete(t, Op::Read, Nanos::ZERO).counted);
+                        counted.push(d.on_complete(t, Op::Read, 4096, Nanos::ZERO).counted);
                     }
                 }
                 Poll::Blocked => panic!("blocked with nothing in flight at {t:?}"),
@@ -877,7 +942,7 @@ mod tests {
                 _ => {
                     now = next_completion.expect("blocked with nothing in flight");
                     inflight.remove(0);
-                    d.on_complete(now, Op::Read, Nanos::ZERO);
+                    d.on_complete(now, Op::Read, 4096, Nanos::ZERO);
                 }
             }
         }
@@ -991,14 +1056,14 @@ mod tests {
         assert_eq!(out.len(), 4);
         assert_eq!(d.poll(Nanos::from_ms(2), &mut out), Poll::Blocked, "drains first");
         for i in 1..4 {
-            assert!(d.on_complete(Nanos::from_ms(2) + Nanos(i), Op::Read, Nanos::ZERO).counted);
+            assert!(d.on_complete(Nanos::from_ms(2) + Nanos(i), Op::Read, 4096, Nanos::ZERO).counted);
         }
         assert_eq!(d.poll(Nanos::from_ms(3), &mut out), Poll::Blocked);
-        assert!(d.on_complete(Nanos::from_ms(3), Op::Read, Nanos::ZERO).counted);
+        assert!(d.on_complete(Nanos::from_ms(3), Op::Read, 4096, Nanos::ZERO).counted);
         assert_eq!(d.finished_at(), None, "the flush is still owed");
         assert_eq!(d.poll(Nanos::from_ms(3), &mut out), Poll::Ready);
         assert_eq!(out.last().map(|u| u.op), Some(Op::Flush));
-        assert!(!d.on_complete(Nanos::from_ms(4), Op::Read, Nanos::ZERO).counted, "not counted");
+        assert!(!d.on_complete(Nanos::from_ms(4), Op::Read, 4096, Nanos::ZERO).counted, "not counted");
         assert_eq!(d.poll(Nanos::from_ms(4), &mut out), Poll::Finished);
         assert_eq!(d.finished_at(), Some(Nanos::from_ms(4)), "the job's runtime includes it");
     }
@@ -1010,11 +1075,11 @@ mod tests {
         while d.poll(Nanos::ZERO, &mut out) == Poll::Ready {}
         d.terminate(Nanos(10));
         assert_eq!(d.poll(Nanos(10), &mut out), Poll::Blocked, "in-flight writes complete first");
-        d.on_complete(Nanos(20), Op::Read, Nanos::ZERO);
-        d.on_complete(Nanos(30), Op::Read, Nanos::ZERO);
+        d.on_complete(Nanos(20), Op::Read, 4096, Nanos::ZERO);
+        d.on_complete(Nanos(30), Op::Read, 4096, Nanos::ZERO);
         assert_eq!(d.poll(Nanos(30), &mut out), Poll::Ready);
         assert_eq!(out.iter().map(|u| u.op).collect::<Vec<_>>(), [Op::Write, Op::Write, Op::Flush]);
-        assert!(!d.on_complete(Nanos(40), Op::Read, Nanos::ZERO).counted);
+        assert!(!d.on_complete(Nanos(40), Op::Read, 4096, Nanos::ZERO).counted);
         assert_eq!(d.poll(Nanos(40), &mut out), Poll::Finished);
         // terminated before its startdelay: done at once, nothing issued, nothing owed
         let mut d = driver("[a]\nrw=write\nend_fsync=1\nstartdelay=1\nsize=1m\n");
@@ -1049,18 +1114,22 @@ mod tests {
         let mut out = Vec::new();
         while d.poll(Nanos::ZERO, &mut out) == Poll::Ready {}
         assert_eq!(out.len(), 4);
-        let fast = d.on_complete(Nanos::from_us(50), Op::Read, Nanos::from_us(50));
-        assert!(fast.counted && fast.exceeded.is_none());
-        let slow = d.on_complete(Nanos::from_us(150), Op::Read, Nanos::from_us(150));
-        assert_eq!((slow.counted, slow.exceeded), (true, Some(Nanos::from_us(100))), "the slow one counts, as in fio");
+        let fast = d.on_complete(Nanos::from_us(50), Op::Read, 4096, Nanos::from_us(50));
+        assert!(fast.counted && fast.failed.is_none());
+        let slow = d.on_complete(Nanos::from_us(150), Op::Read, 4096, Nanos::from_us(150));
+        assert_eq!(
+            (slow.counted, slow.failed),
+            (true, Some(Failure::Latency(Nanos::from_us(100)))),
+            "the slow one counts, as in fio"
+        );
         out.clear();
         assert_eq!(d.poll(Nanos::from_us(150), &mut out), Poll::Blocked, "nothing more is issued, no flush either");
         assert!(out.is_empty());
         assert!(
-            !d.on_complete(Nanos::from_us(160), Op::Read, Nanos::ZERO).counted,
+            !d.on_complete(Nanos::from_us(160), Op::Read, 4096, Nanos::ZERO).counted,
             "what completes after counts no more"
         );
-        d.on_complete(Nanos::from_us(170), Op::Read, Nanos::ZERO);
+        d.on_complete(Nanos::from_us(170), Op::Read, 4096, Nanos::ZERO);
         assert_eq!(d.poll(Nanos::from_us(170), &mut out), Poll::Finished);
         assert_eq!(d.finished_at(), Some(Nanos::from_us(150)), "its runtime ends with the failure");
     }
@@ -1086,7 +1155,7 @@ mod tests {
             }
             let std::cmp::Reverse((at, issued)) = due.pop().expect("blocked with nothing in flight");
             now = at;
-            outcomes.push(d.on_complete(now, Op::Read, now - issued));
+            outcomes.push(d.on_complete(now, Op::Read, 4096, now - issued));
         }
     }
 
@@ -1102,7 +1171,7 @@ mod tests {
             1,
             "statistics restart once, for the final window"
         );
-        assert!(outcomes.iter().all(|c| c.exceeded.is_none()));
+        assert!(outcomes.iter().all(|c| c.failed.is_none()));
         let end = d.finished_at().unwrap();
         assert!(end < Nanos::from_secs(1), "it stops once the final window held, long before runtime: {end}");
         assert!(d.ramp_end() > Nanos::ZERO && end - d.ramp_end() >= Nanos::from_ms(20), "the final window is measured");
@@ -1114,11 +1183,14 @@ mod tests {
         let mut d =
             driver("[a]\nioengine=io_uring\niodepth=8\nrw=randread\nlatency_target=50\ntime_based\nruntime=1\n");
         let (outcomes, _) = run_against_queueing_device(&mut d);
-        assert_eq!(outcomes.iter().filter_map(|c| c.exceeded).collect::<Vec<_>>(), [Nanos::from_us(50)]);
+        assert_eq!(
+            outcomes.iter().filter_map(|c| c.failed.clone()).collect::<Vec<_>>(),
+            [Failure::Latency(Nanos::from_us(50))]
+        );
         assert_eq!(d.finished_at(), Some(Nanos::from_us(100)));
         let mut d = driver("[a]\nioengine=io_uring\niodepth=8\nrw=randread\nlatency_target=50\nlatency_percentile=99\nlatency_window=1ms\ntime_based\nruntime=20ms\n");
         let (outcomes, _) = run_against_queueing_device(&mut d);
-        assert!(outcomes.iter().all(|c| c.exceeded.is_none() && !c.restart_stats));
+        assert!(outcomes.iter().all(|c| c.failed.is_none() && !c.restart_stats));
         assert_eq!((d.latency_depth(), d.finished_at()), (Some(1), Some(Nanos::from_ms(20))), "it runs on at depth 1");
     }
 
@@ -1133,7 +1205,7 @@ mod tests {
             out.clear();
             assert_eq!(d.poll(Nanos(i), &mut out), Poll::Ready);
             *counts.entry((out[0].len_bytes, out[0].prio)).or_insert(0u32) += 1;
-            d.on_complete(Nanos(i), Op::Read, Nanos::ZERO);
+            d.on_complete(Nanos(i), Op::Read, 4096, Nanos::ZERO);
         }
         let n = |bs: u32, p: IoPrio| f64::from(counts.get(&(bs, p)).copied().unwrap_or(0)) / 20_000.0;
         assert!((n(65_536, IoPrio::rt(1)) - 0.40 * 0.25).abs() < 0.01, "{counts:?}");

@@ -11,7 +11,7 @@ pub mod tenants;
 pub mod trace;
 pub mod units;
 
-pub use driver::{Completed, JobDriver, Poll, ReplayStats};
+pub use driver::{Completed, Failure, JobDriver, Poll, ReplayStats};
 pub use gen::{IoGenerator, IoUnit, Region};
 pub use jobfile::{Environment, HostEnvironment, JobFileError, Location};
 pub use spec::{find_option, why_not_an_option};

@@ -272,6 +272,11 @@ pub struct JobSpec {
     pub steadystate: SteadyStateSpec,
     /// `zonemode=strided` with `zonesize`, `zonerange`, `zoneskip`.
     pub zones: ZoneSpec,
+    /// `rate_min` (bytes/s) and `rate_iops_min` per direction: a job slower than this
+    /// over a `rate_cycle` fails (fio's EIO), after 2 s to settle; 0: no minimum.
+    pub rate_min_bps: [u64; 3],
+    pub rate_iops_min: [u64; 3],
+    pub rate_cycle: Nanos,
 }
 
 /// fio's strided zones: I/O stays in a zone of `range` bytes until `size` bytes have
@@ -471,6 +476,9 @@ impl JobSpec {
             max_latency: Nanos::ZERO,
             steadystate: SteadyStateSpec::default(),
             zones: ZoneSpec::default(),
+            rate_min_bps: [0; 3],
+            rate_iops_min: [0; 3],
+            rate_cycle: Nanos::from_ms(1000),
         }
     }
 
@@ -1124,6 +1132,33 @@ pub static OPTIONS: &[OptionDef] = &[
         apply_per_direction(&mut j.rate_bps, rates, 0);
         Ok(())
     }),
+    opt!(
+        "rate_min",
+        ["ratemin"],
+        None,
+        "fail the job (error 5, EIO) when its bandwidth in bytes/s falls below this over a rate_cycle: read[,write[,trim]]",
+        |j, v| {
+            let kb = j.kb_base;
+            let rates = per_direction(v, |s| parse_size(s, kb))?;
+            apply_per_direction(&mut j.rate_min_bps, rates, 0);
+            Ok(())
+        }
+    ),
+    opt!(
+        "rate_iops_min",
+        [],
+        None,
+        "fail the job (error 5, EIO) when its IOPS fall below this over a rate_cycle: read[,write[,trim]]",
+        |j, v| {
+            let rates = per_direction(v, |s| parse_int_in(s, 0, i64::MAX).map(|v| v as u64))?;
+            apply_per_direction(&mut j.rate_iops_min, rates, 0);
+            Ok(())
+        }
+    ),
+    opt!("rate_cycle", ["ratecycle"], None, "the window rate_min and rate_iops_min are judged over, ms (default 1000)", |j, v| {
+        j.rate_cycle = Nanos::from_ms(parse_int_in(v, 1, i64::from(u32::MAX))? as u64);
+        Ok(())
+    }),
     opt!("rate_iops", [], None, "IOPS cap per clone: read[,write[,trim]]", |j, v| {
         let rates = per_direction(v, |s| parse_int_in(s, 0, i64::MAX).map(|v| v as u64))?;
         apply_per_direction(&mut j.rate_iops, rates, 0);
@@ -1523,9 +1558,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "nrfiles",
     "thinktime_spin",
     "thinktime_iotime",
-    "rate_min",
-    "rate_iops_min",
-    "rate_cycle",
     "rate_ignore_thinktime",
     "cmdprio_hint",
     "priohint",
@@ -1702,6 +1734,20 @@ fn finish_job(job: &mut JobSpec, _warnings: &mut [String]) -> Result<(), JobFile
                 Some(option),
                 format!("job '{}': {option} needs ioengine=io_uring or libaio (as in fio)", job.name),
             ));
+        }
+    }
+    for d in 0..3 {
+        let (min, cap, option) = if job.rate_min_bps[d] > 0 {
+            (job.rate_min_bps[d], job.rate_bps[d], "rate_min")
+        } else {
+            (job.rate_iops_min[d], job.rate_iops[d], "rate_iops_min")
+        };
+        if cap > 0 && min > cap {
+            let m = format!(
+                "job '{}': the minimum rate exceeds the rate ({min} > {cap}, direction {d}), as fio refuses",
+                job.name
+            );
+            return Err(JobFileError::new(job.option_line(option), Some(option), m));
         }
     }
     let z = &mut job.zones;

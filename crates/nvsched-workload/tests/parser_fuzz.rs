@@ -149,7 +149,7 @@ proptest! {
                         Poll::WaitUntil(t) => now = t,
                         _ => {
                             for _ in 0..out.len().max(1) {
-                                d.on_complete(now, Op::Read, Nanos::ZERO);
+                                d.on_complete(now, Op::Read, 4096, Nanos::ZERO);
                             }
                         }
                     }

@@ -557,3 +557,29 @@ fn steady_state_ends_a_job_once_its_iops_hold() {
     let out = nvsched(&["run", temp_job("steady-mismatch.fio", &text).to_str().unwrap(), "-q"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("steadystate options must be the same"), "{out:?}");
 }
+
+/// `rate_min`/`rate_iops_min`: a job slower than its minimum over a `rate_cycle` fails
+/// with fio's EIO after 2 s to settle; fio 3.33 on the null engine fails the same job
+/// after 3001 ms and 301 reads with the same message.
+#[test]
+fn rate_min_fails_a_job_that_is_too_slow_as_fio_does() {
+    let text = "[a]\nioengine=io_uring\nsize=1g\nrw=randread\ntime_based\nruntime=6\nrate_iops=100\nrate_min=1m\n";
+    let out = nvsched(&["run", temp_job("rate-min.fio", text).to_str().unwrap(), "--output-format=json", "-q"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("job 'a': rate_min=1048576B/s not met, got 409600B/s: err=5 (check_min_rate)"), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let job = &v["jobs"][0];
+    assert_eq!(
+        (&job["error"], &job["read"]["runtime"], &job["read"]["total_ios"]),
+        (&json!(5), &json!(3000), &json!(301))
+    );
+    // a minimum it can meet passes
+    let (_, v) = run_json(&temp_job("rate-min-met.fio", &text.replace("rate_min=1m", "rate_iops_min=90")), &[]);
+    assert_eq!(v["jobs"][0]["error"], json!(0));
+    let out = nvsched(&[
+        "run",
+        temp_job("rate-min-bad.fio", &text.replace("rate_min=1m", "rate_iops_min=200")).to_str().unwrap(),
+    ]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("rate-min-bad.fio:8: option 'rate_iops_min'"), "{out:?}");
+}
