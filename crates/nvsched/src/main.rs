@@ -101,8 +101,14 @@ impl DeviceArgs {
 
 #[derive(Args)]
 struct RunArgs {
-    /// fio job file (a job with read_iolog=TRACE replays a block trace).
-    jobfile: PathBuf,
+    /// fio job file (a job with read_iolog=TRACE replays a block trace); or none, and the
+    /// jobs as fio's command-line options after `--`.
+    jobfile: Option<PathBuf>,
+    /// Jobs as on fio's command line, after `--`: `--name=NAME` starts a job, and options
+    /// before the first `--name` apply to every job, e.g.
+    /// `nvsched run -- --rw=randread --size=1g --name=a --iodepth=32`.
+    #[arg(last = true, value_name = "--OPTION[=VALUE]")]
+    job_options: Vec<String>,
     /// Scheduling policy and parameters: ID or ID:key=value,... (see `nvsched policies`);
     /// default: the job file's `ioscheduler=`, else none.
     #[arg(long, value_name = "SPEC")]
@@ -396,6 +402,61 @@ fn load_jobs(path: &Path, ignore_unsupported: bool) -> Result<JobFile, String> {
     parse_job_file(path, &HostEnvironment, ParseOptions { ignore_unsupported }).map_err(|e| e.to_string())
 }
 
+/// `run`'s jobs: from the job file, or from fio-style options after `--`.
+fn run_jobs(args: &RunArgs) -> Result<JobFile, String> {
+    match (&args.jobfile, args.job_options.as_slice()) {
+        (Some(path), []) => load_jobs(path, args.ignore_unsupported),
+        (None, []) => Err("no jobs: give a job file, or the jobs as fio's options after -- \
+                           (e.g. nvsched run -- --name=r --rw=randread --size=1g)"
+            .to_string()),
+        (Some(_), _) => Err("give either a job file or jobs as options after --, not both".to_string()),
+        (None, options) => {
+            let opts = ParseOptions { ignore_unsupported: args.ignore_unsupported };
+            let text = command_line_job_text(options)?;
+            parse_job_str(&text, Path::new(COMMAND_LINE), &HostEnvironment, opts).map_err(|e| {
+                // the text's line N+1 is the N-th option after --
+                let e = e.to_string();
+                let Some(rest) = e.strip_prefix(&format!("{COMMAND_LINE}:")) else { return e };
+                match rest.split_once(':').and_then(|(n, tail)| Some((n.parse::<usize>().ok()?, tail))) {
+                    Some((line, tail)) => format!("option {} after --:{tail}", line.saturating_sub(1)),
+                    None => e,
+                }
+            })
+        }
+    }
+}
+
+const COMMAND_LINE: &str = "(command line)";
+
+/// fio's command-line jobs as job-file text, one option per line after `[global]`, so
+/// line N+1 is the N-th option: `--name=NAME` opens a job section.
+fn command_line_job_text(options: &[String]) -> Result<String, String> {
+    let mut text = String::from("[global]\n");
+    let mut jobs = 0;
+    for (i, arg) in options.iter().enumerate() {
+        let Some(option) = arg.strip_prefix("--").filter(|o| !o.is_empty()) else {
+            return Err(format!("option {} after --: '{arg}' is not --OPTION[=VALUE]", i + 1));
+        };
+        match option.split_once('=') {
+            Some(("name", name)) if !name.trim().is_empty() && !name.contains(['[', ']']) => {
+                jobs += 1;
+                text.push_str(&format!("[{}]\n", name.trim()));
+            }
+            Some(("name", _)) | None if option == "name" || option.starts_with("name=") => {
+                return Err(format!("option {} after --: --name needs a job name (without brackets)", i + 1));
+            }
+            _ => {
+                text.push_str(option);
+                text.push('\n');
+            }
+        }
+    }
+    if jobs == 0 {
+        return Err("no job among the options after --: start one with --name=NAME, as fio needs".to_string());
+    }
+    Ok(text)
+}
+
 fn cmd_run(args: RunArgs) -> Result<(), String> {
     if args.engine == "uring" {
         return cmd_run_uring(args);
@@ -410,7 +471,7 @@ fn cmd_run(args: RunArgs) -> Result<(), String> {
         return Err(format!("{flag} applies to real devices only: add --engine uring"));
     }
     let formats = parse_formats(&args.output_format)?;
-    let jobs = load_jobs(&args.jobfile, args.ignore_unsupported)?;
+    let jobs = run_jobs(&args)?;
     let profile = args.device.load(jobs.precondition().map_err(|e| e.to_string())?)?;
     let (policy, override_warning) = nvsched::run::choose_policy(args.sched.as_deref(), "--sched", &jobs)?;
     prepare_outputs(&args)?;
@@ -595,7 +656,7 @@ fn emit(text: &str, output: &Option<PathBuf>) -> Result<(), String> {
 
 fn cmd_run_uring(args: RunArgs) -> Result<(), String> {
     let formats = parse_formats(&args.output_format)?;
-    let jobs = load_jobs(&args.jobfile, args.ignore_unsupported)?;
+    let jobs = run_jobs(&args)?;
     let (policy, override_warning) = nvsched::run::choose_policy(args.sched.as_deref(), "--sched", &jobs)?;
     nvsched_uring::available()?;
     let opts = nvsched_uring::UringOptions {

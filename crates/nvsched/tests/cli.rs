@@ -583,3 +583,38 @@ fn rate_min_fails_a_job_that_is_too_slow_as_fio_does() {
     ]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("rate-min-bad.fio:8: option 'rate_iops_min'"), "{out:?}");
 }
+
+/// Jobs given as fio's command-line options after `--` run as the same job file does;
+/// errors name the option by its position.
+#[test]
+fn jobs_on_the_command_line_run_as_their_job_file() {
+    let file = temp_job(
+        "cmdline-twin.fio",
+        "[global]\nrw=randread\nsize=1g\nioengine=io_uring\nruntime=200ms\ntime_based\n[a]\niodepth=32\n[b]\nbs=8k\n",
+    );
+    let (_, from_file) = run_json(&file, &[]);
+    let args = [
+        "run",
+        "--output-format=json",
+        "-q",
+        "--",
+        "--rw=randread",
+        "--size=1g",
+        "--ioengine=io_uring",
+        "--runtime=200ms",
+        "--time_based",
+        "--name=a",
+        "--iodepth=32",
+        "--name=b",
+        "--bs=8k",
+    ];
+    let out = nvsched(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let from_args: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(from_file["jobs"], from_args["jobs"]);
+    let out = nvsched(&["run", "--", "--name=a", "--iodepht=3"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("option 2 after --: option 'iodepht'"), "{stderr}");
+    let out = nvsched(&["run", "--", "--rw=read"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("start one with --name=NAME"), "{out:?}");
+}
