@@ -45,6 +45,16 @@ impl Op {
         matches!(self, Op::Read | Op::Write)
     }
 
+    /// Index in read/write tables (fio's `read,write` option pairs): read 0, write 1;
+    /// `None` for the others.
+    pub const fn data_index(self) -> Option<usize> {
+        match self {
+            Op::Read => Some(0),
+            Op::Write => Some(1),
+            _ => None,
+        }
+    }
+
     pub const fn name(self) -> &'static str {
         match self {
             Op::Read => "read",

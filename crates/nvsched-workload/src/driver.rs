@@ -554,12 +554,7 @@ impl JobDriver {
         if self.cmdprio_split.is_some() {
             return self.split_prio(op, len_bytes);
         }
-        let cmdprio = match op {
-            Op::Read => self.cmdprio[0],
-            Op::Write => self.cmdprio[1],
-            _ => None,
-        };
-        match cmdprio {
+        match op.data_index().and_then(|d| self.cmdprio[d]) {
             Some((pct, prio)) if pct >= 100 || self.prio_rng.below(100) < u64::from(pct) => prio,
             _ => self.prio,
         }
@@ -569,9 +564,7 @@ impl JobDriver {
     #[cold]
     #[inline(never)]
     fn split_prio(&mut self, op: Op, len_bytes: u32) -> IoPrio {
-        let (Some(split), Some(d)) =
-            (self.cmdprio_split.as_deref(), [Op::Read, Op::Write].iter().position(|o| *o == op))
-        else {
+        let (Some(split), Some(d)) = (self.cmdprio_split.as_deref(), op.data_index()) else {
             return self.prio;
         };
         let mut shares = split[d].iter().filter(|(bs, _, _)| *bs == len_bytes).peekable();
@@ -655,7 +648,7 @@ impl JobDriver {
     /// fio's `check_min_rate`: after 2 s to settle, each `rate_cycle` in a direction must
     /// have moved `rate_min` bytes/s (or `rate_iops_min` I/Os/s); the message if not.
     fn check_min_rate(&mut self, now: Nanos, op: Op, len_bytes: u32) -> Option<String> {
-        let d = [Op::Read, Op::Write].iter().position(|o| *o == op)?;
+        let d = op.data_index()?;
         let (min_bps, min_iops) = (self.spec.rate_min_bps[d], self.spec.rate_iops_min[d]);
         if min_bps == 0 && min_iops == 0 {
             return None;

@@ -497,27 +497,23 @@ impl JobSpec {
     /// For reads (`Op::Read`) and writes: the share of I/Os, in %, issued with another
     /// priority than [`ioprio`](Self::ioprio), and that priority (fio's `cmdprio_*`).
     pub fn cmdprio(&self, op: Op) -> Option<(u8, IoPrio)> {
-        let d = match op {
-            Op::Read => 0,
-            Op::Write => 1,
-            _ => return None,
-        };
+        let d = op.data_index()?;
         let pct = self.cmdprio_pct[d];
-        let class = PrioClass::from_number(self.cmdprio_class[d]).unwrap_or(PrioClass::RealTime);
-        (pct > 0).then(|| (pct, IoPrio::new(class, self.cmdprio_level[d])))
+        (pct > 0).then(|| (pct, self.cmdprio_prio(d)))
     }
 
     /// `cmdprio_bssplit`'s entries for direction `op`, their priority resolved (empty
     /// without the option).
     pub fn cmdprio_split(&self, op: Op) -> Vec<(u32, u8, IoPrio)> {
-        let d = match op {
-            Op::Read => 0,
-            Op::Write => 1,
-            _ => return Vec::new(),
-        };
-        let class = PrioClass::from_number(self.cmdprio_class[d]).unwrap_or(PrioClass::RealTime);
-        let simple = IoPrio::new(class, self.cmdprio_level[d]);
+        let Some(d) = op.data_index() else { return Vec::new() };
+        let simple = self.cmdprio_prio(d);
         self.cmdprio_bssplit[d].iter().filter(|e| e.pct > 0).map(|e| (e.bs, e.pct, e.prio.unwrap_or(simple))).collect()
+    }
+
+    /// `cmdprio_class`/`cmdprio` for direction index `d` (real-time by default, as fio).
+    fn cmdprio_prio(&self, d: usize) -> IoPrio {
+        let class = PrioClass::from_number(self.cmdprio_class[d]).unwrap_or(PrioClass::RealTime);
+        IoPrio::new(class, self.cmdprio_level[d])
     }
 
     /// Every priority this job's I/Os can carry.
