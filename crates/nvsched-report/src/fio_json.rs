@@ -173,7 +173,7 @@ fn job_value(job: &JobStats, group_bw: &[f64; 3], bins: bool) -> Value {
     let mut m = Map::new();
     m.insert("jobname".into(), json!(job.name));
     m.insert("groupid".into(), json!(job.groupid));
-    m.insert("error".into(), json!(job.error.as_ref().map_or(0, |e| e.errno)));
+    m.insert("error".into(), json!(job.errno()));
     m.insert("eta".into(), json!(0));
     m.insert("elapsed".into(), json!((job.runtime.0 + 500_000_000) / 1_000_000_000));
     if !job.job_options.is_empty() {
@@ -364,12 +364,11 @@ impl serde_json::ser::Formatter for FioFormatter {
 
 /// fio's `steadystate` object: the criterion, whether it was met, and the last samples.
 fn steadystate_value(ss: &SteadyStateReport) -> Value {
-    let pct = if ss.spec.percent { "%" } else { "" };
     json!({
         "ss": ss.spec.describe(),
         "duration": ss.spec.duration_s,
         "attained": u8::from(ss.attained),
-        "criterion": format!("{:.6}{pct}", ss.criterion),
+        "criterion": format!("{:.6}{}", ss.criterion, ss.spec.unit()),
         "max_deviation": ss.max_deviation,
         "slope": ss.slope,
         "data": {

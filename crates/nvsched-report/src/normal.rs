@@ -331,7 +331,7 @@ pub fn render(r: &RunReport) -> String {
                 bandwidth(ss.bw_mean()),
                 ss.iops_mean(),
                 ss.criterion,
-                if ss.spec.percent { "%" } else { "" }
+                ss.spec.unit()
             );
         }
     }

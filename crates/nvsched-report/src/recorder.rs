@@ -5,6 +5,7 @@
 use crate::iolog::{IoLogs, IssueLog};
 use crate::stats::{JobError, JobStats, PercentileKinds};
 use nvsched_core::{IoPrio, Nanos, Op};
+use nvsched_workload::steadystate::SteadyStateReport;
 use nvsched_workload::{EngineKind, Failure, JobDriver, JobSpec};
 use std::path::Path;
 
@@ -90,12 +91,19 @@ impl JobRecorder {
         }
     }
 
-    /// The clone is over at `end`: the depth its latency search settled on goes into its
-    /// statistics (fio's `latency_depth`), and its log files close; the first write error.
-    pub fn finish(&mut self, driver: &JobDriver, end: Nanos) -> Result<(), String> {
+    /// The clone is over at `end`: the depth its latency search settled on (fio's
+    /// `latency_depth`) and its job's steady-state detection go into its statistics, and
+    /// its log files close; the first write error.
+    pub fn finish(
+        &mut self,
+        driver: &JobDriver,
+        end: Nanos,
+        steadystate: Option<SteadyStateReport>,
+    ) -> Result<(), String> {
         if let Some(depth) = driver.latency_depth() {
             self.stats.iodepth = depth;
         }
+        self.stats.steadystate = steadystate;
         let completed = self.logs.take().map_or(Ok(()), |l| l.finish());
         let issued = self.issue_log.take().map_or(Ok(()), |l| (*l).finish(end));
         completed.and(issued)

@@ -341,6 +341,11 @@ impl JobStats {
         }
     }
 
+    /// fio's `error`: the failed job's errno, 0 when it did not fail.
+    pub fn errno(&self) -> i32 {
+        self.error.as_ref().map_or(0, |e| e.errno)
+    }
+
     /// Forgets everything measured so far, as fio's `reset_all_stats` does when the
     /// latency search starts its final window; what describes the job stays.
     pub fn restart(&mut self) {

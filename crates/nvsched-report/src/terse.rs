@@ -56,8 +56,7 @@ pub fn render(r: &RunReport) -> String {
     let mut out = String::new();
     for job in &r.jobs {
         let bw = groups.iter().find(|(g, _)| *g == job.groupid).map_or([0.0; 3], |(_, b)| *b);
-        let errno = job.error.as_ref().map_or(0, |e| e.errno);
-        let _ = write!(out, "3;{};{};{};{errno}", r.version, job.name, job.groupid);
+        let _ = write!(out, "3;{};{};{};{}", r.version, job.name, job.groupid, job.errno());
         ddir(&mut out, &job.dirs[0], job, bw[0]);
         if !job.unified {
             // under unified_rw_reporting=mixed fio's line has the one mixed direction

@@ -714,11 +714,8 @@ impl<'o> Simulation<'o> {
             inserted: rec.inserted,
         };
         job.rec.complete(&mut job.driver, &io, now);
-        if !self.steady.is_empty() && rec.op.is_data() {
-            let start = job.driver.started_at().unwrap_or(Nanos::ZERO);
-            if let Some(stop) = self.steady.on_complete(rec.job, now, start, u64::from(rec.len)) {
-                self.steady_stopped.extend_from_slice(stop);
-            }
+        if let Some(stop) = self.steady.on_complete(rec.job, &job.driver, rec.op, rec.len, now) {
+            self.steady_stopped.extend_from_slice(stop);
         }
         let mut as_issued = rec.rq;
         as_issued.op = rec.op;
@@ -743,8 +740,7 @@ impl<'o> Simulation<'o> {
         self.counters.events = self.events.processed();
         let end = self.now;
         for (k, j) in self.jobs.iter_mut().enumerate() {
-            j.rec.finish(&j.driver, end).map_err(SimError)?;
-            j.rec.stats.steadystate = self.steady.report(k as u32);
+            j.rec.finish(&j.driver, end, self.steady.report(k as u32)).map_err(SimError)?;
         }
         let clones = self
             .jobs

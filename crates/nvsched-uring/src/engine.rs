@@ -312,8 +312,7 @@ fn run_on(
     e.event_loop()?;
     let end = e.now();
     for (k, c) in e.clones.iter_mut().enumerate() {
-        c.rec.finish(&c.driver, end)?;
-        c.rec.stats.steadystate = e.steady.report(k as u32);
+        c.rec.finish(&c.driver, end, e.steady.report(k as u32))?;
     }
     let (verify_errors, verified_blocks) = e.verify_phase()?;
     let (u1, s1) = usage();
@@ -725,12 +724,9 @@ impl Engine {
             clone.kick = true;
             clone.completed_now += 1;
             clone.rec.complete(&mut clone.driver, &io, now);
-            if !self.steady.is_empty() && io.op.is_data() {
-                let start = clone.driver.started_at().unwrap_or(Nanos::ZERO);
-                if let Some(stop) = self.steady.on_complete(c, now, start, u64::from(io.len_bytes)) {
-                    let stop = stop.to_vec();
-                    self.stop_clones(&stop, now);
-                }
+            if let Some(stop) = self.steady.on_complete(c, &clone.driver, io.op, io.len_bytes, now) {
+                let stop = stop.to_vec();
+                self.stop_clones(&stop, now);
             }
             let s = &mut self.slots[m as usize];
             s.state = State::Free;

@@ -8,8 +8,9 @@
 //! Samples are exact one-second buckets of completions, closed by the first completion
 //! after each second; the decision comes with that completion.
 
+use crate::driver::JobDriver;
 use crate::spec::JobSpec;
-use nvsched_core::Nanos;
+use nvsched_core::{Nanos, Op};
 
 /// What is measured for steady state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,6 +74,15 @@ impl SteadyStateSpec {
         Ok(())
     }
 
+    /// `%` when the limit is a percentage of the mean, else nothing.
+    pub fn unit(&self) -> &'static str {
+        if self.percent {
+            "%"
+        } else {
+            ""
+        }
+    }
+
     /// fio's name for the criterion, as its JSON `ss` shows it: `iops_slope:0.010000%`.
     pub fn describe(&self) -> String {
         let metric = match (self.metric, self.slope) {
@@ -81,7 +91,7 @@ impl SteadyStateSpec {
             (SsMetric::Bw, false) => "bw",
             (SsMetric::Bw, true) => "bw_slope",
         };
-        format!("{metric}:{:.6}{}", self.limit, if self.percent { "%" } else { "" })
+        format!("{metric}:{:.6}{}", self.limit, self.unit())
     }
 }
 
@@ -284,15 +294,24 @@ impl SteadyStates {
         Ok(s)
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.detectors.is_empty()
-    }
-
-    /// Clone `clone` (started at `start`) completed a data request of `bytes` at `now`.
-    /// When that makes its job or group steady, the clones that must now stop.
-    pub fn on_complete(&mut self, clone: u32, now: Nanos, start: Nanos, bytes: u64) -> Option<&[u32]> {
+    /// Clone `clone` (run by `driver`) completed a request of `op` and `len_bytes` at
+    /// `now`. When that makes its job or group steady, the clones that must now stop.
+    /// Both engines call it for every completion; without detectors it is one test.
+    #[inline]
+    pub fn on_complete(
+        &mut self,
+        clone: u32,
+        driver: &JobDriver,
+        op: Op,
+        len_bytes: u32,
+        now: Nanos,
+    ) -> Option<&[u32]> {
+        if self.detectors.is_empty() || !op.is_data() {
+            return None;
+        }
         let d = (*self.detector_of.get(clone as usize)?)? as usize;
-        if self.detectors[d].on_complete(now, start, bytes) {
+        let start = driver.started_at().unwrap_or(Nanos::ZERO);
+        if self.detectors[d].on_complete(now, start, u64::from(len_bytes)) {
             Some(&self.clones_of[d])
         } else {
             None
