@@ -88,7 +88,8 @@ pub struct JobDriver {
     draining: bool,
     /// Once drained, the statistics restart (the latency search's final window).
     restart_when_drained: bool,
-    /// The job failed (`max_latency`): it issues nothing more and counts nothing more.
+    /// The job failed (`max_latency`, `latency_target`, `rate_min`): it issues nothing
+    /// more and counts nothing more.
     failed: bool,
 }
 
@@ -720,8 +721,8 @@ impl JobDriver {
         None
     }
 
-    /// The job fails at `now` (fio's ETIMEDOUT): it issues nothing more, owes no flush,
-    /// and its runtime ends here.
+    /// The job fails at `now` (fio's ETIMEDOUT or EIO): it issues nothing more, owes no
+    /// flush, and its runtime ends here.
     fn fail(&mut self, now: Nanos) {
         self.failed = true;
         self.stopped = true;

@@ -437,18 +437,16 @@ fn command_line_job_text(options: &[String]) -> Result<String, String> {
         let Some(option) = arg.strip_prefix("--").filter(|o| !o.is_empty()) else {
             return Err(format!("option {} after --: '{arg}' is not --OPTION[=VALUE]", i + 1));
         };
-        match option.split_once('=') {
-            Some(("name", name)) if !name.trim().is_empty() && !name.contains(['[', ']']) => {
-                jobs += 1;
-                text.push_str(&format!("[{}]\n", name.trim()));
-            }
-            Some(("name", _)) | None if option == "name" || option.starts_with("name=") => {
+        if option == "name" || option.starts_with("name=") {
+            let name = option.strip_prefix("name=").unwrap_or("").trim();
+            if name.is_empty() || name.contains(['[', ']']) {
                 return Err(format!("option {} after --: --name needs a job name (without brackets)", i + 1));
             }
-            _ => {
-                text.push_str(option);
-                text.push('\n');
-            }
+            jobs += 1;
+            text.push_str(&format!("[{name}]\n"));
+        } else {
+            text.push_str(option);
+            text.push('\n');
         }
     }
     if jobs == 0 {
@@ -501,8 +499,9 @@ fn cmd_run(args: RunArgs) -> Result<(), String> {
     failed_jobs(&report)
 }
 
-/// A job that failed (`max_latency`) makes the run fail, after its report is out, as
-/// fio exits 1 then; each failure is named with what fio prints for it.
+/// A job that failed (`max_latency`, `latency_target`, `rate_min`) makes the run fail,
+/// after its report is out, as fio exits 1 then; each failure is named with what fio
+/// prints for it.
 fn failed_jobs(report: &nvsched_report::RunReport) -> Result<(), String> {
     let failed: Vec<&str> = report
         .jobs
