@@ -36,10 +36,14 @@ pub struct IoGenerator {
     /// `rw=randread:N`: I/Os per random offset, and how many of the current run are left.
     random_run: u32,
     run_left: [u32; 3],
+    /// `percentage_random` per direction (100: every run starts at a random offset).
+    percentage_random: [u8; 3],
     align: u64,
     rng_dir: SimRng,
     rng_size: SimRng,
     rng_offset: SimRng,
+    /// Draws whether a run starts at a random offset (`percentage_random`).
+    rng_random: SimRng,
     /// `zonemode=strided` (boxed: few jobs have it).
     strided: Option<Box<Strided>>,
 }
@@ -97,10 +101,12 @@ impl IoGenerator {
             seq_skip: if spec.pattern.is_random() { 0 } else { spec.rw_modifier },
             random_run: if spec.pattern.is_random() { spec.rw_modifier.max(1) as u32 } else { 1 },
             run_left: [0; 3],
+            percentage_random: spec.percentage_random,
             align,
             rng_dir: SimRng::stream(seed, 1),
             rng_size: SimRng::stream(seed, 2),
             rng_offset: SimRng::stream(seed, 3),
+            rng_random: SimRng::stream(seed, 6),
             strided: spec.zones.strided.then(|| Box::new(Strided { zones: spec.zones, start: 0, done: 0 })),
         })
     }
@@ -126,30 +132,37 @@ impl IoGenerator {
         let d = op.index();
         let len = self.sizes[d].draw(&mut self.rng_size);
         let len64 = u64::from(len);
-        let rel = match &mut self.offsets {
-            _ if self.strided.is_some() => self.next_in_zone(d, len64),
-            OffsetChooser::Sequential => self.next_sequential(d, len64),
-            _ if self.run_left[d] > 0 => {
-                // `randread:N`: sequential until the next random offset
-                self.run_left[d] -= 1;
-                self.next_sequential(d, len64)
-            }
-            chooser => {
-                let block = chooser.draw(&mut self.rng_offset);
-                let pos = block * self.align;
-                let pos = if pos + len64 > self.region.len {
-                    (self.region.len - len64) / self.align * self.align
-                } else {
-                    pos
-                };
-                if self.random_run > 1 {
-                    self.run_left[d] = self.random_run - 1;
-                    self.seq_pos[d] = pos + len64;
-                }
-                pos
-            }
+        let rel = if self.strided.is_some() {
+            self.next_in_zone(d, len64)
+        } else if matches!(self.offsets, OffsetChooser::Sequential) {
+            self.next_sequential(d, len64)
+        } else if self.run_left[d] > 0 {
+            // `randread:N`: sequential until the next random offset
+            self.run_left[d] -= 1;
+            self.next_sequential(d, len64)
+        } else if self.percentage_random[d] < 100 && !self.run_starts_random(d) {
+            // fio's should_do_random said no: this run follows on from the last I/O
+            self.run_left[d] = self.random_run - 1;
+            self.next_sequential(d, len64)
+        } else {
+            let block = self.offsets.draw(&mut self.rng_offset);
+            let pos = block * self.align;
+            let pos =
+                if pos + len64 > self.region.len { (self.region.len - len64) / self.align * self.align } else { pos };
+            // a run (`randread:N`) or a sequential stretch (`percentage_random`) goes on from here
+            self.run_left[d] = self.random_run - 1;
+            self.seq_pos[d] = pos + len64;
+            pos
         };
         IoUnit { op, offset_bytes: self.region.start + rel, len_bytes: len, prio: IoPrio::default() }
+    }
+
+    /// Whether a run of direction `d` starts at a random offset: `percentage_random`% of
+    /// them do (fio's should_do_random). Out of line: only such jobs come here.
+    #[cold]
+    #[inline(never)]
+    fn run_starts_random(&mut self, d: usize) -> bool {
+        self.rng_random.below(100) < u64::from(self.percentage_random[d])
     }
 
     /// `zonemode=strided`: the next offset inside the current zone, sequential or
@@ -413,6 +426,47 @@ mod tests {
         let small = units.iter().filter(|u| u.len_bytes == 4096).count() as f64 / n as f64;
         assert!((reads - 0.70).abs() < 0.01, "{reads}");
         assert!((small - 0.25).abs() < 0.01, "{small}");
+    }
+
+    /// Share of I/Os of direction `op` that do not follow on from that direction's
+    /// previous I/O.
+    fn jump_share(units: &[IoUnit], op: Op) -> f64 {
+        let mine: Vec<&IoUnit> = units.iter().filter(|u| u.op == op).collect();
+        let jumps =
+            mine.windows(2).filter(|w| w[1].offset_bytes != w[0].offset_bytes + u64::from(w[0].len_bytes)).count();
+        jumps as f64 / (mine.len() - 1) as f64
+    }
+
+    #[test]
+    fn percentage_random_mixes_sequential_and_random_runs() {
+        let region = Region { start: 0, len: 1 << 30 };
+        let draw = |text: &str, n: usize| -> Vec<IoUnit> {
+            let mut g = IoGenerator::new(&spec(text), region, 5).unwrap();
+            (0..n).map(|_| g.next_unit()).collect()
+        };
+        // a random draw lands next to the last block one time in 2^18
+        let quarter = draw("[a]\nrw=randread\npercentage_random=25\nsize=1g\n", 40_000);
+        let share = jump_share(&quarter, Op::Read);
+        assert!((share - 0.25).abs() < 0.01, "{share}");
+        assert_eq!(jump_share(&draw("[a]\nrw=randread\npercentage_random=0\nsize=1g\n", 1000), Op::Read), 0.0);
+        assert!(jump_share(&draw("[a]\nrw=randread\nsize=1g\n", 1000), Op::Read) > 0.99);
+        // per direction: random reads, sequential writes (each from its own last I/O)
+        let mixed = draw("[a]\nrw=randrw\npercentage_random=100,0\nsize=1g\n", 20_000);
+        assert!(jump_share(&mixed, Op::Read) > 0.99);
+        assert_eq!(jump_share(&mixed, Op::Write), 0.0);
+        // with `randread:4` a run of 4 starts at a random offset a quarter of the time
+        let runs = draw("[a]\nrw=randread:4\npercentage_random=25\nsize=1g\n", 40_000);
+        let share = jump_share(&runs, Op::Read);
+        assert!((share - 0.25 / 4.0).abs() < 0.005, "{share}");
+    }
+
+    #[test]
+    fn percentage_random_is_checked() {
+        let err = |text: &str| {
+            parse_job_str(text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap_err().to_string()
+        };
+        assert!(err("[a]\nrw=randread\npercentage_random=101\n").contains("percentage_random"));
+        assert_eq!(spec("[a]\nrw=randrw\npercentage_random=10,20\n").percentage_random, [10, 20, 20]);
     }
 
     #[test]

@@ -234,6 +234,9 @@ pub struct JobSpec {
     pub lat_percentiles: bool,
     pub distribution: Distribution,
     pub norandommap: bool,
+    /// `percentage_random`: of a random pattern's offsets, the % drawn at random per
+    /// direction (read, write, trim); the rest continue from the last I/O (100: all random).
+    pub percentage_random: [u8; 3],
     pub randseed: u64,
     pub randrepeat: bool,
     pub filename: Option<String>,
@@ -440,6 +443,7 @@ impl JobSpec {
             lat_percentiles: false,
             distribution: Distribution::Uniform,
             norandommap: false,
+            percentage_random: [100; 3],
             randseed: DEFAULT_RANDSEED,
             randrepeat: true,
             filename: None,
@@ -1337,6 +1341,17 @@ pub static OPTIONS: &[OptionDef] = &[
         j.norandommap = parse_bool(v)?;
         Ok(())
     }),
+    opt!(
+        "percentage_random",
+        [],
+        None,
+        "% of a random pattern's offsets drawn at random, read[,write[,trim]] (default 100); the others follow on from the previous I/O",
+        |j, v| {
+            let pcts = per_direction(v, |s| int_in(s, 0, 100).map(|p| p as u8))?;
+            apply_per_direction(&mut j.percentage_random, pcts, 100);
+            Ok(())
+        }
+    ),
     opt!("randseed", [], None, "seed of the job's random generators", |j, v| {
         j.randseed = parse_int_in(v, 0, i64::MAX)? as u64;
         Ok(())
@@ -1560,7 +1575,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "flow",
     "flow_id",
     "flow_sleep",
-    "percentage_random",
     "verify_pattern",
     "read_iolog_chunked",
     "merge_blktrace_file",
@@ -1784,8 +1798,18 @@ fn finish_job(job: &mut JobSpec, _warnings: &mut [String]) -> Result<(), JobFile
 type TraceCache = Vec<((PathBuf, Option<TraceFormat>, u64, u64), Arc<Trace>)>;
 
 /// Options a replayed trace decides instead (fio ignores them with `read_iolog`).
-const REPLAY_OVERRIDES: [&str; 9] =
-    ["rw", "bs", "bsrange", "bssplit", "rwmixread", "rwmixwrite", "random_distribution", "norandommap", "blockalign"];
+const REPLAY_OVERRIDES: [&str; 10] = [
+    "rw",
+    "bs",
+    "bsrange",
+    "bssplit",
+    "rwmixread",
+    "rwmixwrite",
+    "random_distribution",
+    "norandommap",
+    "blockalign",
+    "percentage_random",
+];
 
 /// Reads the job's trace (`read_iolog`), relative to the job file that names it, and
 /// checks the options that do not go with a replay.
