@@ -50,6 +50,9 @@ pub struct JobDriver {
     since_think: u32,
     /// `thinktime_blocks` I/Os are out: issue nothing until they complete, then pause.
     quiescing: bool,
+    /// `iodepth_low`: the queue filled, so issue nothing until at most this many are out.
+    refill_below: u32,
+    refill_wait: bool,
     /// Data I/Os issued (for `number_ios`).
     issued_ios: u64,
     rate_next: [Nanos; 3],
@@ -201,6 +204,8 @@ impl JobDriver {
             || spec.latency.target > Nanos::ZERO
             || spec.rate_min_bps[..2] != [0, 0]
             || spec.rate_iops_min[..2] != [0, 0];
+        // fio takes 0 (unset) as iodepth: no low water mark
+        let refill_below = if spec.iodepth_low == 0 { u32::MAX } else { spec.iodepth_low };
         let prio = spec.ioprio();
         let cmdprio = [spec.cmdprio(Op::Read), spec.cmdprio(Op::Write)];
         let split = [spec.cmdprio_split(Op::Read), spec.cmdprio_split(Op::Write)];
@@ -224,6 +229,8 @@ impl JobDriver {
             think_until: Nanos::ZERO,
             since_think: 0,
             quiescing: false,
+            refill_below,
+            refill_wait: false,
             issued_ios: 0,
             rate_next: [Nanos::ZERO; 3],
             rate_rng: SimRng::stream(seed, 4),
@@ -391,7 +398,7 @@ impl JobDriver {
             self.mark_finished(now);
             return if self.inflight == 0 { Poll::Finished } else { Poll::Blocked };
         }
-        if self.quiescing || self.draining {
+        if self.quiescing || self.draining || self.refill_wait {
             return Poll::Blocked;
         }
         if now < self.think_until {
@@ -467,6 +474,10 @@ impl JobDriver {
             if pause {
                 break;
             }
+        }
+        // fio reaps a full queue down to `iodepth_low` before it fills it again
+        if self.inflight >= self.depth && self.refill_below < self.depth {
+            self.refill_wait = true;
         }
         if out.len() > start_len {
             return Poll::Ready;
@@ -612,6 +623,9 @@ impl JobDriver {
         // fio judges latencies only of what it accounts: not during ramp_time
         if self.watches && done.counted && now >= self.ramp_end {
             done.failed = self.watch(now, op, len_bytes, latency);
+        }
+        if self.refill_wait && self.inflight <= self.refill_below {
+            self.refill_wait = false;
         }
         if self.quiescing && self.inflight == 0 {
             self.quiescing = false;
@@ -787,6 +801,30 @@ mod tests {
         out.clear();
         while d.poll(Nanos(1_009_000), &mut out) == Poll::Ready {}
         assert_eq!(out.len(), 8);
+    }
+
+    #[test]
+    fn iodepth_low_lets_a_full_queue_drain_before_refilling_it() {
+        let mut d = driver("[a]\nioengine=io_uring\niodepth=16\niodepth_low=4\nrw=randread\nruntime=1\ntime_based\n");
+        let mut out = Vec::new();
+        for round in 0..3u64 {
+            out.clear();
+            while d.poll(Nanos(round), &mut out) == Poll::Ready {}
+            assert_eq!(d.inflight(), 16, "round {round}: fills the queue");
+            for left in (4..16).rev() {
+                d.on_complete(Nanos(round), Op::Read, 4096, Nanos::ZERO);
+                let poll = d.poll(Nanos(round), &mut out);
+                assert_eq!(poll == Poll::Ready, left == 4, "issues again at {left} out");
+                if poll == Poll::Ready {
+                    break;
+                }
+            }
+        }
+        // without it the queue is topped up after every completion
+        let mut d = driver("[a]\nioengine=io_uring\niodepth=16\nrw=randread\nruntime=1\ntime_based\n");
+        while d.poll(Nanos::ZERO, &mut out) == Poll::Ready {}
+        d.on_complete(Nanos(1), Op::Read, 4096, Nanos::ZERO);
+        assert_eq!(d.poll(Nanos(1), &mut out), Poll::Ready);
     }
 
     #[test]

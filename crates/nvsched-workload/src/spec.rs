@@ -172,6 +172,9 @@ pub struct JobSpec {
     pub blockalign: Option<u32>,
     pub iodepth: u32,
     pub iodepth_batch_submit: u32,
+    /// `iodepth_low`: once `iodepth` requests are out, issue again only when no more than
+    /// this many are (0, the default, or `iodepth` and above: keep the queue full).
+    pub iodepth_low: u32,
     pub ioengine: String,
     pub engine_kind: EngineKind,
     pub direct: bool,
@@ -396,6 +399,7 @@ impl JobSpec {
             blockalign: None,
             iodepth: 1,
             iodepth_batch_submit: 1,
+            iodepth_low: 0,
             ioengine: "psync".into(),
             engine_kind: EngineKind::Sync,
             direct: false,
@@ -841,6 +845,16 @@ pub static OPTIONS: &[OptionDef] = &[
         j.iodepth_batch_submit = int_in(v, 0, 65_536)? as u32;
         Ok(())
     }),
+    opt!(
+        "iodepth_low",
+        [],
+        None,
+        "once iodepth requests are out, let them drain to this many before issuing again (default: iodepth, keeping the queue full)",
+        |j, v| {
+            j.iodepth_low = int_in(v, 0, 65_536)? as u32;
+            Ok(())
+        }
+    ),
     opt!(
         "ioengine",
         [],
@@ -1561,7 +1575,6 @@ pub static OPTIONS: &[OptionDef] = &[
 /// fio options nvsched knows of but does not model: a precise message instead of
 /// "unknown option".
 const FIO_UNSUPPORTED: &[&str] = &[
-    "iodepth_low",
     "iodepth_batch_complete",
     "iodepth_batch_complete_min",
     "iodepth_batch_complete_max",

@@ -618,3 +618,20 @@ fn jobs_on_the_command_line_run_as_their_job_file() {
     let out = nvsched(&["run", "--", "--rw=read"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("start one with --name=NAME"), "{out:?}");
 }
+
+/// `iodepth_low`: a full queue drains to the low mark before it is filled again, so the
+/// depths at submission are spread as fio 3.33 reports them for the same job on a file
+/// (4=25.0%, 8=66.7%, 16=8.3%).
+#[test]
+fn iodepth_low_spreads_submission_depths_as_fio_does() {
+    let text = "[a]\nioengine=libaio\niodepth=16\niodepth_low=4\nsize=512m\nrw=randread\ntime_based\nruntime=200ms\n";
+    let (_, v) = run_json(&temp_job("iodepth-low.fio", text), &[]);
+    let levels = &v["jobs"][0]["iodepth_level"];
+    let pct = |k: &str| levels[k].as_f64().unwrap();
+    assert!(
+        (pct("4") - 25.0).abs() < 0.1 && (pct("8") - 66.7).abs() < 0.1 && (pct("16") - 8.3).abs() < 0.1,
+        "{levels}"
+    );
+    let (_, v) = run_json(&temp_job("iodepth-full.fio", &text.replace("iodepth_low=4\n", "")), &[]);
+    assert!(v["jobs"][0]["iodepth_level"]["16"].as_f64().unwrap() > 99.0);
+}
