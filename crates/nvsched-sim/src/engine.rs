@@ -10,7 +10,7 @@ use nvsched_report::{CompletedIo, JobRecorder, JobStats};
 use nvsched_ssd::{Command, Device, DeviceCounters, HostPath};
 use nvsched_workload::steadystate::SteadyStates;
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, Tenants};
-use nvsched_workload::{IoUnit, JobDriver, JobSpec, Poll, ReplayStats};
+use nvsched_workload::{FlowGroups, IoUnit, JobDriver, JobSpec, Poll, ReplayStats};
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
@@ -151,6 +151,8 @@ struct JobSlot {
     write_sync: bool,
     wake_at: Option<Nanos>,
     waiting_tag: bool,
+    /// Held back by flow control, in `flow_held`.
+    flow_held: bool,
     done: bool,
     completed_now: u32,
 }
@@ -171,6 +173,8 @@ pub struct Simulation<'o> {
     queue_depth: u32,
     tags_used: u32,
     tag_waiters: VecDeque<u32>,
+    /// Jobs held back by flow control, until a job of a flow group issues or finishes.
+    flow_held: Vec<u32>,
     device_inflight: u32,
     policy_wake: Option<Nanos>,
     batch: Vec<IoUnit>,
@@ -200,6 +204,7 @@ impl<'o> Simulation<'o> {
         let mut reporting_group = 0u32;
         let per_prio = per_prio_reporting(input.jobs);
         let mut ordinal = 0u64;
+        let mut flows = FlowGroups::default();
         for (job_index, spec) in input.jobs.iter().enumerate() {
             if job_index > 0 && spec.stonewall {
                 phases.push(Vec::new());
@@ -213,7 +218,8 @@ impl<'o> Simulation<'o> {
                 ordinal += 1;
                 let seed = clone_seed(spec, ordinal, input.seed);
                 let region = regions[job_index][clone as usize];
-                let driver = JobDriver::new(spec_arc.clone(), clone, region, seed).map_err(SimError)?;
+                let mut driver = JobDriver::new(spec_arc.clone(), clone, region, seed).map_err(SimError)?;
+                flows.attach(&mut driver);
                 let mut rec = JobRecorder::for_job(spec, reporting_group, ordinal as u32, per_prio[job_index])
                     .map_err(SimError)?;
                 let file_name = spec.file_name(clone);
@@ -233,6 +239,7 @@ impl<'o> Simulation<'o> {
                     write_sync: spec.direct || spec.writes_fua(),
                     wake_at: None,
                     waiting_tag: false,
+                    flow_held: false,
                     done: false,
                     completed_now: 0,
                 });
@@ -256,6 +263,7 @@ impl<'o> Simulation<'o> {
             queue_depth,
             tags_used: 0,
             tag_waiters: VecDeque::new(),
+            flow_held: Vec::new(),
             device_inflight: 0,
             policy_wake: None,
             batch: Vec::with_capacity(64),
@@ -294,6 +302,7 @@ impl<'o> Simulation<'o> {
                     self.jobs[j as usize].wake_at = None;
                     self.poll_job(j);
                 }
+                EventKind::FlowWake(j) => self.poll_job(j),
                 EventKind::Insert(slot) => self.on_insert(slot),
                 EventKind::DeviceArrive(slot) => self.on_device_arrive(slot),
                 EventKind::DeviceDone(slot) => self.on_device_done(slot),
@@ -401,17 +410,34 @@ impl<'o> Simulation<'o> {
             }
             self.batch.clear();
             match job.driver.poll_at_most(self.now, &mut self.batch, free_tags) {
-                Poll::Ready => self.issue_batch(j),
+                Poll::Ready => {
+                    self.issue_batch(j);
+                    if !self.flow_held.is_empty() && self.jobs[j as usize].driver.in_flow() {
+                        self.release_flow();
+                    }
+                }
                 Poll::WaitUntil(t) => {
-                    if job.wake_at.is_none_or(|w| t < w) {
-                        job.wake_at = Some(t);
-                        self.events.push(t, EventKind::JobWake(j));
+                    self.wake_job_at(j, t);
+                    return;
+                }
+                Poll::Held(until) => {
+                    if let Some(t) = until {
+                        self.wake_job_at(j, t);
+                    }
+                    let job = &mut self.jobs[j as usize];
+                    if !job.flow_held {
+                        job.flow_held = true;
+                        self.flow_held.push(j);
                     }
                     return;
                 }
                 Poll::Blocked => return,
                 Poll::Finished => {
                     job.done = true;
+                    if !self.flow_held.is_empty() && job.driver.in_flow() {
+                        self.release_flow();
+                    }
+                    let job = &mut self.jobs[j as usize];
                     let end = job.driver.finished_at().unwrap_or(self.now);
                     job.rec.stats.runtime = end.saturating_sub(job.driver.ramp_end());
                     if job.driver.spec.exitall {
@@ -421,6 +447,24 @@ impl<'o> Simulation<'o> {
                     return;
                 }
             }
+        }
+    }
+
+    /// Job `j` polls again at `t` (or earlier, if it already has an earlier wake-up).
+    fn wake_job_at(&mut self, j: u32, t: Nanos) {
+        let job = &mut self.jobs[j as usize];
+        if job.wake_at.is_none_or(|w| t < w) {
+            job.wake_at = Some(t);
+            self.events.push(t, EventKind::JobWake(j));
+        }
+    }
+
+    /// A job of a flow group issued or finished: the jobs flow control held back look
+    /// again, after what runs now (fio's held jobs spin on the group's counts).
+    fn release_flow(&mut self) {
+        for j in std::mem::take(&mut self.flow_held) {
+            self.jobs[j as usize].flow_held = false;
+            self.events.push(self.now, EventKind::FlowWake(j));
         }
     }
 

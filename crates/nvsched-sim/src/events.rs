@@ -15,6 +15,9 @@ use std::collections::{BinaryHeap, VecDeque};
 pub enum EventKind {
     /// A job may be able to issue (think time or rate pacing over).
     JobWake(u32),
+    /// A job held back by flow control may be able to issue: another job of its flow
+    /// group issued or finished.
+    FlowWake(u32),
     /// A request reaches the scheduler (end of the submission path).
     Insert(u32),
     /// A dispatched request reaches the device.

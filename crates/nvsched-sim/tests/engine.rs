@@ -290,3 +290,48 @@ fn cmdprio_ios_are_reported_per_priority_and_served_first_by_mq_deadline() {
     let (be, rt) = mean_clat_us("none");
     assert!((rt / be - 1.0).abs() < 0.1, "none ignores priorities: RT {rt:.1} us vs {be:.1} us");
 }
+
+/// `flow`: jobs of one flow group issue in proportion to their weights, whichever of them
+/// is faster; a member that finishes releases the others; `flow_sleep` keeps the
+/// proportion while it sleeps between looks.
+#[test]
+fn flow_keeps_a_groups_jobs_in_proportion_to_their_weights() {
+    let ios = |out: &SimOutcome| -> Vec<u64> { out.clones.iter().map(|c| c.stats.dirs[0].total_ios).collect() };
+    let base = "[global]\nfilename=/dev/nvme0n1\nbs=4k\nruntime=200ms\ntime_based\n";
+    // alone, the QD8 job reads several times as much as the QD1 job
+    let free =
+        ios(&run(&format!("{base}[fast]\nioengine=libaio\niodepth=8\nrw=randread\n[slow]\nrw=randread\n"), "none"));
+    assert!(free[0] > 4 * free[1], "{free:?}");
+    for (weights, ratio) in [((1, 1), 1.0), ((1, 3), 1.0 / 3.0), ((2, 1), 2.0)] {
+        let text = format!(
+            "{base}[fast]\nioengine=libaio\niodepth=8\nrw=randread\nflow={}\n[slow]\nrw=randread\nflow={}\n",
+            weights.0, weights.1
+        );
+        let got = ios(&run(&text, "none"));
+        let r = got[0] as f64 / got[1] as f64;
+        assert!((r - ratio).abs() < 0.01 * ratio, "weights {weights:?}: {got:?}");
+    }
+    // another flow_id is another group: the jobs run free
+    let apart = ios(&run(
+        &format!(
+            "{base}[fast]\nioengine=libaio\niodepth=8\nrw=randread\nflow=1\n[slow]\nrw=randread\nflow=1\nflow_id=1\n"
+        ),
+        "none",
+    ));
+    assert_eq!(apart, free);
+    // a member that finishes leaves: the other runs free for the rest of its runtime
+    let text = format!(
+        "{base}[fast]\nioengine=libaio\niodepth=8\nrw=randread\nflow=1\n[short]\nrw=randread\nflow=1\ntime_based=0\nsize=4m\n"
+    );
+    let out = run(&text, "none");
+    let got = ios(&out);
+    assert_eq!(got[1], 1024);
+    assert!(got[0] > 1024 + (free[0] as f64 * 0.5) as u64, "{got:?}");
+    // flow_sleep: held back, a job lets its I/Os complete and sleeps before it looks
+    // again, so the group does less than when it goes on as soon as it may
+    let text = format!("{base}[fast]\nioengine=libaio\niodepth=8\nrw=randread\nflow=3\n[slow]\nrw=randread\nflow=1\n");
+    let spinning = ios(&run(&text, "none"));
+    let sleeping = ios(&run(&text.replace("[fast]", "flow_sleep=100\n[fast]"), "none"));
+    let r = sleeping[0] as f64 / sleeping[1] as f64;
+    assert!((r - 3.0).abs() < 0.05 && sleeping[0] < spinning[0], "{sleeping:?} vs {spinning:?}");
+}

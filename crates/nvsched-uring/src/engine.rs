@@ -9,7 +9,7 @@ use nvsched_policy::{Completion, DeviceView, Inserted, Request, RequestId, Sched
 use nvsched_report::{CompletedIo, JobRecorder};
 use nvsched_workload::steadystate::SteadyStates;
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, Tenants};
-use nvsched_workload::{IoUnit, JobDriver, JobSpec, Poll, Region, SizeOrPercent};
+use nvsched_workload::{FlowGroups, IoUnit, JobDriver, JobSpec, Poll, Region, SizeOrPercent};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -89,6 +89,8 @@ struct CloneState {
     datasync: bool,
     wake_at: Option<Nanos>,
     kick: bool,
+    /// Held back by flow control until a clone of a flow group issues or finishes.
+    flow_held: bool,
     done: bool,
     verify: bool,
     do_verify: bool,
@@ -225,6 +227,7 @@ fn run_on(
     let mut reporting_group = 0;
     let per_prio = per_prio_reporting(jobs);
     let mut ordinal = 0u64;
+    let mut flows = FlowGroups::default();
     let mut max_bs = 4096usize;
     for (job_index, spec) in jobs.iter().enumerate() {
         if job_index > 0 && spec.stonewall {
@@ -248,7 +251,8 @@ fn run_on(
             let len = spec.size.map_or(t.size - offset, |s| s.resolve(t.size)).min(t.size - offset);
             let region = Region { start: offset, len };
             let seed = clone_seed(spec, ordinal, opts.seed);
-            let driver = JobDriver::new(arc.clone(), clone, region, seed)?;
+            let mut driver = JobDriver::new(arc.clone(), clone, region, seed)?;
+            flows.attach(&mut driver);
             phases.last_mut().expect("one phase").push(clones.len() as u32);
             let mut rec = JobRecorder::for_job(spec, reporting_group, ordinal as u32, per_prio[job_index])?;
             rec.log_issues(spec, clone, 0)?;
@@ -265,6 +269,7 @@ fn run_on(
                 datasync: spec.fdatasync_every > 0,
                 wake_at: None,
                 kick: false,
+                flow_held: false,
                 done: false,
                 verify: spec.verify,
                 do_verify: spec.do_verify,
@@ -449,14 +454,23 @@ impl Engine {
             let clone = &mut self.clones[c as usize];
             match clone.driver.poll(now, &mut self.batch) {
                 Poll::Ready => {
+                    let in_flow = clone.driver.in_flow();
                     let units = std::mem::take(&mut self.batch);
                     for u in &units {
                         self.issue(c, *u, now);
                     }
                     self.batch = units;
+                    if in_flow {
+                        self.release_flow(now);
+                    }
                 }
                 Poll::WaitUntil(t) => {
                     clone.wake_at = Some(t);
+                    return;
+                }
+                Poll::Held(until) => {
+                    clone.wake_at = until;
+                    clone.flow_held = true;
                     return;
                 }
                 Poll::Blocked => {
@@ -466,6 +480,10 @@ impl Engine {
                 Poll::Finished => {
                     clone.done = true;
                     clone.wake_at = None;
+                    if clone.driver.in_flow() {
+                        self.release_flow(now);
+                    }
+                    let clone = &mut self.clones[c as usize];
                     let end = clone.driver.finished_at().unwrap_or(now);
                     clone.rec.stats.runtime = end.saturating_sub(clone.driver.ramp_end());
                     if clone.driver.spec.exitall {
@@ -474,6 +492,15 @@ impl Engine {
                     return;
                 }
             }
+        }
+    }
+
+    /// A clone of a flow group issued or finished: the clones flow control held back
+    /// look again now (fio's held jobs spin on the group's counts).
+    fn release_flow(&mut self, now: Nanos) {
+        for other in self.clones.iter_mut().filter(|o| o.flow_held) {
+            other.flow_held = false;
+            other.wake_at = Some(now);
         }
     }
 

@@ -2,6 +2,7 @@
 //! depths, think times, rates, fsync cadence and stop conditions, and nothing about how
 //! requests are served.
 
+use crate::flow::FlowShare;
 use crate::gen::{IoGenerator, IoUnit, Region};
 use crate::latency_target::{LatencyProbe, Verdict};
 use crate::spec::{EngineKind, JobSpec, RateProcess};
@@ -21,6 +22,9 @@ pub enum Poll {
     WaitUntil(Nanos),
     /// Nothing until one of its requests completes.
     Blocked,
+    /// Held back by flow control (`flow`): poll again when another job issues or
+    /// finishes, or at this time (the job's end), whichever comes first.
+    Held(Option<Nanos>),
     /// Done issuing and nothing in flight.
     Finished,
 }
@@ -48,8 +52,9 @@ pub struct JobDriver {
     think_until: Nanos,
     /// Data I/Os issued since the last `thinktime` pause.
     since_think: u32,
-    /// `thinktime_blocks` I/Os are out: issue nothing until they complete, then pause.
-    quiescing: bool,
+    /// Issue nothing until what is out has completed, then pause this long (the
+    /// `thinktime` after `thinktime_blocks` I/Os, or `flow_sleep`).
+    quiescing: Option<Nanos>,
     /// `iodepth_low`: the queue filled, so issue nothing until at most this many are out.
     refill_below: u32,
     refill_wait: bool,
@@ -80,6 +85,8 @@ pub struct JobDriver {
     /// The trace this clone replays (`read_iolog`), in place of `gen` (boxed: the
     /// generated workloads' drivers stay small).
     replay: Option<Box<Replay>>,
+    /// Its share of a `flow` group (boxed: most jobs have none).
+    flow: Option<Box<FlowShare>>,
     /// `latency_target`'s search for a depth (boxed: most jobs have none).
     latency: Option<Box<LatencyProbe>>,
     /// `max_latency`, `latency_target`, `rate_min` or `rate_iops_min` is set: completions
@@ -228,7 +235,7 @@ impl JobDriver {
             stopped: false,
             think_until: Nanos::ZERO,
             since_think: 0,
-            quiescing: false,
+            quiescing: None,
             refill_below,
             refill_wait: false,
             issued_ios: 0,
@@ -248,6 +255,7 @@ impl JobDriver {
             next_pass_end: if io_limit > pass_bytes { pass_bytes } else { u64::MAX },
             finished_at: None,
             replay,
+            flow: None,
             latency: None,
             watches: spec_watches,
             min_rate: MinRate::default(),
@@ -257,8 +265,23 @@ impl JobDriver {
         })
     }
 
+    /// Makes the clone a member of a `flow` group (from [`crate::FlowGroups`]); it joins
+    /// when it starts and leaves when it finishes.
+    pub fn set_flow(&mut self, share: FlowShare) {
+        self.flow = Some(Box::new(share));
+    }
+
+    /// Whether the clone is in a `flow` group: its issuing and finishing may release
+    /// another member that is [held](Poll::Held).
+    pub fn in_flow(&self) -> bool {
+        self.flow.is_some()
+    }
+
     /// Starts the clone (its group's turn has come); it issues after `startdelay`.
     pub fn start(&mut self, group_start: Nanos) {
+        if let Some(f) = &mut self.flow {
+            f.join();
+        }
         let now = group_start + self.spec.startdelay;
         self.started_at = Some(now);
         self.ramp_end = now + self.spec.ramp_time;
@@ -345,6 +368,9 @@ impl JobDriver {
     fn mark_finished(&mut self, now: Nanos) {
         if self.stopped && self.inflight == 0 && self.flush_due == FlushDue::No && self.finished_at.is_none() {
             self.finished_at = Some(now);
+            if let Some(f) = &mut self.flow {
+                f.leave();
+            }
         }
     }
 
@@ -398,7 +424,7 @@ impl JobDriver {
             self.mark_finished(now);
             return if self.inflight == 0 { Poll::Finished } else { Poll::Blocked };
         }
-        if self.quiescing || self.draining || self.refill_wait {
+        if self.quiescing.is_some() || self.draining || self.refill_wait {
             return Poll::Blocked;
         }
         if now < self.think_until {
@@ -406,6 +432,7 @@ impl JobDriver {
         }
         let start_len = out.len();
         let mut wake = None;
+        let mut held = false;
         let limit = self.batch.min(max_units);
         while self.inflight < self.depth && ((out.len() - start_len) as u32) < limit {
             if self.issued_bytes >= self.io_limit || self.issued_ios >= self.ios_limit {
@@ -436,6 +463,11 @@ impl JobDriver {
                     break;
                 }
             }
+            if self.flow.as_ref().is_some_and(|f| f.held()) {
+                self.pending = Some(unit);
+                held = true;
+                break;
+            }
             if let Some(gap) = self.rate_gap(&unit) {
                 let d = unit.op.index();
                 if self.rate_next[d] > now {
@@ -446,6 +478,9 @@ impl JobDriver {
                 self.rate_next[d] += gap;
             }
             out.push(unit);
+            if let Some(f) = &mut self.flow {
+                f.count();
+            }
             self.inflight += 1;
             self.issued_bytes += u64::from(unit.len_bytes);
             self.issued_ios += 1;
@@ -467,7 +502,7 @@ impl JobDriver {
                 if self.since_think >= self.think_every {
                     // fio: after `thinktime_blocks` I/Os, wait for all in flight, then pause
                     self.since_think = 0;
-                    self.quiescing = true;
+                    self.quiescing = Some(self.spec.thinktime);
                     pause = true;
                 }
             }
@@ -489,10 +524,31 @@ impl JobDriver {
             self.mark_finished(now);
             return if self.inflight == 0 { Poll::Finished } else { Poll::Blocked };
         }
+        if held {
+            return self.hold(now);
+        }
         match wake {
             Some(t) => self.wait_until(t),
             None => Poll::Blocked,
         }
+    }
+
+    /// Held back by `flow`: with `flow_sleep`, let what is out complete, then sleep
+    /// before looking again (fio's io_u_quiesce and usleep); without, look again as soon
+    /// as another member issues (fio spins).
+    #[cold]
+    #[inline(never)]
+    fn hold(&mut self, now: Nanos) -> Poll {
+        let sleep = self.spec.flow_sleep;
+        if sleep == Nanos::ZERO {
+            return Poll::Held(self.end);
+        }
+        if self.inflight > 0 {
+            self.quiescing = Some(sleep);
+            return Poll::Blocked;
+        }
+        self.think_until = now + sleep;
+        self.wait_until(self.think_until)
     }
 
     /// A pause (thinktime, rate pacing) ends at the job's end at the latest: fio cuts both
@@ -627,9 +683,10 @@ impl JobDriver {
         if self.refill_wait && self.inflight <= self.refill_below {
             self.refill_wait = false;
         }
-        if self.quiescing && self.inflight == 0 {
-            self.quiescing = false;
-            self.think_until = now + self.spec.thinktime;
+        if self.inflight == 0 {
+            if let Some(pause) = self.quiescing.take() {
+                self.think_until = now + pause;
+            }
         }
         if self.draining && self.inflight == 0 {
             done.restart_stats = self.drained(now);
@@ -937,7 +994,7 @@ mod tests {
                         counted.push(d.on_complete(t, Op::Read, 4096, Nanos::ZERO).counted);
                     }
                 }
-                Poll::Blocked => panic!("blocked with nothing in flight at {t:?}"),
+                Poll::Blocked | Poll::Held(_) => panic!("blocked with nothing in flight at {t:?}"),
             }
         }
         assert_eq!(d.finished_at(), Some(t), "finished when the last request completed");
@@ -1183,7 +1240,7 @@ mod tests {
                     excess = excess.max(d.inflight().saturating_sub(d.depth()));
                     continue;
                 }
-                Poll::WaitUntil(_) | Poll::Blocked => {}
+                Poll::WaitUntil(_) | Poll::Blocked | Poll::Held(_) => {}
             }
             let std::cmp::Reverse((at, issued)) = due.pop().expect("blocked with nothing in flight");
             now = at;

@@ -1,7 +1,8 @@
 //! Workloads for nvsched: fio job files ([`spec`], [`jobfile`], [`units`]) and what each
-//! job issues and when ([`gen`], [`driver`], [`latency_target`], [`steadystate`]). Knows nothing about engines or devices.
+//! job issues and when ([`gen`], [`driver`], [`flow`], [`latency_target`], [`steadystate`]). Knows nothing about engines or devices.
 
 pub mod driver;
+pub mod flow;
 pub mod gen;
 pub mod jobfile;
 pub mod latency_target;
@@ -12,6 +13,7 @@ pub mod trace;
 pub mod units;
 
 pub use driver::{Completed, Failure, JobDriver, Poll, ReplayStats};
+pub use flow::FlowGroups;
 pub use gen::{IoGenerator, IoUnit, Region};
 pub use jobfile::{Environment, HostEnvironment, JobFileError, Location};
 pub use spec::{find_option, why_not_an_option};

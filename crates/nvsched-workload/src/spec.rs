@@ -202,6 +202,12 @@ pub struct JobSpec {
     pub thinktime: Nanos,
     /// `thinktime_blocks`: I/Os between pauses (fio waits for them to complete first).
     pub thinktime_blocks: u32,
+    /// `flow`: weight among the jobs of its `flow_id` (0: no flow control).
+    pub flow: u32,
+    pub flow_id: u32,
+    /// `flow_sleep`: held back by flow control, let what is out complete and sleep this
+    /// long before looking again (0: wait until another job of the group issues).
+    pub flow_sleep: Nanos,
     /// `number_ios`: stop after this many I/Os (0: no such limit).
     pub number_ios: u64,
     /// `loops`: passes over the job's size (not time based).
@@ -420,6 +426,9 @@ impl JobSpec {
             startdelay: Nanos::ZERO,
             thinktime: Nanos::ZERO,
             thinktime_blocks: 1,
+            flow: 0,
+            flow_id: 0,
+            flow_sleep: Nanos::ZERO,
             number_ios: 0,
             loops: 1,
             rate_bps: [0; 3],
@@ -984,6 +993,35 @@ pub static OPTIONS: &[OptionDef] = &[
         "I/Os issued between thinktime pauses (default 1), which must complete first (caps iodepth); counted as issued, as fio's thinktime_blocks_type=issue",
         |j, v| {
             j.thinktime_blocks = int_in(v, 1, i64::from(u32::MAX))? as u32;
+            Ok(())
+        }
+    ),
+    opt!(
+        "flow",
+        [],
+        None,
+        "weight among the jobs of its flow_id (0-1000): they issue I/Os in proportion to their weights (0: no flow control)",
+        |j, v| {
+            if v.trim_start().starts_with('-') {
+                return Err(format!(
+                    "'{v}': flow is a weight from 0 to 1000 (fio 3.x); the signed flow counter of older fio is not supported"
+                ));
+            }
+            j.flow = int_in(v, 0, 1000)? as u32;
+            Ok(())
+        }
+    ),
+    opt!("flow_id", [], None, "the flow group the job's flow weight counts in (default 0)", |j, v| {
+        j.flow_id = int_in(v, 0, i64::from(u32::MAX))? as u32;
+        Ok(())
+    }),
+    opt!(
+        "flow_sleep",
+        [],
+        None,
+        "held back by flow, let the I/Os out complete and sleep this long before looking again; microseconds unless a unit is given (0: go on as soon as another job of the group issues)",
+        |j, v| {
+            j.flow_sleep = parse_time(v, Nanos::from_us(1))?;
             Ok(())
         }
     ),
@@ -1585,9 +1623,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "rate_ignore_thinktime",
     "cmdprio_hint",
     "priohint",
-    "flow",
-    "flow_id",
-    "flow_sleep",
     "verify_pattern",
     "read_iolog_chunked",
     "merge_blktrace_file",

@@ -482,3 +482,25 @@ fn steady_state_ends_a_real_job() {
     assert_eq!(v["jobs"][0]["steadystate"]["attained"], 1);
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn flow_keeps_real_jobs_in_proportion() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let job = write_job(
+        &d,
+        "flow.fio",
+        &format!(
+            "[global]\nfilename={}\nsize=16m\ndirect=1\nbs=4k\nruntime=300ms\ntime_based\n\
+             [fast]\nrw=randread\nioengine=io_uring\niodepth=4\nflow=3\n[slow]\nrw=randread\nioengine=psync\nflow=1\n",
+            d.join("flow.dat").display()
+        ),
+    );
+    let v = run_uring_json(&job, &[]);
+    let ios = |i: usize| v["jobs"][i]["read"]["total_ios"].as_f64().unwrap();
+    let ratio = ios(0) / ios(1);
+    assert!(ios(1) > 100.0 && (ratio - 3.0).abs() < 0.05, "fast {} vs slow {}", ios(0), ios(1));
+    std::fs::remove_dir_all(&d).unwrap();
+}
