@@ -52,9 +52,12 @@ pub struct JobDriver {
     think_until: Nanos,
     /// Data I/Os issued since the last `thinktime` pause.
     since_think: u32,
-    /// Issue nothing until what is out has completed, then pause this long (the
-    /// `thinktime` after `thinktime_blocks` I/Os, or `flow_sleep`).
-    quiescing: Option<Nanos>,
+    /// `thinktime_iotime` (0: pauses come by count only) and when the current stretch of
+    /// issuing began (the job's start or the end of its last pause).
+    think_iotime: Nanos,
+    issuing_since: Nanos,
+    /// Issue nothing until what is out has completed, then pause.
+    quiescing: Option<Pause>,
     /// `iodepth_low`: the queue filled, so issue nothing until at most this many are out.
     refill_below: u32,
     refill_wait: bool,
@@ -101,6 +104,15 @@ pub struct JobDriver {
     /// The job failed (`max_latency`, `latency_target`, `rate_min`): it issues nothing
     /// more and counts nothing more.
     failed: bool,
+}
+
+/// Why a job lets what it has out complete and then pauses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pause {
+    /// `thinktime`, after `thinktime_blocks` I/Os or `thinktime_iotime` of issuing.
+    Think,
+    /// `flow_sleep`, held back by flow control.
+    FlowSleep,
 }
 
 /// Completed bytes and I/Os per direction (read, write) for `rate_min`/`rate_iops_min`,
@@ -206,6 +218,7 @@ impl JobDriver {
         let ios_limit = if spec.number_ios > 0 { spec.number_ios } else { u64::MAX };
         let think_every =
             if spec.thinktime > Nanos::ZERO { spec.thinktime_blocks.clamp(1, u32::MAX - 1) } else { u32::MAX };
+        let think_iotime = if spec.thinktime > Nanos::ZERO { spec.thinktime_iotime } else { Nanos::ZERO };
         let sync_engine = spec.engine_kind == EngineKind::Sync;
         let spec_watches = spec.max_latency > Nanos::ZERO
             || spec.latency.target > Nanos::ZERO
@@ -229,6 +242,8 @@ impl JobDriver {
             io_limit,
             ios_limit,
             think_every,
+            think_iotime,
+            issuing_since: Nanos::ZERO,
             started_at: None,
             ramp_end: Nanos::ZERO,
             end: None,
@@ -288,6 +303,7 @@ impl JobDriver {
         self.end = (self.spec.runtime > Nanos::ZERO).then(|| now + self.spec.ramp_time + self.spec.runtime);
         self.rate_next = [now; 3];
         self.think_until = now;
+        self.issuing_since = now;
         self.latency = LatencyProbe::new(&self.spec.latency, self.depth, now).map(Box::new);
         if let Some(p) = &self.latency {
             self.depth = p.depth();
@@ -499,10 +515,13 @@ impl JobDriver {
             }
             if self.think_every < u32::MAX {
                 self.since_think += 1;
-                if self.since_think >= self.think_every {
-                    // fio: after `thinktime_blocks` I/Os, wait for all in flight, then pause
+                let issued_long_enough =
+                    self.think_iotime > Nanos::ZERO && now.saturating_sub(self.issuing_since) >= self.think_iotime;
+                if self.since_think >= self.think_every || issued_long_enough {
+                    // fio: after `thinktime_blocks` I/Os (or `thinktime_iotime`), wait for
+                    // all in flight, then pause
                     self.since_think = 0;
-                    self.quiescing = Some(self.spec.thinktime);
+                    self.quiescing = Some(Pause::Think);
                     pause = true;
                 }
             }
@@ -544,11 +563,31 @@ impl JobDriver {
             return Poll::Held(self.end);
         }
         if self.inflight > 0 {
-            self.quiescing = Some(sleep);
+            self.quiescing = Some(Pause::FlowSleep);
             return Poll::Blocked;
         }
-        self.think_until = now + sleep;
+        self.begin_pause(now, Pause::FlowSleep);
         self.wait_until(self.think_until)
+    }
+
+    /// What was out has completed: the pause starts now. After a `thinktime` pause the
+    /// next stretch of issuing starts (`thinktime_iotime`), and with
+    /// `rate_ignore_thinktime` rate pacing moves on by the pause instead of catching up
+    /// (issuing at once when the pause ends, as fio makes sure it does).
+    fn begin_pause(&mut self, now: Nanos, why: Pause) {
+        match why {
+            Pause::FlowSleep => self.think_until = now + self.spec.flow_sleep,
+            Pause::Think => {
+                let pause = self.spec.thinktime;
+                self.think_until = now + pause;
+                self.issuing_since = self.think_until;
+                if self.spec.rate_ignore_thinktime {
+                    for next in &mut self.rate_next {
+                        *next = (*next + pause).min(self.think_until);
+                    }
+                }
+            }
+        }
     }
 
     /// A pause (thinktime, rate pacing) ends at the job's end at the latest: fio cuts both
@@ -684,8 +723,8 @@ impl JobDriver {
             self.refill_wait = false;
         }
         if self.inflight == 0 {
-            if let Some(pause) = self.quiescing.take() {
-                self.think_until = now + pause;
+            if let Some(why) = self.quiescing.take() {
+                self.begin_pause(now, why);
             }
         }
         if self.draining && self.inflight == 0 {
@@ -882,6 +921,34 @@ mod tests {
         while d.poll(Nanos::ZERO, &mut out) == Poll::Ready {}
         d.on_complete(Nanos(1), Op::Read, 4096, Nanos::ZERO);
         assert_eq!(d.poll(Nanos(1), &mut out), Poll::Ready);
+    }
+
+    #[test]
+    fn thinktime_iotime_pauses_after_issuing_for_that_long() {
+        // each I/O completes 1 us after it is issued; 20 ms pauses after 80 ms of issuing
+        let mut d = driver("[a]\nrw=randread\nthinktime=20ms\nthinktime_iotime=80ms\nruntime=1\ntime_based\n");
+        let (mut t, mut out, mut issued_at) = (Nanos::ZERO, Vec::new(), Vec::new());
+        loop {
+            out.clear();
+            match d.poll(t, &mut out) {
+                Poll::Ready => {
+                    issued_at.push(t);
+                    t += Nanos::from_us(1);
+                    d.on_complete(t, Op::Read, 4096, Nanos::from_us(1));
+                }
+                Poll::WaitUntil(w) => t = w,
+                _ => break,
+            }
+        }
+        let gaps: Vec<(Nanos, Nanos)> =
+            issued_at.windows(2).filter(|w| w[1] - w[0] > Nanos::from_us(1)).map(|w| (w[0], w[1] - w[0])).collect();
+        assert_eq!(gaps.len(), 9, "the tenth pause is cut off by the runtime: {gaps:?}");
+        for (i, (at, gap)) in gaps.iter().enumerate() {
+            assert_eq!(*gap, Nanos::from_ms(20) + Nanos::from_us(1), "pause {i}");
+            // the stretch of issuing before pause i began at the end of pause i - 1
+            let began = if i == 0 { Nanos::ZERO } else { gaps[i - 1].0 + gaps[i - 1].1 };
+            assert_eq!(*at - began, Nanos::from_ms(80), "pause {i} comes after 80 ms of issuing");
+        }
     }
 
     #[test]

@@ -202,6 +202,14 @@ pub struct JobSpec {
     pub thinktime: Nanos,
     /// `thinktime_blocks`: I/Os between pauses (fio waits for them to complete first).
     pub thinktime_blocks: u32,
+    /// `thinktime_iotime`: a pause also comes after issuing for this long (0: not by time).
+    pub thinktime_iotime: Nanos,
+    /// `thinktime_spin`: the part of the pause fio spends spinning (the pause is
+    /// `thinktime` all the same).
+    pub thinktime_spin: Nanos,
+    /// `rate_ignore_thinktime`: after a pause, rate pacing goes on from where it was
+    /// instead of catching up.
+    pub rate_ignore_thinktime: bool,
     /// `flow`: weight among the jobs of its `flow_id` (0: no flow control).
     pub flow: u32,
     pub flow_id: u32,
@@ -426,6 +434,9 @@ impl JobSpec {
             startdelay: Nanos::ZERO,
             thinktime: Nanos::ZERO,
             thinktime_blocks: 1,
+            thinktime_iotime: Nanos::ZERO,
+            thinktime_spin: Nanos::ZERO,
+            rate_ignore_thinktime: false,
             flow: 0,
             flow_id: 0,
             flow_sleep: Nanos::ZERO,
@@ -993,6 +1004,36 @@ pub static OPTIONS: &[OptionDef] = &[
         "I/Os issued between thinktime pauses (default 1), which must complete first (caps iodepth); counted as issued, as fio's thinktime_blocks_type=issue",
         |j, v| {
             j.thinktime_blocks = int_in(v, 1, i64::from(u32::MAX))? as u32;
+            Ok(())
+        }
+    ),
+    opt!(
+        "thinktime_iotime",
+        [],
+        None,
+        "pause for thinktime also after issuing for this long, or after thinktime_blocks I/Os if that is given, whichever comes first; seconds unless a unit is given",
+        |j, v| {
+            j.thinktime_iotime = parse_time(v, Nanos::from_secs(1))?;
+            Ok(())
+        }
+    ),
+    opt!(
+        "thinktime_spin",
+        [],
+        None,
+        "the part of thinktime fio spends spinning before it sleeps; microseconds unless a unit is given (the pause is thinktime either way: no host CPU is modelled for the job)",
+        |j, v| {
+            j.thinktime_spin = parse_time(v, Nanos::from_us(1))?;
+            Ok(())
+        }
+    ),
+    opt!(
+        "rate_ignore_thinktime",
+        [],
+        Some("1"),
+        "after a thinktime pause, rate pacing goes on from the pause's end instead of catching up on the I/O the pause cost (0 or 1)",
+        |j, v| {
+            j.rate_ignore_thinktime = parse_bool(v)?;
             Ok(())
         }
     ),
@@ -1618,9 +1659,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "iodepth_batch_complete_max",
     "bs_unaligned",
     "nrfiles",
-    "thinktime_spin",
-    "thinktime_iotime",
-    "rate_ignore_thinktime",
     "cmdprio_hint",
     "priohint",
     "verify_pattern",
@@ -1773,6 +1811,20 @@ fn finish_job(job: &mut JobSpec, _warnings: &mut [String]) -> Result<(), JobFile
     }
     if job.iodepth_batch_submit == 0 || job.iodepth_batch_submit > job.iodepth {
         job.iodepth_batch_submit = job.iodepth;
+    }
+    if job.thinktime_iotime > Nanos::ZERO && !job.option_lines.contains_key("thinktime_blocks") {
+        // fio: with thinktime_iotime, the default of one I/O per pause does not apply
+        job.thinktime_blocks = u32::MAX;
+    }
+    if job.thinktime_spin > job.thinktime {
+        return Err(JobFileError::new(
+            job.option_line("thinktime_spin"),
+            Some("thinktime_spin"),
+            format!(
+                "job '{}': thinktime_spin ({}) is longer than thinktime ({})",
+                job.name, job.thinktime_spin, job.thinktime
+            ),
+        ));
     }
     for prefix in [&mut job.logs.lat, &mut job.logs.bw, &mut job.logs.iops].into_iter().flatten() {
         if prefix.is_empty() {

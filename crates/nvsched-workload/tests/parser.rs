@@ -339,6 +339,7 @@ const BAD: &[(&str, &str)] = &[
     ("rate=abc", "'abc' is not a number"),
     ("rate_iops=-5", "-5 is out of range 0..="),
     ("rate_process=uniform", "'uniform' is not a rate process"),
+    ("thinktime_spin=20\nthinktime=10", "thinktime_spin (20us) is longer than thinktime (10us)"),
     ("flow=-2", "the signed flow counter of older fio is not supported"),
     ("flow=1001", "1001 is out of range 0..=1000"),
     ("iodepth_low=-1", "-1 is out of range 0..="),

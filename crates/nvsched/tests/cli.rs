@@ -635,3 +635,24 @@ fn iodepth_low_spreads_submission_depths_as_fio_does() {
     let (_, v) = run_json(&temp_job("iodepth-full.fio", &text.replace("iodepth_low=4\n", "")), &[]);
     assert!(v["jobs"][0]["iodepth_level"]["16"].as_f64().unwrap() > 99.0);
 }
+
+/// `thinktime_iotime`, `thinktime_blocks` and `rate_ignore_thinktime` against fio 3.33 on
+/// its null engine (rate_iops=1000): a 500 ms pause every 100 I/Os over 3 s gives 600
+/// I/Os, or 505 when pacing does not catch up after a pause; 20 ms pauses after each
+/// 80 ms of issuing over 2 s give 2000 I/Os (pacing catches up), or 1639 without catching
+/// up.
+#[test]
+fn thinktime_options_pace_a_rated_job_as_fio_does() {
+    let base = "[a]\nioengine=null\nsize=1g\nrw=randread\nrate_iops=1000\ntime_based\n";
+    let ios = |name: &str, extra: &str| -> u64 {
+        let (_, v) = run_json(&temp_job(name, &format!("{base}{extra}")), &[]);
+        v["jobs"][0]["read"]["total_ios"].as_u64().unwrap()
+    };
+    let blocks = "runtime=3\nthinktime=500ms\nthinktime_blocks=100\n";
+    assert_eq!(ios("think-blocks.fio", blocks), 600);
+    assert_eq!(ios("think-blocks-ignore.fio", &format!("{blocks}rate_ignore_thinktime=1\n")), 505);
+    let iotime = "runtime=2\nthinktime=20ms\nthinktime_iotime=80ms\n";
+    assert_eq!(ios("think-iotime.fio", iotime), 2000);
+    let ignoring = ios("think-iotime-ignore.fio", &format!("{iotime}rate_ignore_thinktime=1\n"));
+    assert!((1639.0 - ignoring as f64).abs() < 0.02 * 1639.0, "{ignoring}");
+}
