@@ -1482,9 +1482,54 @@ pub static OPTIONS: &[OptionDef] = &[
         [],
         Some("1"),
         "accepted for compatibility: on real devices nvsched removes the files it laid out after the run unless --keep-files, whatever this says",
-        |_, v| parse_bool(v).map(|_| ())
+        accept_bool
     ),
-    opt!("thread", ["threads"], Some("1"), "accepted for compatibility; no effect in nvsched", |_, v| { parse_bool(v).map(|_| ()) }),
+    opt!("thread", ["threads"], Some("1"), "accepted for compatibility; no effect in nvsched", accept_bool),
+    opt!(
+        "gtod_reduce",
+        [],
+        Some("1"),
+        "accepted: nvsched times every I/O at no cost to the run (simulated time; two clock reads per I/O on real devices) and reports every latency, where fio leaves them out",
+        accept_bool
+    ),
+    opt!("disable_lat", [], Some("1"), "accepted: total latency is measured and reported anyway (see gtod_reduce)", accept_bool),
+    opt!("disable_clat", [], Some("1"), "accepted: completion latency is measured and reported anyway (see gtod_reduce)", accept_bool),
+    opt!("disable_slat", [], Some("1"), "accepted: submission latency is measured and reported anyway (see gtod_reduce)", accept_bool),
+    opt!(
+        "disable_bw_measurement",
+        ["disable_bw"],
+        Some("1"),
+        "accepted: bandwidth is measured and reported anyway (see gtod_reduce)",
+        accept_bool
+    ),
+    opt!(
+        "clocksource",
+        [],
+        None,
+        "gettimeofday, clock_gettime or cpu: accepted; nvsched's clock is simulated time, or the monotonic clock on real devices",
+        |_, v| match v {
+            "gettimeofday" | "clock_gettime" | "cpu" => Ok(()),
+            other => Err(format!("'{other}' is not one of gettimeofday, clock_gettime, cpu")),
+        }
+    ),
+    opt!(
+        "invalidate",
+        [],
+        Some("1"),
+        "accepted: nvsched keeps no page cache to drop (direct I/O on real devices; buffered I/O is simulated as direct)",
+        accept_bool
+    ),
+    opt!(
+        "fallocate",
+        [],
+        None,
+        "none, native, posix, keep or truncate (or 0/1): accepted; nvsched lays out a new file by writing it in full with pseudo-random data",
+        |_, v| match v {
+            "none" | "native" | "posix" | "keep" | "truncate" | "0" | "1" => Ok(()),
+            other => Err(format!("'{other}' is not one of none, native, posix, keep, truncate")),
+        }
+    ),
+    opt!("create_serialize", [], Some("1"), "accepted: nvsched lays out its files one after another before any job starts", accept_bool),
     opt!(
         "verify",
         [],
@@ -1669,7 +1714,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "write_hist_log",
     "wait_for",
     "create_on_open",
-    "invalidate",
     "fadvise_hint",
     "atomic",
     "writefua",
@@ -2017,6 +2061,11 @@ fn per_direction<T: Clone>(value: &str, parse: impl Fn(&str) -> Result<T, String
         return Err("empty value".into());
     }
     Ok(out)
+}
+
+/// Checks a flag that nvsched accepts without acting on it.
+fn accept_bool(_: &mut JobSpec, v: &str) -> Result<(), String> {
+    parse_bool(v).map(|_| ())
 }
 
 /// fio's `a:b` lists of paths (`filename`, `directory`): `\:` is a colon within a name.

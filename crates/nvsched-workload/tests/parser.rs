@@ -289,6 +289,24 @@ fn globals_inherit_and_jobs_override() {
     assert_eq!(f.jobs[1].job_options, vec![("bs".to_string(), "16k".to_string())]);
 }
 
+/// fio's options for its own overhead and file layout parse, are checked, and change
+/// nothing about the job.
+#[test]
+fn overhead_and_layout_options_are_accepted_without_effect() {
+    let body = "gtod_reduce=1\ndisable_lat=1\ndisable_clat\ndisable_slat=1\ndisable_bw=1\nclocksource=cpu\n\
+                invalidate=0\nfallocate=none\ncreate_serialize=0\nthread\nunlink=1\nrandom_generator=lfsr";
+    let mut with = job(body);
+    let without = job("");
+    assert_eq!(with.job_options.len(), 12);
+    with.job_options.clear();
+    with.option_lines.clear();
+    let mut without = without;
+    without.option_lines.clear();
+    assert_eq!(format!("{with:?}"), format!("{without:?}"));
+    assert!(parse("[job]\nclocksource=tsc\n").unwrap_err().to_string().contains("'tsc' is not one of"));
+    assert!(parse("[job]\ngtod_reduce=maybe\n").unwrap_err().to_string().contains("not a boolean"));
+}
+
 #[test]
 fn ignore_unsupported_turns_errors_into_warnings() {
     let text = "[a]\nverify_pattern=0xff\nbogus_option=1\nbs=4k\n";
