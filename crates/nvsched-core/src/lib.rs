@@ -63,4 +63,15 @@ impl Op {
             Op::Discard => "discard",
         }
     }
+
+    /// fio's name for the direction (its `ddir`), as in iologs and messages: a discard
+    /// is a `trim`, a flush a `sync`.
+    pub const fn fio_name(self) -> &'static str {
+        match self {
+            Op::Read => "read",
+            Op::Write => "write",
+            Op::Flush => "sync",
+            Op::Discard => "trim",
+        }
+    }
 }

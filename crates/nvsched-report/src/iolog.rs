@@ -236,12 +236,7 @@ impl IssueLog {
 
     /// One I/O issued at `now` (since the run started).
     pub fn issue(&mut self, now: Nanos, op: Op, offset_bytes: u64, len_bytes: u32) {
-        let action = match op {
-            Op::Read => "read",
-            Op::Write => "write",
-            Op::Discard => "trim",
-            Op::Flush => "sync",
-        };
+        let action = op.fio_name();
         let offset = if op == Op::Flush { 0 } else { offset_bytes.saturating_sub(self.file_start) };
         let written = writeln!(self.out, "{} {} {action} {offset} {len_bytes}", now.0 / 1_000, self.file_name);
         self.note(written);

@@ -308,7 +308,7 @@ impl JobError {
                 "latency of {} nsec exceeds specified max ({} nsec): {file} {} {offset_bytes} {len_bytes}",
                 latency.0,
                 limit.0,
-                op.name()
+                op.fio_name()
             ),
         }
     }
