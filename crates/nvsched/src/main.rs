@@ -109,6 +109,14 @@ struct RunArgs {
     /// `nvsched run -- --rw=randread --size=1g --name=a --iodepth=32`.
     #[arg(last = true, value_name = "--OPTION[=VALUE]")]
     job_options: Vec<String>,
+    /// Run only the job sections of this name (repeatable), as fio's --section; the
+    /// `[global]` sections still apply.
+    #[arg(long, value_name = "NAME")]
+    section: Vec<String>,
+    /// Check the jobs (every option, file and trace they name) and exit without running
+    /// them.
+    #[arg(long)]
+    parse_only: bool,
     /// Scheduling policy and parameters: ID or ID:key=value,... (see `nvsched policies`);
     /// default: the job file's `ioscheduler=`, else none.
     #[arg(long, value_name = "SPEC")]
@@ -402,8 +410,26 @@ fn load_jobs(path: &Path, ignore_unsupported: bool) -> Result<JobFile, String> {
     parse_job_file(path, &HostEnvironment, ParseOptions { ignore_unsupported }).map_err(|e| e.to_string())
 }
 
-/// `run`'s jobs: from the job file, or from fio-style options after `--`.
+/// `run`'s jobs: from the job file, or from fio-style options after `--`; only the
+/// sections `--section` names, if it is given.
 fn run_jobs(args: &RunArgs) -> Result<JobFile, String> {
+    let mut jobs = all_run_jobs(args)?;
+    if !args.section.is_empty() {
+        let known: Vec<&str> = jobs.jobs.iter().map(|j| j.name.as_str()).collect();
+        if let Some(missing) = args.section.iter().find(|s| !known.contains(&s.as_str())) {
+            let mut names = known.clone();
+            names.dedup();
+            return Err(format!(
+                "--section {missing}: there is no job section of that name (jobs: {})",
+                names.join(", ")
+            ));
+        }
+        jobs.jobs.retain(|j| args.section.contains(&j.name));
+    }
+    Ok(jobs)
+}
+
+fn all_run_jobs(args: &RunArgs) -> Result<JobFile, String> {
     match (&args.jobfile, args.job_options.as_slice()) {
         (Some(path), []) => load_jobs(path, args.ignore_unsupported),
         (None, []) => Err("no jobs: give a job file, or the jobs as fio's options after -- \
@@ -456,6 +482,15 @@ fn command_line_job_text(options: &[String]) -> Result<String, String> {
 }
 
 fn cmd_run(args: RunArgs) -> Result<(), String> {
+    if args.parse_only {
+        let jobs = run_jobs(&args)?;
+        for w in &jobs.warnings {
+            eprintln!("warning: {w}");
+        }
+        let clones: u32 = jobs.jobs.iter().map(|j| j.numjobs).sum();
+        eprintln!("nvsched: {} job(s), {clones} clone(s): parsed", jobs.jobs.len());
+        return Ok(());
+    }
     if args.engine == "uring" {
         return cmd_run_uring(args);
     }

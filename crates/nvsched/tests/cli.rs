@@ -656,3 +656,27 @@ fn thinktime_options_pace_a_rated_job_as_fio_does() {
     let ignoring = ios("think-iotime-ignore.fio", &format!("{iotime}rate_ignore_thinktime=1\n"));
     assert!((1639.0 - ignoring as f64).abs() < 0.02 * 1639.0, "{ignoring}");
 }
+
+/// `--section` runs only the named job sections (with the `[global]` options), as fio's
+/// does; `--parse-only` checks a job file without running it.
+#[test]
+fn section_picks_jobs_and_parse_only_checks_without_running() {
+    let file = temp_job(
+        "sections.fio",
+        "[global]\nsize=1g\nruntime=50ms\ntime_based\n[light]\nrw=randread\n[heavy]\nrw=randread\niodepth=8\nioengine=libaio\n[w]\nrw=randwrite\n",
+    );
+    let (_, v) = run_json(&file, &["--section", "heavy", "--section", "w"]);
+    let names: Vec<&str> = v["jobs"].as_array().unwrap().iter().map(|j| j["jobname"].as_str().unwrap()).collect();
+    assert_eq!(names, ["heavy", "w"]);
+    let out = nvsched(&["run", file.to_str().unwrap(), "--section", "medium"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr)
+        .contains("--section medium: there is no job section of that name (jobs: light, heavy, w)"));
+    let out = nvsched(&["run", file.to_str().unwrap(), "--parse-only"]);
+    assert!(out.status.success() && out.stdout.is_empty(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("3 job(s), 3 clone(s): parsed"));
+    let bad = temp_job("sections-bad.fio", "[a]\nrw=randread\niodepht=4\n");
+    let out = nvsched(&["run", bad.to_str().unwrap(), "--parse-only"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("sections-bad.fio:3: option 'iodepht'"));
+}
