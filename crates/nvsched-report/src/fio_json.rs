@@ -3,7 +3,7 @@
 //! `json.c` prints (two-space indent, `"key" : value`, floats with six decimals).
 
 use crate::hist::FioHistogram;
-use crate::stats::{window_summary, DirStats, JobStats, LatStats, BW_WINDOW};
+use crate::stats::{window_summary, DirStats, JobStats, LatStats};
 use crate::{DiskUtil, RunReport};
 use nvsched_workload::steadystate::SteadyStateReport;
 use serde::Serialize;
@@ -44,11 +44,10 @@ fn ddir_value(d: &DirStats, job: &JobStats, group_bw_bytes: f64, bins: bool) -> 
     } else {
         (0, 0.0)
     };
-    let complete_windows = (job.runtime.0 / BW_WINDOW.0) as usize;
-    let per_sec = 1e9 / BW_WINDOW.0 as f64;
+    let ((bw_windows, bw_per_sec), (io_windows, io_per_sec)) = (job.bw_samples(), job.iops_samples());
     let (bw_min, bw_max, bw_mean, bw_dev, bw_samples) =
-        window_summary(&d.bw_windows.bytes, complete_windows, per_sec / 1024.0);
-    let (io_min, io_max, io_mean, io_dev, io_samples) = window_summary(&d.bw_windows.ios, complete_windows, per_sec);
+        window_summary(&d.bw_windows.bytes, bw_windows, bw_per_sec / 1024.0);
+    let (io_min, io_max, io_mean, io_dev, io_samples) = window_summary(&d.bw_windows.ios, io_windows, io_per_sec);
     let mut m = Map::new();
     m.insert("io_bytes".into(), json!(d.io_bytes));
     m.insert("io_kbytes".into(), json!(d.io_bytes >> 10));

@@ -2,7 +2,7 @@
 //! lines at the end.
 
 use crate::fio_json::{latency_maps, level_percentages, ms_round, LatencyMap};
-use crate::stats::{window_summary, JobStats, LatStats, PrioStats, BW_WINDOW};
+use crate::stats::{window_summary, JobStats, LatStats, PrioStats};
 use crate::RunReport;
 use nvsched_workload::steadystate::SsMetric;
 use std::fmt::Write;
@@ -195,12 +195,11 @@ fn ddir(out: &mut String, d: usize, job: &JobStats, group_bytes_per_sec: u64) {
             percentile_block(out, &title, list, &p.hist.percentiles(list));
         }
     }
-    let complete = (job.runtime.0 / BW_WINDOW.0) as usize;
-    let per_sec = 1e9 / BW_WINDOW.0 as f64;
-    let bw = window_summary(&dir.bw_windows.bytes, complete, per_sec / 1024.0);
+    let ((bw_windows, bw_per_sec), (io_windows, io_per_sec)) = (job.bw_samples(), job.iops_samples());
+    let bw = window_summary(&dir.bw_windows.bytes, bw_windows, bw_per_sec / 1024.0);
     if bw.4 > 0 {
         let share = group_share_pct(bw.2, group_bytes_per_sec);
-        bw_lines(out, bw, share, window_summary(&dir.bw_windows.ios, complete, per_sec));
+        bw_lines(out, bw, share, window_summary(&dir.bw_windows.ios, io_windows, io_per_sec));
     }
 }
 

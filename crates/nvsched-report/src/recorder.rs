@@ -55,6 +55,8 @@ impl JobRecorder {
         stats.latency_target_ns = spec.latency.target.0;
         stats.latency_window_us = spec.latency.window.0 / 1_000;
         stats.latency_percentile = spec.latency.percentile;
+        stats.bw_window = spec.bw_avg_time;
+        stats.iops_window = spec.iops_avg_time;
         stats.set_percentile_kinds(PercentileKinds {
             slat: spec.slat_percentiles,
             clat: spec.clat_percentiles,

@@ -84,26 +84,37 @@ pub struct Windows {
 }
 
 impl Windows {
+    /// One request of `bytes`, in byte window `bytes_index` and I/O window `ios_index`
+    /// (the two differ when `bwavgtime` and `iopsavgtime` do).
     #[inline]
-    fn add(&mut self, index: usize, bytes: u64) {
-        if index >= self.bytes.len() {
-            self.bytes.resize(index + 1, 0);
-            self.ios.resize(index + 1, 0);
-        }
-        self.bytes[index] += bytes;
-        self.ios[index] += 1;
+    fn add(&mut self, bytes_index: usize, ios_index: usize, bytes: u64) {
+        add_at(&mut self.bytes, bytes_index, bytes);
+        add_at(&mut self.ios, ios_index, 1);
     }
 
     fn merge(&mut self, other: &Windows) {
-        if other.bytes.len() > self.bytes.len() {
-            self.bytes.resize(other.bytes.len(), 0);
-            self.ios.resize(other.ios.len(), 0);
-        }
-        for (i, (b, n)) in other.bytes.iter().zip(&other.ios).enumerate() {
-            self.bytes[i] += b;
-            self.ios[i] += n;
+        for (into, from) in [(&mut self.bytes, &other.bytes), (&mut self.ios, &other.ios)] {
+            if from.len() > into.len() {
+                into.resize(from.len(), 0);
+            }
+            for (a, b) in into.iter_mut().zip(from) {
+                *a += b;
+            }
         }
     }
+}
+
+fn samples(runtime: Nanos, window: Nanos) -> (usize, f64) {
+    let window_ns = window.0.max(1);
+    ((runtime.0.saturating_sub(1) / window_ns) as usize, 1e9 / window_ns as f64)
+}
+
+#[inline]
+fn add_at(counts: &mut Vec<u64>, index: usize, n: u64) {
+    if index >= counts.len() {
+        counts.resize(index + 1, 0);
+    }
+    counts[index] += n;
 }
 
 /// Latency of one priority within a direction (fio's `prios[]`): completion latency, or
@@ -154,7 +165,8 @@ pub struct DirStats {
     /// Kept only when asked for (`slat_percentiles`, `lat_percentiles`).
     pub slat_hist: Option<FioHistogram>,
     pub lat_hist: Option<FioHistogram>,
-    /// 500 ms windows (bw/iops min, max, mean, stddev, samples).
+    /// Bytes per `bwavgtime` and I/Os per `iopsavgtime` window (bw/iops min, max, mean,
+    /// stddev, samples).
     pub bw_windows: Windows,
     /// 1 s windows (the time series).
     pub series: Windows,
@@ -270,6 +282,10 @@ pub struct JobStats {
     /// `steadystate` detection, for jobs that ask for it (per group under
     /// `group_reporting`, so every clone of a group carries the same).
     pub steadystate: Option<SteadyStateReport>,
+    /// fio's `bwavgtime` and `iopsavgtime`: the windows bandwidth and IOPS samples
+    /// average over (500 ms by default).
+    pub bw_window: Nanos,
+    pub iops_window: Nanos,
 }
 
 /// A job that failed, as fio reports it: `err=110 (func=max latency exceeded,
@@ -338,7 +354,21 @@ impl JobStats {
             latency_percentile: 100.0,
             error: None,
             steadystate: None,
+            bw_window: BW_WINDOW,
+            iops_window: BW_WINDOW,
         }
+    }
+
+    /// How many bandwidth windows give a sample, and the factor from a window's count to
+    /// a rate per second: the whole windows that end before the job does. fio takes a
+    /// sample when a window has passed and the job goes on, so a window that ends with
+    /// the job gives none (3 s at the default 500 ms: 5 samples, as fio 3.33 reports).
+    pub fn bw_samples(&self) -> (usize, f64) {
+        samples(self.runtime, self.bw_window)
+    }
+    /// The same for IOPS windows (`iopsavgtime`).
+    pub fn iops_samples(&self) -> (usize, f64) {
+        samples(self.runtime, self.iops_window)
     }
 
     /// fio's `error`: the failed job's errno, 0 when it did not fail.
@@ -403,8 +433,16 @@ impl JobStats {
         if self.percentile_kinds.slat || self.percentile_kinds.lat {
             d.record_optional_hists(slat, lat);
         }
-        d.bw_windows.add((since_start.0 / BW_WINDOW.0) as usize, bytes);
-        d.series.add((since_start.0 / SERIES_WINDOW.0) as usize, bytes);
+        let (bytes_index, ios_index) = if self.bw_window == BW_WINDOW && self.iops_window == BW_WINDOW {
+            // the default, by a constant (a multiplication, not a division)
+            let i = (since_start.0 / BW_WINDOW.0) as usize;
+            (i, i)
+        } else {
+            ((since_start.0 / self.bw_window.0) as usize, (since_start.0 / self.iops_window.0) as usize)
+        };
+        d.bw_windows.add(bytes_index, ios_index, bytes);
+        let second = (since_start.0 / SERIES_WINDOW.0) as usize;
+        d.series.add(second, second, bytes);
     }
 
     /// Records the latency of one priority (for `prios[]`): completion latency, or total
@@ -526,6 +564,21 @@ mod tests {
         }
         assert!((s.mean() - 5.0).abs() < 1e-12);
         assert!((s.stddev() - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_sample_per_window_that_ends_before_the_job() {
+        let mut j = JobStats::new("a", 0, Vec::new(), 1);
+        for (runtime_ms, samples) in [(3000, 5), (3200, 6), (499, 0), (501, 1), (0, 0)] {
+            j.runtime = Nanos::from_ms(runtime_ms);
+            assert_eq!(j.bw_samples().0, samples, "{runtime_ms} ms");
+        }
+        j.runtime = Nanos::from_secs(3);
+        (j.bw_window, j.iops_window) = (Nanos::from_ms(250), Nanos::from_secs(1));
+        assert_eq!((j.bw_samples(), j.iops_samples()), ((11, 4.0), (2, 1.0)));
+        // each request lands in its byte window and its I/O window
+        j.record(Op::Read, 4096, None, Nanos(1), Nanos::from_ms(600));
+        assert_eq!((j.dirs[0].bw_windows.bytes.len(), j.dirs[0].bw_windows.ios.len()), (3, 1));
     }
 
     #[test]

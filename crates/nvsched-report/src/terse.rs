@@ -2,7 +2,7 @@
 //! job; latencies in microseconds.
 
 use crate::fio_json::{dir_bw_bytes, group_bandwidths, latency_maps, level_percentages};
-use crate::stats::{window_summary, DirStats, JobStats, LatStats, BW_WINDOW};
+use crate::stats::{window_summary, DirStats, JobStats, LatStats};
 use crate::RunReport;
 use std::fmt::Write;
 
@@ -44,8 +44,8 @@ fn ddir(out: &mut String, d: &DirStats, job: &JobStats, group_bw: f64) {
         }
     }
     us_stats(out, &d.lat);
-    let complete = (job.runtime.0 / BW_WINDOW.0) as usize;
-    let (min, max, mean, dev, _) = window_summary(&d.bw_windows.bytes, complete, 1e9 / BW_WINDOW.0 as f64 / 1024.0);
+    let (windows, per_sec) = job.bw_samples();
+    let (min, max, mean, dev, _) = window_summary(&d.bw_windows.bytes, windows, per_sec / 1024.0);
     let agg = if group_bw > 0.0 { 100.0 * bw_bytes.floor() / group_bw } else { 0.0 };
     let _ = write!(out, ";{};{};{agg:.6}%;{mean:.6};{dev:.6}", min as u64, max as u64);
 }

@@ -210,6 +210,9 @@ pub struct JobSpec {
     /// `rate_ignore_thinktime`: after a pause, rate pacing goes on from where it was
     /// instead of catching up.
     pub rate_ignore_thinktime: bool,
+    /// `bwavgtime` and `iopsavgtime`: the windows bandwidth and IOPS samples average over.
+    pub bw_avg_time: Nanos,
+    pub iops_avg_time: Nanos,
     /// `flow`: weight among the jobs of its `flow_id` (0: no flow control).
     pub flow: u32,
     pub flow_id: u32,
@@ -437,6 +440,8 @@ impl JobSpec {
             thinktime_iotime: Nanos::ZERO,
             thinktime_spin: Nanos::ZERO,
             rate_ignore_thinktime: false,
+            bw_avg_time: Nanos::from_ms(500),
+            iops_avg_time: Nanos::from_ms(500),
             flow: 0,
             flow_id: 0,
             flow_sleep: Nanos::ZERO,
@@ -1034,6 +1039,26 @@ pub static OPTIONS: &[OptionDef] = &[
         "after a thinktime pause, rate pacing goes on from the pause's end instead of catching up on the I/O the pause cost (0 or 1)",
         |j, v| {
             j.rate_ignore_thinktime = parse_bool(v)?;
+            Ok(())
+        }
+    ),
+    opt!(
+        "bwavgtime",
+        [],
+        None,
+        "milliseconds each bandwidth sample averages over (bw min/max/mean/samples in the report; default 500)",
+        |j, v| {
+            j.bw_avg_time = Nanos::from_ms(int_in(v, 1, 86_400_000)? as u64);
+            Ok(())
+        }
+    ),
+    opt!(
+        "iopsavgtime",
+        [],
+        None,
+        "milliseconds each IOPS sample averages over (iops min/max/mean/samples in the report; default 500)",
+        |j, v| {
+            j.iops_avg_time = Nanos::from_ms(int_in(v, 1, 86_400_000)? as u64);
             Ok(())
         }
     ),
@@ -1735,8 +1760,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "dedupe_percentage",
     "continue_on_error",
     "ignore_error",
-    "bwavgtime",
-    "iopsavgtime",
 ];
 
 /// Looks up an option by name or alias.
@@ -1812,6 +1835,7 @@ pub fn build_jobs(sections: &[RawSection], opts: ParseOptions) -> Result<JobFile
             message: "the job file defines no jobs (only [global] sections)".into(),
         });
     }
+    check_sample_windows_agree(&jobs)?;
     Ok(JobFile { jobs, global_options, warnings })
 }
 
@@ -2061,6 +2085,36 @@ fn per_direction<T: Clone>(value: &str, parse: impl Fn(&str) -> Result<T, String
         return Err("empty value".into());
     }
     Ok(out)
+}
+
+/// Jobs reported together (`group_reporting`) add up their bandwidth samples window by
+/// window, so they must sample over the same `bwavgtime` and `iopsavgtime`.
+fn check_sample_windows_agree(jobs: &[JobSpec]) -> Result<(), JobFileError> {
+    let mut first_of_group = 0;
+    for (i, job) in jobs.iter().enumerate() {
+        if i > 0 && (job.stonewall || job.new_group) {
+            first_of_group = i;
+        }
+        let first = &jobs[first_of_group];
+        if !job.group_reporting || i == first_of_group {
+            continue;
+        }
+        for (option, mine, theirs) in
+            [("bwavgtime", job.bw_avg_time, first.bw_avg_time), ("iopsavgtime", job.iops_avg_time, first.iops_avg_time)]
+        {
+            if mine != theirs {
+                return Err(JobFileError::new(
+                    job.option_line(option),
+                    Some(option),
+                    format!(
+                        "job '{}' samples over {mine} but job '{}' of its reporting group over {theirs}; group_reporting adds their samples up, so they must agree",
+                        job.name, first.name
+                    ),
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Checks a flag that nvsched accepts without acting on it.

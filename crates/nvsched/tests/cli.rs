@@ -680,3 +680,26 @@ fn section_picks_jobs_and_parse_only_checks_without_running() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("sections-bad.fio:3: option 'iodepht'"));
 }
+
+/// Bandwidth and IOPS samples: one per `bwavgtime`/`iopsavgtime` window that ends before
+/// the job does, as fio 3.33 reports for the same job on its null engine (3 s: 5 and 5
+/// at the default 500 ms; 11 at 250 ms, 2 at 1 s). Jobs reported together must agree.
+#[test]
+fn bandwidth_samples_follow_bwavgtime_and_iopsavgtime_as_in_fio() {
+    let base = "[a]\nioengine=null\nsize=1g\nrw=randread\nrate_iops=1000\nruntime=3\ntime_based\n";
+    let samples = |name: &str, text: &str| {
+        let (_, v) = run_json(&temp_job(name, text), &[]);
+        let r = &v["jobs"][0]["read"];
+        (r["bw_samples"].as_u64().unwrap(), r["iops_samples"].as_u64().unwrap(), r["iops_mean"].as_f64().unwrap())
+    };
+    assert_eq!(samples("avg-default.fio", base), (5, 5, 1000.0));
+    assert_eq!(samples("avg-set.fio", &format!("{base}bwavgtime=250\niopsavgtime=1000\n")), (11, 2, 1000.0));
+    let out = nvsched(&[
+        "run",
+        temp_job("avg-group.fio", &format!("[global]\ngroup_reporting\n{}[a]\n[b]\nbwavgtime=100\n", &base[4..]))
+            .to_str()
+            .unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("avg-group.fio:11: option 'bwavgtime'") && stderr.contains("must agree"), "{stderr}");
+}
