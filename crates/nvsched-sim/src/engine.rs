@@ -9,7 +9,7 @@ use nvsched_policy::{Completion, DeviceView, HostCost, Inserted, PolicyReport, R
 use nvsched_report::{CompletedIo, JobRecorder, JobStats};
 use nvsched_ssd::{Command, Device, DeviceCounters, HostPath};
 use nvsched_workload::steadystate::SteadyStates;
-use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, Tenants};
+use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, wait_for_targets, Tenants};
 use nvsched_workload::{FlowGroups, IoUnit, JobDriver, JobSpec, Poll, ReplayStats};
 use std::collections::VecDeque;
 use std::fmt;
@@ -164,6 +164,12 @@ pub struct Simulation<'o> {
     jobs: Vec<JobSlot>,
     phases: Vec<Vec<u32>>,
     phase: usize,
+    /// For each job of the job file, its clones (engine indices), and the job it waits
+    /// for (`wait_for`).
+    clones_of: Vec<Vec<u32>>,
+    waits_for: Vec<Option<usize>>,
+    /// Jobs of the running phase that wait for another job to finish before they start.
+    waiting: Vec<u32>,
     rqs: Vec<RqRecord>,
     free: Vec<u32>,
     sched: Box<dyn Scheduler>,
@@ -246,11 +252,18 @@ impl<'o> Simulation<'o> {
             }
         }
         let steady = SteadyStates::new(jobs.iter().map(|j| (&*j.driver.spec, j.reporting_group))).map_err(SimError)?;
+        let mut clones_of = vec![Vec::new(); input.jobs.len()];
+        for (k, job) in jobs.iter().enumerate() {
+            clones_of[job.job_index].push(k as u32);
+        }
         let queue_depth = input.device.queue_depth().max(1);
         let cpu_free = vec![Nanos::ZERO; input.host.cpus as usize];
         Ok(Simulation {
             now: Nanos::ZERO,
             events: EventQueue::default(),
+            clones_of,
+            waits_for: wait_for_targets(input.jobs),
+            waiting: Vec::new(),
             jobs,
             phases,
             phase: 0,
@@ -347,10 +360,33 @@ impl<'o> Simulation<'o> {
             return;
         }
         let members = self.phases[phase].clone();
-        for &j in &members {
+        let (ready, waiting): (Vec<u32>, Vec<u32>) = members.into_iter().partition(|&j| self.may_start(j));
+        self.waiting = waiting;
+        for &j in &ready {
             self.jobs[j as usize].driver.start(self.now);
         }
-        for &j in &members {
+        for &j in &ready {
+            self.poll_job(j);
+        }
+    }
+
+    /// Whether job clone `j` may start: every clone of the job it waits for has finished.
+    fn may_start(&self, j: u32) -> bool {
+        match self.waits_for[self.jobs[j as usize].job_index] {
+            Some(waitee) => self.clones_of[waitee].iter().all(|&k| self.jobs[k as usize].done),
+            None => true,
+        }
+    }
+
+    /// A job finished: the jobs that waited for it (`wait_for`) start now.
+    fn start_waiters(&mut self) {
+        let (ready, waiting): (Vec<u32>, Vec<u32>) =
+            std::mem::take(&mut self.waiting).into_iter().partition(|&j| self.may_start(j));
+        self.waiting = waiting;
+        for &j in &ready {
+            self.jobs[j as usize].driver.start(self.now);
+        }
+        for &j in &ready {
             self.poll_job(j);
         }
     }
@@ -442,6 +478,9 @@ impl<'o> Simulation<'o> {
                     job.rec.stats.runtime = end.saturating_sub(job.driver.ramp_end());
                     if job.driver.spec.exitall {
                         self.exit_others(j);
+                    }
+                    if !self.waiting.is_empty() {
+                        self.start_waiters();
                     }
                     self.check_phase_done();
                     return;

@@ -335,3 +335,20 @@ fn flow_keeps_a_groups_jobs_in_proportion_to_their_weights() {
     let r = sleeping[0] as f64 / sleeping[1] as f64;
     assert!((r - 3.0).abs() < 0.05 && sleeping[0] < spinning[0], "{sleeping:?} vs {spinning:?}");
 }
+
+/// `wait_for`: a job starts once every clone of the job it names has finished, while
+/// the rest of its stonewall group runs from the start.
+#[test]
+fn wait_for_starts_a_job_when_the_one_it_waits_for_finishes() {
+    let text = "[global]\nfilename=/dev/nvme0n1\nbs=4k\nrw=randread\n\
+                [fill]\nsize=4m\nnumjobs=2\noffset_increment=4m\n\
+                [after]\nsize=4m\nwait_for=fill\n\
+                [alongside]\nruntime=20ms\ntime_based\n";
+    let out = run(text, "none");
+    let (fill, after, alongside) = (&out.clones[..2], &out.clones[2], &out.clones[3]);
+    let fill_end = fill.iter().map(|c| c.finished_at).max().unwrap();
+    assert!(fill.iter().all(|c| c.started_at == Nanos::ZERO) && alongside.started_at == Nanos::ZERO);
+    assert_eq!(after.started_at, fill_end, "starts as the last clone of 'fill' finishes");
+    assert_eq!(after.stats.dirs[0].total_ios, 1024);
+    assert!(after.finished_at > fill_end && fill_end > Nanos::ZERO);
+}

@@ -8,7 +8,7 @@ use nvsched_core::{Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, Inserted, Request, RequestId, Scheduler};
 use nvsched_report::{CompletedIo, JobRecorder};
 use nvsched_workload::steadystate::SteadyStates;
-use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, Tenants};
+use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, wait_for_targets, Tenants};
 use nvsched_workload::{FlowGroups, IoUnit, JobDriver, JobSpec, Poll, Region, SizeOrPercent};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::BTreeMap;
@@ -108,6 +108,11 @@ struct Engine {
     clones: Vec<CloneState>,
     phases: Vec<Vec<u32>>,
     phase: usize,
+    /// For each job of the job file, its clones, and the job it waits for (`wait_for`).
+    clones_of: Vec<Vec<u32>>,
+    waits_for: Vec<Option<usize>>,
+    /// Clones of the running phase that wait for another job to finish before they start.
+    waiting: Vec<u32>,
     /// `steadystate` detection per job or group.
     steady: SteadyStates,
     /// (fd, path) of each target; the files stay open in the caller.
@@ -282,6 +287,10 @@ fn run_on(
         }
     }
     let steady = SteadyStates::new(clones.iter().map(|c| (&*c.driver.spec, c.reporting_group)))?;
+    let mut clones_of = vec![Vec::new(); jobs.len()];
+    for (k, clone) in clones.iter().enumerate() {
+        clones_of[clone.job_index].push(k as u32);
+    }
     let target_info: Vec<TargetInfo> = targets
         .iter()
         .map(|t| TargetInfo {
@@ -299,6 +308,9 @@ fn run_on(
         clones,
         phases,
         phase: 0,
+        clones_of,
+        waits_for: wait_for_targets(jobs),
+        waiting: Vec::new(),
         targets: targets.iter().map(|t| (t.fd(), t.path.clone())).collect(),
         slots: Vec::new(),
         free: Vec::new(),
@@ -361,14 +373,38 @@ impl Engine {
         if phase >= self.phases.len() {
             return;
         }
-        for &c in &self.phases[phase] {
-            let clone = &mut self.clones[c as usize];
-            clone.driver.start(now);
-            clone.kick = true;
-            if clone.verify_only {
-                // nothing to issue: the region is checked in the verify phase
-                clone.done = true;
-            }
+        let (ready, waiting): (Vec<u32>, Vec<u32>) = self.phases[phase].iter().partition(|&&c| self.may_start(c));
+        self.waiting = waiting;
+        for c in ready {
+            self.start_clone(c, now);
+        }
+    }
+
+    fn start_clone(&mut self, c: u32, now: Nanos) {
+        let clone = &mut self.clones[c as usize];
+        clone.driver.start(now);
+        clone.kick = true;
+        if clone.verify_only {
+            // nothing to issue: the region is checked in the verify phase
+            clone.done = true;
+        }
+    }
+
+    /// Whether clone `c` may start: every clone of the job it waits for has finished.
+    fn may_start(&self, c: u32) -> bool {
+        match self.waits_for[self.clones[c as usize].job_index] {
+            Some(waitee) => self.clones_of[waitee].iter().all(|&k| self.clones[k as usize].done),
+            None => true,
+        }
+    }
+
+    /// The clones whose `wait_for` job has finished start now.
+    fn start_waiters(&mut self, now: Nanos) {
+        let (ready, waiting): (Vec<u32>, Vec<u32>) =
+            std::mem::take(&mut self.waiting).into_iter().partition(|&c| self.may_start(c));
+        self.waiting = waiting;
+        for c in ready {
+            self.start_clone(c, now);
         }
     }
 
@@ -376,6 +412,9 @@ impl Engine {
         self.start_phase(0, Nanos::ZERO);
         loop {
             let now = self.now();
+            if !self.waiting.is_empty() {
+                self.start_waiters(now);
+            }
             while self.phase < self.phases.len()
                 && self.phases[self.phase].iter().all(|&c| self.clones[c as usize].done)
             {

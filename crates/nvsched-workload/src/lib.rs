@@ -21,5 +21,5 @@ pub use spec::{
     parse_job_file, parse_job_str, BlockSizes, Distribution, EngineKind, ExitWhat, JobFile, JobSpec, ParseOptions,
     Pattern, RateProcess, SyncMode, DEFAULT_PERCENTILES, OPTIONS,
 };
-pub use tenants::{clone_seed, exit_targets, per_prio_reporting, Tenants};
+pub use tenants::{clone_seed, exit_targets, per_prio_reporting, wait_for_targets, Tenants};
 pub use units::{KbBase, SizeOrPercent};

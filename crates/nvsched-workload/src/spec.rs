@@ -240,6 +240,9 @@ pub struct JobSpec {
     pub cgroup: Option<String>,
     pub cgroup_weight: u32,
     pub stonewall: bool,
+    /// `wait_for`: the name of an earlier job whose clones must all finish before this
+    /// job starts.
+    pub wait_for: Option<String>,
     /// `exitall`: when this job finishes, the jobs `exit_what` names stop.
     pub exitall: bool,
     pub exit_what: ExitWhat,
@@ -461,6 +464,7 @@ impl JobSpec {
             cgroup: None,
             cgroup_weight: 100,
             stonewall: false,
+            wait_for: None,
             exitall: false,
             exit_what: ExitWhat::Group,
             new_group: false,
@@ -1351,6 +1355,19 @@ pub static OPTIONS: &[OptionDef] = &[
         j.stonewall = parse_bool(v)?;
         Ok(())
     }),
+    opt!(
+        "wait_for",
+        [],
+        None,
+        "start only once every clone of this earlier job (by name) has finished; unlike stonewall, no new group",
+        |j, v| {
+            if v.trim().is_empty() {
+                return Err("wait_for needs the name of an earlier job".into());
+            }
+            j.wait_for = Some(v.trim().to_string());
+            Ok(())
+        }
+    ),
     opt!("exitall", [], Some("1"), "when this job finishes, stop the jobs exit_what names", |j, v| {
         j.exitall = parse_bool(v)?;
         Ok(())
@@ -1737,7 +1754,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "merge_blktrace_scalars",
     "merge_blktrace_iters",
     "write_hist_log",
-    "wait_for",
     "create_on_open",
     "fadvise_hint",
     "atomic",
@@ -1836,6 +1852,7 @@ pub fn build_jobs(sections: &[RawSection], opts: ParseOptions) -> Result<JobFile
         });
     }
     check_sample_windows_agree(&jobs)?;
+    check_wait_for(&jobs)?;
     Ok(JobFile { jobs, global_options, warnings })
 }
 
@@ -2111,6 +2128,34 @@ fn check_sample_windows_agree(jobs: &[JobSpec]) -> Result<(), JobFileError> {
                         job.name, first.name
                     ),
                 ));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `wait_for` names a job defined earlier, and one only, as fio requires (a job named by
+/// another must have a unique name).
+fn check_wait_for(jobs: &[JobSpec]) -> Result<(), JobFileError> {
+    for (i, job) in jobs.iter().enumerate() {
+        let Some(name) = &job.wait_for else { continue };
+        let err = |m: String| Err(JobFileError::new(job.option_line("wait_for"), Some("wait_for"), m));
+        let named: Vec<usize> = jobs.iter().enumerate().filter(|(_, j)| &j.name == name).map(|(k, _)| k).collect();
+        match named.as_slice() {
+            [] => return err(format!("job '{}' waits for '{name}', but no job has that name", job.name)),
+            [k] if *k >= i => {
+                return err(format!(
+                    "job '{}' waits for '{name}', which comes after it (fio needs the job it waits for defined first)",
+                    job.name
+                ))
+            }
+            [_] => {}
+            _ => {
+                return err(format!(
+                    "job '{}' waits for '{name}', but {} jobs have that name (it must be unique)",
+                    job.name,
+                    named.len()
+                ))
             }
         }
     }

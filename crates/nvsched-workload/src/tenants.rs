@@ -27,6 +27,15 @@ impl Tenants {
     }
 }
 
+/// For each job, the earlier job it waits for (`wait_for`), by index: the parser checked
+/// the name, so `None` means it waits for none (or for a job `--section` left out).
+pub fn wait_for_targets(jobs: &[JobSpec]) -> Vec<Option<usize>> {
+    jobs.iter()
+        .enumerate()
+        .map(|(i, job)| job.wait_for.as_ref().and_then(|name| jobs[..i].iter().position(|j| &j.name == name)))
+        .collect()
+}
+
 /// The seed of a job clone's generators: from the job's `randseed`, the clone's ordinal
 /// in the job file (1, 2, ...) and the run's seed, so simulated and real runs of the same
 /// job file issue the same offsets.

@@ -358,6 +358,8 @@ const BAD: &[(&str, &str)] = &[
     ("rate_iops=-5", "-5 is out of range 0..="),
     ("rate_process=uniform", "'uniform' is not a rate process"),
     ("thinktime_spin=20\nthinktime=10", "thinktime_spin (20us) is longer than thinktime (10us)"),
+    ("wait_for=nobody", "waits for 'nobody', but no job has that name"),
+    ("wait_for=job", "which comes after it"),
     ("flow=-2", "the signed flow counter of older fio is not supported"),
     ("flow=1001", "1001 is out of range 0..=1000"),
     ("iodepth_low=-1", "-1 is out of range 0..="),

@@ -504,3 +504,39 @@ fn flow_keeps_real_jobs_in_proportion() {
     assert!(ios(1) > 100.0 && (ratio - 3.0).abs() < 0.05, "fast {} vs slow {}", ios(0), ios(1));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn wait_for_starts_a_real_job_after_the_one_it_names() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let job = write_job(
+        &d,
+        "wait.fio",
+        &format!(
+            "[global]\nfilename={}\nsize=16m\ndirect=1\nbs=4k\nrw=randread\nioengine=psync\n\
+             [first]\nrate_iops=200\nnumber_ios=40\nwrite_iolog=first.log\n[second]\nwait_for=first\nnumber_ios=20\nwrite_iolog=second.log\n",
+            d.join("wait.dat").display()
+        ),
+    );
+    run_uring_json(&job, &[]);
+    // the log lines start with the time of the issue (ms since the run began)
+    let times = |log: &str| -> Vec<u64> {
+        std::fs::read_to_string(d.join(log))
+            .unwrap()
+            .lines()
+            .filter(|l| l.contains(" read "))
+            .map(|l| l.split(' ').next().unwrap().parse().unwrap())
+            .collect()
+    };
+    let (first, second) = (times("first.log"), times("second.log"));
+    assert_eq!((first.len(), second.len()), (40, 20));
+    assert!(
+        second[0] >= *first.last().unwrap(),
+        "second began at {} before first ended at {:?}",
+        second[0],
+        first.last()
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
