@@ -16,10 +16,16 @@ pub struct LogRequest {
     /// `log_prio`: the last column is each I/O's priority value (`0x2004`: best effort,
     /// level 4), not whether it was `cmdprio`'s.
     pub prio: bool,
+    /// `write_hist_log` prefix: `PREFIX_clat_hist.N.log`, completion-latency histograms.
+    pub hist: Option<String>,
+    /// `log_hist_msec`: time between histogram samples (0: none).
+    pub hist_msec: u32,
+    /// `log_hist_coarseness`: each column sums 2^this of fio's histogram buckets (0-6).
+    pub hist_coarseness: u8,
 }
 
 impl LogRequest {
     pub fn any(&self) -> bool {
-        self.lat.is_some() || self.bw.is_some() || self.iops.is_some()
+        self.lat.is_some() || self.bw.is_some() || self.iops.is_some() || self.hist.is_some()
     }
 }

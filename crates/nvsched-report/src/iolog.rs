@@ -1,7 +1,8 @@
 //! fio's per-job log files (`write_lat_log`, `write_bw_log`, `write_iops_log`), in fio
 //! 3.33's format: `time_ms, value, direction, block size[, offset], high priority`, one
 //! line per completed I/O, or with `log_avg_msec` one line per window and direction
-//! (block size 0): the mean latency, KiB/s and IOPS of the window. And fio's
+//! (block size 0): the mean latency, KiB/s and IOPS of the window; fio's
+//! `write_hist_log`: completion-latency histograms per interval. And fio's
 //! `write_iolog`: the I/Os as they are issued, an iolog that `read_iolog` replays.
 
 use nvsched_core::{IoPrio, LogRequest, Nanos, Op};
@@ -41,9 +42,49 @@ struct WindowSums {
     slat_ios: u64,
 }
 
+/// fio's histogram buckets (`FIO_IO_U_PLAT_NR`): the columns of a histogram log before
+/// `log_hist_coarseness` merges them.
+const FIO_PLAT_NR: usize = 29 * 64;
+
+/// fio's `write_hist_log`: every `log_hist_msec`, at the first completion after the
+/// interval, one line `time_ms, direction, block size, bucket counts...` with the
+/// completion latencies of that direction since its previous line, in fio's buckets.
+struct HistLog {
+    path: PathBuf,
+    out: BufWriter<File>,
+    every_ms: u64,
+    /// Where the current interval began (fio moves it on by whole intervals).
+    since_ms: u64,
+    /// Buckets summed per column (2^`log_hist_coarseness`).
+    stride: usize,
+    /// Per direction: counts since its last line.
+    counts: [Vec<u64>; 3],
+}
+
+impl HistLog {
+    fn record(&mut self, at: Nanos, d: usize, bytes: u32, clat: Nanos) -> std::io::Result<()> {
+        let bucket = crate::hist::value_to_index(clat.0).min(FIO_PLAT_NR - 1);
+        self.counts[d][bucket] += 1;
+        let ms = at.0 / 1_000_000;
+        if ms.saturating_sub(self.since_ms) < self.every_ms {
+            return Ok(());
+        }
+        self.since_ms += self.every_ms;
+        write!(self.out, "{ms}, {d}, {bytes}")?;
+        for column in self.counts[d].chunks(self.stride) {
+            write!(self.out, ", {}", column.iter().sum::<u64>())?;
+        }
+        writeln!(self.out)?;
+        self.counts[d].iter_mut().for_each(|c| *c = 0);
+        Ok(())
+    }
+}
+
 /// The log files of one job clone, written as its I/Os complete.
 pub struct IoLogs {
     files: Vec<(Kind, PathBuf, BufWriter<File>)>,
+    /// `write_hist_log` (boxed: few jobs have it).
+    hist: Option<Box<HistLog>>,
     avg_ns: u64,
     offset: bool,
     /// `log_prio`: the priority column holds each I/O's priority value; else 1 for an
@@ -79,14 +120,33 @@ impl IoLogs {
         if let Some(p) = &request.iops {
             wanted.push((Kind::Iops, p));
         }
+        let create = |name: String| {
+            let path = dir.join(name);
+            let file = File::create(&path).map_err(|e| format!("cannot create log file '{}': {e}", path.display()))?;
+            Ok::<_, String>((path, BufWriter::new(file)))
+        };
         let mut files = Vec::with_capacity(wanted.len());
         for (kind, prefix) in wanted {
-            let path = dir.join(format!("{prefix}_{}.{index}.log", kind.suffix()));
-            let file = File::create(&path).map_err(|e| format!("cannot create log file '{}': {e}", path.display()))?;
-            files.push((kind, path, BufWriter::new(file)));
+            let (path, out) = create(format!("{prefix}_{}.{index}.log", kind.suffix()))?;
+            files.push((kind, path, out));
         }
+        let hist = match &request.hist {
+            Some(prefix) => {
+                let (path, out) = create(format!("{prefix}_clat_hist.{index}.log"))?;
+                Some(Box::new(HistLog {
+                    path,
+                    out,
+                    every_ms: u64::from(request.hist_msec.max(1)),
+                    since_ms: 0,
+                    stride: 1 << request.hist_coarseness.min(6),
+                    counts: std::array::from_fn(|_| vec![0; FIO_PLAT_NR]),
+                }))
+            }
+            None => None,
+        };
         Ok(Some(Box::new(IoLogs {
             files,
+            hist,
             avg_ns: u64::from(request.avg_msec) * 1_000_000,
             offset: request.offset,
             prio_values: request.prio,
@@ -114,6 +174,14 @@ impl IoLogs {
             return;
         }
         let d = op.index();
+        if let Some(h) = &mut self.hist {
+            if let Err(e) = h.record(at, d, bytes, clat) {
+                self.error.get_or_insert(e.to_string());
+            }
+            if self.files.is_empty() {
+                return;
+            }
+        }
         let lat = clat.0 + slat.map_or(0, |s| s.0);
         if let Some(window) = at.0.checked_div(self.avg_ns) {
             while self.window < window {
@@ -185,7 +253,8 @@ impl IoLogs {
     /// Writes what is buffered and closes the files; the first write error. As in fio, a
     /// window is written when a later I/O completes, so the last one never is.
     pub fn finish(mut self: Box<Self>) -> Result<(), String> {
-        for (_, path, w) in &mut self.files {
+        let hist = self.hist.as_mut().map(|h| (&h.path, &mut h.out));
+        for (path, w) in self.files.iter_mut().map(|(_, p, w)| (&*p, w)).chain(hist) {
             if let Err(e) = w.flush() {
                 self.error.get_or_insert(format!("{}: {e}", path.display()));
             }
@@ -302,6 +371,37 @@ mod tests {
         // fio 3.33 logged 16480 for a 4 KiB read of 248536 ns completion latency
         assert_eq!(read(&dir, "j_bw.2.log"), ["1, 16480, 0, 4096, 0", "2, 81920, 1, 8192, 1"]);
         assert_eq!(read(&dir, "j_iops.2.log"), ["1, 1, 0, 4096, 0", "2, 1, 1, 8192, 1"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// `write_hist_log`: a line per direction once an interval has passed, with the
+    /// counts since that direction's last line in fio's 1856 buckets, merged by
+    /// `log_hist_coarseness`.
+    #[test]
+    fn histogram_lines_count_each_interval_in_fios_buckets() {
+        let dir = temp_dir("hist");
+        let req = LogRequest { hist: Some("h".into()), hist_msec: 100, hist_coarseness: 2, ..Default::default() };
+        let mut logs = IoLogs::create(&req, 1, &dir, BE4).unwrap().unwrap();
+        let ms = Nanos::from_ms;
+        for (at, clat) in [(10, 5_000), (50, 5_000), (99, 200_000), (100, 5_000), (150, 5_000), (230, 5_000)] {
+            logs.record(ms(at), Op::Read, 4096, 0, BE4, None, Nanos(clat));
+        }
+        logs.record(ms(120), Op::Write, 8192, 0, BE4, None, Nanos(10_000)); // its first line waits
+        logs.finish().unwrap();
+        let lines = read(&dir, "h_clat_hist.1.log");
+        let rows: Vec<Vec<u64>> = lines.iter().map(|l| l.split(", ").map(|f| f.parse().unwrap()).collect()).collect();
+        assert_eq!(rows.len(), 2, "{lines:?}");
+        for row in &rows {
+            assert_eq!(row.len(), 3 + 1856 / 4);
+        }
+        let column = |clat: u64| crate::hist::value_to_index(clat) / 4;
+        assert_eq!(rows[0][..3], [100, 0, 4096]);
+        assert_eq!(
+            (rows[0][3 + column(5_000)], rows[0][3 + column(200_000)], rows[0][3..].iter().sum::<u64>()),
+            (3, 1, 4)
+        );
+        assert_eq!(rows[1][..3], [230, 0, 4096], "the interval after 100 ms: 100-200 ms, written at 230");
+        assert_eq!(rows[1][3..].iter().sum::<u64>(), 2, "only what completed since the last line");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

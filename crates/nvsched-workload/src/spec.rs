@@ -1222,6 +1222,30 @@ pub static OPTIONS: &[OptionDef] = &[
         j.logs.iops = Some(v.to_string());
         Ok(())
     }),
+    opt!(
+        "write_hist_log",
+        [],
+        Some(""),
+        "log completion-latency histograms every log_hist_msec: PREFIX_clat_hist.N.log, fio's format for fiologparser_hist.py (bare: the job's name)",
+        |j, v| {
+            j.logs.hist = Some(v.to_string());
+            Ok(())
+        }
+    ),
+    opt!("log_hist_msec", [], None, "ms between the histogram samples of write_hist_log", |j, v| {
+        j.logs.hist_msec = int_in(v, 0, i64::from(u32::MAX))? as u32;
+        Ok(())
+    }),
+    opt!(
+        "log_hist_coarseness",
+        [],
+        None,
+        "0-6: each column of write_hist_log sums 2^N of fio's 1856 buckets (1856, 928, ... 29 columns)",
+        |j, v| {
+            j.logs.hist_coarseness = int_in(v, 0, 6)? as u8;
+            Ok(())
+        }
+    ),
     opt!("log_avg_msec", [], None, "log one line per window of this many ms and direction: the mean (0: every I/O)", |j, v| {
         j.logs.avg_msec = int_in(v, 0, i64::from(u32::MAX))? as u32;
         Ok(())
@@ -1753,7 +1777,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "merge_blktrace_file",
     "merge_blktrace_scalars",
     "merge_blktrace_iters",
-    "write_hist_log",
     "create_on_open",
     "fadvise_hint",
     "atomic",
@@ -1911,7 +1934,14 @@ fn finish_job(job: &mut JobSpec, _warnings: &mut [String]) -> Result<(), JobFile
             ),
         ));
     }
-    for prefix in [&mut job.logs.lat, &mut job.logs.bw, &mut job.logs.iops].into_iter().flatten() {
+    if job.logs.hist.is_some() && job.logs.hist_msec == 0 {
+        return Err(JobFileError::new(
+            job.option_line("write_hist_log"),
+            Some("write_hist_log"),
+            format!("job '{}': write_hist_log needs log_hist_msec, the time between samples", job.name),
+        ));
+    }
+    for prefix in [&mut job.logs.lat, &mut job.logs.bw, &mut job.logs.iops, &mut job.logs.hist].into_iter().flatten() {
         if prefix.is_empty() {
             prefix.clone_from(&job.name);
         }

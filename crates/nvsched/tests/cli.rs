@@ -703,3 +703,33 @@ fn bandwidth_samples_follow_bwavgtime_and_iopsavgtime_as_in_fio() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("avg-group.fio:11: option 'bwavgtime'") && stderr.contains("must agree"), "{stderr}");
 }
+
+/// `write_hist_log` writes fio's histogram log: `time, direction, bs` and 1856 bucket
+/// counts per line, one line per `log_hist_msec`; together the lines hold the run's
+/// completions up to the last interval.
+#[test]
+fn hist_log_has_fios_columns_and_the_runs_completions() {
+    let dir = std::env::temp_dir().join(format!("nvsched-cli-hist-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = "[h]\nrw=randread\nsize=64m\nioengine=io_uring\niodepth=4\nruntime=210ms\ntime_based\nwrite_hist_log\nlog_hist_msec=50\n";
+    std::fs::write(dir.join("hist.fio"), job).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+        .args(["run", "hist.fio", "--output-format=json", "-q"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = std::fs::read_to_string(dir.join("h_clat_hist.1.log")).unwrap();
+    let rows: Vec<Vec<u64>> = text.lines().map(|l| l.split(", ").map(|f| f.parse().unwrap()).collect()).collect();
+    let times: Vec<u64> = rows.iter().map(|r| r[0]).collect();
+    assert_eq!(times, [50, 100, 150, 200]);
+    assert!(rows.iter().all(|r| r.len() == 1859 && r[1] == 0 && r[2] == 4096));
+    let logged: u64 = rows.iter().map(|r| r[3..].iter().sum::<u64>()).sum();
+    let total = v["jobs"][0]["read"]["total_ios"].as_u64().unwrap();
+    assert!(logged <= total && logged as f64 > 0.9 * total as f64, "{logged} of {total}");
+    let out =
+        nvsched(&["run", temp_job("hist-no-msec.fio", "[h]\nrw=read\nsize=1m\nwrite_hist_log\n").to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("write_hist_log needs log_hist_msec"));
+    std::fs::remove_dir_all(&dir).unwrap();
+}
