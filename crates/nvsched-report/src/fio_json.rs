@@ -47,7 +47,8 @@ fn ddir_value(d: &DirStats, job: &JobStats, group_bw_bytes: f64, bins: bool) -> 
     let ((bw_windows, bw_per_sec), (io_windows, io_per_sec)) = (job.bw_samples(), job.iops_samples());
     let (bw_min, bw_max, bw_mean, bw_dev, bw_samples) =
         window_summary(&d.bw_windows.bytes, bw_windows, bw_per_sec / 1024.0);
-    let (io_min, io_max, io_mean, io_dev, io_samples) = window_summary(&d.bw_windows.ios, io_windows, io_per_sec);
+    let (io_min, io_max, io_mean, io_dev, io_samples) =
+        window_summary(d.ios_per_iops_window(job.bw_window, job.iops_window), io_windows, io_per_sec);
     let mut m = Map::new();
     m.insert("io_bytes".into(), json!(d.io_bytes));
     m.insert("io_kbytes".into(), json!(d.io_bytes >> 10));

@@ -199,7 +199,12 @@ fn ddir(out: &mut String, d: usize, job: &JobStats, group_bytes_per_sec: u64) {
     let bw = window_summary(&dir.bw_windows.bytes, bw_windows, bw_per_sec / 1024.0);
     if bw.4 > 0 {
         let share = group_share_pct(bw.2, group_bytes_per_sec);
-        bw_lines(out, bw, share, window_summary(&dir.bw_windows.ios, io_windows, io_per_sec));
+        bw_lines(
+            out,
+            bw,
+            share,
+            window_summary(dir.ios_per_iops_window(job.bw_window, job.iops_window), io_windows, io_per_sec),
+        );
     }
 }
 

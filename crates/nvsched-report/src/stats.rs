@@ -84,22 +84,24 @@ pub struct Windows {
 }
 
 impl Windows {
-    /// One request of `bytes`, in byte window `bytes_index` and I/O window `ios_index`
-    /// (the two differ when `bwavgtime` and `iopsavgtime` do).
     #[inline]
-    fn add(&mut self, bytes_index: usize, ios_index: usize, bytes: u64) {
-        add_at(&mut self.bytes, bytes_index, bytes);
-        add_at(&mut self.ios, ios_index, 1);
+    fn add(&mut self, index: usize, bytes: u64) {
+        if index >= self.bytes.len() {
+            self.bytes.resize(index + 1, 0);
+            self.ios.resize(index + 1, 0);
+        }
+        self.bytes[index] += bytes;
+        self.ios[index] += 1;
     }
 
     fn merge(&mut self, other: &Windows) {
-        for (into, from) in [(&mut self.bytes, &other.bytes), (&mut self.ios, &other.ios)] {
-            if from.len() > into.len() {
-                into.resize(from.len(), 0);
-            }
-            for (a, b) in into.iter_mut().zip(from) {
-                *a += b;
-            }
+        if other.bytes.len() > self.bytes.len() {
+            self.bytes.resize(other.bytes.len(), 0);
+            self.ios.resize(other.ios.len(), 0);
+        }
+        for (i, (b, n)) in other.bytes.iter().zip(&other.ios).enumerate() {
+            self.bytes[i] += b;
+            self.ios[i] += n;
         }
     }
 }
@@ -107,14 +109,6 @@ impl Windows {
 fn samples(runtime: Nanos, window: Nanos) -> (usize, f64) {
     let window_ns = window.0.max(1);
     ((runtime.0.saturating_sub(1) / window_ns) as usize, 1e9 / window_ns as f64)
-}
-
-#[inline]
-fn add_at(counts: &mut Vec<u64>, index: usize, n: u64) {
-    if index >= counts.len() {
-        counts.resize(index + 1, 0);
-    }
-    counts[index] += n;
 }
 
 /// Latency of one priority within a direction (fio's `prios[]`): completion latency, or
@@ -165,9 +159,11 @@ pub struct DirStats {
     /// Kept only when asked for (`slat_percentiles`, `lat_percentiles`).
     pub slat_hist: Option<FioHistogram>,
     pub lat_hist: Option<FioHistogram>,
-    /// Bytes per `bwavgtime` and I/Os per `iopsavgtime` window (bw/iops min, max, mean,
-    /// stddev, samples).
+    /// Bytes and I/Os per `bwavgtime` window (bw min, max, mean, stddev, samples; and
+    /// the same for IOPS while `iopsavgtime` is the same).
     pub bw_windows: Windows,
+    /// Per `iopsavgtime` window, when it differs from `bwavgtime` (else empty).
+    pub iops_windows: Windows,
     /// 1 s windows (the time series).
     pub series: Windows,
     /// Per priority, when a group mixes priorities.
@@ -175,6 +171,26 @@ pub struct DirStats {
 }
 
 impl DirStats {
+    /// `bwavgtime`/`iopsavgtime` set: their own windows. Out of line: most jobs keep
+    /// fio's 500 ms.
+    #[cold]
+    #[inline(never)]
+    fn add_to_set_windows(&mut self, since_start: Nanos, bytes: u64, bw_window: Nanos, iops_window: Nanos) {
+        self.bw_windows.add((since_start.0 / bw_window.0) as usize, bytes);
+        if iops_window != bw_window {
+            self.iops_windows.add((since_start.0 / iops_window.0) as usize, bytes);
+        }
+    }
+
+    /// I/Os per `iopsavgtime` window of a job sampling over `bw_window` and `iops_window`.
+    pub fn ios_per_iops_window(&self, bw_window: Nanos, iops_window: Nanos) -> &[u64] {
+        if iops_window == bw_window {
+            &self.bw_windows.ios
+        } else {
+            &self.iops_windows.ios
+        }
+    }
+
     /// Kept out of line: only jobs that ask for submission or total latency percentiles
     /// keep these histograms.
     #[cold]
@@ -198,6 +214,7 @@ impl DirStats {
         merge_optional(&mut self.slat_hist, &other.slat_hist);
         merge_optional(&mut self.lat_hist, &other.lat_hist);
         self.bw_windows.merge(&other.bw_windows);
+        self.iops_windows.merge(&other.iops_windows);
         self.series.merge(&other.series);
         for p in &other.prios {
             match self.prios.iter_mut().find(|q| q.prio == p.prio) {
@@ -433,16 +450,13 @@ impl JobStats {
         if self.percentile_kinds.slat || self.percentile_kinds.lat {
             d.record_optional_hists(slat, lat);
         }
-        let (bytes_index, ios_index) = if self.bw_window == BW_WINDOW && self.iops_window == BW_WINDOW {
-            // the default, by a constant (a multiplication, not a division)
-            let i = (since_start.0 / BW_WINDOW.0) as usize;
-            (i, i)
+        if self.bw_window == BW_WINDOW && self.iops_window == BW_WINDOW {
+            // the default: a division by a constant, which is a multiplication
+            d.bw_windows.add((since_start.0 / BW_WINDOW.0) as usize, bytes);
         } else {
-            ((since_start.0 / self.bw_window.0) as usize, (since_start.0 / self.iops_window.0) as usize)
-        };
-        d.bw_windows.add(bytes_index, ios_index, bytes);
-        let second = (since_start.0 / SERIES_WINDOW.0) as usize;
-        d.series.add(second, second, bytes);
+            d.add_to_set_windows(since_start, bytes, self.bw_window, self.iops_window);
+        }
+        d.series.add((since_start.0 / SERIES_WINDOW.0) as usize, bytes);
     }
 
     /// Records the latency of one priority (for `prios[]`): completion latency, or total
@@ -578,7 +592,8 @@ mod tests {
         assert_eq!((j.bw_samples(), j.iops_samples()), ((11, 4.0), (2, 1.0)));
         // each request lands in its byte window and its I/O window
         j.record(Op::Read, 4096, None, Nanos(1), Nanos::from_ms(600));
-        assert_eq!((j.dirs[0].bw_windows.bytes.len(), j.dirs[0].bw_windows.ios.len()), (3, 1));
+        let d = &j.dirs[0];
+        assert_eq!((d.bw_windows.bytes.len(), d.ios_per_iops_window(j.bw_window, j.iops_window).len()), (3, 1));
     }
 
     #[test]

@@ -457,8 +457,8 @@ impl<'o> Simulation<'o> {
                     return;
                 }
                 Poll::Held(until) => {
-                    if let Some(t) = until {
-                        self.wake_job_at(j, t);
+                    if until < Nanos::MAX {
+                        self.wake_job_at(j, until);
                     }
                     let job = &mut self.jobs[j as usize];
                     if !job.flow_held {

@@ -508,7 +508,7 @@ impl Engine {
                     return;
                 }
                 Poll::Held(until) => {
-                    clone.wake_at = until;
+                    clone.wake_at = (until < Nanos::MAX).then_some(until);
                     clone.flow_held = true;
                     return;
                 }

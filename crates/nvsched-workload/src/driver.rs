@@ -23,8 +23,10 @@ pub enum Poll {
     /// Nothing until one of its requests completes.
     Blocked,
     /// Held back by flow control (`flow`): poll again when another job issues or
-    /// finishes, or at this time (the job's end), whichever comes first.
-    Held(Option<Nanos>),
+    /// finishes, or at this time (the job's end; `Nanos::MAX` without one), whichever
+    /// comes first. A time, not an `Option`: `Poll` stays two words, returned in
+    /// registers on the hot path.
+    Held(Nanos),
     /// Done issuing and nothing in flight.
     Finished,
 }
@@ -560,7 +562,7 @@ impl JobDriver {
     fn hold(&mut self, now: Nanos) -> Poll {
         let sleep = self.spec.flow_sleep;
         if sleep == Nanos::ZERO {
-            return Poll::Held(self.end);
+            return Poll::Held(self.end.unwrap_or(Nanos::MAX));
         }
         if self.inflight > 0 {
             self.quiescing = Some(Pause::FlowSleep);
