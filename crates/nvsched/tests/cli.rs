@@ -35,6 +35,21 @@ fn short_k2_mix() -> PathBuf {
     temp_job("k2-short.fio", &text.replace("runtime=10", "runtime=1"))
 }
 
+/// Runs job file `text` in a fresh directory named after `name` (log files land in the
+/// working directory); returns the directory and the JSON report.
+fn run_json_in_dir(name: &str, text: &str) -> (PathBuf, Value) {
+    let dir = std::env::temp_dir().join(format!("nvsched-cli-{name}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("job.fio"), text).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+        .args(["run", "job.fio", "--output-format=json", "-q"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    (dir, serde_json::from_slice(&out.stdout).unwrap())
+}
+
 fn run_json(job: &Path, extra: &[&str]) -> (String, Value) {
     let mut args = vec!["run", job.to_str().unwrap(), "--output-format=json", "-q"];
     args.extend_from_slice(extra);
@@ -400,19 +415,10 @@ fn readme_lists_every_job_option() {
 /// them, in the working directory: one line per I/O, or per window with `log_avg_msec`.
 #[test]
 fn fio_log_files_have_fios_names_and_one_line_per_io() {
-    let dir = std::env::temp_dir().join(format!("nvsched-cli-logs-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     let job = "[global]\nrw=randrw\nbs=4k\nsize=64m\nioengine=io_uring\niodepth=4\nruntime=200ms\ntime_based\n\
                [lj]\nnumjobs=2\nwrite_lat_log\nwrite_iops_log=io\n\
                [win]\nwrite_bw_log=w\nlog_avg_msec=50\n";
-    std::fs::write(dir.join("logs.fio"), job).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
-        .args(["run", "logs.fio", "--output-format=json", "-q"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (dir, v) = run_json_in_dir("logs", job);
     let lines = |name: &str| -> Vec<String> {
         let text = std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
         text.lines().map(str::to_string).collect()
@@ -709,17 +715,8 @@ fn bandwidth_samples_follow_bwavgtime_and_iopsavgtime_as_in_fio() {
 /// completions up to the last interval.
 #[test]
 fn hist_log_has_fios_columns_and_the_runs_completions() {
-    let dir = std::env::temp_dir().join(format!("nvsched-cli-hist-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
     let job = "[h]\nrw=randread\nsize=64m\nioengine=io_uring\niodepth=4\nruntime=210ms\ntime_based\nwrite_hist_log\nlog_hist_msec=50\n";
-    std::fs::write(dir.join("hist.fio"), job).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
-        .args(["run", "hist.fio", "--output-format=json", "-q"])
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let (dir, v) = run_json_in_dir("hist", job);
     let text = std::fs::read_to_string(dir.join("h_clat_hist.1.log")).unwrap();
     let rows: Vec<Vec<u64>> = text.lines().map(|l| l.split(", ").map(|f| f.parse().unwrap()).collect()).collect();
     let times: Vec<u64> = rows.iter().map(|r| r[0]).collect();
