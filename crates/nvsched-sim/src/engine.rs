@@ -10,7 +10,7 @@ use nvsched_report::{CompletedIo, JobRecorder, JobStats};
 use nvsched_ssd::{Command, Device, DeviceCounters, HostPath};
 use nvsched_workload::steadystate::SteadyStates;
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, wait_for_targets, Tenants};
-use nvsched_workload::{FlowGroups, IoUnit, JobDriver, JobSpec, Poll, ReplayStats};
+use nvsched_workload::{ExitWhat, FlowGroups, IoUnit, JobDriver, JobSpec, Poll, ReplayStats};
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
@@ -476,8 +476,8 @@ impl<'o> Simulation<'o> {
                     let job = &mut self.jobs[j as usize];
                     let end = job.driver.finished_at().unwrap_or(self.now);
                     job.rec.stats.runtime = end.saturating_sub(job.driver.ramp_end());
-                    if job.driver.spec.exitall {
-                        self.exit_others(j);
+                    if let Some(what) = job.driver.spec.exit_on_finish(job.rec.stats.error.is_some()) {
+                        self.exit_others(j, what);
                     }
                     if !self.waiting.is_empty() {
                         self.start_waiters();
@@ -507,9 +507,9 @@ impl<'o> Simulation<'o> {
         }
     }
 
-    /// `exitall`: job `j` finished, so the jobs its `exit_what` names stop issuing.
-    fn exit_others(&mut self, j: u32) {
-        let what = self.jobs[j as usize].driver.spec.exit_what;
+    /// `exitall` or `exitall_on_error`: job `j` finished, so the jobs `what` names stop
+    /// issuing.
+    fn exit_others(&mut self, j: u32, what: ExitWhat) {
         let group_of = |k: u32| self.jobs[k as usize].reporting_group;
         let targets = exit_targets(what, j, self.jobs.len() as u32, group_of, &self.phases[self.phase]);
         self.stop_jobs(&targets);

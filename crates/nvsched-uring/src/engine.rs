@@ -9,7 +9,7 @@ use nvsched_policy::{Completion, DeviceView, Inserted, Request, RequestId, Sched
 use nvsched_report::{CompletedIo, JobRecorder};
 use nvsched_workload::steadystate::SteadyStates;
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, wait_for_targets, Tenants};
-use nvsched_workload::{FlowGroups, IoUnit, JobDriver, JobSpec, Poll, Region, SizeOrPercent};
+use nvsched_workload::{ExitWhat, FlowGroups, IoUnit, JobDriver, JobSpec, Poll, Region, SizeOrPercent};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -525,8 +525,8 @@ impl Engine {
                     let clone = &mut self.clones[c as usize];
                     let end = clone.driver.finished_at().unwrap_or(now);
                     clone.rec.stats.runtime = end.saturating_sub(clone.driver.ramp_end());
-                    if clone.driver.spec.exitall {
-                        self.exit_others(c, now);
+                    if let Some(what) = clone.driver.spec.exit_on_finish(clone.rec.stats.error.is_some()) {
+                        self.exit_others(c, what, now);
                     }
                     return;
                 }
@@ -543,10 +543,9 @@ impl Engine {
         }
     }
 
-    /// `exitall`: clone `c` finished, so the jobs its `exit_what` names stop issuing;
-    /// polled again, they finish.
-    fn exit_others(&mut self, c: u32, now: Nanos) {
-        let what = self.clones[c as usize].driver.spec.exit_what;
+    /// `exitall` or `exitall_on_error`: clone `c` finished, so the jobs `what` names stop
+    /// issuing; polled again, they finish.
+    fn exit_others(&mut self, c: u32, what: ExitWhat, now: Nanos) {
         let group_of = |k: u32| self.clones[k as usize].reporting_group;
         let targets = exit_targets(what, c, self.clones.len() as u32, group_of, &self.phases[self.phase]);
         self.stop_clones(&targets, now);

@@ -246,6 +246,8 @@ pub struct JobSpec {
     /// `exitall`: when this job finishes, the jobs `exit_what` names stop.
     pub exitall: bool,
     pub exit_what: ExitWhat,
+    /// `exitall_on_error`: when this job fails, every running job stops.
+    pub exitall_on_error: bool,
     pub new_group: bool,
     pub group_reporting: bool,
     /// `unified_rw_reporting=mixed`: one "mixed" direction in the report.
@@ -466,6 +468,7 @@ impl JobSpec {
             stonewall: false,
             wait_for: None,
             exitall: false,
+            exitall_on_error: false,
             exit_what: ExitWhat::Group,
             new_group: false,
             group_reporting: false,
@@ -637,6 +640,19 @@ impl JobSpec {
     }
 
     /// Writes carry FUA when the job opens with O_SYNC/O_DSYNC and uses direct I/O.
+    /// Which jobs stop as this one finishes, having `failed` or not: `exitall`'s
+    /// `exit_what`, or every running job (`exitall_on_error`, for a failure; fio 3.33
+    /// still runs the later stonewall groups).
+    pub fn exit_on_finish(&self, failed: bool) -> Option<ExitWhat> {
+        if self.exitall {
+            Some(self.exit_what)
+        } else if failed && self.exitall_on_error {
+            Some(ExitWhat::Stonewall)
+        } else {
+            None
+        }
+    }
+
     pub fn writes_fua(&self) -> bool {
         self.sync_mode != SyncMode::None
     }
@@ -1396,6 +1412,16 @@ pub static OPTIONS: &[OptionDef] = &[
         j.exitall = parse_bool(v)?;
         Ok(())
     }),
+    opt!(
+        "exitall_on_error",
+        [],
+        Some("1"),
+        "when this job fails (max_latency, latency_target, rate_min), stop every running job; later stonewall groups still run, as in fio (0 or 1)",
+        |j, v| {
+            j.exitall_on_error = parse_bool(v)?;
+            Ok(())
+        }
+    ),
     opt!(
         "exit_what",
         [],

@@ -730,3 +730,32 @@ fn hist_log_has_fios_columns_and_the_runs_completions() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("write_hist_log needs log_hist_msec"));
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `exitall_on_error`: a job that fails stops every running job, and the next stonewall
+/// group still runs, as fio 3.33 does (a `max_latency=1` job at QD32 failed at once; the
+/// job beside it stopped with 0 I/Os, the stonewalled one ran its second).
+#[test]
+fn exitall_on_error_stops_the_running_jobs_when_one_fails() {
+    let text = "[global]\nsize=1g\nbs=4k\nrw=randread\n\
+                [slow]\nioengine=io_uring\niodepth=32\nmax_latency=1\nexitall_on_error\nruntime=2\ntime_based\n\
+                [fine]\nioengine=psync\nruntime=2\ntime_based\n\
+                [later]\nstonewall\nioengine=psync\nruntime=100ms\ntime_based\n";
+    let out = nvsched(&["run", temp_job("exitall-on-error.fio", text).to_str().unwrap(), "--output-format=json", "-q"]);
+    assert_eq!(out.status.code(), Some(1), "a job failed");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let runtime_ms = |i: usize| v["jobs"][i]["job_runtime"].as_u64().unwrap();
+    assert_eq!(v["jobs"][0]["error"], json!(110));
+    assert!(runtime_ms(1) < 10, "'fine' stopped with 'slow': {} ms", runtime_ms(1));
+    assert_eq!(runtime_ms(2), 100, "the next stonewall group ran");
+    // without the option the other job runs its time
+    let (_, v) = {
+        let out = nvsched(&[
+            "run",
+            temp_job("exitall-on-error-off.fio", &text.replace("exitall_on_error\n", "")).to_str().unwrap(),
+            "--output-format=json",
+            "-q",
+        ]);
+        (out.status.code(), serde_json::from_slice::<Value>(&out.stdout).unwrap())
+    };
+    assert_eq!(v["jobs"][1]["job_runtime"], json!(2000));
+}
