@@ -35,14 +35,15 @@ fn short_k2_mix() -> PathBuf {
     temp_job("k2-short.fio", &text.replace("runtime=10", "runtime=1"))
 }
 
-/// Runs job file `text` in a fresh directory named after `name` (log files land in the
-/// working directory); returns the directory and the JSON report.
-fn run_json_in_dir(name: &str, text: &str) -> (PathBuf, Value) {
+/// Runs job file `text` with `extra` arguments in a fresh directory named after `name`
+/// (log files land in the working directory); returns the directory and the JSON report.
+fn run_json_in_dir(name: &str, text: &str, extra: &[&str]) -> (PathBuf, Value) {
     let dir = std::env::temp_dir().join(format!("nvsched-cli-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("job.fio"), text).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
         .args(["run", "job.fio", "--output-format=json", "-q"])
+        .args(extra)
         .current_dir(&dir)
         .output()
         .unwrap();
@@ -418,7 +419,7 @@ fn fio_log_files_have_fios_names_and_one_line_per_io() {
     let job = "[global]\nrw=randrw\nbs=4k\nsize=64m\nioengine=io_uring\niodepth=4\nruntime=200ms\ntime_based\n\
                [lj]\nnumjobs=2\nwrite_lat_log\nwrite_iops_log=io\n\
                [win]\nwrite_bw_log=w\nlog_avg_msec=50\n";
-    let (dir, v) = run_json_in_dir("logs", job);
+    let (dir, v) = run_json_in_dir("logs", job, &[]);
     let lines = |name: &str| -> Vec<String> {
         let text = std::fs::read_to_string(dir.join(name)).unwrap_or_else(|e| panic!("{name}: {e}"));
         text.lines().map(str::to_string).collect()
@@ -716,7 +717,7 @@ fn bandwidth_samples_follow_bwavgtime_and_iopsavgtime_as_in_fio() {
 #[test]
 fn hist_log_has_fios_columns_and_the_runs_completions() {
     let job = "[h]\nrw=randread\nsize=64m\nioengine=io_uring\niodepth=4\nruntime=210ms\ntime_based\nwrite_hist_log\nlog_hist_msec=50\n";
-    let (dir, v) = run_json_in_dir("hist", job);
+    let (dir, v) = run_json_in_dir("hist", job, &[]);
     let text = std::fs::read_to_string(dir.join("h_clat_hist.1.log")).unwrap();
     let rows: Vec<Vec<u64>> = text.lines().map(|l| l.split(", ").map(|f| f.parse().unwrap()).collect()).collect();
     let times: Vec<u64> = rows.iter().map(|r| r[0]).collect();
@@ -758,4 +759,20 @@ fn exitall_on_error_stops_the_running_jobs_when_one_fails() {
         (out.status.code(), serde_json::from_slice::<Value>(&out.stdout).unwrap())
     };
     assert_eq!(v["jobs"][1]["job_runtime"], json!(2000));
+}
+
+/// `examples/rt-bursts.fio` as the README shows it: under `k2:bound=8` the bursty
+/// real-time reader gets the 4000 IOPS it asks for 80% of the time; `flow` keeps the
+/// background jobs at 3:1 I/Os; the reader's histogram log has a line per second.
+#[test]
+fn rt_bursts_example_runs_as_the_readme_says() {
+    let text = std::fs::read_to_string(repo_root().join("examples/rt-bursts.fio")).unwrap();
+    let (dir, v) = run_json_in_dir("rt-bursts", &text, &["--sched", "k2:bound=8"]);
+    let ios = |job: usize, dir: &str| v["jobs"][job][dir]["total_ios"].as_f64().unwrap();
+    let rt_iops = ios(0, "read") / 5.0;
+    assert!((rt_iops - 3200.0).abs() < 32.0, "{rt_iops}");
+    assert!((ios(1, "write") / ios(2, "read") - 3.0).abs() < 0.01);
+    let hist = std::fs::read_to_string(dir.join("rt_clat_hist.1.log")).unwrap();
+    assert!(hist.lines().count() >= 4);
+    std::fs::remove_dir_all(&dir).unwrap();
 }
