@@ -5,6 +5,7 @@
 use crate::hist::FioHistogram;
 use crate::stats::{window_summary, DirStats, JobStats, LatStats};
 use crate::{DiskUtil, RunReport};
+use nvsched_core::Nanos;
 use nvsched_workload::steadystate::SteadyStateReport;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
@@ -169,13 +170,14 @@ fn map_of(pairs: Vec<(String, f64)>) -> Value {
     Value::Object(pairs.into_iter().map(|(k, v)| (k, json!(v))).collect())
 }
 
-fn job_value(job: &JobStats, group_bw: &[f64; 3], bins: bool) -> Value {
+fn job_value(job: &JobStats, group_bw: &[f64; 3], elapsed: Nanos, bins: bool) -> Value {
     let mut m = Map::new();
     m.insert("jobname".into(), json!(job.name));
     m.insert("groupid".into(), json!(job.groupid));
     m.insert("error".into(), json!(job.errno()));
     m.insert("eta".into(), json!(0));
-    m.insert("elapsed".into(), json!((job.runtime.0 + 500_000_000) / 1_000_000_000));
+    // fio: seconds since the run began, rounded up (`(ms + 999) / 1000`)
+    m.insert("elapsed".into(), json!(elapsed.0.div_ceil(1_000_000_000)));
     if !job.job_options.is_empty() {
         let opts: Map<String, Value> = job.job_options.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
         m.insert("job options".into(), Value::Object(opts));
@@ -268,7 +270,7 @@ pub fn report_value(r: &RunReport, bins: bool) -> Value {
         .iter()
         .map(|j| {
             let bw = groups.iter().find(|(g, _)| *g == j.groupid).map_or([0.0; 3], |(_, b)| *b);
-            job_value(j, &bw, bins)
+            job_value(j, &bw, r.elapsed, bins)
         })
         .collect();
     top.insert("jobs".into(), Value::Array(jobs));

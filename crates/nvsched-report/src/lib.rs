@@ -15,6 +15,7 @@ pub use hist::FioHistogram;
 pub use recorder::{CompletedIo, JobRecorder};
 pub use stats::{DirStats, JobError, JobStats, LatStats, PercentileKinds};
 
+use nvsched_core::Nanos;
 use std::io::Write;
 use std::path::Path;
 
@@ -46,6 +47,9 @@ pub struct RunReport {
     pub nvsched: serde_json::Value,
     /// Extra summary lines for the normal output.
     pub summary_extra: Vec<String>,
+    /// How long the whole run took (simulated, or on the wall clock): fio's `elapsed`,
+    /// in whole seconds rounded up, the same in every job.
+    pub elapsed: Nanos,
 }
 
 /// Output formats, as `--output-format` names them.

@@ -225,6 +225,7 @@ pub fn run_sim(
         disk_util: vec![disk_util(spec.profile, &outcome)],
         nvsched: Value::Object(nvsched),
         summary_extra,
+        elapsed: outcome.end,
     };
     Ok((report, outcome))
 }
@@ -491,6 +492,7 @@ pub fn run_uring(
         disk_util: Vec::new(),
         nvsched: Value::Object(nvsched),
         summary_extra: summary,
+        elapsed: outcome.end,
     };
     Ok((report, outcome))
 }

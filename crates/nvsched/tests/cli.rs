@@ -776,3 +776,14 @@ fn rt_bursts_example_runs_as_the_readme_says() {
     assert!(hist.lines().count() >= 4);
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// fio's `elapsed` is the whole run's length in seconds, rounded up, the same in every
+/// job: ramp time and earlier stonewall groups count.
+#[test]
+fn elapsed_is_the_whole_runs_length_in_every_job() {
+    let text =
+        "[global]\nsize=1g\nrw=randread\ntime_based\n[a]\nramp_time=1\nruntime=1500ms\n[b]\nstonewall\nruntime=1\n";
+    let (_, v) = run_json(&temp_job("elapsed.fio", text), &[]);
+    let elapsed: Vec<u64> = v["jobs"].as_array().unwrap().iter().map(|j| j["elapsed"].as_u64().unwrap()).collect();
+    assert_eq!(elapsed, [4, 4], "1 s ramp + 1.5 s + 1 s, rounded up");
+}
