@@ -250,6 +250,9 @@ pub struct JobSpec {
     pub exitall_on_error: bool,
     pub new_group: bool,
     pub group_reporting: bool,
+    /// `stats=0`: the job runs but is left out of the report (e.g. a fill before the
+    /// measured jobs).
+    pub stats: bool,
     /// `unified_rw_reporting=mixed`: one "mixed" direction in the report.
     pub unified_rw_reporting: bool,
     pub percentile_list: Vec<f64>,
@@ -472,6 +475,7 @@ impl JobSpec {
             exit_what: ExitWhat::Group,
             new_group: false,
             group_reporting: false,
+            stats: true,
             unified_rw_reporting: false,
             percentile_list: DEFAULT_PERCENTILES.to_vec(),
             slat_percentiles: false,
@@ -1455,6 +1459,16 @@ pub static OPTIONS: &[OptionDef] = &[
                 }
                 other => return Err(format!("'{other}' is not a unified_rw_reporting mode; accepted: none, 0, mixed, 1")),
             };
+            Ok(())
+        }
+    ),
+    opt!(
+        "stats",
+        [],
+        Some("1"),
+        "0: the job runs but is left out of the report, as fio leaves it out (e.g. a fill before the measured jobs)",
+        |j, v| {
+            j.stats = parse_bool(v)?;
             Ok(())
         }
     ),

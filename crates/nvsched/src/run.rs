@@ -231,11 +231,14 @@ pub fn run_sim(
 }
 
 /// fio's reporting: a group with `group_reporting` becomes one entry, otherwise one entry
-/// per clone. `clones` holds (reporting group, job index, statistics) in run order.
+/// per clone; a job with `stats=0` none. `clones` holds (reporting group, job index, statistics) in run order.
 pub fn reporting_entries(jobs: &JobFile, clones: &[(u32, usize, &JobStats)]) -> Vec<JobStats> {
     let mut entries: Vec<JobStats> = Vec::new();
     let mut merged_group: Option<(u32, usize)> = None;
     for &(group, job, stats) in clones {
+        if !jobs.jobs[job].stats {
+            continue; // `stats=0`
+        }
         let grouped = clones.iter().filter(|o| o.0 == group).any(|o| jobs.jobs[o.1].group_reporting);
         let mut stats = stats.clone();
         if jobs.jobs[job].unified_rw_reporting {

@@ -787,3 +787,19 @@ fn elapsed_is_the_whole_runs_length_in_every_job() {
     let elapsed: Vec<u64> = v["jobs"].as_array().unwrap().iter().map(|j| j["elapsed"].as_u64().unwrap()).collect();
     assert_eq!(elapsed, [4, 4], "1 s ramp + 1.5 s + 1 s, rounded up");
 }
+
+/// `stats=0`: the job runs (its writes fill the drive for the next group) but the report
+/// leaves it out, as fio 3.33 does; a run of such jobs alone reports no jobs.
+#[test]
+fn stats_off_runs_a_job_but_leaves_it_out_of_the_report() {
+    let text =
+        "[global]\nsize=64m\n[fill]\nrw=write\nstats=0\n[test]\nstonewall\nrw=randread\nruntime=100ms\ntime_based\n";
+    let (_, v) = run_json(&temp_job("stats-off.fio", text), &[]);
+    let jobs = v["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!((&jobs[0]["jobname"], &jobs[0]["groupid"]), (&json!("test"), &json!(1)));
+    assert!(v["disk_util"][0]["write_ios"].as_u64().unwrap() >= 64 * 256, "the fill ran: {}", v["disk_util"]);
+    let out =
+        nvsched(&["run", temp_job("stats-off-only.fio", "[fill]\nsize=1m\nrw=write\nstats=0\n").to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+}
