@@ -9,7 +9,7 @@ use nvsched_policy::{Completion, DeviceView, Inserted, Request, RequestId, Sched
 use nvsched_report::{CompletedIo, JobRecorder};
 use nvsched_workload::steadystate::SteadyStates;
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, wait_for_targets, Tenants};
-use nvsched_workload::{ExitWhat, FlowGroups, IoUnit, JobDriver, JobSpec, Poll, Region, SizeOrPercent};
+use nvsched_workload::{BufferFiller, ExitWhat, FlowGroups, IoUnit, JobDriver, JobSpec, Poll, Region, SizeOrPercent};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -73,6 +73,9 @@ struct Slot {
     generation: u32,
     state: State,
     iov: Vec<libc::iovec>,
+    /// The clone whose content the buffer holds for reuse (fio fills a job's buffers once
+    /// unless `refill_buffers`); NONE after a read or a verify write overwrote it.
+    filled_by: u32,
 }
 
 struct CloneState {
@@ -99,6 +102,8 @@ struct CloneState {
     /// Blocks written with a verify header: offset -> (length, generation).
     written: BTreeMap<u64, (u32, u64)>,
     next_generation: u64,
+    /// What the clone's writes carry (`buffer_pattern`, `zero_buffers`, ...).
+    content: BufferFiller,
     completed_now: u32,
 }
 
@@ -282,6 +287,7 @@ fn run_on(
                 region,
                 written: BTreeMap::new(),
                 next_generation: 1,
+                content: BufferFiller::new(&spec.buffers, spec.bs[Op::Write.index()].min(), seed),
                 completed_now: 0,
             });
         }
@@ -581,6 +587,7 @@ impl Engine {
             generation: 0,
             state: State::Free,
             iov: Vec::new(),
+            filled_by: NONE,
         });
         (self.slots.len() - 1) as u32
     }
@@ -598,6 +605,23 @@ impl Engine {
             clone.next_generation += 1;
             verify::fill(s.buf.slice_mut(unit.len_bytes as usize), unit.offset_bytes, generation);
             clone.written.insert(unit.offset_bytes, (unit.len_bytes, generation));
+            s.filled_by = NONE;
+        } else if unit.op == Op::Write {
+            let len = unit.len_bytes as usize;
+            if clone.content.refills() {
+                clone.content.fill(s.buf.slice_mut(len));
+            } else {
+                if s.filled_by != c {
+                    // filled once for reuse: the whole buffer, as later writes may be longer
+                    clone.content.fill(s.buf.slice_mut(usize::MAX));
+                    s.filled_by = c;
+                }
+                if clone.content.scrambles() {
+                    BufferFiller::scramble(s.buf.slice_mut(len), unit.offset_bytes, now.as_u64());
+                }
+            }
+        } else {
+            s.filled_by = NONE;
         }
         s.rq = Request {
             id: RequestId(u64::from(slot) | (u64::from(s.generation) << 32)),

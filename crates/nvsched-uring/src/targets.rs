@@ -2,6 +2,8 @@
 //! rules (never write to a block device or a file nvsched did not create without
 //! `--allow-destructive`; never touch a mounted block device).
 
+use nvsched_core::SimRng;
+use nvsched_workload::buffers::fill_random;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -112,7 +114,7 @@ pub fn layout(path: &Path, size: u64) -> Result<(), String> {
         .create_new(true)
         .open(path)
         .map_err(|e| format!("cannot create '{}': {e}", path.display()))?;
-    fill_random(f, path, size).inspect_err(|_| {
+    write_random(f, path, size).inspect_err(|_| {
         let _ = std::fs::remove_file(path);
     })
 }
@@ -134,22 +136,16 @@ fn free_bytes(dir: &Path) -> Option<u64> {
 /// pseudo-random data (`--prefill`): destructive, so the caller checks the safety rules.
 pub fn prefill(path: &Path, size: u64) -> Result<(), String> {
     let f = OpenOptions::new().write(true).open(path).map_err(|e| format!("cannot open '{}': {e}", path.display()))?;
-    fill_random(f, path, size)
+    write_random(f, path, size)
 }
 
-fn fill_random(mut f: File, path: &Path, size: u64) -> Result<(), String> {
+fn write_random(mut f: File, path: &Path, size: u64) -> Result<(), String> {
     let chunk = 1 << 20;
     let mut buf = vec![0u8; chunk];
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut rng = SimRng::seed_from(0x9e37_79b9_7f4a_7c15);
     let mut left = size;
     while left > 0 {
-        for b in buf.chunks_mut(8) {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            let bytes = x.to_le_bytes();
-            b.copy_from_slice(&bytes[..b.len()]);
-        }
+        fill_random(&mut buf, &mut rng);
         let n = left.min(chunk as u64) as usize;
         f.write_all(&buf[..n]).map_err(|e| format!("cannot fill '{}': {e}", path.display()))?;
         left -= n as u64;

@@ -1,6 +1,9 @@
-//! Workloads for nvsched: fio job files ([`spec`], [`jobfile`], [`units`]) and what each
-//! job issues and when ([`gen`], [`driver`], [`flow`], [`latency_target`], [`steadystate`]). Knows nothing about engines or devices.
+//! Workloads for nvsched: fio job files ([`spec`], [`jobfile`], [`units`]), what each
+//! job issues and when ([`gen`], [`driver`], [`flow`], [`latency_target`],
+//! [`steadystate`]), and what its writes carry ([`buffers`]). Knows nothing about engines
+//! or devices.
 
+pub mod buffers;
 pub mod driver;
 pub mod flow;
 pub mod gen;
@@ -12,6 +15,7 @@ pub mod tenants;
 pub mod trace;
 pub mod units;
 
+pub use buffers::{BufferFiller, BufferSpec};
 pub use driver::{Completed, Failure, JobDriver, Poll, ReplayStats};
 pub use flow::FlowGroups;
 pub use gen::{IoGenerator, IoUnit, Region};

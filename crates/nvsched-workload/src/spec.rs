@@ -1,6 +1,7 @@
 //! fio options → [`JobSpec`]: the option table (one entry per option, with its parser and
 //! help), `[global]` inheritance, per-direction value lists and cross-option checks.
 
+use crate::buffers::BufferSpec;
 use crate::jobfile::{Environment, JobFileError, Location, RawOption, RawSection};
 use crate::steadystate::SteadyStateSpec;
 use crate::trace::{load_trace, DeviceMapping, Outside, Trace, TraceFormat};
@@ -286,6 +287,8 @@ pub struct JobSpec {
     pub do_verify: bool,
     /// Only check the headers written by an earlier run; issue no workload.
     pub verify_only: bool,
+    /// What the job's writes carry (`zero_buffers`, `buffer_pattern`, ...; real devices).
+    pub buffers: BufferSpec,
     /// The job's own `key=value` lines as written (fio's "job options").
     pub job_options: Vec<(String, String)>,
     /// fio-style log files (`write_lat_log`, `write_bw_log`, `write_iops_log`).
@@ -495,6 +498,7 @@ impl JobSpec {
             verify: false,
             do_verify: true,
             verify_only: false,
+            buffers: BufferSpec::default(),
             job_options: Vec::new(),
             logs: LogRequest::default(),
             replay: ReplaySpec {
@@ -1650,6 +1654,77 @@ pub static OPTIONS: &[OptionDef] = &[
             Ok(())
         }
     ),
+    opt!(
+        "zero_buffers",
+        [],
+        Some("1"),
+        "writes carry zeros instead of random data (real devices; the simulated drives store no data, so content changes nothing there)",
+        |j, v| {
+            j.buffers.zero = parse_bool(v)?;
+            Ok(())
+        }
+    ),
+    opt!(
+        "refill_buffers",
+        [],
+        Some("1"),
+        "fresh content for every write, not a buffer filled once and reused (real devices; implied by buffer_compress_percentage and dedupe_percentage)",
+        |j, v| {
+            j.buffers.refill = parse_bool(v)?;
+            Ok(())
+        }
+    ),
+    opt!(
+        "scramble_buffers",
+        [],
+        Some("1"),
+        "a reused buffer gets the write's offset and time in each 512-byte sector, so no two writes are identical (default 1; real devices)",
+        |j, v| {
+            j.buffers.scramble = parse_bool(v)?;
+            Ok(())
+        }
+    ),
+    opt!(
+        "buffer_pattern",
+        [],
+        None,
+        "bytes repeated over each write buffer: 0x-prefixed hex, a decimal number (little-endian) or a quoted string, concatenated (real devices)",
+        |j, v| {
+            j.buffers.pattern = crate::buffers::parse_pattern(v)?;
+            Ok(())
+        }
+    ),
+    opt!(
+        "buffer_compress_percentage",
+        [],
+        None,
+        "% of each buffer_compress_chunk that is zeros (or buffer_pattern), the rest random, so a compressing drive shrinks writes to about that level (real devices)",
+        |j, v| {
+            j.buffers.compress_percentage = int_in(v, 0, 100)? as u8;
+            Ok(())
+        }
+    ),
+    opt!(
+        "buffer_compress_chunk",
+        [],
+        None,
+        "the piece buffer_compress_percentage and dedupe_percentage work on (default: the smallest write block)",
+        |j, v| {
+            let bytes = parse_size(v, j.kb_base)?;
+            j.buffers.compress_chunk_bytes = u32::try_from(bytes).map_err(|_| format!("{bytes} bytes is too large a chunk"))?;
+            Ok(())
+        }
+    ),
+    opt!(
+        "dedupe_percentage",
+        [],
+        None,
+        "% of written pieces that repeat an earlier one, so a deduplicating drive stores less (real devices)",
+        |j, v| {
+            j.buffers.dedupe_percentage = int_in(v, 0, 100)? as u8;
+            Ok(())
+        }
+    ),
     opt!("do_verify", [], Some("1"), "read back and check after writing (with verify)", |j, v| {
         j.do_verify = parse_bool(v)?;
         Ok(())
@@ -1832,11 +1907,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "disk_util",
     "trim_percentage",
     "trim_backlog",
-    "buffer_pattern",
-    "refill_buffers",
-    "scramble_buffers",
-    "buffer_compress_percentage",
-    "dedupe_percentage",
     "continue_on_error",
     "ignore_error",
 ];
@@ -1960,6 +2030,8 @@ fn finish_job(job: &mut JobSpec, _warnings: &mut [String]) -> Result<(), JobFile
     if job.iodepth_batch_submit == 0 || job.iodepth_batch_submit > job.iodepth {
         job.iodepth_batch_submit = job.iodepth;
     }
+    let lines = &job.option_lines;
+    job.buffers.settle(|option| lines.contains_key(option));
     if job.thinktime_iotime > Nanos::ZERO && !job.option_lines.contains_key("thinktime_blocks") {
         // fio: with thinktime_iotime, the default of one I/O per pause does not apply
         job.thinktime_blocks = u32::MAX;

@@ -540,3 +540,50 @@ fn wait_for_starts_a_real_job_after_the_one_it_names() {
     );
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn write_buffers_carry_what_the_buffer_options_ask_for() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    // (options, check of the written file): 1 MiB of 4 KiB sequential writes each
+    let cases: [(&str, fn(&[u8]) -> Result<(), String>); 5] = [
+        ("", |data| {
+            // random data, scrambled: no two blocks alike, hardly any zero bytes
+            let zeros = data.iter().filter(|&&b| b == 0).count() as f64 / data.len() as f64;
+            let distinct: std::collections::HashSet<&[u8]> = data.chunks(4096).collect();
+            (zeros < 0.05 && distinct.len() == 256).then_some(()).ok_or(format!("{zeros} zeros, {} distinct", distinct.len()))
+        }),
+        ("zero_buffers=1", |data| data.iter().all(|&b| b == 0).then_some(()).ok_or("not all zeros".into())),
+        ("buffer_pattern=0xdeadbeef", |data| {
+            data.chunks(4).all(|w| w == [0xde, 0xad, 0xbe, 0xef]).then_some(()).ok_or("not the pattern".into())
+        }),
+        ("buffer_compress_percentage=50", |data| {
+            // each block: 2 KiB random, then 2 KiB zeros; every block different
+            let ok = data.chunks(4096).all(|b| b[2048..].iter().all(|&x| x == 0) && b[..2048].iter().filter(|&&x| x == 0).count() < 64);
+            let distinct: std::collections::HashSet<&[u8]> = data.chunks(4096).collect();
+            (ok && distinct.len() == 256).then_some(()).ok_or("not half random, half zeros".into())
+        }),
+        ("dedupe_percentage=50", |data| {
+            let distinct: std::collections::HashSet<&[u8]> = data.chunks(4096).collect();
+            let repeated = 1.0 - distinct.len() as f64 / 256.0;
+            (0.35..0.65).contains(&repeated).then_some(()).ok_or(format!("{repeated} of the blocks repeat"))
+        }),
+    ];
+    for (k, (options, check)) in cases.iter().enumerate() {
+        let file = d.join(format!("buf{k}.dat"));
+        let job = write_job(
+            &d,
+            &format!("buf{k}.fio"),
+            &format!("[w]\nfilename={}\nsize=1m\nrw=write\nbs=4k\ndirect=1\nioengine=psync\n{options}\n", file.display()),
+        );
+        run_uring_json(&job, &["--keep-files"]);
+        let data = std::fs::read(&file).unwrap();
+        assert_eq!(data.len(), 1 << 20);
+        if let Err(why) = check(&data) {
+            panic!("'{options}': {why}");
+        }
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
