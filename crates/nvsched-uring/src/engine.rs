@@ -287,7 +287,12 @@ fn run_on(
                 region,
                 written: BTreeMap::new(),
                 next_generation: 1,
-                content: BufferFiller::new(&spec.buffers, spec.bs[Op::Write.index()].min(), seed),
+                content: BufferFiller::new(
+                    &spec.buffers,
+                    spec.bs[Op::Write.index()].min(),
+                    spec.max_bs(),
+                    seed,
+                ),
                 completed_now: 0,
             });
         }
@@ -612,8 +617,7 @@ impl Engine {
                 clone.content.fill(s.buf.slice_mut(len));
             } else {
                 if s.filled_by != c {
-                    // filled once for reuse: the whole buffer, as later writes may be longer
-                    clone.content.fill(s.buf.slice_mut(usize::MAX));
+                    clone.content.fill_for_reuse(s.buf.slice_mut(usize::MAX));
                     s.filled_by = c;
                 }
                 if clone.content.scrambles() {

@@ -156,18 +156,21 @@ pub struct BufferFiller {
     spec: BufferSpec,
     /// The smallest write: the piece compression and dedupe work on (with the chunk).
     piece_bytes: usize,
+    /// The largest write: what a buffer filled for reuse must cover.
+    max_write_bytes: usize,
     seeds: SimRng,
     dedupe: SimRng,
     last_seed: Option<u64>,
 }
 
 impl BufferFiller {
-    pub fn new(spec: &BufferSpec, min_write_bytes: u32, seed: u64) -> BufferFiller {
+    pub fn new(spec: &BufferSpec, min_write_bytes: u32, max_write_bytes: u32, seed: u64) -> BufferFiller {
         let chunk = spec.compress_chunk_bytes;
         let piece = if chunk == 0 { min_write_bytes } else { chunk.min(min_write_bytes.max(1)) };
         BufferFiller {
             spec: spec.clone(),
             piece_bytes: piece.max(1) as usize,
+            max_write_bytes: max_write_bytes as usize,
             seeds: SimRng::stream(seed, 0xb0ff_e125),
             dedupe: SimRng::stream(seed, 0xdede_0915),
             last_seed: None,
@@ -215,6 +218,12 @@ impl BufferFiller {
             let seed = self.next_seed();
             fill_random(buf, &mut SimRng::seed_from(seed));
         }
+    }
+
+    /// Fills the start of `buf` that the largest write uses, for reuse.
+    pub fn fill_for_reuse(&mut self, buf: &mut [u8]) {
+        let len = buf.len().min(self.max_write_bytes);
+        self.fill(&mut buf[..len]);
     }
 
     /// Makes a reused buffer differ from every other write, as fio's scramble does: the
@@ -308,7 +317,7 @@ mod tests {
             },
             &[],
         );
-        let mut f = BufferFiller::new(&spec, 4096, 1);
+        let mut f = BufferFiller::new(&spec, 4096, 4096, 1);
         let mut buf = vec![0u8; 4096];
         f.fill(&mut buf);
         for piece in buf.chunks(1024) {
@@ -321,7 +330,7 @@ mod tests {
     #[test]
     fn dedupe_repeats_that_share_of_pieces() {
         let spec = settled(|s| s.dedupe_percentage = 40, &[]);
-        let mut f = BufferFiller::new(&spec, 4096, 7);
+        let mut f = BufferFiller::new(&spec, 4096, 4096, 7);
         let mut seen = std::collections::HashSet::new();
         let n = 5000;
         let mut buf = vec![0u8; 4096];
@@ -336,7 +345,7 @@ mod tests {
     #[test]
     fn default_content_is_random_and_scramble_makes_writes_differ() {
         let spec = settled(|_| {}, &[]);
-        let mut f = BufferFiller::new(&spec, 4096, 3);
+        let mut f = BufferFiller::new(&spec, 4096, 4096, 3);
         let mut a = vec![0u8; 4096];
         f.fill(&mut a);
         let zeros = a.iter().filter(|&&b| b == 0).count();
@@ -355,7 +364,7 @@ mod tests {
         assert!(kept >= 4096 - 8 * 16, "a thousand scrambles keep the rest of the data ({kept} bytes kept)");
         let mut zeros = vec![0u8; 4096];
         let spec = settled(|s| s.zero = true, &["zero_buffers"]);
-        BufferFiller::new(&spec, 4096, 3).fill(&mut zeros);
+        BufferFiller::new(&spec, 4096, 4096, 3).fill(&mut zeros);
         assert!(zeros.iter().all(|&b| b == 0));
     }
 
@@ -363,7 +372,7 @@ mod tests {
     fn pattern_fills_repeat_it_from_the_start() {
         let spec = settled(|s| s.pattern = vec![1, 2, 3], &["buffer_pattern"]);
         let mut buf = vec![0u8; 10];
-        BufferFiller::new(&spec, 4096, 0).fill(&mut buf);
+        BufferFiller::new(&spec, 4096, 4096, 0).fill(&mut buf);
         assert_eq!(buf, vec![1, 2, 3, 1, 2, 3, 1, 2, 3, 1]);
     }
 }
