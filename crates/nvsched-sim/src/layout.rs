@@ -2,7 +2,7 @@
 //! byte range of the device (files laid end to end, 1 MiB aligned); a `/dev/...` name
 //! means the whole device. Each clone then works in `[offset, offset + size)` of its file.
 
-use nvsched_workload::{JobSpec, Region, SizeOrPercent};
+use nvsched_workload::{JobSpec, Region};
 
 const FILE_ALIGN: u64 = 1 << 20;
 
@@ -18,36 +18,22 @@ fn is_device_path(name: &str) -> bool {
     name.starts_with("/dev/")
 }
 
-/// Bytes a clone needs its file to hold.
-fn needed_file_size(spec: &JobSpec, capacity: u64) -> Result<u64, String> {
-    if let Some(fs) = spec.filesize {
-        return Ok(fs);
-    }
-    let offset = match spec.offset {
-        SizeOrPercent::Bytes(b) => b,
-        SizeOrPercent::Percent(_) => 0,
-    };
-    let offset = offset + spec.offset_increment * u64::from(spec.numjobs.saturating_sub(1));
-    if let Some(bytes) = spec.replay_bytes() {
-        return Ok(offset + bytes);
-    }
-    match spec.size {
-        Some(SizeOrPercent::Bytes(b)) => Ok(offset + b),
-        Some(SizeOrPercent::Percent(p)) => Ok((capacity as f64 * p / 100.0) as u64),
-        None => Err(format!(
-            "job '{}' ({}): set size or filesize for its file, or filename=/dev/... to use the whole device",
-            spec.name, spec.at
-        )),
-    }
-}
-
 /// Places every file and returns each clone's region, in job then clone order.
 pub fn place(jobs: &[JobSpec], capacity: u64) -> Result<(Vec<PlacedFile>, Vec<Vec<Region>>), String> {
     let mut files: Vec<PlacedFile> = Vec::new();
     for spec in jobs {
         for clone in 0..spec.numjobs {
             let name = spec.file_name(clone);
-            let len = if is_device_path(&name) { capacity } else { needed_file_size(spec, capacity)? };
+            let len = if is_device_path(&name) {
+                capacity
+            } else {
+                spec.needed_file_bytes(clone, Some(capacity)).ok_or_else(|| {
+                    format!(
+                        "job '{}' ({}): set size or filesize for its file, or filename=/dev/... to use the whole device",
+                        spec.name, spec.at
+                    )
+                })?
+            };
             match files.iter_mut().find(|f| f.name == name) {
                 Some(f) => f.len = f.len.max(len),
                 None => files.push(PlacedFile { name, start: 0, len }),
@@ -71,15 +57,8 @@ pub fn place(jobs: &[JobSpec], capacity: u64) -> Result<(Vec<PlacedFile>, Vec<Ve
         for clone in 0..spec.numjobs {
             let name = spec.file_name(clone);
             let file = files.iter().find(|f| f.name == name).expect("placed above");
-            let offset = spec.offset.resolve(file.len) + spec.offset_increment * u64::from(clone);
-            if offset >= file.len {
-                return Err(format!(
-                    "job '{}' ({}): offset {offset} is beyond the end of '{}' ({} bytes)",
-                    spec.name, spec.at, file.name, file.len
-                ));
-            }
-            let len = spec.size.map_or(file.len - offset, |s| s.resolve(file.len)).min(file.len - offset);
-            clone_regions.push(Region { start: file.start + offset, len });
+            let r = spec.clone_region(clone, &file.name, file.len)?;
+            clone_regions.push(Region { start: file.start + r.start, len: r.len });
         }
         regions.push(clone_regions);
     }
@@ -123,6 +102,22 @@ mod tests {
         let (_, regions) = place(&j, 1 << 30).unwrap();
         let starts: Vec<u64> = regions[0].iter().map(|r| r.start).collect();
         assert_eq!(starts, vec![0, 10 << 20, 20 << 20]);
+    }
+
+    #[test]
+    fn a_percentage_offset_is_aligned_up_as_fio_aligns_it() {
+        // 33% of 10 MiB is 3460300.8 bytes; fio 3.33 starts at 3461120 (4 KiB blocks) and
+        // at 3473408 with offset_align=64k
+        let base = "[a]\nfilename=/dev/x\nsize=1m\noffset=33%\nbs=4k\n";
+        let start = |extra: &str| place(&jobs(&format!("{base}{extra}")), 10 << 20).unwrap().1[0][0].start;
+        assert_eq!(start(""), 3_461_120);
+        assert_eq!(start("offset_align=64k\n"), 3_473_408);
+        assert_eq!(start("bs=16k\n"), 3_473_408);
+        // each clone of a job with generated file names gets a file as long as its region
+        let j = jobs("[a]\nsize=1m\nnumjobs=2\noffset_increment=1m\n");
+        let (files, _) = place(&j, 1 << 30).unwrap();
+        let lens: Vec<u64> = files.iter().map(|f| f.len).collect();
+        assert_eq!(lens, vec![1 << 20, 2 << 20]);
     }
 
     #[test]

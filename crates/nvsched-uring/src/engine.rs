@@ -9,7 +9,7 @@ use nvsched_policy::{Completion, DeviceView, Inserted, Request, RequestId, Sched
 use nvsched_report::{CompletedIo, JobRecorder};
 use nvsched_workload::steadystate::SteadyStates;
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, wait_for_targets, Tenants};
-use nvsched_workload::{BufferFiller, ExitWhat, FlowGroups, IoUnit, JobDriver, JobSpec, Poll, Region, SizeOrPercent};
+use nvsched_workload::{BufferFiller, ExitWhat, FlowGroups, IoUnit, JobDriver, JobSpec, Poll, Region};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -158,14 +158,8 @@ pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions)
         let writes = !spec.verify_only && (spec.writes_data() || spec.fsync_every > 0 || spec.fdatasync_every > 0);
         for clone in 0..spec.numjobs {
             let name = spec.file_name(clone);
-            let offset = match spec.offset {
-                SizeOrPercent::Bytes(b) => b,
-                SizeOrPercent::Percent(_) => 0,
-            } + spec.offset_increment * u64::from(clone);
-            let need = match (spec.filesize, spec.size, spec.replay_bytes()) {
-                (Some(fs), _, _) => fs,
-                (None, Some(SizeOrPercent::Bytes(b)), _) => offset + b,
-                (None, None, Some(b)) => offset + b,
+            let need = match spec.needed_file_bytes(clone, None) {
+                Some(bytes) => bytes,
                 _ if name.starts_with("/dev/") => 0,
                 _ => {
                     return Err(format!(
@@ -254,12 +248,7 @@ fn run_on(
             let name = spec.file_name(clone);
             let target = targets.iter().position(|t| t.path.as_path() == Path::new(&name)).expect("opened above");
             let t = &targets[target];
-            let offset = spec.offset.resolve(t.size) + spec.offset_increment * u64::from(clone);
-            if offset >= t.size {
-                return Err(format!("job '{}': offset {offset} is beyond the end of '{name}'", spec.name));
-            }
-            let len = spec.size.map_or(t.size - offset, |s| s.resolve(t.size)).min(t.size - offset);
-            let region = Region { start: offset, len };
+            let region = spec.clone_region(clone, &name, t.size)?;
             let seed = clone_seed(spec, ordinal, opts.seed);
             let mut driver = JobDriver::new(arc.clone(), clone, region, seed)?;
             flows.attach(&mut driver);
@@ -287,12 +276,7 @@ fn run_on(
                 region,
                 written: BTreeMap::new(),
                 next_generation: 1,
-                content: BufferFiller::new(
-                    &spec.buffers,
-                    spec.bs[Op::Write.index()].min(),
-                    spec.max_bs(),
-                    seed,
-                ),
+                content: BufferFiller::new(&spec.buffers, spec.bs[Op::Write.index()].min(), spec.max_bs(), seed),
                 completed_now: 0,
             });
         }

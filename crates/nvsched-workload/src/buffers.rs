@@ -126,8 +126,10 @@ pub fn parse_pattern(raw: &str) -> Result<Vec<u8>, String> {
             let n = sign + rest[sign..].bytes().take_while(u8::is_ascii_digit).count();
             // a decimal ends where a "0x" begins ("10x" is not a number here)
             let end = rest[..n].find("0x").filter(|&i| i > 0).unwrap_or(n);
-            let value: i64 = rest[..end].parse().map_err(|_| format!("'{}' is not a number in pattern '{raw}'", &rest[..end]))?;
-            let value = i32::try_from(value).map_err(|_| format!("{value} is out of range (a 32-bit integer) in pattern '{raw}'"))?;
+            let value: i64 =
+                rest[..end].parse().map_err(|_| format!("'{}' is not a number in pattern '{raw}'", &rest[..end]))?;
+            let value = i32::try_from(value)
+                .map_err(|_| format!("{value} is out of range (a 32-bit integer) in pattern '{raw}'"))?;
             let mut v = value as u32;
             if v == 0 {
                 out.push(0);
@@ -142,9 +144,7 @@ pub fn parse_pattern(raw: &str) -> Result<Vec<u8>, String> {
                 "'{raw}': pattern format specifiers (such as %o, the offset) are not supported; give the bytes"
             ));
         } else {
-            return Err(format!(
-                "'{raw}' is not a pattern: give 0x-prefixed hex, a decimal number or a quoted string"
-            ));
+            return Err(format!("'{raw}' is not a pattern: give 0x-prefixed hex, a decimal number or a quoted string"));
         }
     }
     Ok(out)

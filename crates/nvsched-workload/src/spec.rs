@@ -193,6 +193,8 @@ pub struct JobSpec {
     pub offset: SizeOrPercent,
     /// Clone i starts at offset + i * offset_increment.
     pub offset_increment: u64,
+    /// `offset_align`: what a percentage `offset` is aligned up to; 0: the smallest block.
+    pub offset_align: u64,
     pub filesize: Option<u64>,
     /// 0 = no limit
     pub runtime: Nanos,
@@ -441,6 +443,7 @@ impl JobSpec {
             io_size: None,
             offset: SizeOrPercent::Bytes(0),
             offset_increment: 0,
+            offset_align: 0,
             filesize: None,
             runtime: Nanos::ZERO,
             time_based: false,
@@ -626,6 +629,57 @@ impl JobSpec {
     pub fn replay_bytes(&self) -> Option<u64> {
         let t = self.trace()?;
         (self.size.is_none() && self.filesize.is_none()).then(|| t.needed_bytes(self.replay.devices))
+    }
+
+    /// Where clone `clone`'s region starts in a file of `file_len` bytes: `offset` (a
+    /// percentage aligned up to `offset_align`, or to the smallest block, as fio aligns
+    /// it) plus `clone` times `offset_increment`.
+    pub fn clone_offset(&self, clone: u32, file_len: u64) -> u64 {
+        let base = match self.offset {
+            SizeOrPercent::Bytes(b) => b,
+            SizeOrPercent::Percent(_) => {
+                let align = if self.offset_align > 0 { self.offset_align } else { u64::from(self.min_bs()) };
+                self.offset.resolve(file_len).div_ceil(align.max(1)) * align.max(1)
+            }
+        };
+        base + self.offset_increment * u64::from(clone)
+    }
+
+    /// Clone `clone`'s region in a file of `file_len` bytes: from [`clone_offset`] for
+    /// `size` bytes (or N% of the file), cut at the file's end.
+    ///
+    /// [`clone_offset`]: JobSpec::clone_offset
+    pub fn clone_region(&self, clone: u32, file_name: &str, file_len: u64) -> Result<crate::Region, String> {
+        let offset = self.clone_offset(clone, file_len);
+        if offset >= file_len {
+            return Err(format!(
+                "job '{}' ({}): offset {offset} is beyond the end of '{file_name}' ({file_len} bytes)",
+                self.name, self.at
+            ));
+        }
+        let len = self.size.map_or(file_len - offset, |s| s.resolve(file_len)).min(file_len - offset);
+        Ok(crate::Region { start: offset, len })
+    }
+
+    /// Bytes the file of clone `clone` must hold (`filesize`, or the end of its region;
+    /// a percentage `size` is of `capacity`, the device's, where one is known). None when
+    /// the job gives no size that says.
+    pub fn needed_file_bytes(&self, clone: u32, capacity: Option<u64>) -> Option<u64> {
+        if let Some(fs) = self.filesize {
+            return Some(fs);
+        }
+        // a percentage offset needs the file's size first: it counts from 0 here
+        let offset = match self.offset {
+            SizeOrPercent::Bytes(b) => b,
+            SizeOrPercent::Percent(_) => 0,
+        } + self.offset_increment * u64::from(clone);
+        if let Some(bytes) = self.replay_bytes() {
+            return Some(offset + bytes);
+        }
+        match self.size? {
+            SizeOrPercent::Bytes(b) => Some(offset + b),
+            SizeOrPercent::Percent(p) => capacity.map(|c| (c as f64 * p / 100.0) as u64),
+        }
     }
 
     /// The file clone `clone` works on, as fio names it: `filename`, or `NAME.CLONE.0`
@@ -996,6 +1050,16 @@ pub static OPTIONS: &[OptionDef] = &[
         j.offset_increment = parse_size(v, j.kb_base)?;
         Ok(())
     }),
+    opt!(
+        "offset_align",
+        [],
+        None,
+        "what a percentage offset is aligned up to (bytes; default 0: the smallest block size)",
+        |j, v| {
+            j.offset_align = parse_size(v, j.kb_base)?;
+            Ok(())
+        }
+    ),
     opt!("filesize", [], None, "size of the job's file (then size is only the I/O amount)", |j, v| {
         let s = parse_size(v, j.kb_base)?;
         if s == 0 {
@@ -1582,10 +1646,7 @@ pub static OPTIONS: &[OptionDef] = &[
         [],
         None,
         "inline or offload: accepted; nvsched's engines issue rate-paced I/O on time whenever iodepth allows, as fio's offload does",
-        |_, v| match v {
-            "inline" | "offload" => Ok(()),
-            other => Err(format!("'{other}' is not one of inline, offload")),
-        }
+        |_, v| one_of(v, &["inline", "offload"])
     ),
     opt!(
         "unlink",
@@ -1617,10 +1678,7 @@ pub static OPTIONS: &[OptionDef] = &[
         [],
         None,
         "gettimeofday, clock_gettime or cpu: accepted; nvsched's clock is simulated time, or the monotonic clock on real devices",
-        |_, v| match v {
-            "gettimeofday" | "clock_gettime" | "cpu" => Ok(()),
-            other => Err(format!("'{other}' is not one of gettimeofday, clock_gettime, cpu")),
-        }
+        |_, v| one_of(v, &["gettimeofday", "clock_gettime", "cpu"])
     ),
     opt!(
         "invalidate",
@@ -1634,12 +1692,127 @@ pub static OPTIONS: &[OptionDef] = &[
         [],
         None,
         "none, native, posix, keep or truncate (or 0/1): accepted; nvsched lays out a new file by writing it in full with pseudo-random data",
-        |_, v| match v {
-            "none" | "native" | "posix" | "keep" | "truncate" | "0" | "1" => Ok(()),
-            other => Err(format!("'{other}' is not one of none, native, posix, keep, truncate")),
-        }
+        |_, v| one_of(v, &["none", "native", "posix", "keep", "truncate", "0", "1"])
     ),
     opt!("create_serialize", [], Some("1"), "accepted: nvsched lays out its files one after another before any job starts", accept_bool),
+    opt!(
+        "overwrite",
+        [],
+        Some("1"),
+        "accepted: nvsched lays out a new file in full before the jobs start, so writes always overwrite",
+        accept_bool
+    ),
+    opt!(
+        "allow_mounted_write",
+        [],
+        Some("1"),
+        "accepted, but nvsched refuses to write to a mounted block device whatever this says",
+        accept_bool
+    ),
+    opt!(
+        "softrandommap",
+        [],
+        Some("1"),
+        "accepted: nvsched's random map (a keyed permutation) needs no memory and cannot fail to allocate",
+        accept_bool
+    ),
+    opt!(
+        "openfiles",
+        [],
+        None,
+        "accepted: a job has one file, always open (nrfiles is not supported)",
+        |_, v| int_in(v, 1, i64::from(u32::MAX)).map(|_| ())
+    ),
+    opt!(
+        "file_service_type",
+        [],
+        None,
+        "random, roundrobin, sequential, zipf, pareto, normal or gauss (with :N): accepted; a job has one file, so there is no choice to make",
+        |_, v| {
+            let kind = v.split(':').next().unwrap_or(v);
+            one_of(kind, &["random", "roundrobin", "sequential", "zipf", "pareto", "normal", "gauss"])
+        }
+    ),
+    opt!(
+        "pre_read",
+        [],
+        Some("1"),
+        "accepted: there is no page cache to fill (direct I/O on real devices)",
+        accept_bool
+    ),
+    opt!("lockmem", [], None, "accepted: nvsched's I/O buffers are small and not locked", |j, v| {
+        parse_size(v, j.kb_base).map(|_| ())
+    }),
+    opt!(
+        "iomem",
+        ["mem"],
+        None,
+        "malloc, shm, shmhuge, mmap, mmaphuge, mmapshared or cudamalloc: accepted; nvsched's buffers are page-aligned heap memory",
+        |_, v| {
+            let kind = v.split(':').next().unwrap_or(v);
+            one_of(kind, &["malloc", "shm", "shmhuge", "mmap", "mmaphuge", "mmapshared", "cudamalloc"])
+        }
+    ),
+    opt!(
+        "iomem_align",
+        ["mem_align"],
+        None,
+        "accepted for values up to 4096: nvsched's buffers are aligned to 4096 bytes",
+        |j, v| {
+            let align = parse_size(v, j.kb_base)?;
+            if align > 4096 {
+                return Err(format!("{align}: nvsched's buffers are aligned to 4096 bytes, not more"));
+            }
+            Ok(())
+        }
+    ),
+    opt!(
+        "disk_util",
+        [],
+        Some("1"),
+        "accepted: nvsched reports no disk utilisation section (the simulated device has no block-layer counters)",
+        accept_bool
+    ),
+    opt!(
+        "cpus_allowed",
+        ["cpumask", "numa_cpu_nodes"],
+        None,
+        "accepted: nvsched runs every job in one thread (real devices) or models host CPUs with host.cpus (simulator), so there is nothing to pin",
+        |_, _| Ok(())
+    ),
+    opt!(
+        "cpus_allowed_policy",
+        [],
+        None,
+        "shared or split: accepted, see cpus_allowed",
+        |_, v| one_of(v, &["shared", "split"])
+    ),
+    opt!("numa_mem_policy", [], None, "accepted: nvsched's buffers are ordinary heap memory", |_, _| Ok(())),
+    opt!(
+        "unit_base",
+        [],
+        None,
+        "0 or 8: results in bytes, as nvsched always reports them (1, bits, is not supported)",
+        |_, v| match v {
+            "0" | "8" => Ok(()),
+            "1" => Err("results in bits are not supported; nvsched reports bytes (unit_base=8)".into()),
+            other => Err(format!("'{other}' is not one of 0, 8, 1")),
+        }
+    ),
+    opt!(
+        "fixedbufs",
+        [],
+        Some("1"),
+        "accepted: nvsched's ring does not register its buffers (an overhead saving, not a behaviour)",
+        accept_bool
+    ),
+    opt!(
+        "registerfiles",
+        [],
+        Some("1"),
+        "accepted: nvsched's ring does not register its files (an overhead saving, not a behaviour)",
+        accept_bool
+    ),
     opt!(
         "verify",
         [],
@@ -1898,13 +2071,7 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "writefua",
     "readfua",
     "hipri",
-    "fixedbufs",
-    "registerfiles",
     "sqthread_poll",
-    "cpus_allowed",
-    "cpumask",
-    "numa_cpu_nodes",
-    "disk_util",
     "trim_percentage",
     "trim_backlog",
     "continue_on_error",
@@ -2307,6 +2474,15 @@ fn check_wait_for(jobs: &[JobSpec]) -> Result<(), JobFileError> {
 /// Checks a flag that nvsched accepts without acting on it.
 fn accept_bool(_: &mut JobSpec, v: &str) -> Result<(), String> {
     parse_bool(v).map(|_| ())
+}
+
+/// Accepts `v` if it is one of `choices`.
+fn one_of(v: &str, choices: &[&str]) -> Result<(), String> {
+    if choices.contains(&v) {
+        Ok(())
+    } else {
+        Err(format!("'{v}' is not one of {}", choices.join(", ")))
+    }
 }
 
 /// fio's `a:b` lists of paths (`filename`, `directory`): `\:` is a colon within a name.

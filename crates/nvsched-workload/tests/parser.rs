@@ -294,10 +294,13 @@ fn globals_inherit_and_jobs_override() {
 #[test]
 fn overhead_and_layout_options_are_accepted_without_effect() {
     let body = "gtod_reduce=1\ndisable_lat=1\ndisable_clat\ndisable_slat=1\ndisable_bw=1\nclocksource=cpu\n\
-                invalidate=0\nfallocate=none\ncreate_serialize=0\nthread\nunlink=1\nrandom_generator=lfsr";
+                invalidate=0\nfallocate=none\ncreate_serialize=0\nthread\nunlink=1\nrandom_generator=lfsr\n\
+                overwrite=1\nallow_mounted_write=1\nsoftrandommap\nopenfiles=1\nfile_service_type=roundrobin\n\
+                pre_read=1\nlockmem=1m\niomem=shmhuge\nmem_align=512\ndisk_util=0\ncpus_allowed=0-3\n\
+                cpumask=0xf\ncpus_allowed_policy=split\nnuma_mem_policy=local\nunit_base=8\nfixedbufs\nregisterfiles=1";
     let mut with = job(body);
     let without = job("");
-    assert_eq!(with.job_options.len(), 12);
+    assert_eq!(with.job_options.len(), 29);
     with.job_options.clear();
     with.option_lines.clear();
     let mut without = without;
@@ -305,6 +308,33 @@ fn overhead_and_layout_options_are_accepted_without_effect() {
     assert_eq!(format!("{with:?}"), format!("{without:?}"));
     assert!(parse("[job]\nclocksource=tsc\n").unwrap_err().to_string().contains("'tsc' is not one of"));
     assert!(parse("[job]\ngtod_reduce=maybe\n").unwrap_err().to_string().contains("not a boolean"));
+    assert!(parse("[job]\nunit_base=1\n").unwrap_err().to_string().contains("bits are not supported"));
+    assert!(parse("[job]\niomem_align=8k\n").unwrap_err().to_string().contains("aligned to 4096"));
+    assert!(parse("[job]\niomem=gpu\n").unwrap_err().to_string().contains("'gpu' is not one of"));
+}
+
+#[test]
+fn buffer_options_and_what_they_imply() {
+    let j = job("buffer_compress_percentage=40\nbuffer_compress_chunk=1k\ndedupe_percentage=10");
+    assert_eq!(
+        (j.buffers.compress_percentage, j.buffers.compress_chunk_bytes, j.buffers.dedupe_percentage),
+        (40, 1024, 10)
+    );
+    assert!(j.buffers.refill && !j.buffers.scramble, "compression implies refill_buffers and no scrambling");
+    let j = job("buffer_compress_percentage=40\nrefill_buffers=0");
+    assert!(!j.buffers.refill, "an explicit refill_buffers wins");
+    let j = job("buffer_pattern=0xdead\"ok\"");
+    assert_eq!(j.buffers.pattern, vec![0xde, 0xad, b'o', b'k']);
+    assert!(!j.buffers.scramble);
+    assert!(job("").buffers.is_default());
+    let e = parse("[job]\nbuffer_pattern=%o\n").unwrap_err().to_string();
+    assert!(e.contains("test.fio:2") && e.contains("format specifiers"), "{e}");
+    assert!(parse("[job]\ndedupe_percentage=101\n").is_err());
+}
+
+#[test]
+fn offset_align_is_read() {
+    assert_eq!(job("offset=10%\noffset_align=64k").offset_align, 65536);
 }
 
 #[test]

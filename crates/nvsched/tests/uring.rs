@@ -548,12 +548,15 @@ fn write_buffers_carry_what_the_buffer_options_ask_for() {
     }
     let d = dir();
     // (options, check of the written file): 1 MiB of 4 KiB sequential writes each
-    let cases: [(&str, fn(&[u8]) -> Result<(), String>); 5] = [
+    type Check = fn(&[u8]) -> Result<(), String>;
+    let cases: [(&str, Check); 5] = [
         ("", |data| {
             // random data, scrambled: no two blocks alike, hardly any zero bytes
             let zeros = data.iter().filter(|&&b| b == 0).count() as f64 / data.len() as f64;
             let distinct: std::collections::HashSet<&[u8]> = data.chunks(4096).collect();
-            (zeros < 0.05 && distinct.len() == 256).then_some(()).ok_or(format!("{zeros} zeros, {} distinct", distinct.len()))
+            (zeros < 0.05 && distinct.len() == 256)
+                .then_some(())
+                .ok_or(format!("{zeros} zeros, {} distinct", distinct.len()))
         }),
         ("zero_buffers=1", |data| data.iter().all(|&b| b == 0).then_some(()).ok_or("not all zeros".into())),
         ("buffer_pattern=0xdeadbeef", |data| {
@@ -561,7 +564,9 @@ fn write_buffers_carry_what_the_buffer_options_ask_for() {
         }),
         ("buffer_compress_percentage=50", |data| {
             // each block: 2 KiB random, then 2 KiB zeros; every block different
-            let ok = data.chunks(4096).all(|b| b[2048..].iter().all(|&x| x == 0) && b[..2048].iter().filter(|&&x| x == 0).count() < 64);
+            let ok = data
+                .chunks(4096)
+                .all(|b| b[2048..].iter().all(|&x| x == 0) && b[..2048].iter().filter(|&&x| x == 0).count() < 64);
             let distinct: std::collections::HashSet<&[u8]> = data.chunks(4096).collect();
             (ok && distinct.len() == 256).then_some(()).ok_or("not half random, half zeros".into())
         }),
@@ -576,7 +581,10 @@ fn write_buffers_carry_what_the_buffer_options_ask_for() {
         let job = write_job(
             &d,
             &format!("buf{k}.fio"),
-            &format!("[w]\nfilename={}\nsize=1m\nrw=write\nbs=4k\ndirect=1\nioengine=psync\n{options}\n", file.display()),
+            &format!(
+                "[w]\nfilename={}\nsize=1m\nrw=write\nbs=4k\ndirect=1\nioengine=psync\n{options}\n",
+                file.display()
+            ),
         );
         run_uring_json(&job, &["--keep-files"]);
         let data = std::fs::read(&file).unwrap();
