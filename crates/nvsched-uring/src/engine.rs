@@ -490,6 +490,7 @@ impl Engine {
                 Poll::Ready => {
                     let in_flow = clone.driver.in_flow();
                     let units = std::mem::take(&mut self.batch);
+                    clone.rec.stats.record_submit_batch(units.len() as u32);
                     for u in &units {
                         self.issue(c, *u, now);
                     }

@@ -60,7 +60,8 @@ pub struct JobDriver {
     issuing_since: Nanos,
     /// Issue nothing until what is out has completed, then pause.
     quiescing: Option<Pause>,
-    /// `iodepth_low`: the queue filled, so issue nothing until at most this many are out.
+    /// The queue filled (`iodepth_low`, `iodepth_batch_complete_min`): issue nothing until
+    /// at most this many are out.
     refill_below: u32,
     refill_wait: bool,
     /// Data I/Os issued (for `number_ios`).
@@ -226,8 +227,6 @@ impl JobDriver {
             || spec.latency.target > Nanos::ZERO
             || spec.rate_min_bps[..2] != [0, 0]
             || spec.rate_iops_min[..2] != [0, 0];
-        // fio takes 0 (unset) as iodepth: no low water mark
-        let refill_below = if spec.iodepth_low == 0 { u32::MAX } else { spec.iodepth_low };
         let prio = spec.ioprio();
         let cmdprio = [spec.cmdprio(Op::Read), spec.cmdprio(Op::Write)];
         let split = [spec.cmdprio_split(Op::Read), spec.cmdprio_split(Op::Write)];
@@ -253,7 +252,7 @@ impl JobDriver {
             think_until: Nanos::ZERO,
             since_think: 0,
             quiescing: None,
-            refill_below,
+            refill_below: 0,
             refill_wait: false,
             issued_ios: 0,
             rate_next: [Nanos::ZERO; 3],
@@ -531,9 +530,10 @@ impl JobDriver {
                 break;
             }
         }
-        // fio reaps a full queue down to `iodepth_low` before it fills it again
-        if self.inflight >= self.depth && self.refill_below < self.depth {
-            self.refill_wait = true;
+        if self.inflight >= self.depth {
+            self.refill_below = reap_until(self.depth, self.spec.iodepth_low, self.spec.iodepth_batch_complete_min);
+            // one completion makes room anyway
+            self.refill_wait = self.refill_below + 1 < self.depth;
         }
         if out.len() > start_len {
             return Poll::Ready;
@@ -845,6 +845,21 @@ impl JobDriver {
     }
 }
 
+/// How many requests are out when fio is done reaping a full queue of `depth`: it waits
+/// for at least `batch_min` completions at a time (all that are out, if fewer) until no
+/// more than `low` are out (`iodepth_low`; 0: `depth`, which stops after one round).
+fn reap_until(depth: u32, low: u32, batch_min: u32) -> u32 {
+    let low = if low == 0 { depth } else { low };
+    let batch = batch_min.max(1);
+    let mut out = depth;
+    loop {
+        out -= batch.min(out);
+        if out <= low {
+            return out;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -923,6 +938,31 @@ mod tests {
         while d.poll(Nanos::ZERO, &mut out) == Poll::Ready {}
         d.on_complete(Nanos(1), Op::Read, 4096, Nanos::ZERO);
         assert_eq!(d.poll(Nanos(1), &mut out), Poll::Ready);
+    }
+
+    #[test]
+    fn iodepth_batch_complete_min_waits_for_that_many_completions() {
+        // (iodepth, iodepth_low, iodepth_batch_complete_min) -> requests out when fio is
+        // done reaping a full queue
+        assert_eq!(reap_until(16, 0, 1), 15);
+        assert_eq!(reap_until(16, 0, 6), 10);
+        assert_eq!(reap_until(16, 4, 1), 4);
+        assert_eq!(reap_until(16, 4, 5), 1, "16, 11, 6, 1: whole batches until at most 4 are out");
+        assert_eq!(reap_until(16, 4, 0), 4, "0 reaps one at a time, as fio does on a full queue");
+        assert_eq!(reap_until(4, 0, 8), 0, "at most what is out");
+        let mut d = driver(
+            "[a]\nioengine=io_uring\niodepth=16\niodepth_batch_complete_min=6\nrw=randread\nruntime=1\ntime_based\n",
+        );
+        let mut out = Vec::new();
+        while d.poll(Nanos::ZERO, &mut out) == Poll::Ready {}
+        assert_eq!(d.inflight(), 16);
+        for left in (10..16).rev() {
+            d.on_complete(Nanos(1), Op::Read, 4096, Nanos::ZERO);
+            let poll = d.poll(Nanos(1), &mut out);
+            assert_eq!(poll == Poll::Ready, left == 10, "issues again at {left} out");
+        }
+        while d.poll(Nanos(1), &mut out) == Poll::Ready {}
+        assert_eq!(d.inflight(), 16, "and fills the queue again");
     }
 
     #[test]

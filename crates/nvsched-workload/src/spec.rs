@@ -176,6 +176,9 @@ pub struct JobSpec {
     /// `iodepth_low`: once `iodepth` requests are out, issue again only when no more than
     /// this many are (0, the default, or `iodepth` and above: keep the queue full).
     pub iodepth_low: u32,
+    /// `iodepth_batch_complete_min`: a full queue waits for at least this many
+    /// completions at a time (0 or 1: one).
+    pub iodepth_batch_complete_min: u32,
     pub ioengine: String,
     pub engine_kind: EngineKind,
     pub direct: bool,
@@ -430,6 +433,7 @@ impl JobSpec {
             iodepth: 1,
             iodepth_batch_submit: 1,
             iodepth_low: 0,
+            iodepth_batch_complete_min: 1,
             ioengine: "psync".into(),
             engine_kind: EngineKind::Sync,
             direct: false,
@@ -952,6 +956,23 @@ pub static OPTIONS: &[OptionDef] = &[
         j.iodepth_batch_submit = int_in(v, 0, 65_536)? as u32;
         Ok(())
     }),
+    opt!(
+        "iodepth_batch_complete_min",
+        ["iodepth_batch_complete"],
+        None,
+        "a full queue waits for at least this many completions at a time before issuing again (default 1)",
+        |j, v| {
+            j.iodepth_batch_complete_min = int_in(v, 0, 65_536)? as u32;
+            Ok(())
+        }
+    ),
+    opt!(
+        "iodepth_batch_complete_max",
+        [],
+        None,
+        "accepted: nvsched handles completions as they arrive, however many at a time",
+        |_, v| int_in(v, 0, 65_536).map(|_| ())
+    ),
     opt!(
         "iodepth_low",
         [],
@@ -2053,9 +2074,6 @@ pub static OPTIONS: &[OptionDef] = &[
 /// fio options nvsched knows of but does not model: a precise message instead of
 /// "unknown option".
 const FIO_UNSUPPORTED: &[&str] = &[
-    "iodepth_batch_complete",
-    "iodepth_batch_complete_min",
-    "iodepth_batch_complete_max",
     "bs_unaligned",
     "nrfiles",
     "cmdprio_hint",
