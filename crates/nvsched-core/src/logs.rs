@@ -13,6 +13,9 @@ pub struct LogRequest {
     pub avg_msec: u32,
     /// `log_offset`: add each I/O's offset.
     pub offset: bool,
+    /// `log_max_value`: a latency log's window line holds the window's largest latency,
+    /// not its mean.
+    pub max_value: bool,
     /// `log_prio`: the last column is each I/O's priority value (`0x2004`: best effort,
     /// level 4), not whether it was `cmdprio`'s.
     pub prio: bool,

@@ -40,6 +40,9 @@ struct WindowSums {
     clat_ns: u64,
     slat_ns: u64,
     slat_ios: u64,
+    lat_max_ns: u64,
+    clat_max_ns: u64,
+    slat_max_ns: u64,
 }
 
 /// fio's histogram buckets (`FIO_IO_U_PLAT_NR`): the columns of a histogram log before
@@ -91,6 +94,8 @@ pub struct IoLogs {
     /// I/O at another priority than the job's own (`default_prio`), 0 otherwise.
     prio_values: bool,
     default_prio: IoPrio,
+    /// `log_max_value`: a window's latency lines hold its largest latency.
+    max_value: bool,
     /// Index of the open window (`log_avg_msec`) and its sums per direction.
     window: u64,
     sums: [WindowSums; 3],
@@ -150,6 +155,7 @@ impl IoLogs {
             avg_ns: u64::from(request.avg_msec) * 1_000_000,
             offset: request.offset,
             prio_values: request.prio,
+            max_value: request.max_value,
             default_prio,
             window: 0,
             sums: [WindowSums::default(); 3],
@@ -192,9 +198,12 @@ impl IoLogs {
             s.bytes += u64::from(bytes);
             s.lat_ns += lat;
             s.clat_ns += clat.0;
+            s.lat_max_ns = s.lat_max_ns.max(lat);
+            s.clat_max_ns = s.clat_max_ns.max(clat.0);
             if let Some(sl) = slat {
                 s.slat_ns += sl.0;
                 s.slat_ios += 1;
+                s.slat_max_ns = s.slat_max_ns.max(sl.0);
             }
             return;
         }
@@ -235,6 +244,9 @@ impl IoLogs {
             }
             for (kind, _, w) in &mut self.files {
                 let value = match kind {
+                    Kind::Lat if self.max_value => s.lat_max_ns,
+                    Kind::Clat if self.max_value => s.clat_max_ns,
+                    Kind::Slat if s.slat_ios > 0 && self.max_value => s.slat_max_ns,
                     Kind::Lat => s.lat_ns / s.ios,
                     Kind::Clat => s.clat_ns / s.ios,
                     Kind::Slat if s.slat_ios > 0 => s.slat_ns / s.slat_ios,
@@ -433,6 +445,21 @@ mod tests {
         // 100 reads in the first 200 ms: 2000 KiB/s; mean clat 100049.5 -> 100049
         assert_eq!(read(&dir, "w_bw.1.log"), ["200, 2000, 0, 0, 0", "200, 20, 1, 0, 0"]);
         assert_eq!(read(&dir, "w_clat.1.log"), ["200, 100049, 0, 0, 0", "200, 50000, 1, 0, 0"]);
+        // log_max_value: the window's largest latency; the bandwidth line keeps the rate
+        let req = LogRequest {
+            lat: Some("m".into()),
+            bw: Some("m".into()),
+            avg_msec: 200,
+            max_value: true,
+            ..Default::default()
+        };
+        let mut logs = IoLogs::create(&req, 1, &dir, BE4).unwrap().unwrap();
+        for i in 0..101u64 {
+            logs.record(Nanos(i * 2_000_000), Op::Read, 4096, 0, BE4, None, Nanos(100_000 + i));
+        }
+        logs.finish().unwrap();
+        assert_eq!(read(&dir, "m_clat.1.log"), ["200, 100099, 0, 0, 0"]);
+        assert_eq!(read(&dir, "m_bw.1.log"), ["200, 2000, 0, 0, 0"]);
         let req = LogRequest { lat: Some("o".into()), offset: true, ..Default::default() };
         let mut logs = IoLogs::create(&req, 1, &dir, BE4).unwrap().unwrap();
         logs.record(Nanos(1_000_000), Op::Read, 4096, 1_011_712, BE4, None, Nanos(897_454));

@@ -1359,6 +1359,16 @@ pub static OPTIONS: &[OptionDef] = &[
         j.logs.avg_msec = int_in(v, 0, i64::from(u32::MAX))? as u32;
         Ok(())
     }),
+    opt!(
+        "log_max_value",
+        [],
+        Some("1"),
+        "with log_avg_msec, latency logs hold each window's largest latency instead of its mean (0 or 1; bandwidth and IOPS logs keep the window's rate)",
+        |j, v| {
+            j.logs.max_value = parse_bool(v)?;
+            Ok(())
+        }
+    ),
     opt!("log_offset", [], Some("1"), "add each I/O's offset to the log lines (0 or 1)", |j, v| {
         j.logs.offset = parse_bool(v)?;
         Ok(())
