@@ -229,6 +229,7 @@ impl JobDriver {
             || spec.rate_iops_min[..2] != [0, 0];
         let prio = spec.ioprio();
         let cmdprio = [spec.cmdprio(Op::Read), spec.cmdprio(Op::Write)];
+        let refill_at = refill_below(if sync_engine { 1 } else { spec.iodepth }, &spec);
         let split = [spec.cmdprio_split(Op::Read), spec.cmdprio_split(Op::Write)];
         let cmdprio_split = split.iter().any(|l| !l.is_empty()).then(|| Box::new(split));
         Ok(JobDriver {
@@ -252,7 +253,7 @@ impl JobDriver {
             think_until: Nanos::ZERO,
             since_think: 0,
             quiescing: None,
-            refill_below: 0,
+            refill_below: refill_at,
             refill_wait: false,
             issued_ios: 0,
             rate_next: [Nanos::ZERO; 3],
@@ -307,7 +308,7 @@ impl JobDriver {
         self.issuing_since = now;
         self.latency = LatencyProbe::new(&self.spec.latency, self.depth, now).map(Box::new);
         if let Some(p) = &self.latency {
-            self.depth = p.depth();
+            self.set_depth(p.depth());
         }
     }
 
@@ -530,10 +531,8 @@ impl JobDriver {
                 break;
             }
         }
-        if self.inflight >= self.depth {
-            self.refill_below = reap_until(self.depth, self.spec.iodepth_low, self.spec.iodepth_batch_complete_min);
-            // one completion makes room anyway
-            self.refill_wait = self.refill_below + 1 < self.depth;
+        if self.inflight >= self.depth && self.refill_below < self.depth {
+            self.refill_wait = true;
         }
         if out.len() > start_len {
             return Poll::Ready;
@@ -808,6 +807,12 @@ impl JobDriver {
         false
     }
 
+    /// Sets the queue depth (`latency_target` moves it) and what a full queue drains to.
+    fn set_depth(&mut self, depth: u32) {
+        self.depth = depth;
+        self.refill_below = refill_below(depth, &self.spec);
+    }
+
     /// `latency_target`'s search takes one completion and applies its verdict; returns
     /// the target when a miss failed the job. Out of line: only such jobs come here.
     #[cold]
@@ -815,7 +820,8 @@ impl JobDriver {
     fn judge_latency(&mut self, now: Nanos, latency: Nanos) -> Option<Nanos> {
         let probe = self.latency.as_mut()?;
         let verdict = probe.on_complete(now, latency);
-        self.depth = probe.depth();
+        let depth = probe.depth();
+        self.set_depth(depth);
         match verdict {
             Verdict::Keep | Verdict::Raised => {}
             // fio lets what is out complete before it goes on at a lower depth
@@ -842,6 +848,17 @@ impl JobDriver {
         self.flush_due = FlushDue::No;
         self.draining = false;
         self.finished_at.get_or_insert(now);
+    }
+}
+
+/// What a full queue of `depth` drains to before it is filled again (u32::MAX: no
+/// wait, one completion makes room).
+fn refill_below(depth: u32, spec: &JobSpec) -> u32 {
+    let out = reap_until(depth, spec.iodepth_low, spec.iodepth_batch_complete_min);
+    if out + 1 < depth {
+        out
+    } else {
+        u32::MAX
     }
 }
 

@@ -21,6 +21,17 @@ pub struct Region {
     pub len: u64,
 }
 
+/// How the next offset is found.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Step {
+    /// `zonemode=strided`: inside the current zone.
+    Zone,
+    /// On from the direction's previous I/O.
+    Sequential,
+    /// Drawn at random.
+    Random,
+}
+
 /// Draws the next I/O of one job clone.
 #[derive(Debug)]
 pub struct IoGenerator {
@@ -28,6 +39,8 @@ pub struct IoGenerator {
     pattern: Pattern,
     read_fraction: f64,
     sizes: [SizeChooser; 3],
+    /// `bs_is_seq_rand`: sizes by sequential (read entry) or random (write entry).
+    seq_rand_sizes: bool,
     offsets: OffsetChooser,
     /// Next sequential offset per direction (relative to the region).
     seq_pos: [u64; 3],
@@ -95,6 +108,7 @@ impl IoGenerator {
             pattern: spec.pattern,
             read_fraction: f64::from(spec.rwmix_read_pct) / 100.0,
             sizes: std::array::from_fn(|d| SizeChooser::new(&spec.bs[d])),
+            seq_rand_sizes: spec.bs_is_seq_rand,
             offsets,
             seq_pos: [0; 3],
             // random runs (`randread:N`) continue without a skip
@@ -130,31 +144,53 @@ impl IoGenerator {
             }
         };
         let d = op.index();
-        let len = self.sizes[d].draw(&mut self.rng_size);
-        let len64 = u64::from(len);
-        let rel = if self.strided.is_some() {
-            self.next_in_zone(d, len64)
+        let step = if self.strided.is_some() {
+            Step::Zone
         } else if matches!(self.offsets, OffsetChooser::Sequential) {
-            self.next_sequential(d, len64)
+            Step::Sequential
         } else if self.run_left[d] > 0 {
             // `randread:N`: sequential until the next random offset
             self.run_left[d] -= 1;
-            self.next_sequential(d, len64)
+            Step::Sequential
         } else if self.percentage_random[d] < 100 && !self.run_starts_random(d) {
             // fio's should_do_random said no: this run follows on from the last I/O
             self.run_left[d] = self.random_run - 1;
-            self.next_sequential(d, len64)
+            Step::Sequential
         } else {
-            let block = self.offsets.draw(&mut self.rng_offset);
-            let pos = block * self.align;
-            let pos =
-                if pos + len64 > self.region.len { (self.region.len - len64) / self.align * self.align } else { pos };
-            // a run (`randread:N`) or a sequential stretch (`percentage_random`) goes on from here
-            self.run_left[d] = self.random_run - 1;
-            self.seq_pos[d] = pos + len64;
-            pos
+            Step::Random
+        };
+        let sizes = if self.seq_rand_sizes { self.seq_rand_entry(step) } else { d };
+        let len = self.sizes[sizes].draw(&mut self.rng_size);
+        let len64 = u64::from(len);
+        let rel = match step {
+            Step::Zone => self.next_in_zone(d, len64),
+            Step::Sequential => self.next_sequential(d, len64),
+            Step::Random => {
+                let block = self.offsets.draw(&mut self.rng_offset);
+                let pos = block * self.align;
+                let pos = if pos + len64 > self.region.len {
+                    (self.region.len - len64) / self.align * self.align
+                } else {
+                    pos
+                };
+                // a run (`randread:N`) or a sequential stretch (`percentage_random`) goes on from here
+                self.run_left[d] = self.random_run - 1;
+                self.seq_pos[d] = pos + len64;
+                pos
+            }
         };
         IoUnit { op, offset_bytes: self.region.start + rel, len_bytes: len, prio: IoPrio::default() }
+    }
+
+    /// `bs_is_seq_rand`: the read entry sizes sequential I/O, the write entry random I/O.
+    #[cold]
+    #[inline(never)]
+    fn seq_rand_entry(&self, step: Step) -> usize {
+        if step == Step::Random || (step == Step::Zone && self.pattern.is_random()) {
+            Op::Write.index()
+        } else {
+            Op::Read.index()
+        }
     }
 
     /// Whether a run of direction `d` starts at a random offset: `percentage_random`% of
@@ -397,6 +433,28 @@ mod tests {
 
     fn spec(text: &str) -> JobSpec {
         parse_job_str(text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0)
+    }
+
+    #[test]
+    fn bs_is_seq_rand_sizes_by_sequential_or_random() {
+        let sizes = |text: &str| {
+            let s = spec(text);
+            let mut g = IoGenerator::new(&s, Region { start: 0, len: 64 << 20 }, 3).unwrap();
+            let mut seen: Vec<u32> = (0..2000).map(|_| g.next_unit().len_bytes).collect();
+            seen.sort_unstable();
+            seen.dedup();
+            seen
+        };
+        let base = "[a]\nbs=4k,64k\nbs_is_seq_rand=1\nsize=64m\n";
+        assert_eq!(sizes(&format!("{base}rw=randread\n")), vec![65536], "random reads take the write entry");
+        assert_eq!(sizes(&format!("{base}rw=write\n")), vec![4096], "sequential writes take the read entry");
+        assert_eq!(sizes(&format!("{base}rw=randread\npercentage_random=50\n")), vec![4096, 65536]);
+        assert_eq!(
+            sizes("[a]\nbs=4k,64k\nsize=64m\nrw=randread\n"),
+            vec![4096],
+            "without it, reads take the read entry"
+        );
+        assert_eq!(spec(&format!("{base}rw=randread\n")).max_bs(), 65536, "buffers are sized for both");
     }
 
     #[test]

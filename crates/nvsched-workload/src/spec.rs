@@ -171,6 +171,9 @@ pub struct JobSpec {
     pub bs: [BlockSizes; 3],
     /// `blockalign`: boundary of random offsets (default: the smallest block size).
     pub blockalign: Option<u32>,
+    /// `bs_is_seq_rand`: `bs`'s read entry sizes sequential I/O and its write entry random
+    /// I/O, whatever the direction.
+    pub bs_is_seq_rand: bool,
     pub iodepth: u32,
     pub iodepth_batch_submit: u32,
     /// `iodepth_low`: once `iodepth` requests are out, issue again only when no more than
@@ -430,6 +433,7 @@ impl JobSpec {
             rwmix_read_pct: 50,
             bs: [BlockSizes::Fixed(4096), BlockSizes::Fixed(4096), BlockSizes::Fixed(4096)],
             blockalign: None,
+            bs_is_seq_rand: false,
             iodepth: 1,
             iodepth_batch_submit: 1,
             iodepth_low: 0,
@@ -596,8 +600,16 @@ impl JobSpec {
 
     /// Smallest block size over the directions this job issues: the alignment of
     /// random offsets (fio's `blockalign` default).
+    /// The block-size settings the job draws from: those of its directions, or with
+    /// `bs_is_seq_rand` the read (sequential) and write (random) entries.
+    fn block_sizes_used(&self) -> impl Iterator<Item = &BlockSizes> + '_ {
+        let by_direction = (!self.bs_is_seq_rand).then(|| self.active_ops().map(|op| &self.bs[op.index()]));
+        let seq_rand = self.bs_is_seq_rand.then(|| [&self.bs[Op::Read.index()], &self.bs[Op::Write.index()]]);
+        by_direction.into_iter().flatten().chain(seq_rand.into_iter().flatten())
+    }
+
     pub fn min_bs(&self) -> u32 {
-        self.active_ops().map(|op| self.bs[op.index()].min()).min().unwrap_or(4096)
+        self.block_sizes_used().map(BlockSizes::min).min().unwrap_or(4096)
     }
 
     /// Where random offsets fall: multiples of `blockalign`, else of the smallest block.
@@ -608,7 +620,7 @@ impl JobSpec {
     pub fn max_bs(&self) -> u32 {
         match self.trace() {
             Some(t) => t.max_len_bytes.max(512),
-            None => self.active_ops().map(|op| self.bs[op.index()].max()).max().unwrap_or(4096),
+            None => self.block_sizes_used().map(BlockSizes::max).max().unwrap_or(4096),
         }
     }
 
@@ -917,6 +929,16 @@ pub static OPTIONS: &[OptionDef] = &[
         apply_per_direction(&mut j.bs, sizes, BlockSizes::Fixed(4096));
         Ok(())
     }),
+    opt!(
+        "bs_is_seq_rand",
+        [],
+        Some("1"),
+        "bs's two values size sequential and random I/O (of either direction) instead of reads and writes (0 or 1)",
+        |j, v| {
+            j.bs_is_seq_rand = parse_bool(v)?;
+            Ok(())
+        }
+    ),
     opt!("blockalign", ["ba"], None, "boundary random offsets are aligned to (default: the smallest block)", |j, v| {
         let kb = j.kb_base;
         let values = per_direction(v, |s| parse_block_size(s, kb))?;
