@@ -217,8 +217,11 @@ impl JobDriver {
         } else {
             spec.io_size.unwrap_or(size)
         };
+        // fio's trimwrite trims and writes `size` (`io_size`, `number_ios`) each
+        let pairs = if spec.pattern.is_trimwrite() { 2 } else { 1 };
+        let pass_bytes = pass_bytes.saturating_mul(pairs);
         let io_limit = pass_bytes.saturating_mul(u64::from(spec.loops.max(1)));
-        let ios_limit = if spec.number_ios > 0 { spec.number_ios } else { u64::MAX };
+        let ios_limit = if spec.number_ios > 0 { spec.number_ios.saturating_mul(pairs) } else { u64::MAX };
         let think_every =
             if spec.thinktime > Nanos::ZERO { spec.thinktime_blocks.clamp(1, u32::MAX - 1) } else { u32::MAX };
         let think_iotime = if spec.thinktime > Nanos::ZERO { spec.thinktime_iotime } else { Nanos::ZERO };

@@ -41,6 +41,8 @@ pub struct IoGenerator {
     sizes: [SizeChooser; 3],
     /// `bs_is_seq_rand`: sizes by sequential (read entry) or random (write entry).
     seq_rand_sizes: bool,
+    /// `trimwrite`: the trim just drawn, whose blocks the next I/O writes.
+    trimmed: Option<IoUnit>,
     offsets: OffsetChooser,
     /// Next sequential offset per direction (relative to the region).
     seq_pos: [u64; 3],
@@ -109,6 +111,7 @@ impl IoGenerator {
             read_fraction: f64::from(spec.rwmix_read_pct) / 100.0,
             sizes: std::array::from_fn(|d| SizeChooser::new(&spec.bs[d])),
             seq_rand_sizes: spec.bs_is_seq_rand,
+            trimmed: None,
             offsets,
             seq_pos: [0; 3],
             // random runs (`randread:N`) continue without a skip
@@ -132,8 +135,13 @@ impl IoGenerator {
     /// The next I/O.
     #[inline]
     pub fn next_unit(&mut self) -> IoUnit {
+        if let Some(write) = self.trimmed.take() {
+            // `trimwrite`: the blocks just trimmed are written
+            return IoUnit { op: Op::Write, ..write };
+        }
         let op = match self.pattern.single_op() {
             Some(op) => op,
+            None if self.pattern.is_trimwrite() => Op::Discard,
             // fio keeps runs of one direction; a per-I/O draw has the same long-run mix.
             None => {
                 if self.rng_dir.chance(self.read_fraction) {
@@ -179,7 +187,11 @@ impl IoGenerator {
                 pos
             }
         };
-        IoUnit { op, offset_bytes: self.region.start + rel, len_bytes: len, prio: IoPrio::default() }
+        let unit = IoUnit { op, offset_bytes: self.region.start + rel, len_bytes: len, prio: IoPrio::default() };
+        if self.pattern.is_trimwrite() {
+            self.trimmed = Some(unit);
+        }
+        unit
     }
 
     /// `bs_is_seq_rand`: the read entry sizes sequential I/O, the write entry random I/O.
@@ -433,6 +445,27 @@ mod tests {
 
     fn spec(text: &str) -> JobSpec {
         parse_job_str(text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0)
+    }
+
+    #[test]
+    fn trimwrite_writes_each_block_right_after_trimming_it() {
+        for (rw, random) in [("trimwrite", false), ("randtrimwrite", true)] {
+            let s = spec(&format!("[a]\nrw={rw}\nbs=4k\nsize=64k\n"));
+            let mut g = IoGenerator::new(&s, Region { start: 0, len: 64 << 10 }, 5).unwrap();
+            let units: Vec<IoUnit> = (0..32).map(|_| g.next_unit()).collect();
+            let mut trimmed = Vec::new();
+            for pair in units.chunks(2) {
+                assert_eq!((pair[0].op, pair[1].op), (Op::Discard, Op::Write), "{rw}");
+                assert_eq!(pair[0].offset_bytes, pair[1].offset_bytes, "{rw}: the same blocks");
+                trimmed.push(pair[0].offset_bytes / 4096);
+            }
+            let in_order = trimmed.windows(2).all(|w| w[1] == w[0] + 1);
+            assert_eq!(in_order, !random, "{rw}: {trimmed:?}");
+            trimmed.sort_unstable();
+            assert_eq!(trimmed, (0..16).collect::<Vec<u64>>(), "{rw}: every block once per pass");
+        }
+        let s = spec("[a]\nrw=trimwrite\nsize=1m\n");
+        assert_eq!(s.active_ops().collect::<Vec<_>>(), vec![Op::Write, Op::Discard]);
     }
 
     #[test]

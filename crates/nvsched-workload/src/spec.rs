@@ -22,11 +22,21 @@ pub enum Pattern {
     RandTrim,
     SeqMixed,
     RandMixed,
+    /// `trimwrite`: each block trimmed, then written.
+    SeqTrimWrite,
+    RandTrimWrite,
 }
 
 impl Pattern {
     pub fn is_random(self) -> bool {
-        matches!(self, Pattern::RandRead | Pattern::RandWrite | Pattern::RandTrim | Pattern::RandMixed)
+        matches!(
+            self,
+            Pattern::RandRead | Pattern::RandWrite | Pattern::RandTrim | Pattern::RandMixed | Pattern::RandTrimWrite
+        )
+    }
+    /// `trimwrite`, `randtrimwrite`: a trim, then a write of the same blocks.
+    pub fn is_trimwrite(self) -> bool {
+        matches!(self, Pattern::SeqTrimWrite | Pattern::RandTrimWrite)
     }
     pub fn is_mixed(self) -> bool {
         matches!(self, Pattern::SeqMixed | Pattern::RandMixed)
@@ -37,11 +47,14 @@ impl Pattern {
             Pattern::SeqRead | Pattern::RandRead => Some(Op::Read),
             Pattern::SeqWrite | Pattern::RandWrite => Some(Op::Write),
             Pattern::SeqTrim | Pattern::RandTrim => Some(Op::Discard),
-            Pattern::SeqMixed | Pattern::RandMixed => None,
+            Pattern::SeqMixed | Pattern::RandMixed | Pattern::SeqTrimWrite | Pattern::RandTrimWrite => None,
         }
     }
     pub fn writes(self) -> bool {
-        self.is_mixed() || self.single_op() == Some(Op::Write) || self.single_op() == Some(Op::Discard)
+        self.is_mixed()
+            || self.is_trimwrite()
+            || self.single_op() == Some(Op::Write)
+            || self.single_op() == Some(Op::Discard)
     }
     pub fn fio_name(self) -> &'static str {
         match self {
@@ -53,6 +66,8 @@ impl Pattern {
             Pattern::RandTrim => "randtrim",
             Pattern::SeqMixed => "rw",
             Pattern::RandMixed => "randrw",
+            Pattern::SeqTrimWrite => "trimwrite",
+            Pattern::RandTrimWrite => "randtrimwrite",
         }
     }
 }
@@ -630,6 +645,7 @@ impl JobSpec {
             Some(t) => t.has_op[op.index()] && !self.replay.skip[op.index()],
             None => match self.pattern.single_op() {
                 Some(only) => only == op,
+                None if self.pattern.is_trimwrite() => op != Op::Read,
                 None => op.is_data(),
             },
         })
@@ -714,7 +730,7 @@ impl JobSpec {
     /// fio does for jobs that write.
     pub fn flushes_at_end(&self) -> bool {
         (self.end_fsync || self.fsync_on_close)
-            && (self.pattern.is_mixed() || self.pattern.single_op() == Some(Op::Write))
+            && (self.pattern.is_mixed() || self.pattern.is_trimwrite() || self.pattern.single_op() == Some(Op::Write))
     }
 
     /// Writes carry FUA when the job opens with O_SYNC/O_DSYNC and uses direct I/O.
@@ -875,7 +891,7 @@ pub static OPTIONS: &[OptionDef] = &[
         "rw",
         ["readwrite"],
         None,
-        "read, write, trim, randread, randwrite, randtrim, rw/readwrite, randrw; :N skips N bytes (sequential) or takes a new random offset every N I/Os",
+        "read, write, trim, randread, randwrite, randtrim, rw/readwrite, randrw, trimwrite, randtrimwrite (each block trimmed, then written); :N skips N bytes (sequential) or takes a new random offset every N I/Os",
         |j, v| {
             let (v, modifier) = match v.split_once(':') {
                 Some((p, m)) => (p.trim(), Some(m.trim())),
@@ -890,9 +906,11 @@ pub static OPTIONS: &[OptionDef] = &[
             "randtrim" => Pattern::RandTrim,
             "rw" | "readwrite" => Pattern::SeqMixed,
             "randrw" => Pattern::RandMixed,
+            "trimwrite" => Pattern::SeqTrimWrite,
+            "randtrimwrite" => Pattern::RandTrimWrite,
             other => {
                 return Err(format!(
-                    "'{other}' is not a pattern; accepted: read, write, trim, randread, randwrite, randtrim, rw, readwrite, randrw"
+                    "'{other}' is not a pattern; accepted: read, write, trim, randread, randwrite, randtrim, rw, readwrite, randrw, trimwrite, randtrimwrite"
                 ))
             }
         };
@@ -1942,6 +1960,17 @@ pub static OPTIONS: &[OptionDef] = &[
         }
     ),
     opt!(
+        "dedupe_mode",
+        [],
+        None,
+        "repeat (the default): a repeated piece repeats the last new one; working_set is not supported",
+        |_, v| match v {
+            "repeat" => Ok(()),
+            "working_set" => Err("dedupe_mode=working_set is not supported; repeat is".into()),
+            other => Err(format!("'{other}' is not one of repeat, working_set")),
+        }
+    ),
+    opt!(
         "dedupe_percentage",
         [],
         None,
@@ -2106,6 +2135,8 @@ pub static OPTIONS: &[OptionDef] = &[
 /// fio options nvsched knows of but does not model: a precise message instead of
 /// "unknown option".
 const FIO_UNSUPPORTED: &[&str] = &[
+    "dedupe_global",
+    "dedupe_working_set_percentage",
     "bs_unaligned",
     "nrfiles",
     "cmdprio_hint",
