@@ -1888,12 +1888,20 @@ pub static OPTIONS: &[OptionDef] = &[
         "verify",
         [],
         None,
-        "crc32c: written blocks carry a checksummed header, read back and checked (uring engine)",
+        "written blocks carry a checksummed header, read back and checked (uring engine): crc32c; fio's other checksums (md5, sha256, xxhash, crc64, ..., meta) are checked with crc32c, as nvsched's header is its own",
         |j, v| {
             j.verify = match v {
-                "crc32c" | "crc32c-intel" => true,
                 "0" | "none" => false,
-                other => return Err(format!("'{other}' is not a supported verify method; accepted: crc32c, none")),
+                _ if VERIFY_CHECKSUMS.contains(&v) => true,
+                "pattern" | "pattern_hdr" => {
+                    return Err(format!("'{v}' needs verify_pattern, which is not supported; use crc32c"))
+                }
+                other => {
+                    return Err(format!(
+                        "'{other}' is not a verify method nvsched takes; accepted: none, {}",
+                        VERIFY_CHECKSUMS.join(", ")
+                    ))
+                }
             };
             Ok(())
         }
@@ -2132,6 +2140,26 @@ pub static OPTIONS: &[OptionDef] = &[
     ),
 ];
 
+/// fio's checksum verify methods: nvsched checks each with its own crc32c header.
+const VERIFY_CHECKSUMS: &[&str] = &[
+    "crc32c",
+    "crc32c-intel",
+    "crc32",
+    "crc64",
+    "crc16",
+    "crc7",
+    "md5",
+    "sha1",
+    "sha256",
+    "sha512",
+    "sha3-224",
+    "sha3-256",
+    "sha3-384",
+    "sha3-512",
+    "xxhash",
+    "meta",
+];
+
 /// fio options nvsched knows of but does not model: a precise message instead of
 /// "unknown option".
 const FIO_UNSUPPORTED: &[&str] = &[
@@ -2263,6 +2291,12 @@ fn apply_option(
     };
     (def.apply)(job, value).map_err(|m| JobFileError::new(&opt.at, Some(key), m))?;
     job.option_lines.insert(def.name, opt.at.clone());
+    if def.name == "verify" && job.verify && !value.starts_with("crc32c") {
+        warnings.push(format!(
+            "{}: verify={value} is checked with crc32c (nvsched's verify header is its own, not fio's)",
+            opt.at
+        ));
+    }
     if (def.name == "direct" || def.name == "buffered") && !job.direct {
         warnings.push(format!("{}: buffered I/O is simulated as direct I/O (no page cache model)", opt.at));
     }

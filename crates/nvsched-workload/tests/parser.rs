@@ -598,3 +598,17 @@ fn replay_scale_align_and_redirect_as_in_fio() {
     assert_eq!(a.trace().unwrap().lowest_bytes, [5 << 20, 1 << 20]);
     assert_eq!((a.filename.as_deref(), a.replay.devices), (Some("/dev/nvme0n1"), trace::DeviceMapping::Shared));
 }
+
+#[test]
+fn other_verify_checksums_are_checked_with_crc32c_and_say_so() {
+    let f = parse("[job]\nverify=md5\n").unwrap();
+    assert!(f.jobs[0].verify);
+    assert!(
+        f.warnings.iter().any(|w| w.contains("test.fio:2") && w.contains("checked with crc32c")),
+        "{:?}",
+        f.warnings
+    );
+    assert!(parse("[job]\nverify=crc32c\n").unwrap().warnings.is_empty());
+    let e = parse("[job]\nverify=pattern\n").unwrap_err().to_string();
+    assert!(e.contains("needs verify_pattern"), "{e}");
+}
