@@ -290,6 +290,17 @@ mod tests {
     }
 
     #[test]
+    fn no_pattern_text_panics() {
+        let alphabet: Vec<char> = "0x19aF\"' |%-éz".chars().collect();
+        let mut rng = SimRng::seed_from(11);
+        for _ in 0..20_000 {
+            let len = rng.below(12) as usize;
+            let text: String = (0..len).map(|_| alphabet[rng.below(alphabet.len() as u64) as usize]).collect();
+            let _ = parse_pattern(&text);
+        }
+    }
+
+    #[test]
     fn options_imply_what_fio_implies() {
         let d = settled(|_| {}, &[]);
         assert!(d.scramble && !d.refill && !d.zero && d.is_default());
