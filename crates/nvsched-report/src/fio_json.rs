@@ -212,6 +212,10 @@ fn job_value(job: &JobStats, group_bw: &[f64; 3], elapsed: Nanos, bins: bool) ->
     m.insert("latency_ns".into(), map_of(ns));
     m.insert("latency_us".into(), map_of(us));
     m.insert("latency_ms".into(), map_of(ms));
+    if let Some(e) = job.io_errors {
+        m.insert("total_err".into(), json!(e.total));
+        m.insert("first_error".into(), json!(e.first));
+    }
     m.insert("latency_depth".into(), json!(job.iodepth));
     m.insert("latency_target".into(), json!(job.latency_target_ns));
     m.insert("latency_percentile".into(), json!(job.latency_percentile));

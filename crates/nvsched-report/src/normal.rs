@@ -316,6 +316,15 @@ pub fn render(r: &RunReport) -> String {
             "     issued rwts: total={},{},{},{} short=0,0,0,0 dropped=0,0,0,0",
             job.dirs[0].total_ios, job.dirs[1].total_ios, job.dirs[2].total_ios, job.sync.n
         );
+        if let Some(e) = job.io_errors {
+            let _ = writeln!(
+                out,
+                "     errors    : total={}, first_error={}/<{}>",
+                e.total,
+                e.first,
+                crate::stats::strerror(e.first)
+            );
+        }
         let _ = writeln!(
             out,
             "     latency   : target={}, window={}, percentile={:.2}%, depth={}",

@@ -3,7 +3,7 @@
 //! [`JobRecorder`], so a completion counts the same in simulation and on a real device.
 
 use crate::iolog::{IoLogs, IssueLog};
-use crate::stats::{JobError, JobStats, PercentileKinds};
+use crate::stats::{ErrorCount, JobError, JobStats, PercentileKinds};
 use nvsched_core::{IoPrio, Nanos, Op};
 use nvsched_workload::steadystate::SteadyStateReport;
 use nvsched_workload::{EngineKind, Failure, JobDriver, JobSpec};
@@ -57,6 +57,7 @@ impl JobRecorder {
         stats.latency_percentile = spec.latency.percentile;
         stats.bw_window = spec.bw_avg_time;
         stats.iops_window = spec.iops_avg_time;
+        stats.io_errors = spec.on_error.counts_errors().then(ErrorCount::default);
         stats.set_percentile_kinds(PercentileKinds {
             slat: spec.slat_percentiles,
             clat: spec.clat_percentiles,
@@ -126,6 +127,23 @@ impl JobRecorder {
         }
     }
 
+    /// One of the clone's requests failed with `errno` (real devices): nothing is
+    /// recorded but the failure, which fails the job unless `continue_on_error` covers it;
+    /// with `continue_on_error` it counts in `total_err`.
+    #[cold]
+    pub fn complete_failed(&mut self, driver: &mut JobDriver, io: &CompletedIo, now: Nanos, errno: i32) {
+        let done = driver.on_error(now, io.op, errno);
+        // fio counts the error that failed the job too, but nothing after it
+        if self.stats.error.is_none() {
+            if let Some(count) = &mut self.stats.io_errors {
+                count.add(errno);
+            }
+        }
+        if done.restart_stats || done.failed.is_some() {
+            self.job_event(driver, io, now, done.restart_stats, done.failed);
+        }
+    }
+
     /// The latency search's final window starts (statistics restart), or the job failed.
     #[cold]
     fn job_event(&mut self, driver: &JobDriver, io: &CompletedIo, now: Nanos, restart: bool, failed: Option<Failure>) {
@@ -141,6 +159,9 @@ impl JobRecorder {
                 JobError::latency_exceeded(now - io.created, limit, &file, io.op, io.offset_bytes, io.len_bytes)
             }
             Failure::MinRate(detail) => JobError::min_rate(detail),
+            Failure::Io(errno) => {
+                JobError::io(errno, &driver.spec.file_name(driver.clone_index), io.op, io.offset_bytes, io.len_bytes)
+            }
         });
     }
 

@@ -296,6 +296,9 @@ pub struct JobStats {
     pub latency_percentile: f64,
     /// Why the job failed, if it did (the first clone's error in a merged entry).
     pub error: Option<JobError>,
+    /// Failed I/Os the job went on after (`continue_on_error`): how many, and the first
+    /// one's errno; `None` without `continue_on_error` (fio reports them only with it).
+    pub io_errors: Option<ErrorCount>,
     /// `steadystate` detection, for jobs that ask for it (per group under
     /// `group_reporting`, so every clone of a group carries the same).
     pub steadystate: Option<SteadyStateReport>,
@@ -313,7 +316,7 @@ pub struct JobError {
     /// What failed, in fio's words.
     pub func: &'static str,
     /// `strerror(errno)`.
-    pub error: &'static str,
+    pub error: String,
     /// The message fio prints when it happens.
     pub detail: String,
 }
@@ -321,7 +324,7 @@ pub struct JobError {
 impl JobError {
     /// fio's EIO from `check_min_rate`: the job was slower than `rate_min`/`rate_iops_min`.
     pub fn min_rate(detail: String) -> JobError {
-        JobError { errno: 5, func: "check_min_rate", error: "Input/output error", detail }
+        JobError { errno: 5, func: "check_min_rate", error: strerror(5), detail }
     }
 
     /// fio's ETIMEDOUT: a request took longer than `max_latency` (or `latency_target`).
@@ -336,7 +339,7 @@ impl JobError {
         JobError {
             errno: 110,
             func: "max latency exceeded",
-            error: "Connection timed out",
+            error: strerror(110),
             detail: format!(
                 "latency of {} nsec exceeds specified max ({} nsec): {file} {} {offset_bytes} {len_bytes}",
                 latency.0,
@@ -344,6 +347,40 @@ impl JobError {
                 op.fio_name()
             ),
         }
+    }
+
+    /// fio's `io_u error`: a request failed with `errno` (real devices).
+    pub fn io(errno: i32, file: &str, op: Op, offset_bytes: u64, len_bytes: u32) -> JobError {
+        let error = strerror(errno);
+        let detail =
+            format!("io_u error on file {file}: {error}: {} offset={offset_bytes}, buflen={len_bytes}", op.fio_name());
+        JobError { errno, func: "io_u error", error, detail }
+    }
+}
+
+/// Failed I/Os a job went on after, as fio counts them (`total_err`, `first_error`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ErrorCount {
+    pub total: u64,
+    /// The first failure's errno (0 while there is none).
+    pub first: i32,
+}
+
+impl ErrorCount {
+    pub fn add(&mut self, errno: i32) {
+        if self.total == 0 {
+            self.first = errno;
+        }
+        self.total += 1;
+    }
+}
+
+/// The C library's message for `errno` (Rust's, without its " (os error N)").
+pub fn strerror(errno: i32) -> String {
+    let text = std::io::Error::from_raw_os_error(errno).to_string();
+    match text.rfind(" (os error") {
+        Some(cut) => text[..cut].to_string(),
+        None => text,
     }
 }
 
@@ -370,6 +407,7 @@ impl JobStats {
             latency_window_us: 0,
             latency_percentile: 100.0,
             error: None,
+            io_errors: None,
             steadystate: None,
             bw_window: BW_WINDOW,
             iops_window: BW_WINDOW,
@@ -516,6 +554,13 @@ impl JobStats {
         self.ramp_dropped += other.ramp_dropped;
         if self.error.is_none() {
             self.error.clone_from(&other.error);
+        }
+        if let Some(theirs) = other.io_errors {
+            let ours = self.io_errors.get_or_insert_with(ErrorCount::default);
+            if ours.total == 0 {
+                ours.first = theirs.first;
+            }
+            ours.total += theirs.total;
         }
         if self.steadystate.is_none() {
             self.steadystate.clone_from(&other.steadystate);

@@ -132,6 +132,9 @@ struct Engine {
     max_bs: usize,
     requests: u64,
     io_errors: Vec<String>,
+    /// `UringOptions::inject_errors`, and the completions counted for it.
+    inject_errors: Option<(u64, i32)>,
+    completions: u64,
     batch: Vec<IoUnit>,
     waits: u64,
 }
@@ -318,6 +321,8 @@ fn run_on(
         max_bs,
         requests: 0,
         io_errors: Vec::new(),
+        inject_errors: opts.inject_errors.filter(|&(every, _)| every > 0),
+        completions: 0,
         batch: Vec::with_capacity(64),
         waits: 0,
     };
@@ -744,23 +749,38 @@ impl Engine {
                 }
                 n
             };
+            let result = match self.inject_errors {
+                Some((every, errno)) => {
+                    self.completions += 1;
+                    if self.completions.is_multiple_of(every) {
+                        -errno
+                    } else {
+                        result
+                    }
+                }
+                None => result,
+            };
             let s = &self.slots[slot as usize];
-            if result < 0 {
+            let errno = if result < 0 {
                 self.io_errors.push(format!(
                     "{} at offset {}: {}",
                     s.op.name(),
                     s.offset,
                     std::io::Error::from_raw_os_error(-result)
                 ));
+                Some(-result)
             } else if s.op.is_data() && i64::from(result) != expected {
                 self.io_errors.push(format!(
                     "{} at offset {}: short I/O ({result} of {expected} bytes)",
                     s.op.name(),
                     s.offset
                 ));
-            }
+                Some(libc::EIO)
+            } else {
+                None
+            };
             let clone = self.slots[slot as usize].clone;
-            self.complete(slot, now);
+            self.complete(slot, now, errno);
             if !self.clones[clone as usize].done {
                 self.poll_clone(clone, now);
             }
@@ -778,7 +798,9 @@ impl Engine {
         }
     }
 
-    fn complete(&mut self, slot: u32, now: Nanos) {
+    /// Completes the request in `slot` (and those merged into it), failed with `errno`
+    /// or not.
+    fn complete(&mut self, slot: u32, now: Nanos, errno: Option<i32>) {
         self.in_ring -= 1;
         let rq = self.slots[slot as usize].rq;
         let dispatched = self.slots[slot as usize].dispatched;
@@ -801,7 +823,10 @@ impl Engine {
             let clone = &mut self.clones[c as usize];
             clone.kick = true;
             clone.completed_now += 1;
-            clone.rec.complete(&mut clone.driver, &io, now);
+            match errno {
+                None => clone.rec.complete(&mut clone.driver, &io, now),
+                Some(e) => clone.rec.complete_failed(&mut clone.driver, &io, now, e),
+            }
             if let Some(stop) = self.steady.on_complete(c, &clone.driver, io.op, io.len_bytes, now) {
                 let stop = stop.to_vec();
                 self.stop_clones(&stop, now);

@@ -33,6 +33,9 @@ pub struct UringOptions {
     /// creates are always laid out with random data).
     pub prefill: bool,
     pub seed: u64,
+    /// For testing error handling: every Nth completion fails with this errno instead
+    /// of its result (`--inject-errors N:ERRNO`).
+    pub inject_errors: Option<(u64, i32)>,
 }
 
 impl Default for UringOptions {
@@ -44,6 +47,7 @@ impl Default for UringOptions {
             keep_files: false,
             prefill: false,
             seed: 0,
+            inject_errors: None,
         }
     }
 }

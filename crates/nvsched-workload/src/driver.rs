@@ -149,6 +149,9 @@ pub enum Failure {
     /// `rate_min`/`rate_iops_min` was not met over a `rate_cycle`: fio's EIO, and its
     /// message.
     MinRate(String),
+    /// A request failed with this errno (real devices), and `continue_on_error` did not
+    /// cover it.
+    Io(i32),
 }
 
 /// How a clone's replay went: what it issued, left out and how late.
@@ -723,6 +726,32 @@ impl JobDriver {
         if self.watches && done.counted && now >= self.ramp_end {
             done.failed = self.watch(now, op, len_bytes, latency);
         }
+        done.restart_stats = self.returned(now);
+        done
+    }
+
+    /// A request came back with error `errno` (real devices): it counts in no statistics,
+    /// and it fails the job, as in fio, unless `continue_on_error` covers it
+    /// ([`ErrorPolicy::goes_on`]).
+    ///
+    /// [`ErrorPolicy::goes_on`]: crate::errors::ErrorPolicy::goes_on
+    #[cold]
+    pub fn on_error(&mut self, now: Nanos, op: Op, errno: i32) -> Completed {
+        debug_assert!(self.inflight > 0, "completion without a request in flight");
+        let mut done = Completed { counted: false, restart_stats: false, failed: None };
+        self.end_flush_inflight = false;
+        self.inflight = self.inflight.saturating_sub(1);
+        if !self.failed && !self.spec.on_error.goes_on(crate::errors::ErrorKind::of(op), errno) {
+            self.fail(now);
+            done.failed = Some(Failure::Io(errno));
+        }
+        done.restart_stats = self.returned(now);
+        done
+    }
+
+    /// What follows any request's return: a full queue may be refilled, a pause may
+    /// begin, a drain may end (true: the statistics restart), the job may be over.
+    fn returned(&mut self, now: Nanos) -> bool {
         if self.refill_wait && self.inflight <= self.refill_below {
             self.refill_wait = false;
         }
@@ -731,11 +760,9 @@ impl JobDriver {
                 self.begin_pause(now, why);
             }
         }
-        if self.draining && self.inflight == 0 {
-            done.restart_stats = self.drained(now);
-        }
+        let restart = self.draining && self.inflight == 0 && self.drained(now);
         self.mark_finished(now);
-        done
+        restart
     }
 
     /// `max_latency`, `latency_target` and `rate_min`/`rate_iops_min` judge a counted

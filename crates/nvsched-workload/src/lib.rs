@@ -5,6 +5,7 @@
 
 pub mod buffers;
 pub mod driver;
+pub mod errors;
 pub mod flow;
 pub mod gen;
 pub mod jobfile;

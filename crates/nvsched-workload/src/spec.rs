@@ -312,6 +312,8 @@ pub struct JobSpec {
     pub verify_only: bool,
     /// What the job's writes carry (`zero_buffers`, `buffer_pattern`, ...; real devices).
     pub buffers: BufferSpec,
+    /// `continue_on_error` and `ignore_error`: which failed I/Os the job goes on after.
+    pub on_error: crate::errors::ErrorPolicy,
     /// The job's own `key=value` lines as written (fio's "job options").
     pub job_options: Vec<(String, String)>,
     /// fio-style log files (`write_lat_log`, `write_bw_log`, `write_iops_log`).
@@ -525,6 +527,7 @@ impl JobSpec {
             do_verify: true,
             verify_only: false,
             buffers: BufferSpec::default(),
+            on_error: crate::errors::ErrorPolicy::default(),
             job_options: Vec::new(),
             logs: LogRequest::default(),
             replay: ReplaySpec {
@@ -1907,6 +1910,26 @@ pub static OPTIONS: &[OptionDef] = &[
         }
     ),
     opt!(
+        "continue_on_error",
+        [],
+        None,
+        "none, read, write, io, verify or all (0/1): a failed I/O of that kind with a non-fatal error (EIO, EILSEQ, or those ignore_error lists) is counted and the job goes on; otherwise it fails the job (real devices)",
+        |j, v| {
+            j.on_error.continue_on = crate::errors::parse_continue_on(v)?;
+            Ok(())
+        }
+    ),
+    opt!(
+        "ignore_error",
+        [],
+        None,
+        "errors continue_on_error treats as non-fatal besides EIO and EILSEQ: read_list,write_list,verify_list, each ':'-separated names (ENOSPC) or numbers",
+        |j, v| {
+            j.on_error.ignore = crate::errors::parse_ignore_lists(v)?;
+            Ok(())
+        }
+    ),
+    opt!(
         "zero_buffers",
         [],
         Some("1"),
@@ -2183,8 +2206,6 @@ const FIO_UNSUPPORTED: &[&str] = &[
     "sqthread_poll",
     "trim_percentage",
     "trim_backlog",
-    "continue_on_error",
-    "ignore_error",
 ];
 
 /// Looks up an option by name or alias.

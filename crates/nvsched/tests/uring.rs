@@ -595,3 +595,49 @@ fn write_buffers_carry_what_the_buffer_options_ask_for() {
     }
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn a_failed_io_fails_its_job_unless_continue_on_error_covers_it() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    // 256 random 4 KiB writes; every 50th request fails (injected) with EIO or ENOSPC
+    let run = |name: &str, options: &str, inject: &str| {
+        let job = write_job(
+            &d,
+            &format!("{name}.fio"),
+            &format!(
+                "[w]\nfilename={}\nsize=1m\nrw=randwrite\nbs=4k\ndirect=1\n{options}\n",
+                d.join(format!("{name}.dat")).display()
+            ),
+        );
+        let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+            .args(["run", job.to_str().unwrap(), "--engine", "uring", "--output-format=json", "-q"])
+            .args(["--inject-errors", inject])
+            .output()
+            .unwrap();
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        (out.status.success(), report["jobs"][0].clone(), String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    // by default the first failure ends the job, which the exit status reports
+    let (ok, job, stderr) = run("plain", "", "50");
+    assert!(!ok && job["error"] == 5, "{job}");
+    assert_eq!(job["write"]["total_ios"], 49, "the 49 writes before the failure count, the failed one not");
+    assert!(job.get("total_err").is_none(), "fio reports error counts only with continue_on_error");
+    assert!(stderr.contains("io_u error on file") && stderr.contains("err=5"), "{stderr}");
+    // continue_on_error=write goes on after EIO and counts the failures
+    let (ok, job, _) = run("cont", "continue_on_error=write", "50");
+    assert!(ok && job["error"] == 0, "{job}");
+    assert_eq!((job["total_err"].as_u64(), job["first_error"].as_i64()), (Some(5), Some(5)));
+    assert_eq!(job["write"]["total_ios"], 256 - 5);
+    // ENOSPC is fatal unless ignore_error lists it for writes
+    let (ok, job, _) = run("nospc", "continue_on_error=write", "50:28");
+    assert!(!ok && job["error"] == 28 && job["total_err"] == 1, "{job}");
+    let (ok, job, _) = run("ignored", "continue_on_error=write\nignore_error=,ENOSPC", "50:28");
+    assert!(ok && job["total_err"] == 5 && job["first_error"] == 28, "{job}");
+    // reads are not covered by continue_on_error=write
+    let (ok, job, _) = run("reads", "continue_on_error=write\nrw=randread", "50");
+    assert!(!ok && job["error"] == 5, "{job}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
