@@ -1,6 +1,6 @@
 //! The `nvsched` command line.
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, CommandFactory, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nvsched::figures::RunSeries;
 use nvsched::run::{run_sim, RunSpec};
@@ -106,7 +106,8 @@ struct RunArgs {
     jobfile: Option<PathBuf>,
     /// Jobs as on fio's command line, after `--`: `--name=NAME` starts a job, and options
     /// before the first `--name` apply to every job, e.g.
-    /// `nvsched run -- --rw=randread --size=1g --name=a --iodepth=32`.
+    /// `nvsched run -- --rw=randread --size=1g --name=a --iodepth=32`. The `--` may be
+    /// left out: fio's job options are told from run's own flags by name.
     #[arg(last = true, value_name = "--OPTION[=VALUE]")]
     job_options: Vec<String>,
     /// Run only the job sections of this name (repeatable), as fio's --section; the
@@ -309,6 +310,51 @@ struct BenchArgs {
     reps: u32,
 }
 
+/// Lets `nvsched run` take a fio command line as it is (`fio --name=r --rw=randread
+/// --size 1g` with `fio` replaced): fio job options that are not `run`'s own flags move
+/// after `--`, where `run` reads jobs, and `--key value` becomes `--key=value` for options
+/// that take a value (fio's getopt accepts both). Other commands pass unchanged.
+fn fio_options_after_dashes(args: Vec<String>) -> Vec<String> {
+    if args.get(1).map(String::as_str) != Some("run") {
+        return args;
+    }
+    let cli = Cli::command();
+    let run = cli.find_subcommand("run").expect("the run command");
+    let own = |key: &str| run.get_arguments().any(|a| a.get_long() == Some(key));
+    let mut kept: Vec<String> = args[..2].to_vec();
+    let mut moved: Vec<String> = Vec::new();
+    let mut rest = args[2..].iter().peekable();
+    while let Some(arg) = rest.next() {
+        if arg == "--" {
+            moved.extend(rest.by_ref().cloned());
+            break;
+        }
+        let Some(option) = arg.strip_prefix("--") else {
+            kept.push(arg.clone());
+            continue;
+        };
+        let key = option.split_once('=').map_or(option, |(k, _)| k);
+        let fio_option = key == "name" || nvsched_workload::find_option(key).is_some();
+        if own(key) || !fio_option {
+            kept.push(arg.clone());
+            continue;
+        }
+        let takes_value = key == "name" || nvsched_workload::find_option(key).is_some_and(|o| o.bare.is_none());
+        match rest.peek() {
+            Some(value) if takes_value && !option.contains('=') && !value.starts_with("--") => {
+                moved.push(format!("{arg}={value}"));
+                rest.next();
+            }
+            _ => moved.push(arg.clone()),
+        }
+    }
+    if !moved.is_empty() {
+        kept.push("--".to_string());
+        kept.extend(moved);
+    }
+    kept
+}
+
 fn main() -> ExitCode {
     // Like other Unix tools, end quietly when the reader goes away (`nvsched options |
     // head`); Rust ignores SIGPIPE, so a print would panic instead.
@@ -316,7 +362,7 @@ fn main() -> ExitCode {
     unsafe {
         libc::signal(libc::SIGPIPE, libc::SIG_DFL);
     }
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(fio_options_after_dashes(std::env::args().collect()));
     let result = match cli.command {
         Command::Run(args) => cmd_run(args),
         Command::Policies => {
@@ -439,7 +485,10 @@ fn all_run_jobs(args: &RunArgs) -> Result<JobFile, String> {
         (None, []) => Err("no jobs: give a job file, or the jobs as fio's options after -- \
                            (e.g. nvsched run -- --name=r --rw=randread --size=1g)"
             .to_string()),
-        (Some(_), _) => Err("give either a job file or jobs as options after --, not both".to_string()),
+        (Some(_), options) => Err(format!(
+            "give either a job file or jobs as fio's command-line options, not both (options given: {})",
+            options.join(" ")
+        )),
         (None, options) => {
             let opts = ParseOptions { ignore_unsupported: args.ignore_unsupported };
             let text = command_line_job_text(options)?;

@@ -619,6 +619,29 @@ fn jobs_on_the_command_line_run_as_their_job_file() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let from_args: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(from_file["jobs"], from_args["jobs"]);
+    // a fio command line as it is, without `--`, `--key value` too, mixed with run's flags
+    let fio_style = [
+        "run",
+        "--rw=randread",
+        "--size",
+        "1g",
+        "--output-format=json",
+        "--ioengine",
+        "io_uring",
+        "--runtime=200ms",
+        "--time_based",
+        "--name=a",
+        "--iodepth",
+        "32",
+        "-q",
+        "--name",
+        "b",
+        "--bs=8k",
+    ];
+    let out = nvsched(&fio_style);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let from_fio_style: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(from_file["jobs"], from_fio_style["jobs"]);
     let out = nvsched(&["run", "--", "--name=a", "--iodepht=3"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("option 2 after --: option 'iodepht'"), "{stderr}");
