@@ -33,11 +33,14 @@ pub struct JobRecorder {
     per_prio: bool,
     /// Synchronous engines have no submission latency: all of it is completion latency.
     sync_engine: bool,
+    /// Completions not yet counted as a reap: a full queue waiting for
+    /// `iodepth_batch_complete_min` of them reaps them together.
+    reap_pending: u32,
 }
 
 impl JobRecorder {
     pub fn new(stats: JobStats, logs: Option<Box<IoLogs>>, per_prio: bool, sync_engine: bool) -> JobRecorder {
-        JobRecorder { stats, logs, issue_log: None, per_prio, sync_engine }
+        JobRecorder { stats, logs, issue_log: None, per_prio, sync_engine, reap_pending: 0 }
     }
 
     /// The recorder of one clone of `spec`, as both engines set it up: its statistics
@@ -110,6 +113,16 @@ impl JobRecorder {
         let completed = self.logs.take().map_or(Ok(()), |l| l.finish());
         let issued = self.issue_log.take().map_or(Ok(()), |l| (*l).finish(end));
         completed.and(issued)
+    }
+
+    /// `n` of the clone's requests completed at one instant: one reap in fio's
+    /// completion-batch counts (`iodepth_complete`), unless a full queue still waits for
+    /// `iodepth_batch_complete_min` completions, which fio reaps together.
+    pub fn reaped(&mut self, driver: &JobDriver, n: u32) {
+        self.reap_pending += n;
+        if self.reap_pending > 0 && !driver.defers_reap(self.reap_pending) {
+            self.stats.record_complete_batch(std::mem::take(&mut self.reap_pending));
+        }
     }
 
     /// One of the clone's requests completed at `now`: its driver learns of it (depth,

@@ -757,8 +757,9 @@ impl<'o> Simulation<'o> {
         self.kick();
         let touched = std::mem::take(&mut self.touched);
         for &j in &touched {
-            let n = std::mem::take(&mut self.jobs[j as usize].completed_now);
-            self.jobs[j as usize].rec.stats.record_complete_batch(n);
+            let job = &mut self.jobs[j as usize];
+            let n = std::mem::take(&mut job.completed_now);
+            job.rec.reaped(&job.driver, n);
         }
         // jobs already waiting for a tag get the freed ones first; a job whose request
         // just completed queues behind them (otherwise the first nr_requests worth of

@@ -791,9 +791,10 @@ impl Engine {
             }
         }
         for i in 0..self.clones.len() {
-            let n = std::mem::take(&mut self.clones[i].completed_now);
+            let clone = &mut self.clones[i];
+            let n = std::mem::take(&mut clone.completed_now);
             if n > 0 {
-                self.clones[i].rec.stats.record_complete_batch(n);
+                clone.rec.reaped(&clone.driver, n);
             }
         }
     }

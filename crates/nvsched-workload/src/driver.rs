@@ -730,6 +730,12 @@ impl JobDriver {
         done
     }
 
+    /// Whether `reaped` completions are too few for fio to return them yet: a full queue
+    /// waits for `iodepth_batch_complete_min` of them.
+    pub fn defers_reap(&self, reaped: u32) -> bool {
+        self.refill_wait && reaped < self.spec.iodepth_batch_complete_min
+    }
+
     /// A request came back with error `errno` (real devices): it counts in no statistics,
     /// and it fails the job, as in fio, unless `continue_on_error` covers it
     /// ([`ErrorPolicy::goes_on`]).

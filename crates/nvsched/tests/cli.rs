@@ -651,7 +651,7 @@ fn jobs_on_the_command_line_run_as_their_job_file() {
 
 /// `iodepth_low`: a full queue drains to the low mark before it is filled again, so the
 /// depths at submission are spread as fio 3.33 reports them for the same job on a file
-/// (4=25.0%, 8=66.7%, 16=8.3%).
+/// (4=25.0%, 8=66.7%, 16=8.3%); `iodepth_batch_complete_min` likewise.
 #[test]
 fn iodepth_low_spreads_submission_depths_as_fio_does() {
     let text = "[a]\nioengine=libaio\niodepth=16\niodepth_low=4\nsize=512m\nrw=randread\ntime_based\nruntime=200ms\n";
@@ -664,6 +664,14 @@ fn iodepth_low_spreads_submission_depths_as_fio_does() {
     );
     let (_, v) = run_json(&temp_job("iodepth-full.fio", &text.replace("iodepth_low=4\n", "")), &[]);
     assert!(v["jobs"][0]["iodepth_level"]["16"].as_f64().unwrap() > 99.0);
+    // iodepth_batch_complete_min=6: fio 3.33 on a file reports depths 8=83.3%, 16=16.7%
+    // and reaps completions 5-8 at a time (its "8" bucket) 100.0% of the time
+    let batch = text.replace("iodepth_low=4", "iodepth_batch_complete_min=6");
+    let (_, v) = run_json(&temp_job("iodepth-batch.fio", &batch), &[]);
+    let job = &v["jobs"][0];
+    let level = |k: &str| job["iodepth_level"][k].as_f64().unwrap();
+    assert!((level("8") - 83.3).abs() < 0.1 && (level("16") - 16.7).abs() < 0.1, "{}", job["iodepth_level"]);
+    assert!(job["iodepth_complete"]["8"].as_f64().unwrap() > 99.0, "{}", job["iodepth_complete"]);
 }
 
 /// `thinktime_iotime`, `thinktime_blocks` and `rate_ignore_thinktime` against fio 3.33 on
