@@ -146,10 +146,16 @@ impl JobRecorder {
     #[cold]
     pub fn complete_failed(&mut self, driver: &mut JobDriver, io: &CompletedIo, now: Nanos, errno: i32) {
         let done = driver.on_error(now, io.op, errno);
-        // fio counts the error that failed the job too, but nothing after it
+        // fio counts the error that failed the job too, but nothing after it; the I/O is
+        // one of the direction's total_ios (and IOPS), without bytes or latency
         if self.stats.error.is_none() {
             if let Some(count) = &mut self.stats.io_errors {
                 count.add(errno);
+            }
+            if now >= driver.ramp_end() {
+                if let Some(d) = io.op.data_index() {
+                    self.stats.dirs[d].total_ios += 1;
+                }
             }
         }
         if done.restart_stats || done.failed.is_some() {

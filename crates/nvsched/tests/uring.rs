@@ -623,14 +623,15 @@ fn a_failed_io_fails_its_job_unless_continue_on_error_covers_it() {
     // by default the first failure ends the job, which the exit status reports
     let (ok, job, stderr) = run("plain", "", "50");
     assert!(!ok && job["error"] == 5, "{job}");
-    assert_eq!(job["write"]["total_ios"], 49, "the 49 writes before the failure count, the failed one not");
+    assert_eq!(job["write"]["total_ios"], 50, "the failed write counts as an I/O, as in fio");
+    assert_eq!(job["write"]["io_bytes"], 49 * 4096, "but not its bytes");
     assert!(job.get("total_err").is_none(), "fio reports error counts only with continue_on_error");
     assert!(stderr.contains("io_u error on file") && stderr.contains("err=5"), "{stderr}");
     // continue_on_error=write goes on after EIO and counts the failures
     let (ok, job, _) = run("cont", "continue_on_error=write", "50");
     assert!(ok && job["error"] == 0, "{job}");
     assert_eq!((job["total_err"].as_u64(), job["first_error"].as_i64()), (Some(5), Some(5)));
-    assert_eq!(job["write"]["total_ios"], 256 - 5);
+    assert_eq!((job["write"]["total_ios"].as_u64(), job["write"]["io_bytes"].as_u64()), (Some(256), Some(251 * 4096)));
     // ENOSPC is fatal unless ignore_error lists it for writes
     let (ok, job, _) = run("nospc", "continue_on_error=write", "50:28");
     assert!(!ok && job["error"] == 28 && job["total_err"] == 1, "{job}");
