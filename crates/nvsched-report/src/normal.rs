@@ -48,18 +48,20 @@ fn digits(v: u64) -> usize {
     v.checked_ilog10().map_or(1, |d| d as usize + 1)
 }
 
-/// fio's default `significant_figures` for IOPS, bandwidth and sizes.
+/// fio's default `significant_figures` for IOPS, bandwidth and sizes (tests against
+/// fio's own output).
+#[cfg(test)]
 const SIG_FIGS: usize = 4;
 
-/// A quantity as fio prints it twice, in binary and in decimal prefixes: (`73.7MiB/s`,
-/// `77.3MB/s`).
-fn binary_and_decimal(v: u64, unit: &str) -> (String, String) {
-    (num2str(v, SIG_FIGS, true, unit), num2str(v, SIG_FIGS, false, unit))
+/// A quantity as fio prints it twice, in binary and in decimal prefixes, to `sig_figs`
+/// significant figures: (`73.7MiB/s`, `77.3MB/s`).
+fn binary_and_decimal(v: u64, unit: &str, sig_figs: usize) -> (String, String) {
+    (num2str(v, sig_figs, true, unit), num2str(v, sig_figs, false, unit))
 }
 
 /// Bytes per second as fio prints them: `73.7MiB/s (77.3MB/s)`.
-fn bandwidth(bytes_per_sec: u64) -> String {
-    let (binary, decimal) = binary_and_decimal(bytes_per_sec, "B/s");
+fn bandwidth(bytes_per_sec: u64, sig_figs: usize) -> String {
+    let (binary, decimal) = binary_and_decimal(bytes_per_sec, "B/s", sig_figs);
     format!("{binary} ({decimal})")
 }
 
@@ -147,15 +149,15 @@ fn dir_name(d: usize, unified: bool) -> &'static str {
     }
 }
 
-fn ddir_header(out: &mut String, name: &str, total_ios: u64, io_bytes: u64, runtime_ms: u64) {
+fn ddir_header(out: &mut String, name: &str, total_ios: u64, io_bytes: u64, runtime_ms: u64, sig_figs: usize) {
     let ms = runtime_ms.max(1);
     let zone_resets = if name == "write" { "; 0 zone resets" } else { "" };
     let _ = writeln!(
         out,
         "  {name}: IOPS={}, BW={}({}/{ms}msec){zone_resets}",
-        num2str(total_ios * 1000 / ms, SIG_FIGS, false, ""),
-        bandwidth(dir_rate(io_bytes, ms)),
-        num2str(io_bytes, SIG_FIGS, true, "B"),
+        num2str(total_ios * 1000 / ms, sig_figs, false, ""),
+        bandwidth(dir_rate(io_bytes, ms), sig_figs),
+        num2str(io_bytes, sig_figs, true, "B"),
     );
 }
 
@@ -164,7 +166,7 @@ fn ddir(out: &mut String, d: usize, job: &JobStats, group_bytes_per_sec: u64) {
     if dir.total_ios == 0 {
         return;
     }
-    ddir_header(out, dir_name(d, job.unified), dir.total_ios, dir.io_bytes, runtime_ms(job));
+    ddir_header(out, dir_name(d, job.unified), dir.total_ios, dir.io_bytes, runtime_ms(job), job.sig_figs.into());
     lat_line(out, "slat", &dir.slat);
     lat_line(out, "clat", &dir.clat);
     lat_line(out, " lat", &dir.lat);
@@ -257,16 +259,17 @@ struct GroupLine {
     io_bytes: u64,
     min_run_ms: u64,
     max_run_ms: u64,
+    sig_figs: usize,
 }
 
 fn group_line(out: &mut String, name: &str, g: &GroupLine) {
-    let (lo, lo_si) = binary_and_decimal(g.min_job_bytes_per_sec, "B/s");
-    let (hi, hi_si) = binary_and_decimal(g.max_job_bytes_per_sec, "B/s");
-    let (io, io_si) = binary_and_decimal(g.io_bytes, "B");
+    let (lo, lo_si) = binary_and_decimal(g.min_job_bytes_per_sec, "B/s", g.sig_figs);
+    let (hi, hi_si) = binary_and_decimal(g.max_job_bytes_per_sec, "B/s", g.sig_figs);
+    let (io, io_si) = binary_and_decimal(g.io_bytes, "B", g.sig_figs);
     let _ = writeln!(
         out,
         "  {name:>5}: bw={}, {lo}-{hi} ({lo_si}-{hi_si}), io={io} ({io_si}), run={}-{}msec",
-        bandwidth(g.bytes_per_sec),
+        bandwidth(g.bytes_per_sec, g.sig_figs),
         g.min_run_ms,
         g.max_run_ms
     );
@@ -341,7 +344,7 @@ pub fn render(r: &RunReport) -> String {
                 out,
                 "  steadystate  : attained={}, bw={}, iops={}, {what}={:.3}{}",
                 if ss.attained { "yes" } else { "no" },
-                bandwidth(ss.bw_mean()),
+                bandwidth(ss.bw_mean(), job.sig_figs.into()),
                 ss.iops_mean(),
                 ss.criterion,
                 ss.spec.unit()
@@ -369,6 +372,8 @@ pub fn render(r: &RunReport) -> String {
                 io_bytes: members.iter().map(|j| j.dirs[d].io_bytes).sum(),
                 min_run_ms,
                 max_run_ms,
+                // fio prints a group with its last job's significant_figures
+                sig_figs: members.last().map_or(4, |j| j.sig_figs.into()),
             };
             group_line(&mut out, &name, &line);
         }
@@ -453,6 +458,19 @@ mod tests {
     /// Formats what fio's JSON holds with nvsched's functions; every line must be one of
     /// fio's own normal-output lines for the same run.
     #[test]
+    fn significant_figures_as_fio_prints_them() {
+        // fio 3.33, null engine at rate_iops=12345 for 1 s: 12346 reads in 1001 ms
+        let header = |sig_figs| {
+            let mut out = String::new();
+            ddir_header(&mut out, "read", 12346, 49384 * 1024, 1001, sig_figs);
+            out
+        };
+        assert_eq!(header(6), "  read: IOPS=12333, BW=49335KiB/s (50519kB/s)(49384KiB/1001msec)\n");
+        assert_eq!(header(2), "  read: IOPS=12k, BW=48MiB/s (51MB/s)(48MiB/1001msec)\n");
+        assert_eq!(header(4), "  read: IOPS=12.3k, BW=48.2MiB/s (50.5MB/s)(48.2MiB/1001msec)\n");
+    }
+
+    #[test]
     fn lines_match_fio_3_33_for_the_same_numbers() {
         for fio in FIO_RUNS {
             lines_match_fio(fio);
@@ -470,7 +488,14 @@ mod tests {
                     continue;
                 }
                 let name = ["read", "write", "trim"][d];
-                ddir_header(&mut out, name, int(&dir["total_ios"]), int(&dir["io_bytes"]), int(&dir["runtime"]));
+                ddir_header(
+                    &mut out,
+                    name,
+                    int(&dir["total_ios"]),
+                    int(&dir["io_bytes"]),
+                    int(&dir["runtime"]),
+                    SIG_FIGS,
+                );
                 lat_block(&mut out, "slat", &dir["slat_ns"]);
                 lat_block(&mut out, "clat", &dir["clat_ns"]);
                 lat_block(&mut out, " lat", &dir["lat_ns"]);
@@ -513,6 +538,7 @@ mod tests {
                 io_bytes,
                 min_run_ms: *runs.iter().min().unwrap(),
                 max_run_ms,
+                sig_figs: SIG_FIGS,
             };
             group_line(&mut out, name, &line);
         }

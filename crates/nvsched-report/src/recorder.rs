@@ -60,6 +60,7 @@ impl JobRecorder {
         stats.latency_percentile = spec.latency.percentile;
         stats.bw_window = spec.bw_avg_time;
         stats.iops_window = spec.iops_avg_time;
+        stats.sig_figs = spec.significant_figures;
         stats.io_errors = spec.on_error.counts_errors().then(ErrorCount::default);
         stats.set_percentile_kinds(PercentileKinds {
             slat: spec.slat_percentiles,

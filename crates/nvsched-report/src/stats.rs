@@ -306,6 +306,8 @@ pub struct JobStats {
     /// average over (500 ms by default).
     pub bw_window: Nanos,
     pub iops_window: Nanos,
+    /// `significant_figures` of the normal output's IOPS, bandwidth and sizes (fio's 4).
+    pub sig_figs: u8,
 }
 
 /// A job that failed, as fio reports it: `err=110 (func=max latency exceeded,
@@ -411,6 +413,7 @@ impl JobStats {
             steadystate: None,
             bw_window: BW_WINDOW,
             iops_window: BW_WINDOW,
+            sig_figs: 4,
         }
     }
 

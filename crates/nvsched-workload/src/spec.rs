@@ -312,6 +312,8 @@ pub struct JobSpec {
     pub verify_only: bool,
     /// What the job's writes carry (`zero_buffers`, `buffer_pattern`, ...; real devices).
     pub buffers: BufferSpec,
+    /// `significant_figures` of the normal output's IOPS, bandwidth and sizes (1-10).
+    pub significant_figures: u8,
     /// `continue_on_error` and `ignore_error`: which failed I/Os the job goes on after.
     pub on_error: crate::errors::ErrorPolicy,
     /// The job's own `key=value` lines as written (fio's "job options").
@@ -527,6 +529,7 @@ impl JobSpec {
             do_verify: true,
             verify_only: false,
             buffers: BufferSpec::default(),
+            significant_figures: 4,
             on_error: crate::errors::ErrorPolicy::default(),
             job_options: Vec::new(),
             logs: LogRequest::default(),
@@ -1862,6 +1865,16 @@ pub static OPTIONS: &[OptionDef] = &[
         |_, v| one_of(v, &["shared", "split"])
     ),
     opt!("numa_mem_policy", [], None, "accepted: nvsched's buffers are ordinary heap memory", |_, _| Ok(())),
+    opt!(
+        "significant_figures",
+        [],
+        None,
+        "significant figures of IOPS, bandwidth and sizes in the normal output, 1-10 (default 4)",
+        |j, v| {
+            j.significant_figures = int_in(v, 1, 10)? as u8;
+            Ok(())
+        }
+    ),
     opt!(
         "unit_base",
         [],
