@@ -123,7 +123,9 @@ struct Engine {
     /// (fd, path) of each target; the files stay open in the caller.
     targets: Vec<(i32, PathBuf)>,
     slots: Vec<Slot>,
-    free: Vec<u32>,
+    /// Free slots per clone: a clone reuses its own buffers, as fio's io_us belong to a
+    /// job, so a buffer filled for reuse stays filled.
+    free: Vec<Vec<u32>>,
     sched: Box<dyn Scheduler>,
     in_ring: u32,
     max_in_ring: u32,
@@ -300,6 +302,7 @@ fn run_on(
         })
         .collect();
     let (u0, s0) = usage();
+    let clone_count = clones.len();
     let mut e = Engine {
         ring,
         start: Instant::now(),
@@ -311,7 +314,7 @@ fn run_on(
         waiting: Vec::new(),
         targets: targets.iter().map(|t| (t.fd(), t.path.clone())).collect(),
         slots: Vec::new(),
-        free: Vec::new(),
+        free: vec![Vec::new(); clone_count],
         sched: scheduler,
         in_ring: 0,
         max_in_ring: 0,
@@ -564,8 +567,8 @@ impl Engine {
         }
     }
 
-    fn alloc_slot(&mut self) -> u32 {
-        if let Some(s) = self.free.pop() {
+    fn alloc_slot(&mut self, c: u32) -> u32 {
+        if let Some(s) = self.free[c as usize].pop() {
             return s;
         }
         self.slots.push(Slot {
@@ -588,7 +591,7 @@ impl Engine {
     }
 
     fn issue(&mut self, c: u32, unit: IoUnit, now: Nanos) {
-        let slot = self.alloc_slot();
+        let slot = self.alloc_slot(c);
         self.requests += 1;
         let clone = &mut self.clones[c as usize];
         clone.rec.stats.record_issue_depth(clone.driver.inflight());
@@ -836,7 +839,7 @@ impl Engine {
             s.state = State::Free;
             s.merged_next = NONE;
             s.iov.clear();
-            self.free.push(m);
+            self.free[c as usize].push(m);
             m = next;
         }
     }
