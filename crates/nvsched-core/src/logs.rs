@@ -1,7 +1,7 @@
 //! What a job asks fio-style log files for (`write_*_log` options); nvsched-report writes them.
 
 /// What a job asks to log (from its job options).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LogRequest {
     /// `write_lat_log` prefix: `PREFIX_lat.N.log`, `_clat`, `_slat`.
     pub lat: Option<String>,
@@ -25,6 +25,27 @@ pub struct LogRequest {
     pub hist_msec: u32,
     /// `log_hist_coarseness`: each column sums 2^this of fio's histogram buckets (0-6).
     pub hist_coarseness: u8,
+    /// `per_job_logs` (default true): each clone's logs carry its job number; false: every
+    /// job appends to one file per prefix.
+    pub per_job: bool,
+}
+
+impl Default for LogRequest {
+    fn default() -> LogRequest {
+        LogRequest {
+            lat: None,
+            bw: None,
+            iops: None,
+            avg_msec: 0,
+            offset: false,
+            max_value: false,
+            prio: false,
+            hist: None,
+            hist_msec: 0,
+            hist_coarseness: 0,
+            per_job: true,
+        }
+    }
 }
 
 impl LogRequest {

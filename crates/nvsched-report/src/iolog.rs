@@ -45,6 +45,44 @@ struct WindowSums {
     slat_max_ns: u64,
 }
 
+/// Where a log's lines go: the clone's own file, or (`per_job_logs=0`) a file shared by
+/// every job, which each appends its lines to when it finishes, as fio does (after what
+/// earlier runs left there, too).
+enum LogSink {
+    Own(File),
+    Shared { path: PathBuf, lines: Vec<u8> },
+}
+
+impl Write for LogSink {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            LogSink::Own(f) => f.write(buf),
+            LogSink::Shared { lines, .. } => {
+                lines.extend_from_slice(buf);
+                Ok(buf.len())
+            }
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            LogSink::Own(f) => f.flush(),
+            LogSink::Shared { .. } => Ok(()),
+        }
+    }
+}
+
+impl LogSink {
+    /// Appends a shared log's lines to its file.
+    fn close(&mut self) -> std::io::Result<()> {
+        match self {
+            LogSink::Own(_) => Ok(()),
+            LogSink::Shared { path, lines } => {
+                std::fs::OpenOptions::new().create(true).append(true).open(path)?.write_all(&std::mem::take(lines))
+            }
+        }
+    }
+}
+
 /// fio's histogram buckets (`FIO_IO_U_PLAT_NR`): the columns of a histogram log before
 /// `log_hist_coarseness` merges them.
 const FIO_PLAT_NR: usize = 29 * 64;
@@ -54,7 +92,7 @@ const FIO_PLAT_NR: usize = 29 * 64;
 /// completion latencies of that direction since its previous line, in fio's buckets.
 struct HistLog {
     path: PathBuf,
-    out: BufWriter<File>,
+    out: BufWriter<LogSink>,
     every_ms: u64,
     /// Where the current interval began (fio moves it on by whole intervals).
     since_ms: u64,
@@ -85,7 +123,7 @@ impl HistLog {
 
 /// The log files of one job clone, written as its I/Os complete.
 pub struct IoLogs {
-    files: Vec<(Kind, PathBuf, BufWriter<File>)>,
+    files: Vec<(Kind, PathBuf, BufWriter<LogSink>)>,
     /// `write_hist_log` (boxed: few jobs have it).
     hist: Option<Box<HistLog>>,
     avg_ns: u64,
@@ -125,19 +163,27 @@ impl IoLogs {
         if let Some(p) = &request.iops {
             wanted.push((Kind::Iops, p));
         }
+        // `per_job_logs=0`: one file per prefix, which every job appends to
+        let number = if request.per_job { format!(".{index}") } else { String::new() };
         let create = |name: String| {
             let path = dir.join(name);
-            let file = File::create(&path).map_err(|e| format!("cannot create log file '{}': {e}", path.display()))?;
-            Ok::<_, String>((path, BufWriter::new(file)))
+            let sink = if request.per_job {
+                let file =
+                    File::create(&path).map_err(|e| format!("cannot create log file '{}': {e}", path.display()))?;
+                LogSink::Own(file)
+            } else {
+                LogSink::Shared { path: path.clone(), lines: Vec::new() }
+            };
+            Ok::<_, String>((path, BufWriter::new(sink)))
         };
         let mut files = Vec::with_capacity(wanted.len());
         for (kind, prefix) in wanted {
-            let (path, out) = create(format!("{prefix}_{}.{index}.log", kind.suffix()))?;
+            let (path, out) = create(format!("{prefix}_{}{number}.log", kind.suffix()))?;
             files.push((kind, path, out));
         }
         let hist = match &request.hist {
             Some(prefix) => {
-                let (path, out) = create(format!("{prefix}_clat_hist.{index}.log"))?;
+                let (path, out) = create(format!("{prefix}_clat_hist{number}.log"))?;
                 Some(Box::new(HistLog {
                     path,
                     out,
@@ -267,7 +313,7 @@ impl IoLogs {
     pub fn finish(mut self: Box<Self>) -> Result<(), String> {
         let hist = self.hist.as_mut().map(|h| (&h.path, &mut h.out));
         for (path, w) in self.files.iter_mut().map(|(_, p, w)| (&*p, w)).chain(hist) {
-            if let Err(e) = w.flush() {
+            if let Err(e) = w.flush().and_then(|()| w.get_mut().close()) {
                 self.error.get_or_insert(format!("{}: {e}", path.display()));
             }
         }
@@ -465,6 +511,23 @@ mod tests {
         logs.record(Nanos(1_000_000), Op::Read, 4096, 1_011_712, BE4, None, Nanos(897_454));
         logs.finish().unwrap();
         assert_eq!(read(&dir, "o_clat.1.log"), ["1, 897454, 0, 4096, 1011712, 0"]);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn per_job_logs_off_appends_every_job_to_one_file() {
+        let dir = temp_dir("shared");
+        std::fs::write(dir.join("s_iops.log"), "from an earlier run\n").unwrap();
+        let req = LogRequest { iops: Some("s".into()), per_job: false, ..Default::default() };
+        let mut a = IoLogs::create(&req, 1, &dir, BE4).unwrap().unwrap();
+        let mut b = IoLogs::create(&req, 2, &dir, BE4).unwrap().unwrap();
+        b.record(Nanos(2_000_000), Op::Write, 8192, 0, BE4, None, Nanos(10_000));
+        a.record(Nanos(1_000_000), Op::Read, 4096, 0, BE4, None, Nanos(10_000));
+        a.finish().unwrap();
+        b.finish().unwrap();
+        // fio appends each job's lines when it finishes, after what was there
+        assert_eq!(read(&dir, "s_iops.log"), ["from an earlier run", "1, 1, 0, 4096, 0", "2, 1, 1, 8192, 0"]);
+        assert!(!dir.join("s_iops.1.log").exists());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -1406,6 +1406,16 @@ pub static OPTIONS: &[OptionDef] = &[
         Ok(())
     }),
     opt!(
+        "per_job_logs",
+        [],
+        Some("1"),
+        "0: log files are named without the job number (PREFIX_bw.log) and every job appends its lines to them when it finishes, as fio does (default 1)",
+        |j, v| {
+            j.logs.per_job = parse_bool(v)?;
+            Ok(())
+        }
+    ),
+    opt!(
         "log_max_value",
         [],
         Some("1"),
