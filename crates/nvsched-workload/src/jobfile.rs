@@ -204,7 +204,8 @@ fn resolve_include(target: &str, including: &Path) -> PathBuf {
 }
 
 /// Expands `${VAR}` (environment, empty when unset) and `$pagesize`, `$ncpus`,
-/// `$mb_memory`.
+/// `$mb_memory`; `filename_format`'s `$jobname`, `$jobnum`, `$filenum` and `$clientuid`
+/// stay as written.
 fn expand(value: &str, env: &dyn Environment) -> Result<String, String> {
     let mut out = String::with_capacity(value.len());
     let mut rest = value;
@@ -222,6 +223,11 @@ fn expand(value: &str, env: &dyn Environment) -> Result<String, String> {
             let word = &after[..end];
             match env.keyword(word) {
                 Some(v) => out.push_str(&v.to_string()),
+                // filename_format's own keywords, replaced per clone later
+                None if ["jobname", "jobnum", "filenum", "clientuid"].contains(&word) => {
+                    out.push('$');
+                    out.push_str(word);
+                }
                 None => return Err(format!("unknown keyword '${word}' (known: $pagesize, $ncpus, $mb_memory)")),
             }
             rest = &after[end..];

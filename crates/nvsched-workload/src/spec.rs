@@ -312,6 +312,8 @@ pub struct JobSpec {
     pub verify_only: bool,
     /// What the job's writes carry (`zero_buffers`, `buffer_pattern`, ...; real devices).
     pub buffers: BufferSpec,
+    /// `filename_format`: how a job without `filename` names its clones' files.
+    pub filename_format: Option<String>,
     /// `significant_figures` of the normal output's IOPS, bandwidth and sizes (1-10).
     pub significant_figures: u8,
     /// `continue_on_error` and `ignore_error`: which failed I/Os the job goes on after.
@@ -529,6 +531,7 @@ impl JobSpec {
             do_verify: true,
             verify_only: false,
             buffers: BufferSpec::default(),
+            filename_format: None,
             significant_figures: 4,
             on_error: crate::errors::ErrorPolicy::default(),
             job_options: Vec::new(),
@@ -721,10 +724,17 @@ impl JobSpec {
     }
 
     /// The file clone `clone` works on, as fio names it: `filename`, or `NAME.CLONE.0`
-    /// when none is given, under `directory` if set (the first one for a `filename`,
+    /// (`filename_format`, with `$jobname`, `$jobnum`, `$filenum`) when none is given, under `directory` if set (the first one for a `filename`,
     /// round robin over the clones for generated names; absolute names are prefixed too).
     pub fn file_name(&self, clone: u32) -> String {
-        let name = self.filename.clone().unwrap_or_else(|| format!("{}.{clone}.0", self.name));
+        let name = self.filename.clone().unwrap_or_else(|| match &self.filename_format {
+            Some(format) => format
+                .replace("$jobname", &self.name)
+                .replace("$jobnum", &clone.to_string())
+                .replace("$filenum", "0")
+                .replace("$clientuid", "0"),
+            None => format!("{}.{clone}.0", self.name),
+        });
         if self.directory.is_empty() {
             return name;
         }
@@ -879,6 +889,19 @@ pub static OPTIONS: &[OptionDef] = &[
         j.filename = names.pop();
         Ok(())
     }),
+    opt!(
+        "filename_format",
+        [],
+        None,
+        "names of the files of a job without filename: $jobname, $jobnum (the clone) and $filenum (0) are replaced (default $jobname.$jobnum.$filenum)",
+        |j, v| {
+            if v.trim().is_empty() {
+                return Err("filename_format must not be empty".into());
+            }
+            j.filename_format = Some(v.to_string());
+            Ok(())
+        }
+    ),
     opt!(
         "directory",
         [],
@@ -1875,6 +1898,37 @@ pub static OPTIONS: &[OptionDef] = &[
         |_, v| one_of(v, &["shared", "split"])
     ),
     opt!("numa_mem_policy", [], None, "accepted: nvsched's buffers are ordinary heap memory", |_, _| Ok(())),
+    opt!("gtod_cpu", [], None, "accepted: nvsched keeps no timing thread (see gtod_reduce)", |_, v| {
+        int_in(v, 0, 1 << 20).map(|_| ())
+    }),
+    opt!(
+        "log_entries",
+        [],
+        None,
+        "accepted: nvsched's logs need no preallocated entries",
+        |_, v| int_in(v, 1, i64::MAX).map(|_| ())
+    ),
+    opt!(
+        "log_compression",
+        [],
+        None,
+        "accepted: nvsched keeps its logs in files, not compressed in memory",
+        |j, v| parse_size(v, j.kb_base).map(|_| ())
+    ),
+    opt!(
+        "create_fsync",
+        [],
+        Some("1"),
+        "accepted: nvsched always syncs a file it lays out before the jobs start",
+        accept_bool
+    ),
+    opt!(
+        "unique_filename",
+        [],
+        Some("1"),
+        "accepted: for fio's client/server mode, which nvsched has not",
+        accept_bool
+    ),
     opt!(
         "significant_figures",
         [],

@@ -297,10 +297,11 @@ fn overhead_and_layout_options_are_accepted_without_effect() {
                 invalidate=0\nfallocate=none\ncreate_serialize=0\nthread\nunlink=1\nrandom_generator=lfsr\n\
                 overwrite=1\nallow_mounted_write=1\nsoftrandommap\nopenfiles=1\nfile_service_type=roundrobin\n\
                 pre_read=1\nlockmem=1m\niomem=shmhuge\nmem_align=512\ndisk_util=0\ncpus_allowed=0-3\n\
-                cpumask=0xf\ncpus_allowed_policy=split\nnuma_mem_policy=local\nunit_base=8\nfixedbufs\nregisterfiles=1";
+                cpumask=0xf\ncpus_allowed_policy=split\nnuma_mem_policy=local\nunit_base=8\nfixedbufs\nregisterfiles=1\n\
+                gtod_cpu=0\nlog_entries=1024\nlog_compression=1m\ncreate_fsync=0\nunique_filename=1";
     let mut with = job(body);
     let without = job("");
-    assert_eq!(with.job_options.len(), 29);
+    assert_eq!(with.job_options.len(), 34);
     with.job_options.clear();
     with.option_lines.clear();
     let mut without = without;
@@ -611,4 +612,15 @@ fn other_verify_checksums_are_checked_with_crc32c_and_say_so() {
     assert!(parse("[job]\nverify=crc32c\n").unwrap().warnings.is_empty());
     let e = parse("[job]\nverify=pattern\n").unwrap_err().to_string();
     assert!(e.contains("needs verify_pattern"), "{e}");
+}
+
+#[test]
+fn filename_format_names_each_clones_file_as_fio_does() {
+    // fio 3.33 names these fmt.myjob.n0.f0.x and fmt.myjob.n1.f0.x
+    let f = parse("[myjob]\nnumjobs=2\nfilename_format=fmt.$jobname.n$jobnum.f$filenum.x\n").unwrap();
+    let names: Vec<String> = (0..2).map(|c| f.jobs[0].file_name(c)).collect();
+    assert_eq!(names, ["fmt.myjob.n0.f0.x", "fmt.myjob.n1.f0.x"]);
+    let f = parse("[myjob]\nfilename=given\nfilename_format=$jobname.x\n").unwrap();
+    assert_eq!(f.jobs[0].file_name(0), "given", "filename wins");
+    assert!(parse("[j]\nbs=$jobsize\n").unwrap_err().to_string().contains("unknown keyword"));
 }
