@@ -144,6 +144,16 @@ struct RunArgs {
     /// No progress indicator.
     #[arg(long, short)]
     quiet: bool,
+    /// Refuse jobs that write or trim, as fio's --readonly does (a safety check for real
+    /// devices; it applies in simulation too).
+    #[arg(long)]
+    readonly: bool,
+    /// fio's --minimal: the same as --output-format=terse.
+    #[arg(long)]
+    minimal: bool,
+    /// fio's --eta: accepted and ignored (nvsched shows its own progress; -q hides it).
+    #[arg(long, value_name = "WHEN", value_parser = ["always", "never", "auto"])]
+    eta: Option<String>,
     /// sim: the simulated device; uring: real I/O on the jobs' files or devices.
     #[arg(long, default_value = "sim", value_parser = ["sim", "uring"])]
     engine: String,
@@ -476,6 +486,11 @@ fn run_jobs(args: &RunArgs) -> Result<JobFile, String> {
         }
         jobs.jobs.retain(|j| args.section.contains(&j.name));
     }
+    if args.readonly {
+        if let Some(j) = jobs.jobs.iter().find(|j| j.writes_data()) {
+            return Err(format!("job '{}' ({}) writes or trims, and --readonly forbids that", j.name, j.at));
+        }
+    }
     Ok(jobs)
 }
 
@@ -556,7 +571,7 @@ fn cmd_run(args: RunArgs) -> Result<(), String> {
     if let Some((flag, _)) = uring_only.iter().find(|(_, set)| *set) {
         return Err(format!("{flag} applies to real devices only: add --engine uring"));
     }
-    let formats = parse_formats(&args.output_format)?;
+    let formats = parse_formats(if args.minimal { "terse" } else { &args.output_format })?;
     let jobs = run_jobs(&args)?;
     let profile = args.device.load(jobs.precondition().map_err(|e| e.to_string())?)?;
     let (policy, override_warning) = nvsched::run::choose_policy(args.sched.as_deref(), "--sched", &jobs)?;
@@ -752,7 +767,7 @@ fn emit(text: &str, output: &Option<PathBuf>) -> Result<(), String> {
 }
 
 fn cmd_run_uring(args: RunArgs) -> Result<(), String> {
-    let formats = parse_formats(&args.output_format)?;
+    let formats = parse_formats(if args.minimal { "terse" } else { &args.output_format })?;
     let jobs = run_jobs(&args)?;
     let (policy, override_warning) = nvsched::run::choose_policy(args.sched.as_deref(), "--sched", &jobs)?;
     nvsched_uring::available()?;

@@ -642,6 +642,12 @@ fn jobs_on_the_command_line_run_as_their_job_file() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let from_fio_style: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(from_file["jobs"], from_fio_style["jobs"]);
+    // fio's own flags: --readonly refuses writing jobs, --minimal is terse, --eta is ignored
+    let out = nvsched(&["run", "--name=w", "--rw=randwrite", "--size=1m", "--readonly"]);
+    assert!(!out.status.success() && String::from_utf8_lossy(&out.stderr).contains("--readonly forbids"), "{out:?}");
+    let out = nvsched(&["run", "--name=r", "--rw=randread", "--size=1m", "--readonly", "--minimal", "--eta=never"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).starts_with("3;nvsched-"), "{out:?}");
     let out = nvsched(&["run", "--", "--name=a", "--iodepht=3"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("option 2 after --: option 'iodepht'"), "{stderr}");
