@@ -370,10 +370,15 @@ pub struct ErrorCount {
 
 impl ErrorCount {
     pub fn add(&mut self, errno: i32) {
+        self.merge(ErrorCount { total: 1, first: errno });
+    }
+
+    /// Adds a later clone's counts; the first error stays the first one seen.
+    pub fn merge(&mut self, later: ErrorCount) {
         if self.total == 0 {
-            self.first = errno;
+            self.first = later.first;
         }
-        self.total += 1;
+        self.total += later.total;
     }
 }
 
@@ -559,11 +564,7 @@ impl JobStats {
             self.error.clone_from(&other.error);
         }
         if let Some(theirs) = other.io_errors {
-            let ours = self.io_errors.get_or_insert_with(ErrorCount::default);
-            if ours.total == 0 {
-                ours.first = theirs.first;
-            }
-            ours.total += theirs.total;
+            self.io_errors.get_or_insert_with(ErrorCount::default).merge(theirs);
         }
         if self.steadystate.is_none() {
             self.steadystate.clone_from(&other.steadystate);

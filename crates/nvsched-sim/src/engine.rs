@@ -359,15 +359,9 @@ impl<'o> Simulation<'o> {
         if phase >= self.phases.len() {
             return;
         }
-        let members = self.phases[phase].clone();
-        let (ready, waiting): (Vec<u32>, Vec<u32>) = members.into_iter().partition(|&j| self.may_start(j));
-        self.waiting = waiting;
-        for &j in &ready {
-            self.jobs[j as usize].driver.start(self.now);
-        }
-        for &j in &ready {
-            self.poll_job(j);
-        }
+        // the phase's clones start as `wait_for` lets them (the last phase's are all done)
+        self.waiting = self.phases[phase].clone();
+        self.start_waiters();
     }
 
     /// Whether job clone `j` may start: every clone of the job it waits for has finished.
@@ -378,7 +372,7 @@ impl<'o> Simulation<'o> {
         }
     }
 
-    /// A job finished: the jobs that waited for it (`wait_for`) start now.
+    /// The waiting clones whose `wait_for` job has finished (all, without one) start now.
     fn start_waiters(&mut self) {
         let (ready, waiting): (Vec<u32>, Vec<u32>) =
             std::mem::take(&mut self.waiting).into_iter().partition(|&j| self.may_start(j));

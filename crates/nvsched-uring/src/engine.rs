@@ -73,9 +73,10 @@ struct Slot {
     generation: u32,
     state: State,
     iov: Vec<libc::iovec>,
-    /// The clone whose content the buffer holds for reuse (fio fills a job's buffers once
-    /// unless `refill_buffers`); NONE after a read or a verify write overwrote it.
-    filled_by: u32,
+    /// The buffer holds its clone's content for reuse (fio fills a job's buffers once
+    /// unless `refill_buffers`); false until then, and after a read or a verify write
+    /// overwrote it. A slot serves one clone only (`Engine::free`).
+    filled: bool,
 }
 
 struct CloneState {
@@ -376,11 +377,9 @@ impl Engine {
         if phase >= self.phases.len() {
             return;
         }
-        let (ready, waiting): (Vec<u32>, Vec<u32>) = self.phases[phase].iter().partition(|&&c| self.may_start(c));
-        self.waiting = waiting;
-        for c in ready {
-            self.start_clone(c, now);
-        }
+        // the phase's clones start as `wait_for` lets them (the last phase's are all done)
+        self.waiting = self.phases[phase].clone();
+        self.start_waiters(now);
     }
 
     fn start_clone(&mut self, c: u32, now: Nanos) {
@@ -401,7 +400,7 @@ impl Engine {
         }
     }
 
-    /// The clones whose `wait_for` job has finished start now.
+    /// The waiting clones whose `wait_for` job has finished (all, without one) start now.
     fn start_waiters(&mut self, now: Nanos) {
         let (ready, waiting): (Vec<u32>, Vec<u32>) =
             std::mem::take(&mut self.waiting).into_iter().partition(|&c| self.may_start(c));
@@ -585,7 +584,7 @@ impl Engine {
             generation: 0,
             state: State::Free,
             iov: Vec::new(),
-            filled_by: NONE,
+            filled: false,
         });
         (self.slots.len() - 1) as u32
     }
@@ -603,22 +602,22 @@ impl Engine {
             clone.next_generation += 1;
             verify::fill(s.buf.slice_mut(unit.len_bytes as usize), unit.offset_bytes, generation);
             clone.written.insert(unit.offset_bytes, (unit.len_bytes, generation));
-            s.filled_by = NONE;
+            s.filled = false;
         } else if unit.op == Op::Write {
             let len = unit.len_bytes as usize;
             if clone.content.refills() {
                 clone.content.fill(s.buf.slice_mut(len));
             } else {
-                if s.filled_by != c {
+                if !s.filled {
                     clone.content.fill_for_reuse(s.buf.slice_mut(usize::MAX));
-                    s.filled_by = c;
+                    s.filled = true;
                 }
                 if clone.content.scrambles() {
                     BufferFiller::scramble(s.buf.slice_mut(len), unit.offset_bytes, now.as_u64());
                 }
             }
         } else {
-            s.filled_by = NONE;
+            s.filled = false;
         }
         s.rq = Request {
             id: RequestId(u64::from(slot) | (u64::from(s.generation) << 32)),

@@ -65,19 +65,13 @@ impl BufferSpec {
         } else if mixed && !set("refill_buffers") {
             self.refill = true;
         }
-        if !set("scramble_buffers") && (mixed || !self.pattern.is_empty() || (self.zero && set("zero_buffers"))) {
+        if !set("scramble_buffers") && (!self.pattern.is_empty() || (self.zero && set("zero_buffers"))) {
             self.scramble = false;
         }
         if mixed {
             // the share of compressible or repeated data is the point: no scrambling it
             self.scramble = false;
         }
-    }
-
-    /// Whether the options differ from fio's default (random data, filled once,
-    /// scrambled): what `nvsched options` and the simulator's note mention.
-    pub fn is_default(&self) -> bool {
-        *self == BufferSpec::default()
     }
 }
 
@@ -303,7 +297,7 @@ mod tests {
     #[test]
     fn options_imply_what_fio_implies() {
         let d = settled(|_| {}, &[]);
-        assert!(d.scramble && !d.refill && !d.zero && d.is_default());
+        assert!(d.scramble && !d.refill && !d.zero && d == BufferSpec::default());
         let z = settled(|s| s.zero = true, &["zero_buffers"]);
         assert!(z.zero && !z.scramble, "explicit zero_buffers turns the default scramble off");
         let c = settled(|s| s.compress_percentage = 50, &["buffer_compress_percentage"]);

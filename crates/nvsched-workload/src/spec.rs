@@ -710,10 +710,7 @@ impl JobSpec {
             return Some(fs);
         }
         // a percentage offset needs the file's size first: it counts from 0 here
-        let offset = match self.offset {
-            SizeOrPercent::Bytes(b) => b,
-            SizeOrPercent::Percent(_) => 0,
-        } + self.offset_increment * u64::from(clone);
+        let offset = self.clone_offset(clone, 0);
         if let Some(bytes) = self.replay_bytes() {
             return Some(offset + bytes);
         }
@@ -1990,7 +1987,7 @@ pub static OPTIONS: &[OptionDef] = &[
         "continue_on_error",
         [],
         None,
-        "none, read, write, io, verify or all (0/1): a failed I/O of that kind with a non-fatal error (EIO, EILSEQ, or those ignore_error lists) is counted and the job goes on; otherwise it fails the job (real devices)",
+        "none, read, write, io, verify or all (0/1): a failed I/O of that kind with a non-fatal error (EIO, EILSEQ, or those ignore_error lists) is counted and the job goes on; otherwise it fails the job (real devices; verify changes nothing: the verify phase checks every block and fails the run on a mismatch)",
         |j, v| {
             j.on_error.continue_on = crate::errors::parse_continue_on(v)?;
             Ok(())

@@ -327,7 +327,7 @@ fn buffer_options_and_what_they_imply() {
     let j = job("buffer_pattern=0xdead\"ok\"");
     assert_eq!(j.buffers.pattern, vec![0xde, 0xad, b'o', b'k']);
     assert!(!j.buffers.scramble);
-    assert!(job("").buffers.is_default());
+    assert_eq!(job("").buffers, nvsched_workload::BufferSpec::default());
     let e = parse("[job]\nbuffer_pattern=%o\n").unwrap_err().to_string();
     assert!(e.contains("test.fio:2") && e.contains("format specifiers"), "{e}");
     assert!(parse("[job]\ndedupe_percentage=101\n").is_err());

@@ -344,12 +344,16 @@ fn fio_options_after_dashes(args: Vec<String>) -> Vec<String> {
             continue;
         };
         let key = option.split_once('=').map_or(option, |(k, _)| k);
-        let fio_option = key == "name" || nvsched_workload::find_option(key).is_some();
-        if own(key) || !fio_option {
+        // `--name` starts a job; other fio options are in the option table
+        let takes_value = match nvsched_workload::find_option(key) {
+            _ if own(key) => None,
+            _ if key == "name" => Some(true),
+            found => found.map(|o| o.bare.is_none()),
+        };
+        let Some(takes_value) = takes_value else {
             kept.push(arg.clone());
             continue;
-        }
-        let takes_value = key == "name" || nvsched_workload::find_option(key).is_some_and(|o| o.bare.is_none());
+        };
         match rest.peek() {
             Some(value) if takes_value && !option.contains('=') && !value.starts_with("--") => {
                 moved.push(format!("{arg}={value}"));
@@ -394,6 +398,11 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The run's report formats: `--output-format`, or terse under fio's `--minimal`.
+fn output_formats(args: &RunArgs) -> Result<Vec<Format>, String> {
+    parse_formats(if args.minimal { "terse" } else { &args.output_format })
 }
 
 fn parse_formats(list: &str) -> Result<Vec<Format>, String> {
@@ -567,11 +576,12 @@ fn cmd_run(args: RunArgs) -> Result<(), String> {
         ("--keep-files", args.keep_files),
         ("--poll", args.poll),
         ("--prefill", args.prefill),
+        ("--inject-errors", args.inject_errors.is_some()),
     ];
     if let Some((flag, _)) = uring_only.iter().find(|(_, set)| *set) {
         return Err(format!("{flag} applies to real devices only: add --engine uring"));
     }
-    let formats = parse_formats(if args.minimal { "terse" } else { &args.output_format })?;
+    let formats = output_formats(&args)?;
     let jobs = run_jobs(&args)?;
     let profile = args.device.load(jobs.precondition().map_err(|e| e.to_string())?)?;
     let (policy, override_warning) = nvsched::run::choose_policy(args.sched.as_deref(), "--sched", &jobs)?;
@@ -602,9 +612,7 @@ fn cmd_run(args: RunArgs) -> Result<(), String> {
     failed_jobs(&report)
 }
 
-/// A job that failed (`max_latency`, `latency_target`, `rate_min`) makes the run fail,
-/// after its report is out, as fio exits 1 then; each failure is named with what fio
-/// prints for it.
+/// `--inject-errors N[:ERRNO]`: every Nth request fails with ERRNO (EIO by default).
 fn parse_inject_errors(v: &str) -> Result<(u64, i32), String> {
     let (every, errno) = v.split_once(':').unwrap_or((v, "5"));
     let every: u64 = every.parse().map_err(|_| format!("'{every}' is not a count"))?;
@@ -615,6 +623,9 @@ fn parse_inject_errors(v: &str) -> Result<(u64, i32), String> {
     Ok((every, errno))
 }
 
+/// A job that failed (`max_latency`, `latency_target`, `rate_min`, a failed I/O) makes
+/// the run fail, after its report is out, as fio exits 1 then; each failure is named
+/// with what fio prints for it.
 fn failed_jobs(report: &nvsched_report::RunReport) -> Result<(), String> {
     let failed: Vec<&str> = report
         .jobs
@@ -767,7 +778,7 @@ fn emit(text: &str, output: &Option<PathBuf>) -> Result<(), String> {
 }
 
 fn cmd_run_uring(args: RunArgs) -> Result<(), String> {
-    let formats = parse_formats(if args.minimal { "terse" } else { &args.output_format })?;
+    let formats = output_formats(&args)?;
     let jobs = run_jobs(&args)?;
     let (policy, override_warning) = nvsched::run::choose_policy(args.sched.as_deref(), "--sched", &jobs)?;
     nvsched_uring::available()?;
