@@ -1,5 +1,6 @@
 //! The event loop: one thread, one ring.
 
+use crate::hooks::{self, Stage};
 use crate::targets::{self, Target};
 use crate::verify;
 use crate::{CloneOutcome, TargetInfo, UringOptions, UringOutcome};
@@ -164,6 +165,12 @@ pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions)
         let writes = !spec.verify_only && (spec.writes_data() || spec.fsync_every > 0 || spec.fdatasync_every > 0);
         for clone in 0..spec.numjobs {
             let name = spec.file_name(clone);
+            if !spec.allow_file_create && !Path::new(&name).exists() {
+                return Err(format!(
+                    "job '{}': '{name}' does not exist, and allow_file_create=0 forbids laying it out",
+                    spec.name
+                ));
+            }
             let need = match spec.needed_file_bytes(clone, None) {
                 Some(bytes) => bytes,
                 _ if name.starts_with("/dev/") => 0,
@@ -201,7 +208,14 @@ pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions)
             }
         }
     }
-    let result = run_on(jobs, scheduler, opts, &targets_open);
+    // as in fio: after the files are laid out, before any I/O; the postrun after the
+    // jobs and their verify (nvsched runs every job's hook there, not at its own start or end)
+    let result = hooks::run_stage(jobs, Stage::Prerun).and_then(|()| run_on(jobs, scheduler, opts, &targets_open));
+    let result = result.inspect(|_| {
+        if let Err(e) = hooks::run_stage(jobs, Stage::Postrun) {
+            eprintln!("warning: {e}");
+        }
+    });
     cleanup(&targets_open, opts.keep_files);
     result
 }
@@ -859,11 +873,16 @@ impl Engine {
             } else {
                 c.written.iter().map(|(&off, &(len, g))| (off, len, Some(g))).collect()
             };
+            let fatal = c.driver.spec.verify_fatal;
             let fd = types::Fd(self.targets[c.target].0);
             let path = self.targets[c.target].1.display().to_string();
             let depth = 16usize;
             let bufs: Vec<AlignedBuf> = (0..depth).map(|_| AlignedBuf::new(self.max_bs)).collect();
+            let errors_before = errors.len();
             for chunk in list.chunks(depth) {
+                if fatal && errors.len() > errors_before {
+                    break;
+                }
                 for (k, (off, len, _)) in chunk.iter().enumerate() {
                     let sqe = opcode::Read::new(fd, bufs[k].ptr, *len).offset(*off).build().user_data(k as u64);
                     // SAFETY: bufs[k] outlives the wait below.
@@ -872,9 +891,14 @@ impl Engine {
                     }
                 }
                 self.ring.submit_and_wait(chunk.len()).map_err(|e| format!("verify: {e}"))?;
-                let results: Vec<(usize, i32)> =
+                let mut results: Vec<(usize, i32)> =
                     self.ring.completion().map(|c| (c.user_data() as usize, c.result())).collect();
+                // in offset order, so verify_fatal stops at the first bad block
+                results.sort_unstable();
                 for (k, res) in results {
+                    if fatal && errors.len() > errors_before {
+                        break;
+                    }
                     let (off, len, gen) = chunk[k];
                     checked += 1;
                     if res != len as i32 {

@@ -7,6 +7,7 @@
 
 #[cfg(target_os = "linux")]
 mod engine;
+pub mod hooks;
 pub mod targets;
 pub mod verify;
 

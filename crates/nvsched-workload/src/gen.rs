@@ -28,6 +28,8 @@ enum Step {
     Zone,
     /// On from the direction's previous I/O.
     Sequential,
+    /// The previous I/O's offset again (`rw_sequencer=identical`).
+    Repeat,
     /// Drawn at random.
     Random,
 }
@@ -51,6 +53,10 @@ pub struct IoGenerator {
     /// `rw=randread:N`: I/Os per random offset, and how many of the current run are left.
     random_run: u32,
     run_left: [u32; 3],
+    /// `rw_sequencer=identical`: a run repeats its first offset instead of going on
+    /// from it; `last_start` is the previous I/O's offset per direction.
+    identical: bool,
+    last_start: [u64; 3],
     /// `percentage_random` per direction (100: every run starts at a random offset).
     percentage_random: [u8; 3],
     align: u64,
@@ -118,6 +124,8 @@ impl IoGenerator {
             seq_skip: if spec.pattern.is_random() { 0 } else { spec.rw_modifier },
             random_run: if spec.pattern.is_random() { spec.rw_modifier.max(1) as u32 } else { 1 },
             run_left: [0; 3],
+            identical: spec.rw_identical && spec.pattern.is_random(),
+            last_start: [0; 3],
             percentage_random: spec.percentage_random,
             align,
             rng_dir: SimRng::stream(seed, 1),
@@ -159,7 +167,11 @@ impl IoGenerator {
         } else if self.run_left[d] > 0 {
             // `randread:N`: sequential until the next random offset
             self.run_left[d] -= 1;
-            Step::Sequential
+            if self.identical {
+                Step::Repeat
+            } else {
+                Step::Sequential
+            }
         } else if self.percentage_random[d] < 100 && !self.run_starts_random(d) {
             // fio's should_do_random said no: this run follows on from the last I/O
             self.run_left[d] = self.random_run - 1;
@@ -173,6 +185,7 @@ impl IoGenerator {
         let rel = match step {
             Step::Zone => self.next_in_zone(d, len64),
             Step::Sequential => self.next_sequential(d, len64),
+            Step::Repeat => self.last_start[d].min(self.region.len - len64),
             Step::Random => {
                 let block = self.offsets.draw(&mut self.rng_offset);
                 let pos = block * self.align;
@@ -187,6 +200,9 @@ impl IoGenerator {
                 pos
             }
         };
+        if self.identical {
+            self.last_start[d] = rel;
+        }
         let unit = IoUnit { op, offset_bytes: self.region.start + rel, len_bytes: len, prio: IoPrio::default() };
         if self.pattern.is_trimwrite() {
             self.trimmed = Some(unit);
@@ -619,6 +635,28 @@ mod tests {
             assert!(run.windows(2).all(|w| w[1] == w[0] + 4) || run.contains(&0), "{runs:?}");
         }
         assert_ne!(runs[0] + 16, runs[4], "{runs:?}");
+    }
+
+    #[test]
+    fn rw_sequencer_identical_repeats_each_random_offset() {
+        let offsets = |extra: &str| {
+            let s = spec(&format!("[a]\nrw=randread:4\nbs=4k\nsize=1m\n{extra}"));
+            let mut g = IoGenerator::new(&s, Region { start: 0, len: 1 << 20 }, 9).unwrap();
+            (0..400).map(|_| g.next_unit().offset_bytes).collect::<Vec<u64>>()
+        };
+        let identical = offsets("rw_sequencer=identical\n");
+        for run in identical.chunks(4) {
+            assert!(run.iter().all(|&o| o == run[0]), "{run:?}");
+        }
+        let starts: std::collections::HashSet<u64> = identical.chunks(4).map(|r| r[0]).collect();
+        assert_eq!(starts.len(), 100, "each run starts at a new offset (random map)");
+        // the default, sequential: the same starting offsets, each followed by the next blocks
+        let sequential = offsets("rw_sequencer=sequential\n");
+        assert_eq!(sequential, offsets(""));
+        for (seq, ident) in sequential.chunks(4).zip(identical.chunks(4)) {
+            assert_eq!(seq[0], ident[0]);
+            assert!(seq.windows(2).all(|w| w[1] == w[0] + 4096 || w[1] == 0), "{seq:?}");
+        }
     }
 
     #[test]

@@ -181,6 +181,9 @@ pub struct JobSpec {
     /// `rw=PATTERN:N`: bytes added after each sequential I/O (negative: backwards), or
     /// for random patterns the I/Os per random offset; 0 without.
     pub rw_modifier: i64,
+    /// `rw_sequencer=identical`: a random pattern's `:N` repeats each random offset N
+    /// times instead of going on sequentially from it.
+    pub rw_identical: bool,
     pub rwmix_read_pct: u32,
     /// Indexed by [`Op::index`]: read, write, trim.
     pub bs: [BlockSizes; 3],
@@ -310,6 +313,14 @@ pub struct JobSpec {
     pub do_verify: bool,
     /// Only check the headers written by an earlier run; issue no workload.
     pub verify_only: bool,
+    /// `verify_fatal`: the verify phase stops checking a job's blocks at its first bad one.
+    pub verify_fatal: bool,
+    /// `exec_prerun` / `exec_postrun`: shell commands run before and after the job's I/O
+    /// (real devices), their output saved in `NAME.prerun.txt` / `NAME.postrun.txt`.
+    pub exec_prerun: Option<String>,
+    pub exec_postrun: Option<String>,
+    /// `allow_file_create=0`: a file that does not exist is an error, not laid out.
+    pub allow_file_create: bool,
     /// What the job's writes carry (`zero_buffers`, `buffer_pattern`, ...; real devices).
     pub buffers: BufferSpec,
     /// `filename_format`: how a job without `filename` names its clones' files.
@@ -451,6 +462,7 @@ impl JobSpec {
             description: None,
             pattern: Pattern::SeqRead,
             rw_modifier: 0,
+            rw_identical: false,
             rwmix_read_pct: 50,
             bs: [BlockSizes::Fixed(4096), BlockSizes::Fixed(4096), BlockSizes::Fixed(4096)],
             blockalign: None,
@@ -530,6 +542,10 @@ impl JobSpec {
             verify: false,
             do_verify: true,
             verify_only: false,
+            verify_fatal: false,
+            exec_prerun: None,
+            exec_postrun: None,
+            allow_file_create: true,
             buffers: BufferSpec::default(),
             filename_format: None,
             significant_figures: 4,
@@ -776,6 +792,24 @@ pub struct JobFile {
 }
 
 impl JobFile {
+    /// What a simulated run leaves out of these jobs, one warning each: the shell
+    /// commands of `exec_prerun` and `exec_postrun`, which only real-device runs execute.
+    pub fn simulation_warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        for j in &self.jobs {
+            for (option, set) in [("exec_prerun", &j.exec_prerun), ("exec_postrun", &j.exec_postrun)] {
+                if set.is_some() {
+                    out.push(format!(
+                        "{}: {option} of job '{}' is not run in simulation (it runs with --engine uring)",
+                        j.option_line(option),
+                        j.name
+                    ));
+                }
+            }
+        }
+        out
+    }
+
     /// The drive state the job file asks for (`precondition=`); jobs that set it must agree.
     pub fn precondition(&self) -> Result<Option<String>, JobFileError> {
         let found =
@@ -955,6 +989,20 @@ pub static OPTIONS: &[OptionDef] = &[
                     let skip = parse_size(bytes, j.kb_base).map_err(|e| format!("sequential ':SIZE' (bytes to skip): {e}"))?;
                     sign * i64::try_from(skip).map_err(|_| format!("skip '{m}' is too large"))?
                 }
+            };
+            Ok(())
+        }
+    ),
+    opt!(
+        "rw_sequencer",
+        [],
+        None,
+        "sequential (default) or identical: what a random pattern's :N does between random offsets, go on sequentially or repeat the offset",
+        |j, v| {
+            j.rw_identical = match v {
+                "sequential" => false,
+                "identical" => true,
+                other => return Err(format!("'{other}' is not one of sequential, identical")),
             };
             Ok(())
         }
@@ -1962,6 +2010,134 @@ pub static OPTIONS: &[OptionDef] = &[
         accept_bool
     ),
     opt!(
+        "nonvectored",
+        [],
+        Some("1"),
+        "accepted: nvsched's io_uring engine issues plain read and write requests for single buffers either way",
+        |_, v| int_in(v, -1, 1).map(|_| ())
+    ),
+    opt!(
+        "uncached",
+        [],
+        Some("1"),
+        "accepted: I/O is direct, so there is no page cache to bypass",
+        |_, v| int_in(v, 0, i64::from(u32::MAX)).map(|_| ())
+    ),
+    opt!(
+        "userspace_reap",
+        [],
+        Some("1"),
+        "accepted: how completions are reaped is nvsched's own (the io-uring crate's completion queue)",
+        accept_bool
+    ),
+    opt!(
+        "hugepage-size",
+        [],
+        None,
+        "accepted: nvsched's buffers are page-aligned heap memory, not huge pages",
+        |j, v| parse_size(v, j.kb_base).map(|_| ())
+    ),
+    opt!(
+        "read_iolog_chunked",
+        [],
+        Some("1"),
+        "accepted: nvsched reads a trace into memory as it parses the job file (a memory saving in fio, not a behaviour)",
+        accept_bool
+    ),
+    opt!(
+        "create_on_open",
+        [],
+        Some("1"),
+        "accepted: nvsched lays out new files before any job starts, outside the jobs' time",
+        accept_bool
+    ),
+    opt!(
+        "fadvise_hint",
+        [],
+        Some("1"),
+        "accepted: I/O is direct, so page-cache advice has no effect",
+        |_, v| one_of(v, &["0", "1", "sequential", "random"])
+    ),
+    opt!(
+        "unlink_each_loop",
+        [],
+        Some("1"),
+        "accepted: on real devices nvsched removes the files it laid out after the run unless --keep-files, whatever this says",
+        accept_bool
+    ),
+    opt!(
+        "lockfile",
+        [],
+        None,
+        "none: jobs sharing a file do not lock it (exclusive and readwrite locking are not supported)",
+        |_, v| match v {
+            "none" => Ok(()),
+            "exclusive" | "readwrite" | "rw" => {
+                Err(format!("'{v}' locking between jobs is not supported; only none (fio's default) is"))
+            }
+            other => Err(format!("'{other}' is not one of none, exclusive, readwrite")),
+        }
+    ),
+    opt!(
+        "cgroup_nodelete",
+        [],
+        Some("1"),
+        "accepted: nvsched creates no cgroups (cgroup= names a tenant of the policy)",
+        accept_bool
+    ),
+    opt!(
+        "log_compression_cpus",
+        [],
+        None,
+        "accepted: nvsched does not compress its logs",
+        |_, v| non_empty(v, "log_compression_cpus needs a CPU list").map(|_| ())
+    ),
+    opt!(
+        "log_store_compressed",
+        [],
+        Some("1"),
+        "0: logs are plain text (1, fio's compressed .fz logs, is not supported)",
+        |_, v| match parse_bool(v)? {
+            false => Ok(()),
+            true => Err("compressed logs are not supported; nvsched writes plain-text logs".into()),
+        }
+    ),
+    opt!(
+        "error_dump",
+        [],
+        Some("1"),
+        "accepted: a failed I/O's error names its file, offset and length either way",
+        accept_bool
+    ),
+    opt!(
+        "verify_dump",
+        [],
+        Some("1"),
+        "accepted: a verify failure names the block's offset and what is wrong with it; nvsched writes no dump files",
+        accept_bool
+    ),
+    opt!(
+        "verify_async",
+        [],
+        None,
+        "accepted: nvsched's verify phase reads 16 blocks at a time from its own thread",
+        |_, v| int_in(v, 0, 1024).map(|_| ())
+    ),
+    opt!(
+        "verify_state_save",
+        [],
+        Some("1"),
+        "accepted: nvsched keeps no verify state (verify_only checks each block's own header)",
+        accept_bool
+    ),
+    opt!(
+        "experimental_verify",
+        [],
+        Some("1"),
+        "accepted: nvsched verifies the blocks it recorded as written either way",
+        accept_bool
+    ),
+    opt!(
         "verify",
         [],
         None,
@@ -2093,6 +2269,46 @@ pub static OPTIONS: &[OptionDef] = &[
         j.verify_only = parse_bool(v)?;
         Ok(())
     }),
+    opt!(
+        "verify_fatal",
+        [],
+        Some("1"),
+        "stop checking a job's blocks at its first bad one (with verify; by default every block is checked)",
+        |j, v| {
+            j.verify_fatal = parse_bool(v)?;
+            Ok(())
+        }
+    ),
+    opt!(
+        "exec_prerun",
+        [],
+        None,
+        "shell command run before the jobs' I/O, after files are laid out, output in NAME.prerun.txt; a command that fails stops the run (real devices; the simulator skips it with a warning)",
+        |j, v| {
+            j.exec_prerun = Some(non_empty(v, "exec_prerun needs a command")?);
+            Ok(())
+        }
+    ),
+    opt!(
+        "exec_postrun",
+        [],
+        None,
+        "shell command run after the jobs' I/O and verify, output in NAME.postrun.txt; its failure is reported, not fatal (real devices; the simulator skips it with a warning)",
+        |j, v| {
+            j.exec_postrun = Some(non_empty(v, "exec_postrun needs a command")?);
+            Ok(())
+        }
+    ),
+    opt!(
+        "allow_file_create",
+        [],
+        Some("1"),
+        "0: a job's file must exist (real devices); 1 (default): a missing file is laid out",
+        |j, v| {
+            j.allow_file_create = parse_bool(v)?;
+            Ok(())
+        }
+    ),
     opt!(
         "ioscheduler",
         [],
@@ -2257,30 +2473,67 @@ const VERIFY_CHECKSUMS: &[&str] = &[
     "meta",
 ];
 
-/// fio options nvsched knows of but does not model: a precise message instead of
-/// "unknown option".
-const FIO_UNSUPPORTED: &[&str] = &[
-    "dedupe_global",
-    "dedupe_working_set_percentage",
-    "bs_unaligned",
-    "nrfiles",
-    "cmdprio_hint",
-    "priohint",
-    "verify_pattern",
-    "read_iolog_chunked",
-    "merge_blktrace_file",
-    "merge_blktrace_scalars",
-    "merge_blktrace_iters",
-    "create_on_open",
-    "fadvise_hint",
-    "atomic",
-    "writefua",
-    "readfua",
-    "hipri",
-    "sqthread_poll",
-    "trim_percentage",
-    "trim_backlog",
+/// fio options nvsched knows of but does not model, each with the reason: a precise
+/// message instead of "unknown option". Together with `OPTIONS` they cover every option
+/// fio 3.33 lists (`fio --cmdhelp=all`, and `--enghelp` of io_uring and libaio).
+const FIO_UNSUPPORTED: &[(&str, &str)] = &[
+    ("nrfiles", "a job has one file; write one job per file"),
+    ("opendir", "a job has one file; write one job per file"),
+    ("file_append", "nvsched does not grow files; set offset= past the data instead"),
+    ("fill_device", "nvsched does not write until the device is full; set size=100% instead"),
+    ("create_only", "nvsched has no layout-only mode (--keep-files keeps the files a run lays out)"),
+    ("bs_unaligned", "blocks are multiples of 512 bytes, as direct I/O needs"),
+    ("dedupe_global", "dedupe_mode=working_set is not supported; dedupe_mode=repeat repeats pieces within each job"),
+    ("dedupe_working_set_percentage", "dedupe_mode=working_set is not supported; dedupe_mode=repeat repeats pieces within each job"),
+    ("cmdprio_hint", "I/O priority hints are not modelled"),
+    ("priohint", "I/O priority hints are not modelled"),
+    ("verify_pattern", "nvsched verifies with its own crc32c header, not a pattern"),
+    ("verify_interval", "nvsched's verify header covers the whole block"),
+    ("verify_offset", "nvsched's verify header sits at the start of the block"),
+    ("verify_backlog", "nvsched verifies after the job's writes (fio's default), not interleaved with them"),
+    ("verify_backlog_batch", "nvsched verifies after the job's writes (fio's default), not interleaved with them"),
+    ("verify_state_load", "nvsched keeps no verify state between runs; verify_only checks each block's own header"),
+    ("trim_percentage", "trimmed blocks are not verified (fio's verify_trim)"),
+    ("trim_backlog", "trimmed blocks are not verified (fio's verify_trim)"),
+    ("trim_backlog_batch", "trimmed blocks are not verified (fio's verify_trim)"),
+    ("trim_verify_zero", "trimmed blocks are not verified (fio's verify_trim)"),
+    ("merge_blktrace_file", "merging blktrace files is not supported; replay them as separate jobs"),
+    ("merge_blktrace_scalars", "merging blktrace files is not supported; replay them as separate jobs"),
+    ("merge_blktrace_iters", "merging blktrace files is not supported; replay them as separate jobs"),
+    ("atomic", "atomic writes are not modelled"),
+    ("writefua", "the sg engine is not supported; sync=1 writes carry FUA"),
+    ("readfua", "the sg engine is not supported"),
+    ("hipri", "polled completions (IORING_SETUP_IOPOLL) are not supported; --poll busy-polls the completion queue"),
+    ("hipri_percentage", "polled completions (IORING_SETUP_IOPOLL) are not supported"),
+    ("sqthread_poll", "the kernel's submission polling thread is not supported"),
+    ("sqthread_poll_cpu", "the kernel's submission polling thread is not supported"),
+    ("force_async", "nvsched's io_uring engine does not force requests to the kernel's async workers"),
+    ("nowait", "RWF_NOWAIT is not supported"),
+    ("cmd_type", "io_uring passthrough commands (io_uring_cmd) are not supported"),
+    ("serialize_overlap", "nvsched does not hold back requests that overlap ones in flight"),
+    ("sync_file_range", "I/O is direct: there is no page cache to write back"),
+    ("write_barrier", "barrier writes are not supported"),
+    ("write_hint", "write lifetime hints are not supported"),
+    ("uid", "jobs run as the user who starts nvsched"),
+    ("gid", "jobs run as the user who starts nvsched"),
+    ("profile", "fio's built-in profiles are not included; write their jobs out"),
+    ("log_unix_epoch", "log times are milliseconds from the job's start"),
+    ("log_alternate_epoch", "log times are milliseconds from the job's start"),
+    ("log_alternate_epoch_clock_id", "log times are milliseconds from the job's start"),
+    ("block_error_percentiles", "zoned block devices (zonemode=zbd) are not modelled"),
+    ("max_open_zones", "zoned block devices (zonemode=zbd) are not modelled"),
+    ("job_max_open_zones", "zoned block devices (zonemode=zbd) are not modelled"),
+    ("ignore_zone_limits", "zoned block devices (zonemode=zbd) are not modelled"),
+    ("zonecapacity", "zoned block devices (zonemode=zbd) are not modelled"),
+    ("zone_reset_frequency", "zoned block devices (zonemode=zbd) are not modelled"),
+    ("zone_reset_threshold", "zoned block devices (zonemode=zbd) are not modelled"),
+    ("read_beyond_wp", "zoned block devices (zonemode=zbd) are not modelled"),
 ];
+
+/// Why nvsched does not take `key`, a fio option it knows of, if it is one.
+pub fn unsupported_reason(key: &str) -> Option<&'static str> {
+    FIO_UNSUPPORTED.iter().find(|(name, _)| *name == key).map(|(_, why)| *why)
+}
 
 /// Looks up an option by name or alias.
 pub fn find_option(key: &str) -> Option<&'static OptionDef> {
@@ -2290,8 +2543,8 @@ pub fn find_option(key: &str) -> Option<&'static OptionDef> {
 /// Why `key` is not an option nvsched takes: a fio option it does not support, or no
 /// option at all (with the closest name, if one is close).
 pub fn why_not_an_option(key: &str) -> String {
-    if FIO_UNSUPPORTED.contains(&key) {
-        "is a fio option nvsched does not support".to_string()
+    if let Some(why) = unsupported_reason(key) {
+        format!("is a fio option nvsched does not support: {why}")
     } else {
         match closest_option(key) {
             Some(s) => format!("is not a known option (did you mean '{s}'?)"),
@@ -2502,7 +2755,7 @@ fn finish_job(job: &mut JobSpec, _warnings: &mut [String]) -> Result<(), JobFile
 type TraceCache = Vec<((PathBuf, Option<TraceFormat>, u64, u64), Arc<Trace>)>;
 
 /// Options a replayed trace decides instead (fio ignores them with `read_iolog`).
-const REPLAY_OVERRIDES: [&str; 10] = [
+const REPLAY_OVERRIDES: [&str; 11] = [
     "rw",
     "bs",
     "bsrange",
@@ -2513,6 +2766,7 @@ const REPLAY_OVERRIDES: [&str; 10] = [
     "norandommap",
     "blockalign",
     "percentage_random",
+    "rw_sequencer",
 ];
 
 /// Reads the job's trace (`read_iolog`), relative to the job file that names it, and

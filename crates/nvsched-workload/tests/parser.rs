@@ -622,5 +622,47 @@ fn filename_format_names_each_clones_file_as_fio_does() {
     assert_eq!(names, ["fmt.myjob.n0.f0.x", "fmt.myjob.n1.f0.x"]);
     let f = parse("[myjob]\nfilename=given\nfilename_format=$jobname.x\n").unwrap();
     assert_eq!(f.jobs[0].file_name(0), "given", "filename wins");
-    assert!(parse("[j]\nbs=$jobsize\n").unwrap_err().to_string().contains("unknown keyword"));
+    let e = parse("[j]\nbs=$jobsize\n").unwrap_err().to_string();
+    assert!(e.contains("option 'bs'") && e.contains("$jobsize"), "{e}");
+}
+
+#[test]
+fn every_fio_option_is_taken_or_refused_with_a_reason() {
+    let list = include_str!("data/fio-3.33-options.txt");
+    let names: Vec<&str> = list.lines().filter(|l| !l.starts_with('#') && !l.is_empty()).collect();
+    assert!(names.len() > 200, "{}", names.len());
+    let unknown: Vec<&str> =
+        names.iter().copied().filter(|n| find_option(n).is_none() && spec::unsupported_reason(n).is_none()).collect();
+    assert!(unknown.is_empty(), "fio options nvsched calls unknown: {unknown:?}");
+    // a refusal says why
+    let e = parse("[a]\nnrfiles=4\n").unwrap_err().to_string();
+    assert!(e.contains("does not support: a job has one file"), "{e}");
+}
+
+#[test]
+fn options_accepted_without_effect_check_their_values() {
+    for ok in ["error_dump=0", "verify_async=4", "lockfile=none", "fadvise_hint=sequential", "log_store_compressed=0"] {
+        assert!(parse(&format!("[a]\n{ok}\n")).is_ok(), "{ok}");
+    }
+    for (bad, why) in [
+        ("lockfile=exclusive", "locking between jobs is not supported"),
+        ("log_store_compressed=1", "compressed logs are not supported"),
+        ("fadvise_hint=often", "not one of"),
+        ("rw_sequencer=backwards", "not one of sequential, identical"),
+    ] {
+        let e = parse(&format!("[a]\n{bad}\n")).unwrap_err().to_string();
+        assert!(e.contains(why), "{bad}: {e}");
+    }
+}
+
+#[test]
+fn hooks_are_read_and_simulation_says_it_skips_them() {
+    let f = parse("[a]\nexec_prerun=echo $HOME\nexec_postrun=true\nverify_fatal=1\nallow_file_create=0\n").unwrap();
+    let j = &f.jobs[0];
+    assert_eq!(j.exec_prerun.as_deref(), Some("echo $HOME"));
+    assert!(j.verify_fatal && !j.allow_file_create);
+    let w = f.simulation_warnings();
+    assert_eq!(w.len(), 2, "{w:?}");
+    assert!(w[0].contains("test.fio:2") && w[0].contains("exec_prerun of job 'a' is not run in simulation"), "{w:?}");
+    assert!(parse("[a]\nrw=read\n").unwrap().simulation_warnings().is_empty());
 }

@@ -606,7 +606,7 @@ fn cmd_run(args: RunArgs) -> Result<(), String> {
             outcome.engine.requests as f64 / secs / 1e6
         );
     }
-    for w in jobs.warnings.iter().chain(&override_warning) {
+    for w in jobs.warnings.iter().chain(&override_warning).chain(&jobs.simulation_warnings()) {
         eprintln!("warning: {w}");
     }
     failed_jobs(&report)

@@ -100,7 +100,7 @@ pub fn choose_policy(
 /// the text in error messages, `vars` sets job-file variables; `sched` and `state`, when
 /// given, override the job file's `ioscheduler=` and `precondition=`. Returns the
 /// fio-compatible JSON report and the warnings the command line would print (options
-/// ignored, `sched` overriding the job file's `ioscheduler=`).
+/// ignored, `sched` overriding the job file's `ioscheduler=`, hooks not run).
 #[allow(clippy::too_many_arguments)]
 pub fn simulate_job_text(
     text: &str,
@@ -115,7 +115,7 @@ pub fn simulate_job_text(
 ) -> Result<(String, Vec<String>), String> {
     let (jobs, profile) = load_job_text(text, source, vars, device, overrides, state)?;
     let (policy, override_warning) = choose_policy(sched, "sched", &jobs)?;
-    let warnings = jobs.warnings.iter().cloned().chain(override_warning).collect();
+    let warnings = jobs.warnings.iter().cloned().chain(override_warning).chain(jobs.simulation_warnings()).collect();
     let spec = RunSpec { jobs: &jobs, policy, profile: &profile, seed, drive_states: None };
     let (report, _) = run_sim(spec, &mut nvsched_sim::NoObserver, timestamp_ms)?;
     Ok((report.render(nvsched_report::Format::Json), warnings))

@@ -129,14 +129,23 @@ fn verify_passes_then_catches_a_corrupted_block() {
     let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "--keep-files", "-q"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let mut bytes = std::fs::read(&data).unwrap();
-    let bad = 4096 * 37;
+    let (bad, later) = (4096 * 37, 4096 * 900);
     bytes[bad + 100] ^= 0xff;
+    bytes[later + 7] ^= 0xff;
     std::fs::write(&data, &bytes).unwrap();
-    let job = write_job(&d, "c.fio", &body("verify_only=1\n"));
-    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "-q"]);
-    assert_ne!(out.status.code(), Some(0));
-    let err = String::from_utf8(out.stderr).unwrap();
+    let verify_only = |extra: &str| {
+        let job = write_job(&d, "c.fio", &body(&format!("verify_only=1\n{extra}")));
+        let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "-q"]);
+        assert_ne!(out.status.code(), Some(0));
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let err = verify_only("");
     assert!(err.contains(&format!("block at offset {bad}")) && err.contains("crc32c mismatch"), "{err}");
+    assert!(err.contains(&format!("block at offset {later}")), "{err}");
+    assert!(err.contains("verify failed: 2 bad block"), "{err}");
+    // verify_fatal: the check stops at the first bad block
+    let err = verify_only("verify_fatal=1\n");
+    assert!(err.contains(&format!("block at offset {bad}")) && !err.contains(&format!("offset {later}")), "{err}");
     assert!(err.contains("verify failed: 1 bad block"), "{err}");
     std::fs::remove_dir_all(&d).unwrap();
 }
@@ -640,5 +649,48 @@ fn a_failed_io_fails_its_job_unless_continue_on_error_covers_it() {
     // reads are not covered by continue_on_error=write
     let (ok, job, _) = run("reads", "continue_on_error=write\nrw=randread", "50");
     assert!(!ok && job["error"] == 5, "{job}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
+fn exec_prerun_and_postrun_run_around_the_io_and_a_failed_prerun_stops_the_run() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let data = d.join("h.dat");
+    let body = |prerun: &str| {
+        format!(
+            "[h]\nfilename={}\nsize=1m\nrw=read\nbs=4k\nnumjobs=2\nexec_prerun={prerun}\nexec_postrun=ls h.dat\n",
+            data.display()
+        )
+    };
+    // the prerun sees the laid-out file, the postrun too (before it is removed)
+    let job = write_job(&d, "h.fio", &body("stat -c %s h.dat"));
+    let v = run_uring_json(&job, &[]);
+    assert_eq!(v["jobs"][0]["read"]["io_bytes"], 1 << 20);
+    assert_eq!(std::fs::read_to_string(d.join("h.prerun.txt")).unwrap(), "1048576\n");
+    assert_eq!(std::fs::read_to_string(d.join("h.postrun.txt")).unwrap(), "h.dat\n");
+    assert!(!data.exists());
+    // a failing prerun: no I/O, the run fails and names the command and its log
+    let job = write_job(&d, "f.fio", &body("exit 3"));
+    let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+        .args(["run", job.to_str().unwrap(), "--engine", "uring", "-q"])
+        .current_dir(&d)
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("exec_prerun <exit 3> failed (exit status: 3); its output is in h.prerun.txt"), "{err}");
+    assert!(!data.exists(), "the laid-out file is removed");
+    // in simulation the hooks are skipped, with a warning
+    let out = nvsched(&["run", job.to_str().unwrap(), "-q"]);
+    assert!(out.status.success());
+    assert!(String::from_utf8(out.stderr).unwrap().contains("exec_prerun of job 'h' is not run in simulation"));
+    // allow_file_create=0: a missing file is an error, not laid out
+    let job = write_job(&d, "n.fio", &format!("[n]\nfilename={}\nsize=1m\nrw=read\nallow_file_create=0\n", data.display()));
+    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "-q"]);
+    assert!(String::from_utf8(out.stderr).unwrap().contains("allow_file_create=0 forbids laying it out"));
+    assert!(!data.exists());
     std::fs::remove_dir_all(&d).unwrap();
 }
