@@ -220,6 +220,24 @@ pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions)
     result
 }
 
+/// How long the kernel's submission polling thread spins without work before it sleeps.
+const SQPOLL_IDLE_MS: u32 = 1000;
+
+/// `sqthread_poll`: `Some(cpu)` when the jobs ask the kernel to poll the submission
+/// queue. fio gives each job its own ring; nvsched's one ring serves every job, so
+/// the jobs must agree.
+fn sq_polling(jobs: &[JobSpec]) -> Result<Option<Option<u32>>, String> {
+    let wanted = |j: &JobSpec| j.sqthread_poll.then_some(j.sqthread_poll_cpu);
+    let first = &jobs[0];
+    match jobs.iter().find(|j| wanted(j) != wanted(first)) {
+        Some(other) => Err(format!(
+            "jobs '{}' and '{}' differ in sqthread_poll or sqthread_poll_cpu; nvsched runs every job on one io_uring, so set them alike",
+            first.name, other.name
+        )),
+        None => Ok(wanted(first)),
+    }
+}
+
 fn cleanup(targets: &[Target], keep: bool) {
     if keep {
         return;
@@ -239,11 +257,19 @@ fn run_on(
     // (COOP_TASKRUN), and the kernel may skip issuer checks (SINGLE_ISSUER). Older
     // kernels refuse the flags: fall back to a plain ring.
     let entries = opts.ring_entries.max(8);
-    let ring = IoUring::builder()
+    let mut builder = IoUring::builder();
+    if let Some(cpu) = sq_polling(jobs)? {
+        builder.setup_sqpoll(SQPOLL_IDLE_MS);
+        if let Some(cpu) = cpu {
+            builder.setup_sqpoll_cpu(cpu);
+        }
+    }
+    let ring = builder
+        .clone()
         .setup_coop_taskrun()
         .setup_single_issuer()
         .build(entries)
-        .or_else(|_| IoUring::new(entries))
+        .or_else(|_| builder.build(entries))
         .map_err(|e| format!("io_uring setup: {e}"))?;
     let mut clones = Vec::new();
     let mut phases: Vec<Vec<u32>> = vec![Vec::new()];
@@ -369,6 +395,7 @@ fn run_on(
         policy_id: e.sched.id(),
         requests: e.requests,
         max_in_ring: e.max_in_ring,
+        sq_polled: e.ring.params().is_setup_sqpoll(),
         waits: e.waits,
         io_errors: e.io_errors,
         verify_errors,

@@ -85,6 +85,8 @@ pub struct UringOutcome {
     pub requests: u64,
     /// Most requests in the ring at once (the device queue the policy controls).
     pub max_in_ring: u32,
+    /// The kernel polled the submission queue (`sqthread_poll`).
+    pub sq_polled: bool,
     /// Times the loop waited in the kernel for completions.
     pub waits: u64,
     pub io_errors: Vec<String>,

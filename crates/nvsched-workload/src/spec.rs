@@ -321,6 +321,11 @@ pub struct JobSpec {
     pub exec_postrun: Option<String>,
     /// `allow_file_create=0`: a file that does not exist is an error, not laid out.
     pub allow_file_create: bool,
+    /// `sqthread_poll`: the kernel polls the submission queue (IORING_SETUP_SQPOLL), with
+    /// its thread on `sqthread_poll_cpu` if given (real devices; the ring is shared by
+    /// every job, so the jobs must agree).
+    pub sqthread_poll: bool,
+    pub sqthread_poll_cpu: Option<u32>,
     /// What the job's writes carry (`zero_buffers`, `buffer_pattern`, ...; real devices).
     pub buffers: BufferSpec,
     /// `filename_format`: how a job without `filename` names its clones' files.
@@ -546,6 +551,8 @@ impl JobSpec {
             exec_prerun: None,
             exec_postrun: None,
             allow_file_create: true,
+            sqthread_poll: false,
+            sqthread_poll_cpu: None,
             buffers: BufferSpec::default(),
             filename_format: None,
             significant_figures: 4,
@@ -793,10 +800,18 @@ pub struct JobFile {
 
 impl JobFile {
     /// What a simulated run leaves out of these jobs, one warning each: the shell
-    /// commands of `exec_prerun` and `exec_postrun`, which only real-device runs execute.
+    /// commands of `exec_prerun` and `exec_postrun`, which only real-device runs execute,
+    /// and `sqthread_poll`, which the host model does not change for.
     pub fn simulation_warnings(&self) -> Vec<String> {
         let mut out = Vec::new();
         for j in &self.jobs {
+            if j.sqthread_poll {
+                out.push(format!(
+                    "{}: sqthread_poll of job '{}' has no effect in simulation (the host model charges the same submission cost)",
+                    j.option_line("sqthread_poll"),
+                    j.name
+                ));
+            }
             for (option, set) in [("exec_prerun", &j.exec_prerun), ("exec_postrun", &j.exec_postrun)] {
                 if set.is_some() {
                     out.push(format!(
@@ -2300,6 +2315,26 @@ pub static OPTIONS: &[OptionDef] = &[
         }
     ),
     opt!(
+        "sqthread_poll",
+        [],
+        Some("1"),
+        "io_uring: a kernel thread polls the submission queue (IORING_SETUP_SQPOLL); real devices, where every job shares one ring, so set it for all jobs or none (the simulator's host model does not change)",
+        |j, v| {
+            j.sqthread_poll = parse_bool(v)?;
+            Ok(())
+        }
+    ),
+    opt!(
+        "sqthread_poll_cpu",
+        [],
+        None,
+        "io_uring with sqthread_poll: the CPU the polling thread runs on",
+        |j, v| {
+            j.sqthread_poll_cpu = Some(int_in(v, 0, 4095)? as u32);
+            Ok(())
+        }
+    ),
+    opt!(
         "allow_file_create",
         [],
         Some("1"),
@@ -2505,8 +2540,6 @@ const FIO_UNSUPPORTED: &[(&str, &str)] = &[
     ("readfua", "the sg engine is not supported"),
     ("hipri", "polled completions (IORING_SETUP_IOPOLL) are not supported; --poll busy-polls the completion queue"),
     ("hipri_percentage", "polled completions (IORING_SETUP_IOPOLL) are not supported"),
-    ("sqthread_poll", "the kernel's submission polling thread is not supported"),
-    ("sqthread_poll_cpu", "the kernel's submission polling thread is not supported"),
     ("force_async", "nvsched's io_uring engine does not force requests to the kernel's async workers"),
     ("nowait", "RWF_NOWAIT is not supported"),
     ("cmd_type", "io_uring passthrough commands (io_uring_cmd) are not supported"),
@@ -2701,6 +2734,11 @@ fn finish_job(job: &mut JobSpec, _warnings: &mut [String]) -> Result<(), JobFile
                 Some(option),
                 format!("job '{}': {option} needs ioengine=io_uring or libaio (as in fio)", job.name),
             ));
+        }
+    }
+    for (set, option) in [(job.sqthread_poll, "sqthread_poll"), (job.sqthread_poll_cpu.is_some(), "sqthread_poll_cpu")] {
+        if set && job.ioengine != "io_uring" {
+            return Err(err(Some(option), format!("job '{}': {option} needs ioengine=io_uring (as in fio)", job.name)));
         }
     }
     for d in 0..3 {

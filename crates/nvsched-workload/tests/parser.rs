@@ -666,3 +666,12 @@ fn hooks_are_read_and_simulation_says_it_skips_them() {
     assert!(w[0].contains("test.fio:2") && w[0].contains("exec_prerun of job 'a' is not run in simulation"), "{w:?}");
     assert!(parse("[a]\nrw=read\n").unwrap().simulation_warnings().is_empty());
 }
+
+#[test]
+fn sqthread_poll_needs_io_uring_and_simulation_says_it_changes_nothing() {
+    let f = parse("[a]\nioengine=io_uring\nsqthread_poll=1\nsqthread_poll_cpu=1\n").unwrap();
+    assert!(f.jobs[0].sqthread_poll && f.jobs[0].sqthread_poll_cpu == Some(1));
+    assert!(f.simulation_warnings()[0].contains("sqthread_poll of job 'a' has no effect in simulation"));
+    let e = parse("[a]\nioengine=libaio\nsqthread_poll=1\n").unwrap_err().to_string();
+    assert!(e.contains("sqthread_poll needs ioengine=io_uring"), "{e}");
+}

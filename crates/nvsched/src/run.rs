@@ -453,6 +453,7 @@ pub fn run_uring(
             "max_in_ring": outcome.max_in_ring,
             "completion_waits": outcome.waits,
             "ring_entries": opts.ring_entries,
+            "sqthread_poll": outcome.sq_polled,
             "cpu_user_s": outcome.cpu_user.as_secs_f64(),
             "cpu_sys_s": outcome.cpu_sys.as_secs_f64(),
             "cpu_per_io_us": outcome.cpu_per_io().as_secs_f64() * 1e6,
@@ -467,8 +468,9 @@ pub fn run_uring(
         Value::Array(entries.iter().map(|j| json!({ "jobname": j.name, "series": series_value(j) })).collect()),
     );
     let mut summary = vec![format!(
-        "nvsched: policy {policy_spec} on {} via io_uring (kernel {}), {} requests, at most {} in the ring, {:.2} us CPU per I/O",
+        "nvsched: policy {policy_spec} on {} via io_uring{} (kernel {}), {} requests, at most {} in the ring, {:.2} us CPU per I/O",
         outcome.targets.iter().map(|t| t.path.display().to_string()).collect::<Vec<_>>().join(", "),
+        if outcome.sq_polled { " with submission polling" } else { "" },
         outcome.kernel,
         outcome.requests,
         outcome.max_in_ring,

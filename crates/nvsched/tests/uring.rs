@@ -694,3 +694,27 @@ fn exec_prerun_and_postrun_run_around_the_io_and_a_failed_prerun_stops_the_run()
     assert!(!data.exists());
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn sqthread_poll_sets_up_a_polled_submission_queue_for_jobs_that_agree() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let data = d.join("sq.dat");
+    let job = |second: &str| {
+        format!(
+            "[global]\nfilename={}\nsize=1m\nrw=randread\nbs=4k\nioengine=io_uring\niodepth=4\n[a]\nsqthread_poll=1\n[b]\n{second}",
+            data.display()
+        )
+    };
+    let v = run_uring_json(&write_job(&d, "sq.fio", &job("sqthread_poll=1\n")), &[]);
+    assert_eq!(v["nvsched"]["engine_counters"]["sqthread_poll"], true);
+    assert_eq!(v["jobs"][1]["read"]["total_ios"], 256);
+    let v = run_uring_json(&write_job(&d, "plain.fio", &job("").replace("sqthread_poll=1\n", "")), &[]);
+    assert_eq!(v["nvsched"]["engine_counters"]["sqthread_poll"], false);
+    let out = nvsched(&["run", write_job(&d, "mixed.fio", &job("")).to_str().unwrap(), "--engine", "uring", "-q"]);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(!out.status.success() && err.contains("jobs 'a' and 'b' differ in sqthread_poll"), "{err}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
