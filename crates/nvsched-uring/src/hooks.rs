@@ -45,7 +45,8 @@ pub fn run_stage(jobs: &[JobSpec], stage: Stage) -> Result<(), String> {
 fn run_one(job: &str, command: &str, stage: Stage) -> Result<(), String> {
     let log = format!("{job}.{}.txt", stage.name());
     eprintln!("{job} : Saving output of {} in {log}", stage.name());
-    let out = File::create(&log).map_err(|e| format!("job '{job}': exec_{}: cannot create '{log}': {e}", stage.name()))?;
+    let out =
+        File::create(&log).map_err(|e| format!("job '{job}': exec_{}: cannot create '{log}': {e}", stage.name()))?;
     let err = out.try_clone().map_err(|e| e.to_string())?;
     let status = Command::new("sh")
         .arg("-c")

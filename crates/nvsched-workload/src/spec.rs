@@ -2519,7 +2519,10 @@ const FIO_UNSUPPORTED: &[(&str, &str)] = &[
     ("create_only", "nvsched has no layout-only mode (--keep-files keeps the files a run lays out)"),
     ("bs_unaligned", "blocks are multiples of 512 bytes, as direct I/O needs"),
     ("dedupe_global", "dedupe_mode=working_set is not supported; dedupe_mode=repeat repeats pieces within each job"),
-    ("dedupe_working_set_percentage", "dedupe_mode=working_set is not supported; dedupe_mode=repeat repeats pieces within each job"),
+    (
+        "dedupe_working_set_percentage",
+        "dedupe_mode=working_set is not supported; dedupe_mode=repeat repeats pieces within each job",
+    ),
     ("cmdprio_hint", "I/O priority hints are not modelled"),
     ("priohint", "I/O priority hints are not modelled"),
     ("verify_pattern", "nvsched verifies with its own crc32c header, not a pattern"),
@@ -2736,7 +2739,8 @@ fn finish_job(job: &mut JobSpec, _warnings: &mut [String]) -> Result<(), JobFile
             ));
         }
     }
-    for (set, option) in [(job.sqthread_poll, "sqthread_poll"), (job.sqthread_poll_cpu.is_some(), "sqthread_poll_cpu")] {
+    for (set, option) in [(job.sqthread_poll, "sqthread_poll"), (job.sqthread_poll_cpu.is_some(), "sqthread_poll_cpu")]
+    {
         if set && job.ioengine != "io_uring" {
             return Err(err(Some(option), format!("job '{}': {option} needs ioengine=io_uring (as in fio)", job.name)));
         }

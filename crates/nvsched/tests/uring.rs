@@ -688,7 +688,8 @@ fn exec_prerun_and_postrun_run_around_the_io_and_a_failed_prerun_stops_the_run()
     assert!(out.status.success());
     assert!(String::from_utf8(out.stderr).unwrap().contains("exec_prerun of job 'h' is not run in simulation"));
     // allow_file_create=0: a missing file is an error, not laid out
-    let job = write_job(&d, "n.fio", &format!("[n]\nfilename={}\nsize=1m\nrw=read\nallow_file_create=0\n", data.display()));
+    let job =
+        write_job(&d, "n.fio", &format!("[n]\nfilename={}\nsize=1m\nrw=read\nallow_file_create=0\n", data.display()));
     let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "-q"]);
     assert!(String::from_utf8(out.stderr).unwrap().contains("allow_file_create=0 forbids laying it out"));
     assert!(!data.exists());
