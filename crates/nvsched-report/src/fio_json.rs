@@ -195,11 +195,12 @@ fn job_value(job: &JobStats, group_bw: &[f64; 3], elapsed: Nanos, bins: bool) ->
         m.insert("sync".into(), json!({ "total_ios": job.sync.n, "lat_ns": lat_value(&job.sync, None, false) }));
     }
     m.insert("job_runtime".into(), json!(ms_round(job.runtime.0)));
-    m.insert("usr_cpu".into(), json!(0.0));
-    m.insert("sys_cpu".into(), json!(0.0));
-    m.insert("ctx".into(), json!(0));
-    m.insert("majf".into(), json!(0));
-    m.insert("minf".into(), json!(0));
+    let (usr, sys) = job.cpu.percentages();
+    m.insert("usr_cpu".into(), json!(usr));
+    m.insert("sys_cpu".into(), json!(sys));
+    m.insert("ctx".into(), json!(job.cpu.ctx));
+    m.insert("majf".into(), json!(job.cpu.majf));
+    m.insert("minf".into(), json!(job.cpu.minf));
     let depth_keys = ["1", "2", "4", "8", "16", "32", ">=64"];
     let batch_keys = ["0", "4", "8", "16", "32", "64", ">=64"];
     let levels = |keys: [&str; 7], lv: &[u64; 7]| {

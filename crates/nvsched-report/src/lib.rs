@@ -13,7 +13,7 @@ pub mod terse;
 
 pub use hist::FioHistogram;
 pub use recorder::{CompletedIo, JobRecorder};
-pub use stats::{DirStats, JobError, JobStats, LatStats, PercentileKinds};
+pub use stats::{CpuUsage, DirStats, JobError, JobStats, LatStats, PercentileKinds};
 
 use nvsched_core::Nanos;
 use std::io::Write;

@@ -276,6 +276,12 @@ fn group_line(out: &mut String, name: &str, g: &GroupLine) {
 }
 
 /// One line of fio's depth or batch distribution: `label: k=x.x%, ...`.
+/// fio's `cpu` line: user and system time in % of the runtime, then context switches,
+/// major and minor faults.
+fn cpu_line(out: &mut String, usr_pct: f64, sys_pct: f64, [ctx, majf, minf]: [u64; 3]) {
+    let _ = writeln!(out, "  cpu          : usr={usr_pct:.2}%, sys={sys_pct:.2}%, ctx={ctx}, majf={majf}, minf={minf}");
+}
+
 fn levels_line(out: &mut String, label: &str, keys: &[&str; 7], levels: &[u64; 7]) {
     let cells: Vec<String> = keys.iter().zip(level_percentages(levels)).map(|(k, v)| format!("{k}={v:3.1}%")).collect();
     let _ = writeln!(out, "{label}: {}", cells.join(", "));
@@ -310,6 +316,8 @@ pub fn render(r: &RunReport) -> String {
         }
         let (ns, us, ms) = latency_maps(&job.all_clat_hist());
         latency_rows(&mut out, [("nsec", &ns), ("usec", &us), ("msec", &ms)]);
+        let (usr, sys) = job.cpu.percentages();
+        cpu_line(&mut out, usr, sys, [job.cpu.ctx, job.cpu.majf, job.cpu.minf]);
         levels_line(&mut out, "  IO depths    ", &["1", "2", "4", "8", "16", "32", ">=64"], &job.depth_levels);
         let batch_keys = ["0", "4", "8", "16", "32", "64", ">=64"];
         levels_line(&mut out, "     submit    ", &batch_keys, &job.submit_levels);
@@ -524,6 +532,12 @@ mod tests {
                 |k: &str| -> LatencyMap { numeric_entries(&job[k]).into_iter().map(|(k, v)| (k, num(v))).collect() };
             let (ns, us, ms) = (map("latency_ns"), map("latency_us"), map("latency_ms"));
             latency_rows(&mut out, [("nsec", &ns), ("usec", &us), ("msec", &ms)]);
+            cpu_line(
+                &mut out,
+                num(&job["usr_cpu"]),
+                num(&job["sys_cpu"]),
+                ["ctx", "majf", "minf"].map(|k| int(&job[k])),
+            );
         }
         for (key, name) in [("read", "READ"), ("write", "WRITE")] {
             let dirs: Vec<&Value> = jobs.iter().map(|j| &j[key]).filter(|v| int(&v["total_ios"]) > 0).collect();

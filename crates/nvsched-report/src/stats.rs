@@ -308,6 +308,44 @@ pub struct JobStats {
     pub iops_window: Nanos,
     /// `significant_figures` of the normal output's IOPS, bandwidth and sizes (fio's 4).
     pub sig_figs: u8,
+    /// Host CPU the job used (real devices; zero in simulation).
+    pub cpu: CpuUsage,
+}
+
+/// CPU time a job used, as fio reports it (`usr_cpu`, `sys_cpu`, `ctx`): merged entries
+/// add times, context switches and runtimes, and the percentages are of the summed
+/// runtime, as fio computes them for a group.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CpuUsage {
+    pub user: Nanos,
+    pub sys: Nanos,
+    /// Voluntary and involuntary context switches.
+    pub ctx: u64,
+    /// Major and minor page faults.
+    pub majf: u64,
+    pub minf: u64,
+    /// The runtime the times are shares of.
+    pub runtime: Nanos,
+}
+
+impl CpuUsage {
+    /// User and system time as percentages of the runtime.
+    pub fn percentages(&self) -> (f64, f64) {
+        if self.runtime == Nanos::ZERO {
+            return (0.0, 0.0);
+        }
+        let pct = |t: Nanos| t.0 as f64 * 100.0 / self.runtime.0 as f64;
+        (pct(self.user), pct(self.sys))
+    }
+
+    fn add(&mut self, other: &CpuUsage) {
+        self.user += other.user;
+        self.sys += other.sys;
+        self.ctx += other.ctx;
+        self.majf += other.majf;
+        self.minf += other.minf;
+        self.runtime += other.runtime;
+    }
 }
 
 /// A job that failed, as fio reports it: `err=110 (func=max latency exceeded,
@@ -419,6 +457,7 @@ impl JobStats {
             bw_window: BW_WINDOW,
             iops_window: BW_WINDOW,
             sig_figs: 4,
+            cpu: CpuUsage::default(),
         }
     }
 
@@ -560,6 +599,7 @@ impl JobStats {
         self.runtime = self.runtime.max(other.runtime);
         self.clones += other.clones;
         self.ramp_dropped += other.ramp_dropped;
+        self.cpu.add(&other.cpu);
         if self.error.is_none() {
             self.error.clone_from(&other.error);
         }
@@ -627,6 +667,27 @@ mod tests {
         }
         assert!((s.mean() - 5.0).abs() < 1e-12);
         assert!((s.stddev() - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn cpu_of_a_group_is_its_summed_time_over_its_summed_runtime() {
+        let mut a = JobStats::new("a", 0, Vec::new(), 1);
+        let mut b = a.clone();
+        let secs = Nanos::from_secs;
+        a.cpu = CpuUsage {
+            user: Nanos::from_ms(100),
+            sys: Nanos::from_ms(400),
+            ctx: 10,
+            runtime: secs(1),
+            ..CpuUsage::default()
+        };
+        b.cpu =
+            CpuUsage { user: Nanos::from_ms(300), sys: Nanos::ZERO, ctx: 5, runtime: secs(3), ..CpuUsage::default() };
+        assert_eq!(a.cpu.percentages(), (10.0, 40.0));
+        a.merge(&b);
+        assert_eq!(a.cpu.percentages(), (10.0, 10.0));
+        assert_eq!(a.cpu.ctx, 15);
+        assert_eq!(CpuUsage::default().percentages(), (0.0, 0.0), "no runtime: 0%, as in simulation");
     }
 
     #[test]

@@ -62,7 +62,8 @@ pub fn render(r: &RunReport) -> String {
             // under unified_rw_reporting=mixed fio's line has the one mixed direction
             ddir(&mut out, &job.dirs[1], job, bw[1]);
         }
-        out.push_str(";0.000000%;0.000000%;0;0;0");
+        let (usr, sys) = job.cpu.percentages();
+        let _ = write!(out, ";{usr:.6}%;{sys:.6}%;{};{};{}", job.cpu.ctx, job.cpu.majf, job.cpu.minf);
         for p in level_percentages(&job.depth_levels) {
             let _ = write!(out, ";{p:.1}%");
         }

@@ -7,7 +7,7 @@ use crate::{CloneOutcome, TargetInfo, UringOptions, UringOutcome};
 use io_uring::{opcode, squeue, types, IoUring};
 use nvsched_core::{Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, Inserted, Request, RequestId, Scheduler};
-use nvsched_report::{CompletedIo, JobRecorder};
+use nvsched_report::{CompletedIo, CpuUsage, JobRecorder};
 use nvsched_workload::steadystate::SteadyStates;
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, wait_for_targets, Tenants};
 use nvsched_workload::{BufferFiller, ExitWhat, FlowGroups, IoUnit, JobDriver, JobSpec, Poll, Region};
@@ -143,7 +143,16 @@ struct Engine {
     waits: u64,
 }
 
-fn usage() -> (Duration, Duration) {
+/// The process's CPU time, context switches and page faults so far (getrusage).
+#[derive(Clone, Copy, Debug)]
+struct Usage {
+    user: Duration,
+    sys: Duration,
+    /// Context switches, major and minor faults.
+    counts: [u64; 3],
+}
+
+fn usage() -> Usage {
     // SAFETY: getrusage fills the zeroed struct.
     let ru = unsafe {
         let mut ru: libc::rusage = std::mem::zeroed();
@@ -151,7 +160,33 @@ fn usage() -> (Duration, Duration) {
         ru
     };
     let tv = |t: libc::timeval| Duration::new(t.tv_sec as u64, (t.tv_usec as u32) * 1000);
-    (tv(ru.ru_utime), tv(ru.ru_stime))
+    Usage {
+        user: tv(ru.ru_utime),
+        sys: tv(ru.ru_stime),
+        counts: [ru.ru_nvcsw + ru.ru_nivcsw, ru.ru_majflt, ru.ru_minflt].map(|c| c as u64),
+    }
+}
+
+/// fio reports each job's CPU from its own thread; here one thread runs every job, so
+/// its CPU time, context switches and faults over the jobs' I/O are split among the
+/// clones by their share of the requests.
+fn attribute_cpu(clones: &mut [CloneState], start: Usage, end: Usage) {
+    let requests = |c: &CloneState| c.rec.stats.total_ios() + c.rec.stats.sync.n;
+    let total = clones.iter().map(requests).sum::<u64>().max(1) as f64;
+    for c in clones {
+        let share = requests(c) as f64 / total;
+        let time = |a: Duration, b: Duration| Nanos((b.saturating_sub(a).as_nanos() as f64 * share) as u64);
+        let count = |k: usize| (end.counts[k].saturating_sub(start.counts[k]) as f64 * share).round() as u64;
+        let stats = &mut c.rec.stats;
+        stats.cpu = CpuUsage {
+            user: time(start.user, end.user),
+            sys: time(start.sys, end.sys),
+            ctx: count(0),
+            majf: count(1),
+            minf: count(2),
+            runtime: stats.runtime,
+        };
+    }
 }
 
 /// Runs the jobs on real files or devices.
@@ -342,7 +377,7 @@ fn run_on(
             size: t.size,
         })
         .collect();
-    let (u0, s0) = usage();
+    let usage_start = usage();
     let clone_count = clones.len();
     let mut e = Engine {
         ring,
@@ -375,8 +410,9 @@ fn run_on(
     for (k, c) in e.clones.iter_mut().enumerate() {
         c.rec.finish(&c.driver, end, e.steady.report(k as u32))?;
     }
+    attribute_cpu(&mut e.clones, usage_start, usage());
     let (verify_errors, verified_blocks) = e.verify_phase()?;
-    let (u1, s1) = usage();
+    let usage_end = usage();
     Ok(UringOutcome {
         clones: e
             .clones
@@ -402,8 +438,8 @@ fn run_on(
         verified_blocks,
         kernel: targets::kernel_release(),
         targets: target_info,
-        cpu_user: u1.saturating_sub(u0),
-        cpu_sys: s1.saturating_sub(s0),
+        cpu_user: usage_end.user.saturating_sub(usage_start.user),
+        cpu_sys: usage_end.sys.saturating_sub(usage_start.sys),
         tenants: tenants.named,
     })
 }

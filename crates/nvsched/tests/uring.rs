@@ -719,3 +719,36 @@ fn sqthread_poll_sets_up_a_polled_submission_queue_for_jobs_that_agree() {
     assert!(!out.status.success() && err.contains("jobs 'a' and 'b' differ in sqthread_poll"), "{err}");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn jobs_report_the_cpu_they_used_split_by_their_requests() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let job = write_job(
+        &d,
+        "cpu.fio",
+        &format!(
+            "[global]\nfilename={}\nsize=4m\nbs=4k\nioengine=io_uring\n[big]\nrw=randread\n[small]\nrw=read\nio_size=1m\n",
+            d.join("cpu.dat").display()
+        ),
+    );
+    let v = run_uring_json(&job, &[]);
+    let cpu = |j: usize| {
+        let job = &v["jobs"][j];
+        (job["usr_cpu"].as_f64().unwrap() + job["sys_cpu"].as_f64().unwrap(), job["ctx"].as_u64().unwrap())
+    };
+    let ((big_pct, big_ctx), (small_pct, small_ctx)) = (cpu(0), cpu(1));
+    assert!(big_pct > 0.0 && big_pct <= 100.0 * 1.05 && small_pct > 0.0, "{big_pct} {small_pct}");
+    // 1024 and 256 requests: four times the context switches (rounded)
+    assert!(big_ctx > 0 && (big_ctx as f64 / small_ctx.max(1) as f64 - 4.0).abs() < 0.1, "{big_ctx} {small_ctx}");
+    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "-q"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.lines().any(|l| l.starts_with("  cpu          : usr=") && l.contains(", ctx=")), "{text}");
+    // the simulator has no host CPU to report: zeros, as in fio's fields
+    let out = nvsched(&["run", job.to_str().unwrap(), "--output-format=json", "-q"]);
+    let sim: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((sim["jobs"][0]["usr_cpu"].as_f64(), sim["jobs"][0]["ctx"].as_u64()), (Some(0.0), Some(0)));
+    std::fs::remove_dir_all(&d).unwrap();
+}
