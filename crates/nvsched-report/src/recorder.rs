@@ -15,6 +15,8 @@ pub struct CompletedIo {
     pub op: Op,
     pub len_bytes: u32,
     pub offset_bytes: u64,
+    /// Which of the clone's files (0 unless the job has several).
+    pub file: u16,
     pub prio: IoPrio,
     /// When the job issued it.
     pub created: Nanos,
@@ -175,12 +177,13 @@ impl JobRecorder {
         }
         self.stats.error = failed.map(|f| match f {
             Failure::Latency(limit) => {
-                let file = driver.spec.file_name(driver.clone_index);
+                let file = driver.spec.file_name_of(driver.clone_index, u32::from(io.file));
                 JobError::latency_exceeded(now - io.created, limit, &file, io.op, io.offset_bytes, io.len_bytes)
             }
             Failure::MinRate(detail) => JobError::min_rate(detail),
             Failure::Io(errno) => {
-                JobError::io(errno, &driver.spec.file_name(driver.clone_index), io.op, io.offset_bytes, io.len_bytes)
+                let file = driver.spec.file_name_of(driver.clone_index, u32::from(io.file));
+                JobError::io(errno, &file, io.op, io.offset_bytes, io.len_bytes)
             }
         });
     }
@@ -216,7 +219,15 @@ mod tests {
     use super::*;
 
     fn io(op: Op, prio: IoPrio) -> CompletedIo {
-        CompletedIo { op, len_bytes: 4096, offset_bytes: 0, prio, created: Nanos(1_000), inserted: Nanos(3_000) }
+        CompletedIo {
+            op,
+            len_bytes: 4096,
+            offset_bytes: 0,
+            file: 0,
+            prio,
+            created: Nanos(1_000),
+            inserted: Nanos(3_000),
+        }
     }
 
     fn recorder(per_prio: bool, sync_engine: bool) -> JobRecorder {

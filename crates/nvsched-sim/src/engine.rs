@@ -130,6 +130,8 @@ struct RqRecord {
     /// The op and size the job issued (the request may grow by merging).
     op: Op,
     len: u32,
+    /// Which of the job clone's files (for error messages).
+    file: u16,
     created: Nanos,
     inserted: Nanos,
     dispatched: Nanos,
@@ -223,8 +225,8 @@ impl<'o> Simulation<'o> {
             for clone in 0..spec.numjobs {
                 ordinal += 1;
                 let seed = clone_seed(spec, ordinal, input.seed);
-                let region = regions[job_index][clone as usize];
-                let mut driver = JobDriver::new(spec_arc.clone(), clone, region, seed).map_err(SimError)?;
+                let clone_regions = &regions[job_index][clone as usize];
+                let mut driver = JobDriver::new(spec_arc.clone(), clone, clone_regions, seed).map_err(SimError)?;
                 flows.attach(&mut driver);
                 let mut rec = JobRecorder::for_job(spec, reporting_group, ordinal as u32, per_prio[job_index])
                     .map_err(SimError)?;
@@ -529,6 +531,7 @@ impl<'o> Simulation<'o> {
                     job: 0,
                     op: Op::Read,
                     len: 0,
+                    file: 0,
                     created: Nanos::ZERO,
                     inserted: Nanos::ZERO,
                     dispatched: Nanos::ZERO,
@@ -579,6 +582,7 @@ impl<'o> Simulation<'o> {
             rec.job = j;
             rec.op = unit.op;
             rec.len = unit.len_bytes;
+            rec.file = unit.file;
             rec.created = self.now;
             rec.merged_next = NONE;
             rec.state = RqState::Submitting;
@@ -787,6 +791,7 @@ impl<'o> Simulation<'o> {
             op: rec.op,
             len_bytes: rec.len,
             offset_bytes: rec.rq.offset_bytes,
+            file: rec.file,
             prio: rec.rq.prio,
             created: rec.created,
             inserted: rec.inserted,

@@ -18,12 +18,16 @@ fn is_device_path(name: &str) -> bool {
     name.starts_with("/dev/")
 }
 
-/// Places every file and returns each clone's region, in job then clone order.
-pub fn place(jobs: &[JobSpec], capacity: u64) -> Result<(Vec<PlacedFile>, Vec<Vec<Region>>), String> {
+/// Each clone's regions, one per file it works on.
+pub type CloneRegions = Vec<Region>;
+
+/// Places every file and returns each clone's regions (one per file of the clone), in
+/// job then clone order.
+pub fn place(jobs: &[JobSpec], capacity: u64) -> Result<(Vec<PlacedFile>, Vec<Vec<CloneRegions>>), String> {
     let mut files: Vec<PlacedFile> = Vec::new();
     for spec in jobs {
-        for clone in 0..spec.numjobs {
-            let name = spec.file_name(clone);
+        for (clone, filenum) in clone_files(spec) {
+            let name = spec.file_name_of(clone, filenum);
             let len = if is_device_path(&name) {
                 capacity
             } else {
@@ -55,14 +59,23 @@ pub fn place(jobs: &[JobSpec], capacity: u64) -> Result<(Vec<PlacedFile>, Vec<Ve
     for spec in jobs {
         let mut clone_regions = Vec::with_capacity(spec.numjobs as usize);
         for clone in 0..spec.numjobs {
-            let name = spec.file_name(clone);
-            let file = files.iter().find(|f| f.name == name).expect("placed above");
-            let r = spec.clone_region(clone, &file.name, file.len)?;
-            clone_regions.push(Region { start: file.start + r.start, len: r.len });
+            let mut regions = Vec::with_capacity(spec.files_per_clone() as usize);
+            for filenum in 0..spec.files_per_clone() {
+                let name = spec.file_name_of(clone, filenum);
+                let file = files.iter().find(|f| f.name == name).expect("placed above");
+                let r = spec.clone_region(clone, &file.name, file.len)?;
+                regions.push(Region { start: file.start + r.start, len: r.len });
+            }
+            clone_regions.push(regions);
         }
         regions.push(clone_regions);
     }
     Ok((files, regions))
+}
+
+/// Every (clone, file number) of a job.
+fn clone_files(spec: &JobSpec) -> impl Iterator<Item = (u32, u32)> + '_ {
+    (0..spec.numjobs).flat_map(move |clone| (0..spec.files_per_clone()).map(move |f| (clone, f)))
 }
 
 #[cfg(test)]
@@ -83,24 +96,37 @@ mod tests {
             jobs("[a]\nsize=1m\nnumjobs=2\n[b]\nfilename=shared\nsize=3m\n[c]\nfilename=shared\nsize=1m\noffset=1m\n");
         let (files, regions) = place(&j, 1 << 30).unwrap();
         assert_eq!(files.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), vec!["a.0.0", "a.1.0", "shared"]);
-        assert_eq!(regions[0][1], Region { start: 1 << 20, len: 1 << 20 });
-        assert_eq!(regions[1][0], Region { start: 2 << 20, len: 3 << 20 });
-        assert_eq!(regions[2][0], Region { start: 3 << 20, len: 1 << 20 });
+        assert_eq!(regions[0][1], [Region { start: 1 << 20, len: 1 << 20 }]);
+        assert_eq!(regions[1][0], [Region { start: 2 << 20, len: 3 << 20 }]);
+        assert_eq!(regions[2][0], [Region { start: 3 << 20, len: 1 << 20 }]);
+    }
+
+    #[test]
+    fn several_files_per_clone_share_the_size_and_are_laid_out_each() {
+        // nrfiles: NAME.CLONE.FILENUM, size divided among them, as fio names and sizes them
+        let j = jobs("[a]\nsize=3m\nnrfiles=3\nnumjobs=2\n[b]\nfilename=x:y\nsize=2m\n");
+        let (files, regions) = place(&j, 1 << 30).unwrap();
+        let names: Vec<&str> = files.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["a.0.0", "a.0.1", "a.0.2", "a.1.0", "a.1.1", "a.1.2", "x", "y"]);
+        assert!(files.iter().all(|f| f.len == 1 << 20));
+        assert_eq!(regions[0][1].len(), 3);
+        assert_eq!(regions[0][1][2], Region { start: 5 << 20, len: 1 << 20 });
+        assert_eq!(regions[1][0], [Region { start: 6 << 20, len: 1 << 20 }, Region { start: 7 << 20, len: 1 << 20 }]);
     }
 
     #[test]
     fn device_paths_cover_the_device() {
         let j = jobs("[a]\nfilename=/dev/nvme0n1\n[b]\nfilename=/dev/nvme0n1\nsize=50%\noffset=50%\n");
         let (_, regions) = place(&j, 1 << 30).unwrap();
-        assert_eq!(regions[0][0], Region { start: 0, len: 1 << 30 });
-        assert_eq!(regions[1][0], Region { start: 1 << 29, len: 1 << 29 });
+        assert_eq!(regions[0][0], [Region { start: 0, len: 1 << 30 }]);
+        assert_eq!(regions[1][0], [Region { start: 1 << 29, len: 1 << 29 }]);
     }
 
     #[test]
     fn offset_increment_separates_clones() {
         let j = jobs("[a]\nfilename=/dev/x\nsize=1m\nnumjobs=3\noffset_increment=10m\n");
         let (_, regions) = place(&j, 1 << 30).unwrap();
-        let starts: Vec<u64> = regions[0].iter().map(|r| r.start).collect();
+        let starts: Vec<u64> = regions[0].iter().map(|r| r[0].start).collect();
         assert_eq!(starts, vec![0, 10 << 20, 20 << 20]);
     }
 
@@ -109,7 +135,7 @@ mod tests {
         // 33% of 10 MiB is 3460300.8 bytes; fio 3.33 starts at 3461120 (4 KiB blocks) and
         // at 3473408 with offset_align=64k
         let base = "[a]\nfilename=/dev/x\nsize=1m\noffset=33%\nbs=4k\n";
-        let start = |extra: &str| place(&jobs(&format!("{base}{extra}")), 10 << 20).unwrap().1[0][0].start;
+        let start = |extra: &str| place(&jobs(&format!("{base}{extra}")), 10 << 20).unwrap().1[0][0][0].start;
         assert_eq!(start(""), 3_461_120);
         assert_eq!(start("offset_align=64k\n"), 3_473_408);
         assert_eq!(start("bs=16k\n"), 3_473_408);

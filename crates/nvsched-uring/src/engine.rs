@@ -65,7 +65,10 @@ struct Slot {
     clone: u32,
     op: Op,
     len: u32,
+    /// Where in its file (`rq.offset_bytes` is in the policy's view, see `TARGET_SHIFT`).
     offset: u64,
+    /// Which of its clone's files.
+    file: u16,
     created: Nanos,
     inserted: Nanos,
     dispatched: Nanos,
@@ -84,7 +87,8 @@ struct CloneState {
     driver: JobDriver,
     /// Statistics and log files.
     rec: JobRecorder,
-    target: usize,
+    /// Its files' indices in `Engine::targets`.
+    targets: Vec<usize>,
     job_index: usize,
     reporting_group: u32,
     nice: i8,
@@ -198,8 +202,8 @@ pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions)
             return Err(format!("job '{}': trim is not supported by the uring engine", spec.name));
         }
         let writes = !spec.verify_only && (spec.writes_data() || spec.fsync_every > 0 || spec.fdatasync_every > 0);
-        for clone in 0..spec.numjobs {
-            let name = spec.file_name(clone);
+        for (clone, filenum) in (0..spec.numjobs).flat_map(|c| (0..spec.files_per_clone()).map(move |f| (c, f))) {
+            let name = spec.file_name_of(clone, filenum);
             if !spec.allow_file_create && !Path::new(&name).exists() {
                 return Err(format!(
                     "job '{}': '{name}' does not exist, and allow_file_create=0 forbids laying it out",
@@ -254,6 +258,10 @@ pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions)
     cleanup(&targets_open, opts.keep_files);
     result
 }
+
+/// Requests to target k carry offsets from `k << TARGET_SHIFT` in the policy's view
+/// (256 TiB per target), as the simulator lays files end to end.
+const TARGET_SHIFT: u32 = 48;
 
 /// How long the kernel's submission polling thread spins without work before it sleeps.
 const SQPOLL_IDLE_MS: u32 = 1000;
@@ -326,12 +334,17 @@ fn run_on(
         let arc = Arc::new(spec.clone());
         for clone in 0..spec.numjobs {
             ordinal += 1;
-            let name = spec.file_name(clone);
-            let target = targets.iter().position(|t| t.path.as_path() == Path::new(&name)).expect("opened above");
-            let t = &targets[target];
-            let region = spec.clone_region(clone, &name, t.size)?;
+            let mut file_targets = Vec::new();
+            let mut regions = Vec::new();
+            for filenum in 0..spec.files_per_clone() {
+                let name = spec.file_name_of(clone, filenum);
+                let target = targets.iter().position(|t| t.path.as_path() == Path::new(&name)).expect("opened above");
+                regions.push(spec.clone_region(clone, &name, targets[target].size)?);
+                file_targets.push(target);
+            }
+            let region = regions[0];
             let seed = clone_seed(spec, ordinal, opts.seed);
-            let mut driver = JobDriver::new(arc.clone(), clone, region, seed)?;
+            let mut driver = JobDriver::new(arc.clone(), clone, &regions, seed)?;
             flows.attach(&mut driver);
             phases.last_mut().expect("one phase").push(clones.len() as u32);
             let mut rec = JobRecorder::for_job(spec, reporting_group, ordinal as u32, per_prio[job_index])?;
@@ -339,7 +352,7 @@ fn run_on(
             clones.push(CloneState {
                 driver,
                 rec,
-                target,
+                targets: file_targets,
                 job_index,
                 reporting_group,
                 nice: spec.nice,
@@ -658,6 +671,7 @@ impl Engine {
             dispatched: Nanos::ZERO,
             buf: AlignedBuf::new(self.max_bs),
             merged_next: NONE,
+            file: 0,
             generation: 0,
             state: State::Free,
             iov: Vec::new(),
@@ -699,7 +713,9 @@ impl Engine {
         s.rq = Request {
             id: RequestId(u64::from(slot) | (u64::from(s.generation) << 32)),
             op: unit.op,
-            offset_bytes: unit.offset_bytes,
+            // each target has its own range of offsets, so the policy never merges
+            // requests to different files
+            offset_bytes: ((clone.targets[unit.file as usize] as u64) << TARGET_SHIFT) + unit.offset_bytes,
             len_bytes: unit.len_bytes,
             sync: unit.op != Op::Write || clone.write_sync,
             fua: clone.driver.fua() && unit.op == Op::Write,
@@ -714,6 +730,7 @@ impl Engine {
         s.op = unit.op;
         s.len = unit.len_bytes;
         s.offset = unit.offset_bytes;
+        s.file = unit.file;
         s.created = now;
         s.inserted = now;
         s.merged_next = NONE;
@@ -758,7 +775,7 @@ impl Engine {
     fn build_sqe(&mut self, slot: u32) -> squeue::Entry {
         let s = &self.slots[slot as usize];
         let clone = &self.clones[s.clone as usize];
-        let fd = types::Fd(self.targets[clone.target].0);
+        let fd = types::Fd(self.targets[clone.targets[s.file as usize]].0);
         let ioprio = s.rq.prio.to_raw();
         let entry = match s.op {
             Op::Flush => {
@@ -893,7 +910,8 @@ impl Engine {
                 let io = CompletedIo {
                     op: s.op,
                     len_bytes: s.len,
-                    offset_bytes: s.rq.offset_bytes,
+                    offset_bytes: s.offset,
+                    file: s.file,
                     prio: s.rq.prio,
                     created: s.created,
                     inserted: s.inserted,
@@ -937,8 +955,9 @@ impl Engine {
                 c.written.iter().map(|(&off, &(len, g))| (off, len, Some(g))).collect()
             };
             let fatal = c.driver.spec.verify_fatal;
-            let fd = types::Fd(self.targets[c.target].0);
-            let path = self.targets[c.target].1.display().to_string();
+            // verify jobs have one file
+            let fd = types::Fd(self.targets[c.targets[0]].0);
+            let path = self.targets[c.targets[0]].1.display().to_string();
             let depth = 16usize;
             let bufs: Vec<AlignedBuf> = (0..depth).map(|_| AlignedBuf::new(self.max_bs)).collect();
             let errors_before = errors.len();

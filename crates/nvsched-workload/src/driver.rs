@@ -5,8 +5,9 @@
 use crate::flow::FlowShare;
 use crate::gen::{IoGenerator, IoUnit, Region};
 use crate::latency_target::{LatencyProbe, Verdict};
-use crate::spec::{EngineKind, JobSpec, RateProcess};
+use crate::spec::{EngineKind, FileService, JobSpec, RateProcess};
 use crate::trace::{place, DeviceSpan, Placement};
+use nvsched_core::rng::mix64;
 use nvsched_core::{IoPrio, Nanos, Op, SimRng};
 use std::sync::Arc;
 
@@ -36,7 +37,11 @@ pub enum Poll {
 pub struct JobDriver {
     pub spec: Arc<JobSpec>,
     pub clone_index: u32,
+    /// The generator of the file the next I/O goes to.
     gen: IoGenerator,
+    /// The clone's other files, with several (`nrfiles`, `filename=a:b`; boxed: most
+    /// jobs have one).
+    files: Option<Box<FileSet>>,
     depth: u32,
     batch: u32,
     inflight: u32,
@@ -202,10 +207,20 @@ enum FlushDue {
 }
 
 impl JobDriver {
-    /// `seed` is specific to this clone; `region` is where its I/O goes.
-    pub fn new(spec: Arc<JobSpec>, clone_index: u32, region: Region, seed: u64) -> Result<JobDriver, String> {
+    /// `seed` is specific to this clone; `regions` is where its I/O goes, one per file
+    /// (one unless the job has several files).
+    pub fn new(spec: Arc<JobSpec>, clone_index: u32, regions: &[Region], seed: u64) -> Result<JobDriver, String> {
+        let region = regions[0];
         let gen = IoGenerator::new(&spec, region, seed)?;
-        let size = spec.size.map_or(region.len, |s| s.resolve(region.len)).min(region.len);
+        let files = match regions.len() {
+            1 => None,
+            _ => Some(Box::new(FileSet::new(&spec, regions, seed)?)),
+        };
+        // several files share the job's size (each region already holds its share)
+        let size = match &files {
+            None => spec.size.map_or(region.len, |s| s.resolve(region.len)).min(region.len),
+            Some(_) => regions.iter().map(|r| r.len).sum(),
+        };
         let replay = spec.trace().map(|t| {
             Box::new(Replay {
                 spans: t.device_spans(spec.replay.devices, size),
@@ -245,6 +260,7 @@ impl JobDriver {
             spec,
             clone_index,
             gen,
+            files,
             inflight: 0,
             issued_bytes: 0,
             io_limit,
@@ -423,7 +439,8 @@ impl JobDriver {
         self.flush_due = FlushDue::No;
         self.last_was_flush = true;
         self.inflight += 1;
-        out.push(IoUnit { op: Op::Flush, offset_bytes: 0, len_bytes: 0, prio: self.prio });
+        let file = self.files.as_ref().map_or(0, |f| f.current as u16);
+        out.push(IoUnit { op: Op::Flush, offset_bytes: 0, len_bytes: 0, prio: self.prio, file });
         Poll::Ready
     }
 
@@ -471,6 +488,10 @@ impl JobDriver {
                     } else {
                         let mut unit = self.gen.next_unit();
                         unit.prio = self.prio_of(unit.op, unit.len_bytes);
+                        if let Some(files) = &mut self.files {
+                            unit.file = files.current as u16;
+                            files.after(&mut self.gen, unit.len_bytes);
+                        }
                         Some(unit)
                     };
                     let Some(unit) = next else {
@@ -636,7 +657,7 @@ impl JobDriver {
             Some(p) if self.spec.replay.trace_ioprio => p,
             _ => self.prio_of(rec.op, rec.len_bytes),
         };
-        Some(IoUnit { op: rec.op, offset_bytes: offset, len_bytes: rec.len_bytes, prio })
+        Some(IoUnit { op: rec.op, offset_bytes: offset, len_bytes: rec.len_bytes, prio, file: 0 })
     }
 
     /// When the replayed unit just taken is not due yet, its time; else counts it as
@@ -913,6 +934,82 @@ fn reap_until(depth: u32, low: u32, batch_min: u32) -> u32 {
     }
 }
 
+/// The files of a clone with several: a generator each (the current one lives in the
+/// driver, the others are parked here), and fio's `file_service_type` choosing the
+/// next. A file whose region has been covered this pass is skipped until every file
+/// has been (then a new pass begins), so each gets its share, as fio retires done files.
+#[derive(Debug)]
+struct FileSet {
+    parked: Vec<Option<IoGenerator>>,
+    current: usize,
+    service: FileService,
+    /// I/Os left on the current file before the next is chosen (round robin, random).
+    left: u32,
+    /// Bytes issued to each file this pass, and each file's region length.
+    done_bytes: Vec<u64>,
+    region_len: Vec<u64>,
+    rng: SimRng,
+}
+
+impl FileSet {
+    fn new(spec: &JobSpec, regions: &[Region], seed: u64) -> Result<FileSet, String> {
+        let mut parked = vec![None];
+        for (k, r) in regions.iter().enumerate().skip(1) {
+            parked.push(Some(IoGenerator::new(spec, *r, mix64(seed ^ (k as u64).wrapping_mul(0x9e37_79b9)))?));
+        }
+        let turn = match spec.file_service {
+            FileService::RoundRobin(n) | FileService::Random(n) => n,
+            FileService::Sequential => u32::MAX,
+        };
+        Ok(FileSet {
+            parked,
+            current: 0,
+            service: spec.file_service,
+            left: turn,
+            done_bytes: vec![0; regions.len()],
+            region_len: regions.iter().map(|r| r.len).collect(),
+            rng: SimRng::stream(seed, 9),
+        })
+    }
+
+    fn covered(&self, k: usize) -> bool {
+        self.done_bytes[k] >= self.region_len[k]
+    }
+
+    /// After an I/O of `len` bytes to the current file: moves `gen` to the next file
+    /// when the service type says so.
+    fn after(&mut self, gen: &mut IoGenerator, len: u32) {
+        self.done_bytes[self.current] += u64::from(len);
+        self.left = self.left.saturating_sub(1);
+        let switch = match self.service {
+            FileService::Sequential => self.covered(self.current),
+            _ => self.left == 0 || self.covered(self.current),
+        };
+        if !switch {
+            return;
+        }
+        if (0..self.parked.len()).all(|k| self.covered(k)) {
+            self.done_bytes.iter_mut().for_each(|b| *b = 0);
+        }
+        let n = self.parked.len();
+        let open: Vec<usize> = (0..n).filter(|&k| !self.covered(k)).collect();
+        let next = match self.service {
+            FileService::Random(_) => open[self.rng.below(open.len() as u64) as usize],
+            _ => (1..=n).map(|step| (self.current + step) % n).find(|k| open.contains(k)).unwrap_or(self.current),
+        };
+        self.left = match self.service {
+            FileService::RoundRobin(t) | FileService::Random(t) => t,
+            FileService::Sequential => u32::MAX,
+        };
+        if next != self.current {
+            let mut other = self.parked[next].take().expect("a parked generator");
+            std::mem::swap(gen, &mut other);
+            self.parked[self.current] = Some(other);
+            self.current = next;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -922,7 +1019,7 @@ mod tests {
 
     fn driver(text: &str) -> JobDriver {
         let spec = parse_job_str(text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0);
-        let mut d = JobDriver::new(Arc::new(spec), 0, Region { start: 0, len: 1 << 30 }, 1).unwrap();
+        let mut d = JobDriver::new(Arc::new(spec), 0, &[Region { start: 0, len: 1 << 30 }], 1).unwrap();
         d.start(Nanos::ZERO);
         d
     }
@@ -950,6 +1047,48 @@ mod tests {
         let share = f64::from(reads_rt) / f64::from(reads);
         assert!((0.28..0.32).contains(&share), "{reads_rt} of {reads} reads");
         assert_eq!(writes_rt, writes, "100% of the writes");
+    }
+
+    /// (file, block) of every I/O a three-file job issues, completing each at once.
+    fn file_order(service: &str) -> Vec<(u16, u64)> {
+        let text = format!("[j]\nsize=48k\nnrfiles=3\nbs=4k\nrw=write\nfile_service_type={service}\n");
+        let spec = parse_job_str(&text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0);
+        let regions: Vec<Region> = (0..3).map(|k| Region { start: k << 20, len: 16 << 10 }).collect();
+        let mut d = JobDriver::new(Arc::new(spec), 0, &regions, 1).unwrap();
+        d.start(Nanos::ZERO);
+        let mut out = Vec::new();
+        let mut order = Vec::new();
+        for t in 1..100u64 {
+            out.clear();
+            if d.poll(Nanos(t), &mut out) == Poll::Finished {
+                break;
+            }
+            for u in &out {
+                assert_eq!(u64::from(u.file), u.offset_bytes >> 20, "the unit names its file");
+                order.push((u.file, (u.offset_bytes & 0xfffff) / 4096));
+                d.on_complete(Nanos(t), u.op, u.len_bytes, Nanos::ZERO);
+            }
+        }
+        order
+    }
+
+    #[test]
+    fn several_files_are_served_in_fios_order() {
+        // fio 3.33's write_iolog for nrfiles=3, size=48k, bs=4k, rw=write (psync)
+        let rr = [(0, 0), (1, 0), (2, 0), (0, 1), (1, 1), (2, 1), (0, 2), (1, 2), (2, 2), (0, 3), (1, 3), (2, 3)];
+        assert_eq!(file_order("roundrobin"), rr);
+        let seq = [(0, 0), (0, 1), (0, 2), (0, 3), (1, 0), (1, 1), (1, 2), (1, 3), (2, 0), (2, 1), (2, 2), (2, 3)];
+        assert_eq!(file_order("sequential"), seq);
+        let rr2 = [(0, 0), (0, 1), (1, 0), (1, 1), (2, 0), (2, 1), (0, 2), (0, 3), (1, 2), (1, 3), (2, 2), (2, 3)];
+        assert_eq!(file_order("roundrobin:2"), rr2);
+        // random: fio's draws differ, but each file gets its four blocks, in order
+        let random = file_order("random");
+        assert_eq!(random.len(), 12);
+        for f in 0..3 {
+            let blocks: Vec<u64> = random.iter().filter(|(file, _)| *file == f).map(|(_, b)| *b).collect();
+            assert_eq!(blocks, [0, 1, 2, 3], "{random:?}");
+        }
+        assert_ne!(random, rr, "random is not round robin");
     }
 
     #[test]

@@ -12,6 +12,8 @@ pub struct IoUnit {
     pub len_bytes: u32,
     /// The priority it is issued with (the driver's choice: the job's, or `cmdprio`'s).
     pub prio: IoPrio,
+    /// Which of the clone's files it goes to (0 unless the job has several).
+    pub file: u16,
 }
 
 /// The byte range of the device a job clone works in.
@@ -203,7 +205,8 @@ impl IoGenerator {
         if self.identical {
             self.last_start[d] = rel;
         }
-        let unit = IoUnit { op, offset_bytes: self.region.start + rel, len_bytes: len, prio: IoPrio::default() };
+        let unit =
+            IoUnit { op, offset_bytes: self.region.start + rel, len_bytes: len, prio: IoPrio::default(), file: 0 };
         if self.pattern.is_trimwrite() {
             self.trimmed = Some(unit);
         }

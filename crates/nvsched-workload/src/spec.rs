@@ -11,6 +11,17 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+/// `file_service_type`: which of a clone's files the next I/O goes to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileService {
+    /// The next file after this many I/Os.
+    RoundRobin(u32),
+    /// Each file to the end of its region, then the next.
+    Sequential,
+    /// A file drawn at random after this many I/Os.
+    Random(u32),
+}
+
 /// The access pattern of `rw=`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pattern {
@@ -295,6 +306,12 @@ pub struct JobSpec {
     pub randseed: u64,
     pub randrepeat: bool,
     pub filename: Option<String>,
+    /// `filename=a:b:c`: the names after the first (each clone works on every one).
+    pub more_filenames: Vec<String>,
+    /// `nrfiles`: files per clone when the names are generated (`NAME.CLONE.FILENUM`).
+    pub nrfiles: u32,
+    /// `file_service_type`: how a clone with several files picks the next one.
+    pub file_service: FileService,
     /// `directory`: prefixes of the job's file names (fio's `a:b` list).
     pub directory: Vec<String>,
     pub kb_base: KbBase,
@@ -539,6 +556,9 @@ impl JobSpec {
             randseed: DEFAULT_RANDSEED,
             randrepeat: true,
             filename: None,
+            more_filenames: Vec::new(),
+            nrfiles: 1,
+            file_service: FileService::RoundRobin(1),
             directory: Vec::new(),
             kb_base: KbBase::Binary,
             precondition: None,
@@ -721,8 +741,21 @@ impl JobSpec {
                 self.name, self.at
             ));
         }
-        let len = self.size.map_or(file_len - offset, |s| s.resolve(file_len)).min(file_len - offset);
+        let len = self.size_per_file().map_or(file_len - offset, |s| s.resolve(file_len)).min(file_len - offset);
         Ok(crate::Region { start: offset, len })
+    }
+
+    /// `size` of each of a clone's files: with several, fio divides it among them (down
+    /// to a multiple of the smallest block).
+    fn size_per_file(&self) -> Option<SizeOrPercent> {
+        let files = u64::from(self.files_per_clone());
+        match self.size? {
+            SizeOrPercent::Bytes(b) if files > 1 => {
+                let bs = u64::from(self.min_bs()).max(1);
+                Some(SizeOrPercent::Bytes(b / files / bs * bs))
+            }
+            other => Some(other),
+        }
     }
 
     /// Bytes the file of clone `clone` must hold (`filesize`, or the end of its region;
@@ -737,7 +770,7 @@ impl JobSpec {
         if let Some(bytes) = self.replay_bytes() {
             return Some(offset + bytes);
         }
-        match self.size? {
+        match self.size_per_file()? {
             SizeOrPercent::Bytes(b) => Some(offset + b),
             SizeOrPercent::Percent(p) => capacity.map(|c| (c as f64 * p / 100.0) as u64),
         }
@@ -747,13 +780,31 @@ impl JobSpec {
     /// (`filename_format`, with `$jobname`, `$jobnum`, `$filenum`) when none is given, under `directory` if set (the first one for a `filename`,
     /// round robin over the clones for generated names; absolute names are prefixed too).
     pub fn file_name(&self, clone: u32) -> String {
-        let name = self.filename.clone().unwrap_or_else(|| match &self.filename_format {
+        self.file_name_of(clone, 0)
+    }
+
+    /// How many files each clone works on: `filename=a:b:c`'s names, or `nrfiles`.
+    pub fn files_per_clone(&self) -> u32 {
+        if self.filename.is_some() {
+            1 + self.more_filenames.len() as u32
+        } else {
+            self.nrfiles
+        }
+    }
+
+    /// The name of file `filenum` of clone `clone` (see [`JobSpec::file_name`]).
+    pub fn file_name_of(&self, clone: u32, filenum: u32) -> String {
+        let given = match filenum {
+            0 => self.filename.clone(),
+            k => self.more_filenames.get(k as usize - 1).cloned(),
+        };
+        let name = given.unwrap_or_else(|| match &self.filename_format {
             Some(format) => format
                 .replace("$jobname", &self.name)
                 .replace("$jobnum", &clone.to_string())
-                .replace("$filenum", "0")
+                .replace("$filenum", &filenum.to_string())
                 .replace("$clientuid", "0"),
-            None => format!("{}.{clone}.0", self.name),
+            None => format!("{}.{clone}.{filenum}", self.name),
         });
         if self.directory.is_empty() {
             return name;
@@ -924,15 +975,17 @@ pub static OPTIONS: &[OptionDef] = &[
         j.description = Some(v.to_string());
         Ok(())
     }),
-    opt!("filename", [], None, "target file; /dev/... means the whole simulated device", |j, v| {
+    opt!("filename", [], None, "target file, or files a:b:c (each clone uses every one); /dev/... means the whole simulated device", |j, v| {
         if v.is_empty() {
             return Err("filename must not be empty".into());
         }
-        let mut names = colon_list(v);
-        if names.len() > 1 {
-            return Err("several files per job ('a:b') are not supported; use one job per file".into());
-        }
-        j.filename = names.pop();
+        let mut names = colon_list(v).into_iter();
+        j.filename = names.next();
+        j.more_filenames = names.collect();
+        Ok(())
+    }),
+    opt!("nrfiles", ["nr_files"], None, "files per clone when their names are generated ($jobname.$jobnum.$filenum); size is divided among them", |j, v| {
+        j.nrfiles = int_in(v, 1, 4096)? as u32;
         Ok(())
     }),
     opt!(
@@ -1890,17 +1943,30 @@ pub static OPTIONS: &[OptionDef] = &[
         "openfiles",
         [],
         None,
-        "accepted: a job has one file, always open (nrfiles is not supported)",
+        "accepted: every file of a job stays open while it runs",
         |_, v| int_in(v, 1, i64::from(u32::MAX)).map(|_| ())
     ),
     opt!(
         "file_service_type",
         [],
         None,
-        "random, roundrobin, sequential, zipf, pareto, normal or gauss (with :N): accepted; a job has one file, so there is no choice to make",
-        |_, v| {
-            let kind = v.split(':').next().unwrap_or(v);
-            one_of(kind, &["random", "roundrobin", "sequential", "zipf", "pareto", "normal", "gauss"])
+        "how a clone with several files picks the next: roundrobin[:N] (the default: the next file after N I/Os, 1 by default), sequential (each file to its end in turn) or random[:N] (a file at random after N I/Os); zipf, pareto, normal and gauss are not supported",
+        |j, v| {
+            let (kind, n) = match v.split_once(':') {
+                Some((k, n)) => (k, Some(int_in(n, 1, i64::from(u32::MAX))? as u32)),
+                None => (v, None),
+            };
+            j.file_service = match kind {
+                "roundrobin" => FileService::RoundRobin(n.unwrap_or(1)),
+                "random" => FileService::Random(n.unwrap_or(1)),
+                "sequential" if n.is_none() => FileService::Sequential,
+                "sequential" => return Err("sequential takes no ':N'".into()),
+                "zipf" | "pareto" | "normal" | "gauss" => {
+                    return Err(format!("'{kind}' file selection is not supported; use roundrobin, sequential or random"))
+                }
+                other => return Err(format!("'{other}' is not one of roundrobin, sequential, random")),
+            };
+            Ok(())
         }
     ),
     opt!(
@@ -2512,8 +2578,7 @@ const VERIFY_CHECKSUMS: &[&str] = &[
 /// message instead of "unknown option". Together with `OPTIONS` they cover every option
 /// fio 3.33 lists (`fio --cmdhelp=all`, and `--enghelp` of io_uring and libaio).
 const FIO_UNSUPPORTED: &[(&str, &str)] = &[
-    ("nrfiles", "a job has one file; write one job per file"),
-    ("opendir", "a job has one file; write one job per file"),
+    ("opendir", "a job's files are named by filename or nrfiles, not found in a directory tree"),
     ("file_append", "nvsched does not grow files; set offset= past the data instead"),
     ("fill_device", "nvsched does not write until the device is full; set size=100% instead"),
     ("create_only", "nvsched has no layout-only mode (--keep-files keeps the files a run lays out)"),
@@ -2736,6 +2801,24 @@ fn finish_job(job: &mut JobSpec, _warnings: &mut [String]) -> Result<(), JobFile
             return Err(err(
                 Some(option),
                 format!("job '{}': {option} needs ioengine=io_uring or libaio (as in fio)", job.name),
+            ));
+        }
+    }
+    if job.files_per_clone() > 1 {
+        let files = if job.filename.is_some() { "filename" } else { "nrfiles" };
+        let clash = [
+            (job.verify, "verify"),
+            (job.replay.read_iolog.is_some(), "read_iolog"),
+            (job.write_iolog.is_some(), "write_iolog"),
+            (job.pattern.is_trimwrite(), "rw"),
+        ];
+        if let Some((_, option)) = clash.iter().find(|(set, _)| *set) {
+            return Err(err(
+                Some(option),
+                format!(
+                    "job '{}': {option} is not supported with several files per job ({files}); use one job per file",
+                    job.name
+                ),
             ));
         }
     }

@@ -415,7 +415,6 @@ const BAD: &[(&str, &str)] = &[
     ("kb_base=999", "'999' is not a kb_base"),
     ("precondition=half", "'half' is not a drive state"),
     ("precondition=partial:2", "'partial:2' is not a drive state"),
-    ("filename=a:b", "several files per job"),
     ("rw", "needs a value"),
     ("random_distribution=zoned:50/5:30/15", "add up to 80%, not 100%"),
     ("random_distribution=zoned:50/60:50/60", "sizes add up to 120%"),
@@ -635,8 +634,8 @@ fn every_fio_option_is_taken_or_refused_with_a_reason() {
         names.iter().copied().filter(|n| find_option(n).is_none() && spec::unsupported_reason(n).is_none()).collect();
     assert!(unknown.is_empty(), "fio options nvsched calls unknown: {unknown:?}");
     // a refusal says why
-    let e = parse("[a]\nnrfiles=4\n").unwrap_err().to_string();
-    assert!(e.contains("does not support: a job has one file"), "{e}");
+    let e = parse("[a]\nopendir=/data\n").unwrap_err().to_string();
+    assert!(e.contains("does not support: a job's files are named by filename or nrfiles"), "{e}");
 }
 
 #[test]
@@ -674,4 +673,26 @@ fn sqthread_poll_needs_io_uring_and_simulation_says_it_changes_nothing() {
     assert!(f.simulation_warnings()[0].contains("sqthread_poll of job 'a' has no effect in simulation"));
     let e = parse("[a]\nioengine=libaio\nsqthread_poll=1\n").unwrap_err().to_string();
     assert!(e.contains("sqthread_poll needs ioengine=io_uring"), "{e}");
+}
+
+#[test]
+fn several_files_per_job_are_named_sized_and_checked() {
+    let f = parse("[j]\nnrfiles=3\nsize=3m\nnumjobs=2\nfilename_format=$jobname.$jobnum.$filenum.dat\n").unwrap();
+    let j = &f.jobs[0];
+    assert_eq!(j.files_per_clone(), 3);
+    assert_eq!(j.file_name_of(1, 2), "j.1.2.dat");
+    assert_eq!(j.needed_file_bytes(0, None), Some(1 << 20), "size is divided among the files");
+    let f = parse("[j]\nfilename=a:b\\:c:d\nsize=2m\nfile_service_type=random:4\n").unwrap();
+    let j = &f.jobs[0];
+    assert_eq!(((0..3).map(|k| j.file_name_of(0, k)).collect::<Vec<_>>()), ["a", "b:c", "d"]);
+    assert_eq!(j.file_service, FileService::Random(4));
+    for (bad, why) in [
+        ("nrfiles=2\nverify=crc32c", "verify is not supported with several files per job (nrfiles)"),
+        ("filename=a:b\nwrite_iolog=x", "write_iolog is not supported with several files per job (filename)"),
+        ("file_service_type=zipf:1.2", "'zipf' file selection is not supported"),
+        ("file_service_type=sequential:2", "sequential takes no ':N'"),
+    ] {
+        let e = parse(&format!("[j]\nsize=1m\n{bad}\n")).unwrap_err().to_string();
+        assert!(e.contains(why), "{bad}: {e}");
+    }
 }

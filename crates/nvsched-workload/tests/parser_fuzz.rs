@@ -70,7 +70,7 @@ proptest! {
                             prop_assert!(u.offset_bytes + u64::from(u.len_bytes) <= 1 << 30);
                         }
                     }
-                    if let Ok(mut d) = JobDriver::new(spec, 0, region, 1) {
+                    if let Ok(mut d) = JobDriver::new(spec, 0, &[region], 1) {
                         d.start(Nanos::ZERO);
                         let mut out = Vec::new();
                         for _ in 0..16 {
@@ -137,7 +137,7 @@ proptest! {
             Ok(_) => {
                 let text = format!("[a]\nread_iolog={}\ntrace_format={}\nsize=64m\n", path.display(), names[format]);
                 let spec = parse_job_str(&text, Path::new("t.fio"), &NoEnv, ParseOptions::default()).unwrap().jobs.remove(0);
-                let Ok(mut d) = JobDriver::new(Arc::new(spec), 0, Region { start: 0, len: 64 << 20 }, 1) else {
+                let Ok(mut d) = JobDriver::new(Arc::new(spec), 0, &[Region { start: 0, len: 64 << 20 }], 1) else {
                     return Ok(());
                 };
                 d.start(Nanos::ZERO);

@@ -752,3 +752,28 @@ fn jobs_report_the_cpu_they_used_split_by_their_requests() {
     assert_eq!((sim["jobs"][0]["usr_cpu"].as_f64(), sim["jobs"][0]["ctx"].as_u64()), (Some(0.0), Some(0)));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+#[test]
+fn a_job_with_several_files_writes_each_its_share() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let job = write_job(
+        &d,
+        "many.fio",
+        &format!(
+            "[m]\ndirectory={}\nnrfiles=3\nsize=192k\nbs=4k\nrw=randwrite\nioengine=io_uring\niodepth=8\nbuffer_pattern=0xabcdef01\nfile_service_type=random:2\n",
+            d.display()
+        ),
+    );
+    let v = run_uring_json(&job, &["--keep-files", "--sched", "mq-deadline"]);
+    assert_eq!(v["jobs"][0]["write"]["io_bytes"], 192 << 10);
+    for k in 0..3 {
+        // laid out with random data, then every block overwritten with the pattern
+        let bytes = std::fs::read(d.join(format!("m.0.{k}"))).unwrap();
+        assert_eq!(bytes.len(), 64 << 10);
+        assert!(bytes.chunks(4).all(|c| c == [0xab, 0xcd, 0xef, 0x01]), "file {k}");
+    }
+    std::fs::remove_dir_all(&d).unwrap();
+}
