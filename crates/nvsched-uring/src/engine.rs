@@ -104,9 +104,10 @@ struct CloneState {
     verify: bool,
     do_verify: bool,
     verify_only: bool,
-    region: Region,
-    /// Blocks written with a verify header: offset -> (length, generation).
-    written: BTreeMap<u64, (u32, u64)>,
+    /// Its region in each of its files.
+    regions: Vec<Region>,
+    /// Blocks written with a verify header: (file, offset) -> (length, generation).
+    written: BTreeMap<(u16, u64), (u32, u64)>,
     next_generation: u64,
     /// What the clone's writes carry (`buffer_pattern`, `zero_buffers`, ...).
     content: BufferFiller,
@@ -342,7 +343,6 @@ fn run_on(
                 regions.push(spec.clone_region(clone, &name, targets[target].size)?);
                 file_targets.push(target);
             }
-            let region = regions[0];
             let seed = clone_seed(spec, ordinal, opts.seed);
             let mut driver = JobDriver::new(arc.clone(), clone, &regions, seed)?;
             flows.attach(&mut driver);
@@ -367,7 +367,7 @@ fn run_on(
                 verify: spec.verify,
                 do_verify: spec.do_verify,
                 verify_only: spec.verify && spec.verify_only,
-                region,
+                regions,
                 written: BTreeMap::new(),
                 next_generation: 1,
                 content: BufferFiller::new(&spec.buffers, spec.bs[Op::Write.index()].min(), spec.max_bs(), seed),
@@ -692,7 +692,7 @@ impl Engine {
             let generation = clone.next_generation;
             clone.next_generation += 1;
             verify::fill(s.buf.slice_mut(unit.len_bytes as usize), unit.offset_bytes, generation);
-            clone.written.insert(unit.offset_bytes, (unit.len_bytes, generation));
+            clone.written.insert((unit.file, unit.offset_bytes), (unit.len_bytes, generation));
             s.filled = false;
         } else if unit.op == Op::Write {
             let len = unit.len_bytes as usize;
@@ -949,15 +949,16 @@ impl Engine {
                 continue;
             }
             let bs = c.driver.spec.bs[Op::Write.index()].min() as u64;
-            let list: Vec<(u64, u32, Option<u64>)> = if c.verify_only {
-                (0..c.region.len / bs).map(|k| (c.region.start + k * bs, bs as u32, None)).collect()
+            // (file, offset, length, generation), in file then offset order
+            let list: Vec<(u16, u64, u32, Option<u64>)> = if c.verify_only {
+                (c.regions.iter().enumerate())
+                    .flat_map(|(f, r)| (0..r.len / bs).map(move |k| (f as u16, r.start + k * bs, bs as u32, None)))
+                    .collect()
             } else {
-                c.written.iter().map(|(&off, &(len, g))| (off, len, Some(g))).collect()
+                c.written.iter().map(|(&(f, off), &(len, g))| (f, off, len, Some(g))).collect()
             };
             let fatal = c.driver.spec.verify_fatal;
-            // verify jobs have one file
-            let fd = types::Fd(self.targets[c.targets[0]].0);
-            let path = self.targets[c.targets[0]].1.display().to_string();
+            let target_of = |f: u16| &self.targets[c.targets[f as usize]];
             let depth = 16usize;
             let bufs: Vec<AlignedBuf> = (0..depth).map(|_| AlignedBuf::new(self.max_bs)).collect();
             let errors_before = errors.len();
@@ -965,8 +966,9 @@ impl Engine {
                 if fatal && errors.len() > errors_before {
                     break;
                 }
-                for (k, (off, len, _)) in chunk.iter().enumerate() {
-                    let sqe = opcode::Read::new(fd, bufs[k].ptr, *len).offset(*off).build().user_data(k as u64);
+                for (k, &(f, off, len, _)) in chunk.iter().enumerate() {
+                    let fd = types::Fd(target_of(f).0);
+                    let sqe = opcode::Read::new(fd, bufs[k].ptr, len).offset(off).build().user_data(k as u64);
                     // SAFETY: bufs[k] outlives the wait below.
                     unsafe {
                         self.ring.submission().push(&sqe).map_err(|_| "verify: submission queue full".to_string())?;
@@ -981,7 +983,8 @@ impl Engine {
                     if fatal && errors.len() > errors_before {
                         break;
                     }
-                    let (off, len, gen) = chunk[k];
+                    let (f, off, len, gen) = chunk[k];
+                    let path = target_of(f).1.display();
                     checked += 1;
                     if res != len as i32 {
                         errors.push(format!("verify: {path}: read of block at offset {off} failed ({res})"));

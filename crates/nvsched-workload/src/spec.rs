@@ -2807,7 +2807,6 @@ fn finish_job(job: &mut JobSpec, _warnings: &mut [String]) -> Result<(), JobFile
     if job.files_per_clone() > 1 {
         let files = if job.filename.is_some() { "filename" } else { "nrfiles" };
         let clash = [
-            (job.verify, "verify"),
             (job.replay.read_iolog.is_some(), "read_iolog"),
             (job.write_iolog.is_some(), "write_iolog"),
             (job.pattern.is_trimwrite(), "rw"),

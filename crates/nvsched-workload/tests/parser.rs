@@ -687,7 +687,7 @@ fn several_files_per_job_are_named_sized_and_checked() {
     assert_eq!(((0..3).map(|k| j.file_name_of(0, k)).collect::<Vec<_>>()), ["a", "b:c", "d"]);
     assert_eq!(j.file_service, FileService::Random(4));
     for (bad, why) in [
-        ("nrfiles=2\nverify=crc32c", "verify is not supported with several files per job (nrfiles)"),
+        ("nrfiles=2\nrw=trimwrite", "rw is not supported with several files per job (nrfiles)"),
         ("filename=a:b\nwrite_iolog=x", "write_iolog is not supported with several files per job (filename)"),
         ("file_service_type=zipf:1.2", "'zipf' file selection is not supported"),
         ("file_service_type=sequential:2", "sequential takes no ':N'"),

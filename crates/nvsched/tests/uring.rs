@@ -775,5 +775,27 @@ fn a_job_with_several_files_writes_each_its_share() {
         assert_eq!(bytes.len(), 64 << 10);
         assert!(bytes.chunks(4).all(|c| c == [0xab, 0xcd, 0xef, 0x01]), "file {k}");
     }
+    // verify checks every file's blocks, and names the file a bad block is in
+    let verify = |extra: &str| {
+        let body = format!(
+            "[m]\ndirectory={}\nnrfiles=3\nsize=192k\nbs=4k\nrw=randwrite\nioengine=io_uring\niodepth=8\nverify=crc32c\n{extra}",
+            d.display()
+        );
+        write_job(&d, "v.fio", &body)
+    };
+    for k in 0..3 {
+        std::fs::remove_file(d.join(format!("m.0.{k}"))).unwrap();
+    }
+    let v = run_uring_json(&verify(""), &[]);
+    assert_eq!(v["nvsched"]["engine_counters"]["verified_blocks"], 48);
+    let v = run_uring_json(&verify("do_verify=0\n"), &["--keep-files"]);
+    assert_eq!(v["nvsched"]["engine_counters"]["verified_blocks"], 0);
+    let mut bytes = std::fs::read(d.join("m.0.2")).unwrap();
+    bytes[4096 * 5 + 100] ^= 1;
+    std::fs::write(d.join("m.0.2"), &bytes).unwrap();
+    let out = nvsched(&["run", verify("verify_only=1\n").to_str().unwrap(), "--engine", "uring", "-q"]);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("m.0.2: block at offset 20480: crc32c mismatch"), "{err}");
+    assert!(err.contains("verify failed: 1 bad block"), "{err}");
     std::fs::remove_dir_all(&d).unwrap();
 }
