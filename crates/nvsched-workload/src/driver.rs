@@ -85,8 +85,8 @@ pub struct JobDriver {
     writes_since_flush: u32,
     flush_every: u32,
     flush_due: FlushDue,
-    /// The in-flight request is an end-of-pass flush (then it is the only one).
-    end_flush_inflight: bool,
+    /// End-of-pass flushes in flight, one per file (then nothing else is in flight).
+    end_flushes_inflight: u32,
     /// The last unit issued was a flush (fio then skips the end-of-pass one).
     last_was_flush: bool,
     /// Bytes per pass over the job's size (`loops`), where the end-of-pass flush goes.
@@ -287,7 +287,7 @@ impl JobDriver {
             pending: None,
             writes_since_flush: 0,
             flush_due: FlushDue::No,
-            end_flush_inflight: false,
+            end_flushes_inflight: 0,
             last_was_flush: false,
             pass_bytes,
             // the last pass ends with the job's own stop, so one pass needs no check
@@ -435,12 +435,27 @@ impl JobDriver {
         if self.inflight > 0 {
             return Poll::Blocked;
         }
-        self.end_flush_inflight = self.flush_due == FlushDue::EndOfPass;
+        // fsync=N flushes the file whose turn is next, and takes that turn (fio takes
+        // a file for the flush as for any I/O); the end of a pass flushes every file
+        let files = match (&mut self.files, self.flush_due) {
+            (None, _) => 0..1,
+            (Some(f), FlushDue::EndOfPass) => 0..f.parked.len() as u16,
+            (Some(f), _) => {
+                let file = f.current as u16;
+                f.after(&mut self.gen, 0);
+                file..file + 1
+            }
+        };
+        let count = files.len() as u32;
+        if self.flush_due == FlushDue::EndOfPass {
+            self.end_flushes_inflight = count;
+        }
         self.flush_due = FlushDue::No;
         self.last_was_flush = true;
-        self.inflight += 1;
-        let file = self.files.as_ref().map_or(0, |f| f.current as u16);
-        out.push(IoUnit { op: Op::Flush, offset_bytes: 0, len_bytes: 0, prio: self.prio, file });
+        self.inflight += count;
+        for file in files {
+            out.push(IoUnit { op: Op::Flush, offset_bytes: 0, len_bytes: 0, prio: self.prio, file });
+        }
         Poll::Ready
     }
 
@@ -740,8 +755,8 @@ impl JobDriver {
     pub fn on_complete(&mut self, now: Nanos, op: Op, len_bytes: u32, latency: Nanos) -> Completed {
         debug_assert!(self.inflight > 0, "completion without a request in flight");
         let mut done =
-            Completed { counted: !self.end_flush_inflight && !self.failed, restart_stats: false, failed: None };
-        self.end_flush_inflight = false;
+            Completed { counted: self.end_flushes_inflight == 0 && !self.failed, restart_stats: false, failed: None };
+        self.end_flushes_inflight = self.end_flushes_inflight.saturating_sub(1);
         self.inflight = self.inflight.saturating_sub(1);
         // fio judges latencies only of what it accounts: not during ramp_time
         if self.watches && done.counted && now >= self.ramp_end {
@@ -766,7 +781,7 @@ impl JobDriver {
     pub fn on_error(&mut self, now: Nanos, op: Op, errno: i32) -> Completed {
         debug_assert!(self.inflight > 0, "completion without a request in flight");
         let mut done = Completed { counted: false, restart_stats: false, failed: None };
-        self.end_flush_inflight = false;
+        self.end_flushes_inflight = self.end_flushes_inflight.saturating_sub(1);
         self.inflight = self.inflight.saturating_sub(1);
         if !self.failed && !self.spec.on_error.goes_on(crate::errors::ErrorKind::of(op), errno) {
             self.fail(now);
@@ -1070,6 +1085,37 @@ mod tests {
             }
         }
         order
+    }
+
+    #[test]
+    fn fsync_and_end_fsync_with_several_files_follow_fio() {
+        let text = "[j]\nsize=24k\nnrfiles=3\nbs=4k\nrw=write\nend_fsync=1\nfsync=4\n";
+        let spec = parse_job_str(text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0);
+        let regions: Vec<Region> = (0..3).map(|k| Region { start: k << 20, len: 8 << 10 }).collect();
+        let mut d = JobDriver::new(Arc::new(spec), 0, &regions, 1).unwrap();
+        d.start(Nanos::ZERO);
+        let (mut out, mut seen) = (Vec::new(), Vec::new());
+        for t in 1..100u64 {
+            out.clear();
+            if d.poll(Nanos(t), &mut out) == Poll::Finished {
+                break;
+            }
+            let issued: Vec<IoUnit> = out.clone();
+            for u in &issued {
+                let done = d.on_complete(Nanos(t), u.op, u.len_bytes, Nanos::ZERO);
+                let what = match u.op {
+                    Op::Flush if done.counted => format!("sync{}", u.file),
+                    Op::Flush => format!("end{}", u.file),
+                    _ => format!("w{}:{}", u.file, (u.offset_bytes & 0xfffff) / 4096),
+                };
+                seen.push(what);
+            }
+        }
+        // fio 3.33's write_iolog (psync): the sync takes the turn of the file due next
+        // (file 0 has had its share after its second write, so file 1 follows file 2);
+        // end_fsync then syncs every file, outside the statistics (sync total_ios=1)
+        let fio = ["w0:0", "w1:0", "w2:0", "w0:1", "sync1", "w2:1", "w1:1", "end0", "end1", "end2"];
+        assert_eq!(seen, fio);
     }
 
     #[test]
