@@ -26,7 +26,7 @@ pub type CloneRegions = Vec<Region>;
 pub fn place(jobs: &[JobSpec], capacity: u64) -> Result<(Vec<PlacedFile>, Vec<Vec<CloneRegions>>), String> {
     let mut files: Vec<PlacedFile> = Vec::new();
     for spec in jobs {
-        for (clone, filenum) in clone_files(spec) {
+        for (clone, filenum) in spec.clone_files() {
             let name = spec.file_name_of(clone, filenum);
             let len = if is_device_path(&name) {
                 capacity
@@ -71,11 +71,6 @@ pub fn place(jobs: &[JobSpec], capacity: u64) -> Result<(Vec<PlacedFile>, Vec<Ve
         regions.push(clone_regions);
     }
     Ok((files, regions))
-}
-
-/// Every (clone, file number) of a job.
-fn clone_files(spec: &JobSpec) -> impl Iterator<Item = (u32, u32)> + '_ {
-    (0..spec.numjobs).flat_map(move |clone| (0..spec.files_per_clone()).map(move |f| (clone, f)))
 }
 
 #[cfg(test)]

@@ -203,7 +203,7 @@ pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions)
             return Err(format!("job '{}': trim is not supported by the uring engine", spec.name));
         }
         let writes = !spec.verify_only && (spec.writes_data() || spec.fsync_every > 0 || spec.fdatasync_every > 0);
-        for (clone, filenum) in (0..spec.numjobs).flat_map(|c| (0..spec.files_per_clone()).map(move |f| (c, f))) {
+        for (clone, filenum) in spec.clone_files() {
             let name = spec.file_name_of(clone, filenum);
             if !spec.allow_file_create && !Path::new(&name).exists() {
                 return Err(format!(

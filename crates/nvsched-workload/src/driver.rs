@@ -972,15 +972,11 @@ impl FileSet {
         for (k, r) in regions.iter().enumerate().skip(1) {
             parked.push(Some(IoGenerator::new(spec, *r, mix64(seed ^ (k as u64).wrapping_mul(0x9e37_79b9)))?));
         }
-        let turn = match spec.file_service {
-            FileService::RoundRobin(n) | FileService::Random(n) => n,
-            FileService::Sequential => u32::MAX,
-        };
         Ok(FileSet {
             parked,
             current: 0,
             service: spec.file_service,
-            left: turn,
+            left: spec.file_service.turn(),
             done_bytes: vec![0; regions.len()],
             region_len: regions.iter().map(|r| r.len).collect(),
             rng: SimRng::stream(seed, 9),
@@ -1007,15 +1003,16 @@ impl FileSet {
             self.done_bytes.iter_mut().for_each(|b| *b = 0);
         }
         let n = self.parked.len();
-        let open: Vec<usize> = (0..n).filter(|&k| !self.covered(k)).collect();
+        let (done, len) = (&self.done_bytes, &self.region_len);
+        let open = |k: &usize| done[*k] < len[*k];
         let next = match self.service {
-            FileService::Random(_) => open[self.rng.below(open.len() as u64) as usize],
-            _ => (1..=n).map(|step| (self.current + step) % n).find(|k| open.contains(k)).unwrap_or(self.current),
+            FileService::Random(_) => {
+                let pick = self.rng.below((0..n).filter(open).count() as u64) as usize;
+                (0..n).filter(open).nth(pick).expect("an open file")
+            }
+            _ => (1..=n).map(|step| (self.current + step) % n).find(open).unwrap_or(self.current),
         };
-        self.left = match self.service {
-            FileService::RoundRobin(t) | FileService::Random(t) => t,
-            FileService::Sequential => u32::MAX,
-        };
+        self.left = self.service.turn();
         if next != self.current {
             let mut other = self.parked[next].take().expect("a parked generator");
             std::mem::swap(gen, &mut other);

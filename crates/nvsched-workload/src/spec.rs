@@ -22,6 +22,16 @@ pub enum FileService {
     Random(u32),
 }
 
+impl FileService {
+    /// I/Os a file gets before the next is chosen (sequential: until it is done).
+    pub fn turn(self) -> u32 {
+        match self {
+            FileService::RoundRobin(n) | FileService::Random(n) => n,
+            FileService::Sequential => u32::MAX,
+        }
+    }
+}
+
 /// The access pattern of `rw=`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Pattern {
@@ -776,7 +786,7 @@ impl JobSpec {
         }
     }
 
-    /// The file clone `clone` works on, as fio names it: `filename`, or `NAME.CLONE.0`
+    /// The (first) file clone `clone` works on, as fio names it: `filename`, or `NAME.CLONE.0`
     /// (`filename_format`, with `$jobname`, `$jobnum`, `$filenum`) when none is given, under `directory` if set (the first one for a `filename`,
     /// round robin over the clones for generated names; absolute names are prefixed too).
     pub fn file_name(&self, clone: u32) -> String {
@@ -790,6 +800,11 @@ impl JobSpec {
         } else {
             self.nrfiles
         }
+    }
+
+    /// Every (clone, file number) of the job, clone by clone.
+    pub fn clone_files(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        (0..self.numjobs).flat_map(move |clone| (0..self.files_per_clone()).map(move |f| (clone, f)))
     }
 
     /// The name of file `filenum` of clone `clone` (see [`JobSpec::file_name`]).
@@ -992,7 +1007,7 @@ pub static OPTIONS: &[OptionDef] = &[
         "filename_format",
         [],
         None,
-        "names of the files of a job without filename: $jobname, $jobnum (the clone) and $filenum (0) are replaced (default $jobname.$jobnum.$filenum)",
+        "names of the files of a job without filename: $jobname, $jobnum (the clone) and $filenum (the file, from 0; see nrfiles) are replaced (default $jobname.$jobnum.$filenum)",
         |j, v| {
             if v.trim().is_empty() {
                 return Err("filename_format must not be empty".into());
