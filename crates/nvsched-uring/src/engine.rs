@@ -2,7 +2,7 @@
 
 use crate::hooks::{self, Stage};
 use crate::targets::{self, Target};
-use crate::verify;
+use crate::verify::{self, WrittenBlocks};
 use crate::{CloneOutcome, TargetInfo, UringOptions, UringOutcome};
 use io_uring::{opcode, squeue, types, IoUring};
 use nvsched_core::{Nanos, Op};
@@ -12,7 +12,6 @@ use nvsched_workload::steadystate::SteadyStates;
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, wait_for_targets, Tenants};
 use nvsched_workload::{BufferFiller, ExitWhat, FlowGroups, IoUnit, JobDriver, JobSpec, Poll, Region};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -75,6 +74,8 @@ struct Slot {
     buf: AlignedBuf,
     merged_next: u32,
     generation: u32,
+    /// A verify write's header generation.
+    header_generation: u64,
     state: State,
     iov: Vec<libc::iovec>,
     /// The buffer holds its clone's content for reuse (fio fills a job's buffers once
@@ -106,8 +107,8 @@ struct CloneState {
     verify_only: bool,
     /// Its region in each of its files.
     regions: Vec<Region>,
-    /// Blocks written with a verify header: (file, offset) -> (length, generation).
-    written: BTreeMap<(u16, u64), (u32, u64)>,
+    /// Blocks written with a verify header, and which of those writes raced.
+    written: WrittenBlocks,
     next_generation: u64,
     /// What the clone's writes carry (`buffer_pattern`, `zero_buffers`, ...).
     content: BufferFiller,
@@ -368,7 +369,7 @@ fn run_on(
                 do_verify: spec.do_verify,
                 verify_only: spec.verify && spec.verify_only,
                 regions,
-                written: BTreeMap::new(),
+                written: WrittenBlocks::default(),
                 next_generation: 1,
                 content: BufferFiller::new(&spec.buffers, spec.bs[Op::Write.index()].min(), spec.max_bs(), seed),
                 completed_now: 0,
@@ -424,7 +425,7 @@ fn run_on(
         c.rec.finish(&c.driver, end, e.steady.report(k as u32))?;
     }
     attribute_cpu(&mut e.clones, usage_start, usage());
-    let (verify_errors, verified_blocks) = e.verify_phase()?;
+    let (verify_errors, verified_blocks, verify_unsettled) = e.verify_phase()?;
     let usage_end = usage();
     Ok(UringOutcome {
         clones: e
@@ -449,6 +450,7 @@ fn run_on(
         io_errors: e.io_errors,
         verify_errors,
         verified_blocks,
+        verify_unsettled,
         kernel: targets::kernel_release(),
         targets: target_info,
         cpu_user: usage_end.user.saturating_sub(usage_start.user),
@@ -673,6 +675,7 @@ impl Engine {
             merged_next: NONE,
             file: 0,
             generation: 0,
+            header_generation: 0,
             state: State::Free,
             iov: Vec::new(),
             filled: false,
@@ -692,7 +695,8 @@ impl Engine {
             let generation = clone.next_generation;
             clone.next_generation += 1;
             verify::fill(s.buf.slice_mut(unit.len_bytes as usize), unit.offset_bytes, generation);
-            clone.written.insert((unit.file, unit.offset_bytes), (unit.len_bytes, generation));
+            clone.written.issued(unit.file, unit.offset_bytes, unit.len_bytes, generation);
+            s.header_generation = generation;
             s.filled = false;
         } else if unit.op == Op::Write {
             let len = unit.len_bytes as usize;
@@ -905,7 +909,7 @@ impl Engine {
         let mut m = slot;
         while m != NONE {
             let next = self.slots[m as usize].merged_next;
-            let (c, io) = {
+            let (c, io, header_generation) = {
                 let s = &self.slots[m as usize];
                 let io = CompletedIo {
                     op: s.op,
@@ -916,9 +920,12 @@ impl Engine {
                     created: s.created,
                     inserted: s.inserted,
                 };
-                (s.clone, io)
+                (s.clone, io, s.header_generation)
             };
             let clone = &mut self.clones[c as usize];
+            if clone.verify && io.op == Op::Write {
+                clone.written.landed(io.file, io.offset_bytes, header_generation);
+            }
             clone.kick = true;
             clone.completed_now += 1;
             match errno {
@@ -939,23 +946,26 @@ impl Engine {
     }
 
     /// Reads back what verify jobs wrote (or, for verify_only, their whole region) and
-    /// checks every block's header.
-    fn verify_phase(&mut self) -> Result<(Vec<String>, u64), String> {
+    /// checks every block's header: the errors, the blocks checked and the writes left
+    /// unchecked (torn by a partly overlapping write in flight with them).
+    fn verify_phase(&mut self) -> Result<(Vec<String>, u64, u64), String> {
         let mut errors = Vec::new();
         let mut checked = 0u64;
+        let mut unsettled = 0u64;
         for i in 0..self.clones.len() {
             let c = &self.clones[i];
             if !c.verify || !(c.do_verify || c.verify_only) {
                 continue;
             }
             let bs = c.driver.spec.bs[Op::Write.index()].min() as u64;
-            // (file, offset, length, generation), in file then offset order
-            let list: Vec<(u16, u64, u32, Option<u64>)> = if c.verify_only {
+            unsettled += c.written.unsettled();
+            // (file, offset, length, what was written), in file then offset order
+            let list: Vec<(u16, u64, u32, Option<&verify::Block>)> = if c.verify_only {
                 (c.regions.iter().enumerate())
                     .flat_map(|(f, r)| (0..r.len / bs).map(move |k| (f as u16, r.start + k * bs, bs as u32, None)))
                     .collect()
             } else {
-                c.written.iter().map(|(&(f, off), &(len, g))| (f, off, len, Some(g))).collect()
+                c.written.blocks().map(|(f, off, b)| (f, off, b.len, Some(b))).collect()
             };
             let fatal = c.driver.spec.verify_fatal;
             let target_of = |f: u16| &self.targets[c.targets[f as usize]];
@@ -983,19 +993,19 @@ impl Engine {
                     if fatal && errors.len() > errors_before {
                         break;
                     }
-                    let (f, off, len, gen) = chunk[k];
+                    let (f, off, len, written) = chunk[k];
                     let path = target_of(f).1.display();
                     checked += 1;
                     if res != len as i32 {
                         errors.push(format!("verify: {path}: read of block at offset {off} failed ({res})"));
                         continue;
                     }
-                    if let Err(e) = verify::check(bufs[k].slice(len as usize), off, gen) {
+                    if let Err(e) = verify::check(bufs[k].slice(len as usize), off, written) {
                         errors.push(format!("verify: {path}: {e}"));
                     }
                 }
             }
         }
-        Ok((errors, checked))
+        Ok((errors, checked, unsettled))
     }
 }

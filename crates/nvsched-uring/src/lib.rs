@@ -92,6 +92,10 @@ pub struct UringOutcome {
     pub io_errors: Vec<String>,
     pub verify_errors: Vec<String>,
     pub verified_blocks: u64,
+    /// Verify writes left unchecked: a write overlapping them in part was in flight with
+    /// them, so what they hold depends on which landed last (`serialize_overlap` avoids
+    /// it).
+    pub verify_unsettled: u64,
     pub kernel: String,
     pub targets: Vec<TargetInfo>,
     pub cpu_user: Duration,

@@ -82,6 +82,8 @@ pub struct JobDriver {
     /// few jobs have it).
     cmdprio_split: Option<Box<[SizeShares; 2]>>,
     pending: Option<IoUnit>,
+    /// `serialize_overlap`: the clone's data I/Os in flight (boxed: few jobs have it).
+    in_flight_ranges: Option<Box<InFlightRanges>>,
     writes_since_flush: u32,
     flush_every: u32,
     flush_due: FlushDue,
@@ -112,6 +114,37 @@ pub struct JobDriver {
     /// The job failed (`max_latency`, `latency_target`, `rate_min`): it issues nothing
     /// more and counts nothing more.
     failed: bool,
+}
+
+/// The byte ranges of a clone's data I/Os in flight, (file, start, end): at most
+/// `iodepth` of them, so a list.
+#[derive(Debug, Default)]
+struct InFlightRanges {
+    ranges: Vec<(u16, u64, u64)>,
+}
+
+impl InFlightRanges {
+    fn range(file: u16, offset_bytes: u64, len_bytes: u32) -> (u16, u64, u64) {
+        (file, offset_bytes, offset_bytes + u64::from(len_bytes))
+    }
+
+    fn overlaps(&self, unit: &IoUnit) -> bool {
+        let (file, start, end) = Self::range(unit.file, unit.offset_bytes, unit.len_bytes);
+        start < end && self.ranges.iter().any(|&(f, s, e)| f == file && s < end && start < e)
+    }
+
+    fn issued(&mut self, unit: &IoUnit) {
+        if unit.len_bytes > 0 {
+            self.ranges.push(Self::range(unit.file, unit.offset_bytes, unit.len_bytes));
+        }
+    }
+
+    fn landed(&mut self, file: u16, offset_bytes: u64, len_bytes: u32) {
+        let range = Self::range(file, offset_bytes, len_bytes);
+        if let Some(i) = self.ranges.iter().position(|&r| r == range) {
+            self.ranges.swap_remove(i);
+        }
+    }
 }
 
 /// Why a job lets what it has out complete and then pauses.
@@ -253,6 +286,7 @@ impl JobDriver {
         let refill_at = refill_below(if sync_engine { 1 } else { spec.iodepth }, &spec);
         let split = [spec.cmdprio_split(Op::Read), spec.cmdprio_split(Op::Write)];
         let cmdprio_split = split.iter().any(|l| !l.is_empty()).then(|| Box::new(split));
+        let serialize_overlap = spec.serialize_overlap;
         Ok(JobDriver {
             depth: if sync_engine { 1 } else { spec.iodepth },
             batch: spec.iodepth_batch_submit.max(1),
@@ -285,6 +319,7 @@ impl JobDriver {
             cmdprio,
             cmdprio_split,
             pending: None,
+            in_flight_ranges: serialize_overlap.then(Box::default),
             writes_since_flush: 0,
             flush_due: FlushDue::No,
             end_flushes_inflight: 0,
@@ -528,6 +563,11 @@ impl JobDriver {
                 held = true;
                 break;
             }
+            if self.overlaps_in_flight(&unit) {
+                // fio requeues it and waits for a completion before trying again
+                self.pending = Some(unit);
+                break;
+            }
             if let Some(gap) = self.rate_gap(&unit) {
                 let d = unit.op.index();
                 if self.rate_next[d] > now {
@@ -538,6 +578,9 @@ impl JobDriver {
                 self.rate_next[d] += gap;
             }
             out.push(unit);
+            if let Some(ranges) = &mut self.in_flight_ranges {
+                ranges.issued(&unit);
+            }
             if let Some(f) = &mut self.flow {
                 f.count();
             }
@@ -748,6 +791,21 @@ impl JobDriver {
             RateProcess::Poisson => self.rate_rng.exponential(mean_s),
         };
         Some(Nanos::from_secs_f64(gap_s))
+    }
+
+    /// With `serialize_overlap`: whether `unit` overlaps a data I/O of the clone in flight.
+    #[inline]
+    fn overlaps_in_flight(&self, unit: &IoUnit) -> bool {
+        self.in_flight_ranges.as_ref().is_some_and(|r| r.overlaps(unit))
+    }
+
+    /// The I/O of `len_bytes` at `offset_bytes` in file `file` is no longer in flight
+    /// (completed or failed): with `serialize_overlap`, what waited on it may go.
+    #[inline]
+    pub fn landed(&mut self, file: u16, offset_bytes: u64, len_bytes: u32) {
+        if let Some(ranges) = &mut self.in_flight_ranges {
+            ranges.landed(file, offset_bytes, len_bytes);
+        }
     }
 
     /// One of this clone's requests completed at `now`, `latency` after it was issued:
@@ -1239,6 +1297,50 @@ mod tests {
             50
         );
         assert_eq!(count("[a]\nrw=read\nsize=1m\nnumber_ios=1000\n"), 256, "size comes first");
+    }
+
+    /// Runs a job to its end, completing the oldest request in flight each step; returns
+    /// how many I/Os it issued and the most that overlapped one another at once.
+    fn run_fifo(text: &str) -> (u64, usize) {
+        let spec = parse_job_str(text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0);
+        let mut d = JobDriver::new(Arc::new(spec), 0, &[Region { start: 0, len: 16384 }], 1).unwrap();
+        d.start(Nanos::ZERO);
+        let (mut in_flight, mut out) = (std::collections::VecDeque::new(), Vec::new());
+        let (mut issued, mut most_overlapping, mut t) = (0u64, 0usize, 0u64);
+        loop {
+            t += 1000;
+            let mut poll = d.poll(Nanos(t), &mut out);
+            while poll == Poll::Ready {
+                poll = d.poll(Nanos(t), &mut out);
+            }
+            issued += out.len() as u64;
+            in_flight.extend(out.drain(..));
+            let overlapping = in_flight
+                .iter()
+                .filter(|u: &&IoUnit| {
+                    in_flight.iter().filter(|v| v.offset_bytes == u.offset_bytes && v.file == u.file).count() > 1
+                })
+                .count();
+            most_overlapping = most_overlapping.max(overlapping);
+            if poll == Poll::Finished {
+                return (issued, most_overlapping);
+            }
+            if let Some(u) = in_flight.pop_front() {
+                d.landed(u.file, u.offset_bytes, u.len_bytes);
+                d.on_complete(Nanos(t), u.op, u.len_bytes, Nanos::ZERO);
+            }
+        }
+    }
+
+    #[test]
+    fn serialize_overlap_keeps_overlapping_ios_apart() {
+        let job = "[a]\nioengine=io_uring\niodepth=8\nrw=randwrite\nnorandommap\nio_size=800k\n";
+        let (issued, overlapping) = run_fifo(job);
+        assert_eq!(issued, 200);
+        assert_eq!(overlapping, 8, "four blocks, eight in flight: writes overlap without it");
+        let (issued, overlapping) = run_fifo(&format!("{job}serialize_overlap=1\n"));
+        assert_eq!(issued, 200, "every I/O is still issued, later");
+        assert_eq!(overlapping, 0);
     }
 
     #[test]

@@ -342,6 +342,10 @@ pub struct JobSpec {
     pub verify_only: bool,
     /// `verify_fatal`: the verify phase stops checking a job's blocks at its first bad one.
     pub verify_fatal: bool,
+    /// `serialize_overlap`: an I/O that overlaps one of the job's I/Os in flight waits
+    /// until that one completes (fio's rule: only for jobs that write or trim with
+    /// `iodepth` > 1, or that replay a trace).
+    pub serialize_overlap: bool,
     /// `exec_prerun` / `exec_postrun`: shell commands run before and after the job's I/O
     /// (real devices), their output saved in `NAME.prerun.txt` / `NAME.postrun.txt`.
     pub exec_prerun: Option<String>,
@@ -578,6 +582,7 @@ impl JobSpec {
             do_verify: true,
             verify_only: false,
             verify_fatal: false,
+            serialize_overlap: false,
             exec_prerun: None,
             exec_postrun: None,
             allow_file_create: true,
@@ -2376,6 +2381,16 @@ pub static OPTIONS: &[OptionDef] = &[
         }
     ),
     opt!(
+        "serialize_overlap",
+        ["serialise_overlap"],
+        Some("1"),
+        "an I/O that overlaps one of the job's I/Os in flight waits until that one completes (jobs that write or trim with iodepth > 1), so reordering cannot change what lands last",
+        |j, v| {
+            j.serialize_overlap = parse_bool(v)?;
+            Ok(())
+        }
+    ),
+    opt!(
         "exec_prerun",
         [],
         None,
@@ -2626,7 +2641,6 @@ const FIO_UNSUPPORTED: &[(&str, &str)] = &[
     ("force_async", "nvsched's io_uring engine does not force requests to the kernel's async workers"),
     ("nowait", "RWF_NOWAIT is not supported"),
     ("cmd_type", "io_uring passthrough commands (io_uring_cmd) are not supported"),
-    ("serialize_overlap", "nvsched does not hold back requests that overlap ones in flight"),
     ("sync_file_range", "I/O is direct: there is no page cache to write back"),
     ("write_barrier", "barrier writes are not supported"),
     ("write_hint", "write lifetime hints are not supported"),
@@ -2874,6 +2888,10 @@ fn finish_job(job: &mut JobSpec, _warnings: &mut [String]) -> Result<(), JobFile
     }
     if z.range == 0 {
         z.range = z.size;
+    }
+    if job.serialize_overlap && job.replay.read_iolog.is_none() && (!job.writes_data() || job.iodepth == 1) {
+        // fio: nothing to serialise when the job changes no data or has one I/O out
+        job.serialize_overlap = false;
     }
     if job.time_based && job.runtime == Nanos::ZERO {
         return Err(err(Some("time_based"), format!("job '{}': time_based needs a runtime", job.name)));

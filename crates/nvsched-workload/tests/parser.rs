@@ -696,3 +696,15 @@ fn several_files_per_job_are_named_sized_and_checked() {
         assert!(e.contains(why), "{bad}: {e}");
     }
 }
+
+#[test]
+fn serialize_overlap_applies_where_fio_applies_it() {
+    let on = |text: &str| parse(text).unwrap().jobs[0].serialize_overlap;
+    assert!(on("[a]\nioengine=io_uring\niodepth=4\nrw=randwrite\nserialize_overlap=1\n"));
+    assert!(on("[a]\nioengine=libaio\niodepth=4\nrw=randtrim\nserialise_overlap=1\n"));
+    // nothing changes data, or one I/O is out at a time: nothing to serialise
+    assert!(!on("[a]\nioengine=io_uring\niodepth=4\nrw=randread\nserialize_overlap=1\n"));
+    assert!(!on("[a]\nioengine=io_uring\niodepth=1\nrw=randwrite\nserialize_overlap=1\n"));
+    assert!(!on("[a]\nioengine=psync\niodepth=4\nrw=randwrite\nserialize_overlap=1\n"));
+    assert!(!on("[a]\nioengine=io_uring\niodepth=4\nrw=randwrite\n"));
+}

@@ -459,6 +459,7 @@ pub fn run_uring(
             "cpu_per_io_us": outcome.cpu_per_io().as_secs_f64() * 1e6,
             "io_errors": outcome.io_errors,
             "verified_blocks": outcome.verified_blocks,
+            "verify_unsettled_writes": outcome.verify_unsettled,
             "verify_errors": outcome.verify_errors,
         }),
     );
@@ -481,6 +482,12 @@ pub fn run_uring(
             "  verify: {} blocks checked, {} errors",
             outcome.verified_blocks,
             outcome.verify_errors.len()
+        ));
+    }
+    if outcome.verify_unsettled > 0 {
+        summary.push(format!(
+            "  verify: {} writes not checked: a write overlapping them in part was in flight with them, so either may have landed last (serialize_overlap=1 keeps such writes apart)",
+            outcome.verify_unsettled
         ));
     }
     let replays: Vec<_> = outcome.clones.iter().map(|c| (c.job_index, c.clone, c.replay.as_ref())).collect();

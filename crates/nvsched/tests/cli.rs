@@ -680,6 +680,24 @@ fn iodepth_low_spreads_submission_depths_as_fio_does() {
     assert!(job["iodepth_complete"]["8"].as_f64().unwrap() > 99.0, "{}", job["iodepth_complete"]);
 }
 
+/// `serialize_overlap`: writes to a file of four blocks at depth 16 overlap at once, unless
+/// an overlapping write waits; then no more than four are ever out.
+#[test]
+fn serialize_overlap_holds_back_writes_to_blocks_in_flight() {
+    let text = "[a]\nioengine=io_uring\niodepth=16\nsize=16k\nrw=randwrite\nnorandommap\ntime_based\nruntime=50ms\n";
+    let depths = |text: &str, name: &str| {
+        let (_, v) = run_json(&temp_job(name, text), &[]);
+        let level = |k: &str| v["jobs"][0]["iodepth_level"][k].as_f64().unwrap();
+        (level("4"), level("8") + level("16") + level("32") + level(">=64"), v["jobs"][0]["write"]["total_ios"].clone())
+    };
+    let (_, deep, ios) = depths(text, "overlap-free.fio");
+    assert!(deep > 90.0, "without serialize_overlap the queue is full ({deep}% at 8 or more)");
+    assert!(ios.as_u64().unwrap() > 0);
+    let (four, deep, ios) = depths(&format!("{text}serialize_overlap=1\n"), "overlap-serial.fio");
+    assert_eq!(deep, 0.0, "at most one write per block is out");
+    assert!(four > 0.0 && ios.as_u64().unwrap() > 0);
+}
+
 /// `thinktime_iotime`, `thinktime_blocks` and `rate_ignore_thinktime` against fio 3.33 on
 /// its null engine (rate_iops=1000): a 500 ms pause every 100 I/Os over 3 s gives 600
 /// I/Os, or 505 when pacing does not catch up after a pause; 20 ms pauses after each
