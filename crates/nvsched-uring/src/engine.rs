@@ -198,12 +198,15 @@ fn attribute_cpu(clones: &mut [CloneState], start: Usage, end: Usage) {
 /// Runs the jobs on real files or devices.
 pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions) -> Result<UringOutcome, String> {
     // targets: one per distinct file name, sized for every clone using it
-    let mut wanted: Vec<(String, u64, bool)> = Vec::new();
+    // (name, bytes, written, kept: a create_only job lays it out)
+    let mut wanted: Vec<(String, u64, bool, bool)> = Vec::new();
     for spec in jobs {
         if spec.active_ops().any(|o| o == Op::Discard) {
             return Err(format!("job '{}': trim is not supported by the uring engine", spec.name));
         }
-        let writes = !spec.verify_only && (spec.writes_data() || spec.fsync_every > 0 || spec.fdatasync_every > 0);
+        let writes = !spec.verify_only
+            && !spec.create_only
+            && (spec.writes_data() || spec.fsync_every > 0 || spec.fdatasync_every > 0);
         for (clone, filenum) in spec.clone_files() {
             let name = spec.file_name_of(clone, filenum);
             if !spec.allow_file_create && !Path::new(&name).exists() {
@@ -226,21 +229,24 @@ pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions)
                 Some(w) => {
                     w.1 = w.1.max(need);
                     w.2 |= writes;
+                    w.3 |= spec.create_only;
                 }
-                None => wanted.push((name, need, writes)),
+                None => wanted.push((name, need, writes, spec.create_only)),
             }
         }
     }
     let mut targets_open = Vec::new();
-    for (name, size, writes) in &wanted {
+    for &(ref name, size, writes, keep) in &wanted {
         // prefilling writes, so it is subject to the same safety rules as a writing job
-        let opened = targets::open(&PathBuf::from(name), *size, *writes || opts.prefill, opts.safety).and_then(|t| {
-            if opts.prefill && !t.created {
-                let region = if *size == 0 { t.size } else { *size };
-                targets::prefill(&t.path, region)?;
-            }
-            Ok(t)
-        });
+        let opened =
+            targets::open(&PathBuf::from(name), size, writes || opts.prefill, opts.safety).and_then(|mut t| {
+                t.keep = keep;
+                if opts.prefill && !t.created {
+                    let region = if size == 0 { t.size } else { size };
+                    targets::prefill(&t.path, region)?;
+                }
+                Ok(t)
+            });
         match opened {
             Ok(t) => targets_open.push(t),
             Err(e) => {
@@ -287,7 +293,7 @@ fn cleanup(targets: &[Target], keep: bool) {
     if keep {
         return;
     }
-    for t in targets.iter().filter(|t| t.created) {
+    for t in targets.iter().filter(|t| t.created && !t.keep) {
         let _ = std::fs::remove_file(&t.path);
     }
 }
@@ -387,6 +393,7 @@ fn run_on(
             path: t.path.clone(),
             block_device: t.block_device,
             created: t.created,
+            kept: t.keep || opts.keep_files,
             kernel_scheduler: targets::kernel_scheduler(&t.path),
             size: t.size,
         })

@@ -71,6 +71,9 @@ pub struct TargetInfo {
     pub path: PathBuf,
     pub block_device: bool,
     pub created: bool,
+    /// A file nvsched created stays after the run (`--keep-files`, or a `create_only`
+    /// job laid it out).
+    pub kept: bool,
     pub kernel_scheduler: Option<String>,
     pub size: u64,
 }

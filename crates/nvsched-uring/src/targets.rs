@@ -19,6 +19,8 @@ pub struct Target {
     pub block_device: bool,
     /// nvsched created it in this run (and removes it unless asked to keep it).
     pub created: bool,
+    /// A `create_only` job laid it out: it stays, as fio's setup phase leaves it.
+    pub keep: bool,
     pub writes: bool,
 }
 
@@ -93,7 +95,7 @@ pub fn open(path: &Path, size: u64, writes: bool, safety: Safety) -> Result<Targ
     if actual < size {
         return Err(format!("'{}' holds {actual} bytes but the jobs need {size}", path.display()));
     }
-    Ok(Target { path: path.to_path_buf(), file, size: actual, block_device: block, created, writes })
+    Ok(Target { path: path.to_path_buf(), file, size: actual, block_device: block, created, keep: false, writes })
 }
 
 /// Creates a new file and writes it completely (as fio lays out files), with

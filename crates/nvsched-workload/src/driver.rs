@@ -271,7 +271,8 @@ impl JobDriver {
         // fio's trimwrite trims and writes `size` (`io_size`, `number_ios`) each
         let pairs = if spec.pattern.is_trimwrite() { 2 } else { 1 };
         let pass_bytes = pass_bytes.saturating_mul(pairs);
-        let io_limit = pass_bytes.saturating_mul(u64::from(spec.loops.max(1)));
+        // create_only: the files are laid out, nothing is issued
+        let io_limit = if spec.create_only { 0 } else { pass_bytes.saturating_mul(u64::from(spec.loops.max(1))) };
         let ios_limit = if spec.number_ios > 0 { spec.number_ios.saturating_mul(pairs) } else { u64::MAX };
         let think_every =
             if spec.thinktime > Nanos::ZERO { spec.thinktime_blocks.clamp(1, u32::MAX - 1) } else { u32::MAX };
@@ -1330,6 +1331,14 @@ mod tests {
                 d.on_complete(Nanos(t), u.op, u.len_bytes, Nanos::ZERO);
             }
         }
+    }
+
+    #[test]
+    fn create_only_issues_nothing_not_even_the_end_flush() {
+        let mut d = driver("[a]\nrw=write\nsize=1m\nend_fsync=1\ncreate_only=1\n");
+        assert_eq!(d.poll(Nanos::ZERO, &mut Vec::new()), Poll::Finished);
+        let mut d = driver("[a]\nrw=write\nsize=1m\nend_fsync=1\n");
+        assert_eq!(d.poll(Nanos::ZERO, &mut Vec::new()), Poll::Ready);
     }
 
     #[test]

@@ -342,6 +342,9 @@ pub struct JobSpec {
     pub verify_only: bool,
     /// `verify_fatal`: the verify phase stops checking a job's blocks at its first bad one.
     pub verify_fatal: bool,
+    /// `create_only`: the job's files are laid out (and kept, as fio keeps them) and the
+    /// job issues nothing.
+    pub create_only: bool,
     /// `serialize_overlap`: an I/O that overlaps one of the job's I/Os in flight waits
     /// until that one completes (fio's rule: only for jobs that write or trim with
     /// `iodepth` > 1, or that replay a trace).
@@ -583,6 +586,7 @@ impl JobSpec {
             verify_only: false,
             verify_fatal: false,
             serialize_overlap: false,
+            create_only: false,
             exec_prerun: None,
             exec_postrun: None,
             allow_file_create: true,
@@ -837,6 +841,7 @@ impl JobSpec {
     /// fio does for jobs that write.
     pub fn flushes_at_end(&self) -> bool {
         (self.end_fsync || self.fsync_on_close)
+            && !self.create_only
             && (self.pattern.is_mixed() || self.pattern.is_trimwrite() || self.pattern.single_op() == Some(Op::Write))
     }
 
@@ -2381,6 +2386,16 @@ pub static OPTIONS: &[OptionDef] = &[
         }
     ),
     opt!(
+        "create_only",
+        [],
+        Some("1"),
+        "lay out the job's files and issue no I/O; real devices keep the files it lays out (fio's setup phase only)",
+        |j, v| {
+            j.create_only = parse_bool(v)?;
+            Ok(())
+        }
+    ),
+    opt!(
         "serialize_overlap",
         ["serialise_overlap"],
         Some("1"),
@@ -2611,7 +2626,6 @@ const FIO_UNSUPPORTED: &[(&str, &str)] = &[
     ("opendir", "a job's files are named by filename or nrfiles, not found in a directory tree"),
     ("file_append", "nvsched does not grow files; set offset= past the data instead"),
     ("fill_device", "nvsched does not write until the device is full; set size=100% instead"),
-    ("create_only", "nvsched has no layout-only mode (--keep-files keeps the files a run lays out)"),
     ("bs_unaligned", "blocks are multiples of 512 bytes, as direct I/O needs"),
     ("dedupe_global", "dedupe_mode=working_set is not supported; dedupe_mode=repeat repeats pieces within each job"),
     (

@@ -439,6 +439,7 @@ pub fn run_uring(
                         "path": t.path.display().to_string(),
                         "kind": if t.block_device { "block device" } else { "file" },
                         "created_by_nvsched": t.created,
+                        "kept": t.created && t.kept,
                         "size_bytes": t.size,
                         "kernel_scheduler": t.kernel_scheduler,
                     })
@@ -483,6 +484,11 @@ pub fn run_uring(
             outcome.verified_blocks,
             outcome.verify_errors.len()
         ));
+    }
+    let kept: Vec<String> =
+        outcome.targets.iter().filter(|t| t.created && t.kept).map(|t| t.path.display().to_string()).collect();
+    if !kept.is_empty() {
+        summary.push(format!("  kept the files it laid out: {}", kept.join(", ")));
     }
     if outcome.verify_unsettled > 0 {
         summary.push(format!(

@@ -183,6 +183,28 @@ fn verify_checks_the_last_write_of_overlapping_blocks() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// `create_only`: the job's file is laid out and kept, and the job issues nothing; the
+/// next run finds the file and, as for any file nvsched did not create in that run, writes
+/// to it only with --allow-destructive.
+#[test]
+fn create_only_lays_out_and_keeps_the_file() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let data = d.join("made.dat");
+    let body = format!("[prep]\nfilename={}\nsize=1m\nrw=write\nend_fsync=1\ncreate_only=1\n", data.display());
+    let v = run_uring_json(&write_job(&d, "c.fio", &body), &[]);
+    assert_eq!(std::fs::metadata(&data).unwrap().len(), 1 << 20);
+    let job = &v["jobs"][0];
+    assert_eq!((&job["write"]["total_ios"], &job["sync"]["total_ios"]), (&0.into(), &0.into()), "{job}");
+    assert_eq!(v["nvsched"]["targets"][0]["kept"], true);
+    let body = body.replace("create_only=1\n", "");
+    let out = nvsched(&["run", write_job(&d, "w.fio", &body).to_str().unwrap(), "--engine", "uring", "-q"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Pass --allow-destructive"), "{out:?}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 #[test]
 fn k2_keeps_no_more_than_its_bound_in_the_ring() {
     if skip() {
