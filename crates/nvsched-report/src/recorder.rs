@@ -134,7 +134,7 @@ impl JobRecorder {
     #[inline]
     pub fn complete(&mut self, driver: &mut JobDriver, io: &CompletedIo, now: Nanos) {
         let ramp_end = driver.ramp_end();
-        driver.landed(io.file, io.offset_bytes, io.len_bytes);
+        driver.landed(io.op, io.file, io.offset_bytes, io.len_bytes);
         let done = driver.on_complete(now, io.op, io.len_bytes, now - io.created);
         if done.counted {
             self.record(io, now, ramp_end);
@@ -149,7 +149,7 @@ impl JobRecorder {
     /// with `continue_on_error` it counts in `total_err`.
     #[cold]
     pub fn complete_failed(&mut self, driver: &mut JobDriver, io: &CompletedIo, now: Nanos, errno: i32) {
-        driver.landed(io.file, io.offset_bytes, io.len_bytes);
+        driver.landed(io.op, io.file, io.offset_bytes, io.len_bytes);
         let done = driver.on_error(now, io.op, errno);
         // fio counts the error that failed the job too, but nothing after it; the I/O is
         // one of the direction's total_ios (and IOPS), without bytes or latency

@@ -2,15 +2,16 @@
 
 use crate::hooks::{self, Stage};
 use crate::targets::{self, Target};
-use crate::verify::{self, WrittenBlocks};
+use crate::verify;
 use crate::{CloneOutcome, TargetInfo, UringOptions, UringOutcome};
 use io_uring::{opcode, squeue, types, IoUring};
 use nvsched_core::{Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, Inserted, Request, RequestId, Scheduler};
 use nvsched_report::{CompletedIo, CpuUsage, JobRecorder};
 use nvsched_workload::steadystate::SteadyStates;
+use nvsched_workload::written::WrittenBlocks;
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, wait_for_targets, Tenants};
-use nvsched_workload::{BufferFiller, ExitWhat, FlowGroups, IoUnit, JobDriver, JobSpec, Poll, Region};
+use nvsched_workload::{BufferFiller, ExitWhat, FlowGroups, IoUnit, JobDriver, JobSpec, Poll};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -102,11 +103,10 @@ struct CloneState {
     /// Held back by flow control until a clone of a flow group issues or finishes.
     flow_held: bool,
     done: bool,
+    /// Writes carry a verify header (`verify`).
     verify: bool,
-    do_verify: bool,
-    verify_only: bool,
-    /// Its region in each of its files.
-    regions: Vec<Region>,
+    /// `verify_fatal` found a bad block: the read-back stops, and no more are reported.
+    verify_failed: bool,
     /// Blocks written with a verify header, and which of those writes raced.
     written: WrittenBlocks,
     next_generation: u64,
@@ -142,6 +142,9 @@ struct Engine {
     max_bs: usize,
     requests: u64,
     io_errors: Vec<String>,
+    /// What the read-back of verify jobs found wrong, and how many blocks it checked.
+    verify_errors: Vec<String>,
+    verified_blocks: u64,
     /// `UringOptions::inject_errors`, and the completions counted for it.
     inject_errors: Option<(u64, i32)>,
     completions: u64,
@@ -372,9 +375,7 @@ fn run_on(
                 flow_held: false,
                 done: false,
                 verify: spec.verify,
-                do_verify: spec.do_verify,
-                verify_only: spec.verify && spec.verify_only,
-                regions,
+                verify_failed: false,
                 written: WrittenBlocks::default(),
                 next_generation: 1,
                 content: BufferFiller::new(&spec.buffers, spec.bs[Op::Write.index()].min(), spec.max_bs(), seed),
@@ -421,6 +422,8 @@ fn run_on(
         max_bs,
         requests: 0,
         io_errors: Vec::new(),
+        verify_errors: Vec::new(),
+        verified_blocks: 0,
         inject_errors: opts.inject_errors.filter(|&(every, _)| every > 0),
         completions: 0,
         batch: Vec::with_capacity(64),
@@ -432,7 +435,8 @@ fn run_on(
         c.rec.finish(&c.driver, end, e.steady.report(k as u32))?;
     }
     attribute_cpu(&mut e.clones, usage_start, usage());
-    let (verify_errors, verified_blocks, verify_unsettled) = e.verify_phase()?;
+    let verify_unsettled = e.clones.iter().map(|c| c.written.unsettled()).sum();
+    let (verify_errors, verified_blocks) = (std::mem::take(&mut e.verify_errors), e.verified_blocks);
     let usage_end = usage();
     Ok(UringOutcome {
         clones: e
@@ -485,10 +489,6 @@ impl Engine {
         let clone = &mut self.clones[c as usize];
         clone.driver.start(now);
         clone.kick = true;
-        if clone.verify_only {
-            // nothing to issue: the region is checked in the verify phase
-            clone.done = true;
-        }
     }
 
     /// Whether clone `c` may start: every clone of the job it waits for has finished.
@@ -933,6 +933,30 @@ impl Engine {
             if clone.verify && io.op == Op::Write {
                 clone.written.landed(io.file, io.offset_bytes, header_generation);
             }
+            if io.op == Op::Read && clone.driver.verifying() && !clone.verify_failed {
+                // a block the job reads back: what it holds must be what was written last
+                self.verified_blocks += 1;
+                let found = match errno {
+                    Some(e) => Err(format!(
+                        "read of block at offset {} failed ({})",
+                        io.offset_bytes,
+                        std::io::Error::from_raw_os_error(e)
+                    )),
+                    None => verify::check(
+                        self.slots[m as usize].buf.slice(io.len_bytes as usize),
+                        io.offset_bytes,
+                        clone.written.get(io.file, io.offset_bytes),
+                    ),
+                };
+                if let Err(e) = found {
+                    let path = self.targets[clone.targets[io.file as usize]].1.display();
+                    self.verify_errors.push(format!("verify: {path}: {e}"));
+                    if clone.driver.spec.verify_fatal {
+                        clone.verify_failed = true;
+                        clone.driver.stop_verify();
+                    }
+                }
+            }
             clone.kick = true;
             clone.completed_now += 1;
             match errno {
@@ -950,69 +974,5 @@ impl Engine {
             self.free[c as usize].push(m);
             m = next;
         }
-    }
-
-    /// Reads back what verify jobs wrote (or, for verify_only, their whole region) and
-    /// checks every block's header: the errors, the blocks checked and the writes left
-    /// unchecked (torn by a partly overlapping write in flight with them).
-    fn verify_phase(&mut self) -> Result<(Vec<String>, u64, u64), String> {
-        let mut errors = Vec::new();
-        let mut checked = 0u64;
-        let mut unsettled = 0u64;
-        for i in 0..self.clones.len() {
-            let c = &self.clones[i];
-            if !c.verify || !(c.do_verify || c.verify_only) {
-                continue;
-            }
-            let bs = c.driver.spec.bs[Op::Write.index()].min() as u64;
-            unsettled += c.written.unsettled();
-            // (file, offset, length, what was written), in file then offset order
-            let list: Vec<(u16, u64, u32, Option<&verify::Block>)> = if c.verify_only {
-                (c.regions.iter().enumerate())
-                    .flat_map(|(f, r)| (0..r.len / bs).map(move |k| (f as u16, r.start + k * bs, bs as u32, None)))
-                    .collect()
-            } else {
-                c.written.blocks().map(|(f, off, b)| (f, off, b.len, Some(b))).collect()
-            };
-            let fatal = c.driver.spec.verify_fatal;
-            let target_of = |f: u16| &self.targets[c.targets[f as usize]];
-            let depth = 16usize;
-            let bufs: Vec<AlignedBuf> = (0..depth).map(|_| AlignedBuf::new(self.max_bs)).collect();
-            let errors_before = errors.len();
-            for chunk in list.chunks(depth) {
-                if fatal && errors.len() > errors_before {
-                    break;
-                }
-                for (k, &(f, off, len, _)) in chunk.iter().enumerate() {
-                    let fd = types::Fd(target_of(f).0);
-                    let sqe = opcode::Read::new(fd, bufs[k].ptr, len).offset(off).build().user_data(k as u64);
-                    // SAFETY: bufs[k] outlives the wait below.
-                    unsafe {
-                        self.ring.submission().push(&sqe).map_err(|_| "verify: submission queue full".to_string())?;
-                    }
-                }
-                self.ring.submit_and_wait(chunk.len()).map_err(|e| format!("verify: {e}"))?;
-                let mut results: Vec<(usize, i32)> =
-                    self.ring.completion().map(|c| (c.user_data() as usize, c.result())).collect();
-                // in offset order, so verify_fatal stops at the first bad block
-                results.sort_unstable();
-                for (k, res) in results {
-                    if fatal && errors.len() > errors_before {
-                        break;
-                    }
-                    let (f, off, len, written) = chunk[k];
-                    let path = target_of(f).1.display();
-                    checked += 1;
-                    if res != len as i32 {
-                        errors.push(format!("verify: {path}: read of block at offset {off} failed ({res})"));
-                        continue;
-                    }
-                    if let Err(e) = verify::check(bufs[k].slice(len as usize), off, written) {
-                        errors.push(format!("verify: {path}: {e}"));
-                    }
-                }
-            }
-        }
-        Ok((errors, checked, unsettled))
     }
 }

@@ -7,6 +7,7 @@ use crate::gen::{IoGenerator, IoUnit, Region};
 use crate::latency_target::{LatencyProbe, Verdict};
 use crate::spec::{EngineKind, FileService, JobSpec, RateProcess};
 use crate::trace::{place, DeviceSpan, Placement};
+use crate::written::WrittenBlocks;
 use nvsched_core::rng::mix64;
 use nvsched_core::{IoPrio, Nanos, Op, SimRng};
 use std::sync::Arc;
@@ -84,6 +85,9 @@ pub struct JobDriver {
     pending: Option<IoUnit>,
     /// `serialize_overlap`: the clone's data I/Os in flight (boxed: few jobs have it).
     in_flight_ranges: Option<Box<InFlightRanges>>,
+    /// `verify`: what the job wrote, read back once its I/O is done (boxed: few jobs
+    /// verify).
+    verify: Option<Box<VerifyPass>>,
     writes_since_flush: u32,
     flush_every: u32,
     flush_due: FlushDue,
@@ -145,6 +149,26 @@ impl InFlightRanges {
             self.ranges.swap_remove(i);
         }
     }
+}
+
+/// `verify`'s read-back: the blocks the job wrote (or, for `verify_only`, every block of
+/// its region), read at the job's depth once its I/O is done, as fio's verify phase.
+#[derive(Debug, Default)]
+struct VerifyPass {
+    written: WrittenBlocks,
+    /// (file, offset, length) of each block to read, and the next to issue.
+    list: Vec<(u16, u64, u32)>,
+    next: usize,
+    state: VerifyState,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+enum VerifyState {
+    /// The job's I/O is not done yet.
+    #[default]
+    Pending,
+    Reading,
+    Done,
 }
 
 /// Why a job lets what it has out complete and then pauses.
@@ -272,7 +296,11 @@ impl JobDriver {
         let pairs = if spec.pattern.is_trimwrite() { 2 } else { 1 };
         let pass_bytes = pass_bytes.saturating_mul(pairs);
         // create_only: the files are laid out, nothing is issued
-        let io_limit = if spec.create_only { 0 } else { pass_bytes.saturating_mul(u64::from(spec.loops.max(1))) };
+        let io_limit = if spec.create_only || spec.verify_only {
+            0
+        } else {
+            pass_bytes.saturating_mul(u64::from(spec.loops.max(1)))
+        };
         let ios_limit = if spec.number_ios > 0 { spec.number_ios.saturating_mul(pairs) } else { u64::MAX };
         let think_every =
             if spec.thinktime > Nanos::ZERO { spec.thinktime_blocks.clamp(1, u32::MAX - 1) } else { u32::MAX };
@@ -288,6 +316,17 @@ impl JobDriver {
         let split = [spec.cmdprio_split(Op::Read), spec.cmdprio_split(Op::Write)];
         let cmdprio_split = split.iter().any(|l| !l.is_empty()).then(|| Box::new(split));
         let serialize_overlap = spec.serialize_overlap;
+        let verify = (spec.verify && (spec.do_verify || spec.verify_only)).then(|| {
+            // verify_only: every block of the clone's region, as the earlier run wrote them
+            let bs = u64::from(spec.bs[Op::Write.index()].min());
+            let list = match spec.verify_only {
+                true => (regions.iter().enumerate())
+                    .flat_map(|(f, r)| (0..r.len / bs).map(move |k| (f as u16, r.start + k * bs, bs as u32)))
+                    .collect(),
+                false => Vec::new(),
+            };
+            Box::new(VerifyPass { list, ..VerifyPass::default() })
+        });
         Ok(JobDriver {
             depth: if sync_engine { 1 } else { spec.iodepth },
             batch: spec.iodepth_batch_submit.max(1),
@@ -321,6 +360,7 @@ impl JobDriver {
             cmdprio_split,
             pending: None,
             in_flight_ranges: serialize_overlap.then(Box::default),
+            verify,
             writes_since_flush: 0,
             flush_due: FlushDue::No,
             end_flushes_inflight: 0,
@@ -431,6 +471,9 @@ impl JobDriver {
         if self.started_at.is_none_or(|start| now < start) {
             self.flush_due = FlushDue::No;
         }
+        if let Some(v) = &mut self.verify {
+            v.state = VerifyState::Done; // fio's exitall ends the job, verify phase and all
+        }
         self.mark_finished(now);
     }
 
@@ -442,7 +485,13 @@ impl JobDriver {
     }
 
     fn mark_finished(&mut self, now: Nanos) {
-        if self.stopped && self.inflight == 0 && self.flush_due == FlushDue::No && self.finished_at.is_none() {
+        let verified = self.verify.as_ref().is_none_or(|v| v.state == VerifyState::Done);
+        if self.stopped
+            && self.inflight == 0
+            && self.flush_due == FlushDue::No
+            && verified
+            && self.finished_at.is_none()
+        {
             self.finished_at = Some(now);
             if let Some(f) = &mut self.flow {
                 f.leave();
@@ -513,8 +562,7 @@ impl JobDriver {
             return self.poll_flush(out);
         }
         if self.stopped {
-            self.mark_finished(now);
-            return if self.inflight == 0 { Poll::Finished } else { Poll::Blocked };
+            return self.poll_stopped(now, out, max_units);
         }
         if self.quiescing.is_some() || self.draining || self.refill_wait {
             return Poll::Blocked;
@@ -582,6 +630,11 @@ impl JobDriver {
             if let Some(ranges) = &mut self.in_flight_ranges {
                 ranges.issued(&unit);
             }
+            if let Some(v) = &mut self.verify {
+                if unit.op == Op::Write {
+                    v.written.issued(unit.file, unit.offset_bytes, unit.len_bytes, 0);
+                }
+            }
             if let Some(f) = &mut self.flow {
                 f.count();
             }
@@ -627,8 +680,7 @@ impl JobDriver {
             return self.poll_flush(out);
         }
         if self.stopped {
-            self.mark_finished(now);
-            return if self.inflight == 0 { Poll::Finished } else { Poll::Blocked };
+            return self.poll_stopped(now, out, max_units);
         }
         if held {
             return self.hold(now);
@@ -800,12 +852,67 @@ impl JobDriver {
         self.in_flight_ranges.as_ref().is_some_and(|r| r.overlaps(unit))
     }
 
-    /// The I/O of `len_bytes` at `offset_bytes` in file `file` is no longer in flight
-    /// (completed or failed): with `serialize_overlap`, what waited on it may go.
+    /// The `op` of `len_bytes` at `offset_bytes` in file `file` is no longer in flight
+    /// (completed or failed): with `serialize_overlap`, what waited on it may go; with
+    /// `verify`, a write no longer races those issued after it.
     #[inline]
-    pub fn landed(&mut self, file: u16, offset_bytes: u64, len_bytes: u32) {
+    pub fn landed(&mut self, op: Op, file: u16, offset_bytes: u64, len_bytes: u32) {
         if let Some(ranges) = &mut self.in_flight_ranges {
             ranges.landed(file, offset_bytes, len_bytes);
+        }
+        if let Some(v) = &mut self.verify {
+            if op == Op::Write {
+                v.written.landed(file, offset_bytes, 0);
+            }
+        }
+    }
+
+    /// The job is reading back what it wrote (`verify`): each read it issues now is a
+    /// block to check.
+    pub fn verifying(&self) -> bool {
+        self.verify.as_ref().is_some_and(|v| v.state == VerifyState::Reading)
+    }
+
+    /// Stops the read-back after the reads in flight (`verify_fatal`, a bad block).
+    pub fn stop_verify(&mut self) {
+        if let Some(v) = &mut self.verify {
+            v.next = v.list.len();
+        }
+    }
+
+    /// The job's I/O is done and nothing is in flight: the read-back of what it wrote
+    /// begins (or goes on), or the job is finished.
+    fn poll_stopped(&mut self, now: Nanos, out: &mut Vec<IoUnit>, max_units: u32) -> Poll {
+        if let Some(v) = &mut self.verify {
+            if v.state == VerifyState::Pending && self.inflight == 0 && self.flush_due == FlushDue::No {
+                v.state = if self.failed { VerifyState::Done } else { VerifyState::Reading };
+                if !self.spec.verify_only {
+                    v.list = v.written.blocks().map(|(f, o, b)| (f, o, b.len)).collect();
+                }
+            }
+            if v.state == VerifyState::Reading {
+                let limit = self.batch.min(max_units);
+                let start_len = out.len();
+                while self.inflight < self.depth && ((out.len() - start_len) as u32) < limit && v.next < v.list.len() {
+                    let (file, offset_bytes, len_bytes) = v.list[v.next];
+                    v.next += 1;
+                    out.push(IoUnit { op: Op::Read, offset_bytes, len_bytes, prio: self.prio, file });
+                    self.inflight += 1;
+                }
+                if out.len() > start_len {
+                    return Poll::Ready;
+                }
+                if v.next < v.list.len() || self.inflight > 0 {
+                    return Poll::Blocked;
+                }
+                v.state = VerifyState::Done;
+            }
+        }
+        self.mark_finished(now);
+        if self.inflight == 0 {
+            Poll::Finished
+        } else {
+            Poll::Blocked
         }
     }
 
@@ -1327,10 +1434,62 @@ mod tests {
                 return (issued, most_overlapping);
             }
             if let Some(u) = in_flight.pop_front() {
-                d.landed(u.file, u.offset_bytes, u.len_bytes);
+                d.landed(u.op, u.file, u.offset_bytes, u.len_bytes);
                 d.on_complete(Nanos(t), u.op, u.len_bytes, Nanos::ZERO);
             }
         }
+    }
+
+    /// Runs a job to its end, completing each batch as it is issued; returns its I/Os.
+    fn run_batches(text: &str) -> Vec<IoUnit> {
+        let mut d = driver(text);
+        let (mut all, mut out, mut t) = (Vec::new(), Vec::new(), 0u64);
+        while t < 1 << 40 {
+            t += 1000;
+            let mut poll = d.poll(Nanos(t), &mut out);
+            while poll == Poll::Ready {
+                poll = d.poll(Nanos(t), &mut out);
+            }
+            if poll == Poll::Finished {
+                break;
+            }
+            for u in out.drain(..) {
+                d.landed(u.op, u.file, u.offset_bytes, u.len_bytes);
+                d.on_complete(Nanos(t), u.op, u.len_bytes, Nanos::ZERO);
+                all.push(u);
+            }
+        }
+        assert!(out.is_empty() && d.finished_at().is_some());
+        all
+    }
+
+    #[test]
+    fn verify_reads_back_the_last_write_of_each_block_after_the_writes() {
+        let job = "[a]\nioengine=io_uring\niodepth=4\nrw=randwrite\nsize=64k\nbsrange=4k-8k\nverify=crc32c\n";
+        let ios = run_batches(job);
+        let writes: Vec<&IoUnit> = ios.iter().filter(|u| u.op == Op::Write).collect();
+        let reads: Vec<&IoUnit> = ios.iter().filter(|u| u.op == Op::Read).collect();
+        let first_read = ios.iter().position(|u| u.op == Op::Read).unwrap();
+        assert!(ios[first_read..].iter().all(|u| u.op == Op::Read), "the reads come after every write");
+        assert!(!reads.is_empty() && reads.len() <= writes.len());
+        for r in &reads {
+            // each read is a block as it was last written, in offset order
+            let last = writes
+                .iter()
+                .rev()
+                .find(|w| {
+                    w.offset_bytes < r.offset_bytes + u64::from(r.len_bytes)
+                        && r.offset_bytes < w.offset_bytes + u64::from(w.len_bytes)
+                })
+                .unwrap();
+            assert_eq!((last.offset_bytes, last.len_bytes), (r.offset_bytes, r.len_bytes));
+        }
+        assert!(reads.windows(2).all(|p| p[0].offset_bytes < p[1].offset_bytes));
+        assert!(run_batches(&format!("{job}do_verify=0\n")).iter().all(|u| u.op == Op::Write));
+        // verify_only: every block of the region, nothing written
+        let only = run_batches(&format!("{job}verify_only=1\nbs=4k\n"));
+        assert_eq!(only.len(), (1 << 30) / 4096);
+        assert!(only.iter().all(|u| u.op == Op::Read && u.len_bytes == 4096));
     }
 
     #[test]

@@ -15,6 +15,7 @@ pub mod steadystate;
 pub mod tenants;
 pub mod trace;
 pub mod units;
+pub mod written;
 
 pub use buffers::{BufferFiller, BufferSpec};
 pub use driver::{Completed, Failure, JobDriver, Poll, ReplayStats};

@@ -842,6 +842,7 @@ impl JobSpec {
     pub fn flushes_at_end(&self) -> bool {
         (self.end_fsync || self.fsync_on_close)
             && !self.create_only
+            && !self.verify_only
             && (self.pattern.is_mixed() || self.pattern.is_trimwrite() || self.pattern.single_op() == Some(Op::Write))
     }
 

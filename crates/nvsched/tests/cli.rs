@@ -680,6 +680,21 @@ fn iodepth_low_spreads_submission_depths_as_fio_does() {
     assert!(job["iodepth_complete"]["8"].as_f64().unwrap() > 99.0, "{}", job["iodepth_complete"]);
 }
 
+/// `verify`: the job reads back what it wrote once its writes are done, at its depth and
+/// through the policy, and the reads count as the job's, as fio 3.33 reports them (read
+/// 256 I/Os of 1 MiB after writing 1 MiB in 4 KiB blocks). The simulator reads; only the
+/// io_uring engine checks what it reads.
+#[test]
+fn verify_reads_back_what_the_job_wrote_in_simulation_too() {
+    let text = "[v]\nioengine=io_uring\niodepth=4\nsize=1m\nrw=write\nbs=4k\nverify=crc32c\n";
+    let (_, v) = run_json(&temp_job("verify-sim.fio", text), &[]);
+    let job = &v["jobs"][0];
+    assert_eq!((&job["read"]["total_ios"], &job["read"]["io_bytes"]), (&256.into(), &(1u64 << 20).into()), "{job}");
+    assert_eq!(job["write"]["total_ios"], 256);
+    let (_, v) = run_json(&temp_job("verify-sim-off.fio", &format!("{text}do_verify=0\n")), &[]);
+    assert_eq!(v["jobs"][0]["read"]["total_ios"], 0);
+}
+
 /// `serialize_overlap`: writes to a file of four blocks at depth 16 overlap at once, unless
 /// an overlapping write waits; then no more than four are ever out.
 #[test]

@@ -123,6 +123,12 @@ fn verify_passes_then_catches_a_corrupted_block() {
     let job = write_job(&d, "wv.fio", &body(""));
     let v = run_uring_json(&job, &[]);
     assert_eq!(v["nvsched"]["engine_counters"]["verified_blocks"], 1024);
+    // the read-back counts in the job's reads, as fio 3.33 counts it (read 256 I/Os of
+    // 1 MiB for the same job at 1 MiB)
+    assert_eq!(
+        (&v["jobs"][0]["read"]["total_ios"], &v["jobs"][0]["read"]["io_bytes"]),
+        (&1024.into(), &(4u64 << 20).into())
+    );
     assert!(!data.exists(), "the file nvsched created is removed");
     // write, keep, corrupt one block, verify only
     let job = write_job(&d, "w.fio", &body("do_verify=0\n"));
