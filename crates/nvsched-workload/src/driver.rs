@@ -83,11 +83,9 @@ pub struct JobDriver {
     /// few jobs have it).
     cmdprio_split: Option<Box<[SizeShares; 2]>>,
     pending: Option<IoUnit>,
-    /// `serialize_overlap`: the clone's data I/Os in flight (boxed: few jobs have it).
-    in_flight_ranges: Option<Box<InFlightRanges>>,
-    /// `verify`: what the job wrote, read back once its I/O is done (boxed: few jobs
-    /// verify).
-    verify: Option<Box<VerifyPass>>,
+    /// What `serialize_overlap` and `verify` keep of the clone's I/Os (boxed, and one
+    /// field for both: few jobs have either, and the hot path looks once).
+    tracked: Option<Box<Tracked>>,
     writes_since_flush: u32,
     flush_every: u32,
     flush_due: FlushDue,
@@ -147,6 +145,39 @@ impl InFlightRanges {
         let range = Self::range(file, offset_bytes, len_bytes);
         if let Some(i) = self.ranges.iter().position(|&r| r == range) {
             self.ranges.swap_remove(i);
+        }
+    }
+}
+
+/// What a job with `serialize_overlap` or `verify` keeps of its I/Os.
+#[derive(Debug, Default)]
+struct Tracked {
+    /// `serialize_overlap`: its data I/Os in flight.
+    in_flight: Option<InFlightRanges>,
+    /// `verify`: what it wrote, read back once its I/O is done.
+    verify: Option<VerifyPass>,
+}
+
+impl Tracked {
+    fn issued(&mut self, unit: &IoUnit) {
+        if let Some(ranges) = &mut self.in_flight {
+            ranges.issued(unit);
+        }
+        if let Some(v) = &mut self.verify {
+            if unit.op == Op::Write {
+                v.written.issued(unit.file, unit.offset_bytes, unit.len_bytes, 0);
+            }
+        }
+    }
+
+    fn landed(&mut self, op: Op, file: u16, offset_bytes: u64, len_bytes: u32) {
+        if let Some(ranges) = &mut self.in_flight {
+            ranges.landed(file, offset_bytes, len_bytes);
+        }
+        if let Some(v) = &mut self.verify {
+            if op == Op::Write {
+                v.written.landed(file, offset_bytes, 0);
+            }
         }
     }
 }
@@ -325,7 +356,7 @@ impl JobDriver {
                     .collect(),
                 false => Vec::new(),
             };
-            Box::new(VerifyPass { list, ..VerifyPass::default() })
+            VerifyPass { list, ..VerifyPass::default() }
         });
         Ok(JobDriver {
             depth: if sync_engine { 1 } else { spec.iodepth },
@@ -359,8 +390,8 @@ impl JobDriver {
             cmdprio,
             cmdprio_split,
             pending: None,
-            in_flight_ranges: serialize_overlap.then(Box::default),
-            verify,
+            tracked: (serialize_overlap || verify.is_some())
+                .then(|| Box::new(Tracked { in_flight: serialize_overlap.then(InFlightRanges::default), verify })),
             writes_since_flush: 0,
             flush_due: FlushDue::No,
             end_flushes_inflight: 0,
@@ -471,7 +502,7 @@ impl JobDriver {
         if self.started_at.is_none_or(|start| now < start) {
             self.flush_due = FlushDue::No;
         }
-        if let Some(v) = &mut self.verify {
+        if let Some(v) = self.tracked.as_deref_mut().and_then(|t| t.verify.as_mut()) {
             v.state = VerifyState::Done; // fio's exitall ends the job, verify phase and all
         }
         self.mark_finished(now);
@@ -485,12 +516,11 @@ impl JobDriver {
     }
 
     fn mark_finished(&mut self, now: Nanos) {
-        let verified = self.verify.as_ref().is_none_or(|v| v.state == VerifyState::Done);
         if self.stopped
             && self.inflight == 0
             && self.flush_due == FlushDue::No
-            && verified
             && self.finished_at.is_none()
+            && self.verify_state().is_none_or(|state| state == VerifyState::Done)
         {
             self.finished_at = Some(now);
             if let Some(f) = &mut self.flow {
@@ -627,13 +657,8 @@ impl JobDriver {
                 self.rate_next[d] += gap;
             }
             out.push(unit);
-            if let Some(ranges) = &mut self.in_flight_ranges {
-                ranges.issued(&unit);
-            }
-            if let Some(v) = &mut self.verify {
-                if unit.op == Op::Write {
-                    v.written.issued(unit.file, unit.offset_bytes, unit.len_bytes, 0);
-                }
+            if let Some(t) = &mut self.tracked {
+                t.issued(&unit);
             }
             if let Some(f) = &mut self.flow {
                 f.count();
@@ -849,7 +874,7 @@ impl JobDriver {
     /// With `serialize_overlap`: whether `unit` overlaps a data I/O of the clone in flight.
     #[inline]
     fn overlaps_in_flight(&self, unit: &IoUnit) -> bool {
-        self.in_flight_ranges.as_ref().is_some_and(|r| r.overlaps(unit))
+        self.tracked.as_ref().and_then(|t| t.in_flight.as_ref()).is_some_and(|r| r.overlaps(unit))
     }
 
     /// The `op` of `len_bytes` at `offset_bytes` in file `file` is no longer in flight
@@ -857,25 +882,24 @@ impl JobDriver {
     /// `verify`, a write no longer races those issued after it.
     #[inline]
     pub fn landed(&mut self, op: Op, file: u16, offset_bytes: u64, len_bytes: u32) {
-        if let Some(ranges) = &mut self.in_flight_ranges {
-            ranges.landed(file, offset_bytes, len_bytes);
-        }
-        if let Some(v) = &mut self.verify {
-            if op == Op::Write {
-                v.written.landed(file, offset_bytes, 0);
-            }
+        if let Some(t) = &mut self.tracked {
+            t.landed(op, file, offset_bytes, len_bytes);
         }
     }
 
     /// The job is reading back what it wrote (`verify`): each read it issues now is a
     /// block to check.
     pub fn verifying(&self) -> bool {
-        self.verify.as_ref().is_some_and(|v| v.state == VerifyState::Reading)
+        self.verify_state() == Some(VerifyState::Reading)
+    }
+
+    fn verify_state(&self) -> Option<VerifyState> {
+        self.tracked.as_ref().and_then(|t| t.verify.as_ref()).map(|v| v.state)
     }
 
     /// Stops the read-back after the reads in flight (`verify_fatal`, a bad block).
     pub fn stop_verify(&mut self) {
-        if let Some(v) = &mut self.verify {
+        if let Some(v) = self.tracked.as_deref_mut().and_then(|t| t.verify.as_mut()) {
             v.next = v.list.len();
         }
     }
@@ -883,7 +907,7 @@ impl JobDriver {
     /// The job's I/O is done and nothing is in flight: the read-back of what it wrote
     /// begins (or goes on), or the job is finished.
     fn poll_stopped(&mut self, now: Nanos, out: &mut Vec<IoUnit>, max_units: u32) -> Poll {
-        if let Some(v) = &mut self.verify {
+        if let Some(v) = self.tracked.as_deref_mut().and_then(|t| t.verify.as_mut()) {
             if v.state == VerifyState::Pending && self.inflight == 0 && self.flush_due == FlushDue::No {
                 v.state = if self.failed { VerifyState::Done } else { VerifyState::Reading };
                 if !self.spec.verify_only {
