@@ -111,6 +111,8 @@ pub struct JobDriver {
     min_rate: MinRate,
     /// A lower depth was chosen: issue nothing until the requests out have completed.
     draining: bool,
+    /// `verify_backlog`: enough writes went out; read back the oldest before more.
+    backlog_due: bool,
     /// Once drained, the statistics restart (the latency search's final window).
     restart_when_drained: bool,
     /// The job failed (`max_latency`, `latency_target`, `rate_min`): it issues nothing
@@ -159,14 +161,14 @@ struct Tracked {
 }
 
 impl Tracked {
-    fn issued(&mut self, unit: &IoUnit) {
+    /// `unit` was issued: returns whether a `verify_backlog` read-back is due.
+    fn issued(&mut self, unit: &IoUnit) -> bool {
         if let Some(ranges) = &mut self.in_flight {
             ranges.issued(unit);
         }
-        if let Some(v) = &mut self.verify {
-            if unit.op == Op::Write {
-                v.written.issued(unit.file, unit.offset_bytes, unit.len_bytes, 0);
-            }
+        match &mut self.verify {
+            Some(v) if unit.op == Op::Write => v.wrote(unit.file, unit.offset_bytes, unit.len_bytes),
+            _ => false,
         }
     }
 
@@ -183,7 +185,8 @@ impl Tracked {
 }
 
 /// `verify`'s read-back: the blocks the job wrote (or, for `verify_only`, every block of
-/// its region), read at the job's depth once its I/O is done, as fio's verify phase.
+/// its region), read at the job's depth once its I/O is done, as fio's verify phase; and
+/// with `verify_backlog`, the oldest of them every so many writes.
 #[derive(Debug, Default)]
 struct VerifyPass {
     written: WrittenBlocks,
@@ -191,6 +194,54 @@ struct VerifyPass {
     list: Vec<(u16, u64, u32)>,
     next: usize,
     state: VerifyState,
+    /// `verify_backlog` (0: none) and `verify_backlog_batch`, the writes issued since the
+    /// last read-back, and the blocks written in the order they were (a block written
+    /// twice is there twice; the first finds it, the second finds it gone).
+    backlog: u32,
+    backlog_batch: u32,
+    since_backlog: u32,
+    order: std::collections::VecDeque<(u16, u64)>,
+}
+
+impl VerifyPass {
+    /// A write was issued: whether a backlog read-back is now due.
+    fn wrote(&mut self, file: u16, offset_bytes: u64, len_bytes: u32) -> bool {
+        self.written.issued(file, offset_bytes, len_bytes, 0);
+        if self.backlog == 0 {
+            return false;
+        }
+        self.order.push_back((file, offset_bytes));
+        self.since_backlog += 1;
+        if self.since_backlog < self.backlog {
+            return false;
+        }
+        self.since_backlog = 0;
+        true
+    }
+
+    /// Lists the oldest blocks written (at most `backlog_batch`) for reading back, and
+    /// takes them from those left for the end; the writes have all landed.
+    fn begin_backlog(&mut self) {
+        self.list.clear();
+        self.next = 0;
+        while self.list.len() < self.backlog_batch as usize {
+            let Some((file, offset)) = self.order.pop_front() else { break };
+            if let Some(len) = self.written.take(file, offset) {
+                self.list.push((file, offset, len));
+            }
+        }
+        self.state = VerifyState::Backlog;
+    }
+
+    /// Appends reads of listed blocks not yet issued, at most `room`; returns how many.
+    fn issue_reads(&mut self, out: &mut Vec<IoUnit>, room: u32, prio: IoPrio) -> u32 {
+        let n = (room as usize).min(self.list.len() - self.next);
+        for &(file, offset_bytes, len_bytes) in &self.list[self.next..self.next + n] {
+            out.push(IoUnit { op: Op::Read, offset_bytes, len_bytes, prio, file });
+        }
+        self.next += n;
+        n as u32
+    }
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -198,6 +249,9 @@ enum VerifyState {
     /// The job's I/O is not done yet.
     #[default]
     Pending,
+    /// A `verify_backlog` read-back: the job's other I/O waits.
+    Backlog,
+    /// The read-back once the job's I/O is done.
     Reading,
     Done,
 }
@@ -347,6 +401,7 @@ impl JobDriver {
         let split = [spec.cmdprio_split(Op::Read), spec.cmdprio_split(Op::Write)];
         let cmdprio_split = split.iter().any(|l| !l.is_empty()).then(|| Box::new(split));
         let serialize_overlap = spec.serialize_overlap;
+        // fio reads back (verify_backlog included) only with do_verify
         let verify = (spec.verify && (spec.do_verify || spec.verify_only)).then(|| {
             // verify_only: every block of the clone's region, as the earlier run wrote them
             let bs = u64::from(spec.bs[Op::Write.index()].min());
@@ -356,7 +411,9 @@ impl JobDriver {
                     .collect(),
                 false => Vec::new(),
             };
-            VerifyPass { list, ..VerifyPass::default() }
+            let backlog = if spec.verify_only { 0 } else { spec.verify_backlog };
+            let backlog_batch = if spec.verify_backlog_batch > 0 { spec.verify_backlog_batch } else { backlog };
+            VerifyPass { list, backlog, backlog_batch, ..VerifyPass::default() }
         });
         Ok(JobDriver {
             depth: if sync_engine { 1 } else { spec.iodepth },
@@ -406,6 +463,7 @@ impl JobDriver {
             watches: spec_watches,
             min_rate: MinRate::default(),
             draining: false,
+            backlog_due: false,
             restart_when_drained: false,
             failed: false,
         })
@@ -594,6 +652,9 @@ impl JobDriver {
         if self.stopped {
             return self.poll_stopped(now, out, max_units);
         }
+        if self.backlog_due {
+            return self.poll_backlog(now, out, max_units);
+        }
         if self.quiescing.is_some() || self.draining || self.refill_wait {
             return Poll::Blocked;
         }
@@ -657,9 +718,6 @@ impl JobDriver {
                 self.rate_next[d] += gap;
             }
             out.push(unit);
-            if let Some(t) = &mut self.tracked {
-                t.issued(&unit);
-            }
             if let Some(f) = &mut self.flow {
                 f.count();
             }
@@ -668,6 +726,12 @@ impl JobDriver {
             self.issued_ios += 1;
             self.last_was_flush = unit.op == Op::Flush;
             let mut pause = false;
+            if let Some(t) = &mut self.tracked {
+                if t.issued(&unit) {
+                    self.backlog_due = true;
+                    pause = true;
+                }
+            }
             if unit.op == Op::Write && self.flush_every > 0 {
                 self.writes_since_flush += 1;
                 if self.writes_since_flush >= self.flush_every {
@@ -890,7 +954,7 @@ impl JobDriver {
     /// The job is reading back what it wrote (`verify`): each read it issues now is a
     /// block to check.
     pub fn verifying(&self) -> bool {
-        self.verify_state() == Some(VerifyState::Reading)
+        matches!(self.verify_state(), Some(VerifyState::Reading | VerifyState::Backlog))
     }
 
     fn verify_state(&self) -> Option<VerifyState> {
@@ -908,22 +972,25 @@ impl JobDriver {
     /// begins (or goes on), or the job is finished.
     fn poll_stopped(&mut self, now: Nanos, out: &mut Vec<IoUnit>, max_units: u32) -> Poll {
         if let Some(v) = self.tracked.as_deref_mut().and_then(|t| t.verify.as_mut()) {
-            if v.state == VerifyState::Pending && self.inflight == 0 && self.flush_due == FlushDue::No {
+            // a backlog read-back the job's end cut short gives way to the final one
+            let waiting = matches!(v.state, VerifyState::Pending | VerifyState::Backlog);
+            if waiting && self.inflight == 0 && self.flush_due == FlushDue::No {
                 v.state = if self.failed { VerifyState::Done } else { VerifyState::Reading };
                 if !self.spec.verify_only {
+                    let cut_short = v.list.split_off(v.next.min(v.list.len()));
                     v.list = v.written.blocks().map(|(f, o, b)| (f, o, b.len)).collect();
+                    if v.state == VerifyState::Reading && !cut_short.is_empty() {
+                        v.list.extend(cut_short);
+                        v.list.sort_unstable();
+                    }
+                    v.next = 0;
                 }
             }
             if v.state == VerifyState::Reading {
-                let limit = self.batch.min(max_units);
-                let start_len = out.len();
-                while self.inflight < self.depth && ((out.len() - start_len) as u32) < limit && v.next < v.list.len() {
-                    let (file, offset_bytes, len_bytes) = v.list[v.next];
-                    v.next += 1;
-                    out.push(IoUnit { op: Op::Read, offset_bytes, len_bytes, prio: self.prio, file });
-                    self.inflight += 1;
-                }
-                if out.len() > start_len {
+                let room = self.batch.min(max_units).min(self.depth.saturating_sub(self.inflight));
+                let n = v.issue_reads(out, room, self.prio);
+                if n > 0 {
+                    self.inflight += n;
                     return Poll::Ready;
                 }
                 if v.next < v.list.len() || self.inflight > 0 {
@@ -938,6 +1005,35 @@ impl JobDriver {
         } else {
             Poll::Blocked
         }
+    }
+
+    /// `verify_backlog`: once the writes out have landed, the oldest blocks written are
+    /// read back at the job's depth; then the job goes on. Out of line: once per backlog.
+    #[cold]
+    #[inline(never)]
+    fn poll_backlog(&mut self, now: Nanos, out: &mut Vec<IoUnit>, max_units: u32) -> Poll {
+        let Some(v) = self.tracked.as_deref_mut().and_then(|t| t.verify.as_mut()) else {
+            self.backlog_due = false;
+            return Poll::Blocked;
+        };
+        if v.state == VerifyState::Pending {
+            if self.inflight > 0 {
+                return Poll::Blocked; // let the writes land first
+            }
+            v.begin_backlog();
+        }
+        let room = self.batch.min(max_units).min(self.depth.saturating_sub(self.inflight));
+        let n = v.issue_reads(out, room, self.prio);
+        if n > 0 {
+            self.inflight += n;
+            return Poll::Ready;
+        }
+        if v.next < v.list.len() || self.inflight > 0 {
+            return Poll::Blocked;
+        }
+        v.state = VerifyState::Pending;
+        self.backlog_due = false;
+        self.poll_at_most(now, out, max_units)
     }
 
     /// One of this clone's requests completed at `now`, `latency` after it was issued:
@@ -1514,6 +1610,38 @@ mod tests {
         let only = run_batches(&format!("{job}verify_only=1\nbs=4k\n"));
         assert_eq!(only.len(), (1 << 30) / 4096);
         assert!(only.iter().all(|u| u.op == Op::Read && u.len_bytes == 4096));
+    }
+
+    /// Runs of one direction in the order issued: (op, how many).
+    fn runs(ios: &[IoUnit]) -> Vec<(Op, usize)> {
+        let mut runs: Vec<(Op, usize)> = Vec::new();
+        for u in ios {
+            match runs.last_mut() {
+                Some((op, n)) if *op == u.op => *n += 1,
+                _ => runs.push((u.op, 1)),
+            }
+        }
+        runs
+    }
+
+    #[test]
+    fn verify_backlog_reads_back_the_oldest_writes_every_so_many() {
+        let job = "[a]\nioengine=io_uring\niodepth=8\nrw=randwrite\nsize=256k\nverify=crc32c\nverify_backlog=16\n";
+        let ios = run_batches(job);
+        // as fio 3.33's iolog shows for this job: 16 writes, their 16 blocks read back, ...
+        let (w, r) = (Op::Write, Op::Read);
+        assert_eq!(runs(&ios), [(w, 16), (r, 16)].repeat(4));
+        // in the order they were written (fio's history is a list when each block is
+        // written once per pass)
+        let offsets = |r: std::ops::Range<usize>| ios[r].iter().map(|u| u.offset_bytes).collect::<Vec<_>>();
+        assert_eq!(offsets(16..32), offsets(0..16));
+        // a smaller batch leaves the rest to the end
+        let ios = run_batches(&format!("{job}verify_backlog_batch=4\n"));
+        let mut expected = [(w, 16), (r, 4)].repeat(4);
+        expected[7] = (r, 4 + 12 * 4);
+        assert_eq!(runs(&ios), expected);
+        // fio reads back nothing without do_verify, backlog included
+        assert!(run_batches(&format!("{job}do_verify=0\n")).iter().all(|u| u.op == w));
     }
 
     #[test]

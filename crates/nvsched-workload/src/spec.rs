@@ -342,6 +342,10 @@ pub struct JobSpec {
     pub verify_only: bool,
     /// `verify_fatal`: the verify phase stops checking a job's blocks at its first bad one.
     pub verify_fatal: bool,
+    /// `verify_backlog`: after this many writes (0: none), the job lets them land and
+    /// reads back `verify_backlog_batch` of its oldest written blocks (0: as many).
+    pub verify_backlog: u32,
+    pub verify_backlog_batch: u32,
     /// `create_only`: the job's files are laid out (and kept, as fio keeps them) and the
     /// job issues nothing.
     pub create_only: bool,
@@ -585,6 +589,8 @@ impl JobSpec {
             do_verify: true,
             verify_only: false,
             verify_fatal: false,
+            verify_backlog: 0,
+            verify_backlog_batch: 0,
             serialize_overlap: false,
             create_only: false,
             exec_prerun: None,
@@ -2387,6 +2393,26 @@ pub static OPTIONS: &[OptionDef] = &[
         }
     ),
     opt!(
+        "verify_backlog",
+        [],
+        None,
+        "with verify and do_verify: after every this many writes, let them land and read back the oldest blocks written (verify_backlog_batch of them), then go on; what is left is read back at the end",
+        |j, v| {
+            j.verify_backlog = int_in(v, 0, i64::from(u32::MAX))? as u32;
+            Ok(())
+        }
+    ),
+    opt!(
+        "verify_backlog_batch",
+        [],
+        None,
+        "blocks each verify_backlog read-back checks (default: verify_backlog); fewer leaves the rest to the end",
+        |j, v| {
+            j.verify_backlog_batch = int_in(v, 0, i64::from(u32::MAX))? as u32;
+            Ok(())
+        }
+    ),
+    opt!(
         "create_only",
         [],
         Some("1"),
@@ -2638,8 +2664,6 @@ const FIO_UNSUPPORTED: &[(&str, &str)] = &[
     ("verify_pattern", "nvsched verifies with its own crc32c header, not a pattern"),
     ("verify_interval", "nvsched's verify header covers the whole block"),
     ("verify_offset", "nvsched's verify header sits at the start of the block"),
-    ("verify_backlog", "nvsched verifies after the job's writes (fio's default), not interleaved with them"),
-    ("verify_backlog_batch", "nvsched verifies after the job's writes (fio's default), not interleaved with them"),
     ("verify_state_load", "nvsched keeps no verify state between runs; verify_only checks each block's own header"),
     ("trim_percentage", "trimmed blocks are not verified (fio's verify_trim)"),
     ("trim_backlog", "trimmed blocks are not verified (fio's verify_trim)"),

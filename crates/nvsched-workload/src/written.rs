@@ -78,6 +78,12 @@ impl WrittenBlocks {
         self.blocks.get(&(file, offset))
     }
 
+    /// Removes the block at `offset` of file `file` from those left to check (it was read
+    /// back already) and returns its length.
+    pub fn take(&mut self, file: u16, offset: u64) -> Option<u32> {
+        self.blocks.remove(&(file, offset)).map(|b| b.len)
+    }
+
     /// The blocks to check, in file and offset order.
     pub fn blocks(&self) -> impl Iterator<Item = (u16, u64, &Block)> {
         self.blocks.iter().map(|(&(f, o), b)| (f, o, b))

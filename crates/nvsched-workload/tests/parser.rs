@@ -708,3 +708,11 @@ fn serialize_overlap_applies_where_fio_applies_it() {
     assert!(!on("[a]\nioengine=psync\niodepth=4\nrw=randwrite\nserialize_overlap=1\n"));
     assert!(!on("[a]\nioengine=io_uring\niodepth=4\nrw=randwrite\n"));
 }
+
+#[test]
+fn verify_backlog_and_its_batch_are_read() {
+    let f = parse("[a]\nrw=randwrite\nverify=crc32c\nverify_backlog=32\nverify_backlog_batch=8\n").unwrap();
+    assert_eq!((f.jobs[0].verify_backlog, f.jobs[0].verify_backlog_batch), (32, 8));
+    let e = parse("[a]\nverify_backlog=-1\n").unwrap_err().to_string();
+    assert!(e.contains("verify_backlog"), "{e}");
+}

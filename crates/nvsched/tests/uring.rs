@@ -181,6 +181,23 @@ fn verify_checks_the_last_write_of_overlapping_blocks() {
     let c = job("racing", "bs=4k\niodepth=16\nio_size=4m\n");
     assert_eq!(c["verified_blocks"], 64, "{c}");
     assert_eq!(c["verify_errors"], serde_json::json!([]));
+    // verify_backlog: every 16 writes land and are read back, as the job goes on for
+    // 200 ms over the same blocks; each block is checked once per read-back
+    let v = run_uring_json(
+        &write_job(
+            &d,
+            "backlog.fio",
+            &format!(
+                "[b]\nfilename={}\nsize=256k\nrw=randwrite\nnorandommap\ndirect=1\nioengine=io_uring\nverify=crc32c\nbs=4k\niodepth=8\nverify_backlog=16\ntime_based\nruntime=200ms\n",
+                d.join("backlog.dat").display()
+            ),
+        ),
+        &[],
+    );
+    let c = &v["nvsched"]["engine_counters"];
+    assert_eq!(c["verify_errors"], serde_json::json!([]));
+    let reads = v["jobs"][0]["read"]["total_ios"].as_u64().unwrap();
+    assert!(reads > 64 && c["verified_blocks"] == reads, "{c} {reads}");
     // variable sizes at depth 8, serialised: every write either checked or replaced
     let c = job("serial", "bsrange=4k-16k\niodepth=8\nio_size=2m\nserialize_overlap=1\n");
     assert_eq!(c["verify_unsettled_writes"], 0, "{c}");
