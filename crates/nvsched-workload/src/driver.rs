@@ -166,10 +166,10 @@ impl Tracked {
         if let Some(ranges) = &mut self.in_flight {
             ranges.issued(unit);
         }
-        match &mut self.verify {
-            Some(v) if unit.op == Op::Write => v.wrote(unit.file, unit.offset_bytes, unit.len_bytes),
-            _ => false,
-        }
+        let Some(v) = &mut self.verify else { return false };
+        let backlog = unit.op == Op::Write && v.wrote(unit.file, unit.offset_bytes, unit.len_bytes);
+        let pass = unit.op.is_data() && v.passed(unit.len_bytes);
+        backlog || pass
     }
 
     fn landed(&mut self, op: Op, file: u16, offset_bytes: u64, len_bytes: u32) {
@@ -201,6 +201,11 @@ struct VerifyPass {
     backlog_batch: u32,
     since_backlog: u32,
     order: std::collections::VecDeque<(u16, u64)>,
+    /// Bytes per pass over the job's size (fio verifies after each, `time_based` passes
+    /// included), those issued in the running pass, and whether one just ended.
+    pass_bytes: u64,
+    pass_issued: u64,
+    pass_ended: bool,
 }
 
 impl VerifyPass {
@@ -219,18 +224,36 @@ impl VerifyPass {
         true
     }
 
-    /// Lists the oldest blocks written (at most `backlog_batch`) for reading back, and
-    /// takes them from those left for the end; the writes have all landed.
+    /// `len_bytes` of data were issued: whether a pass over the job's size just ended.
+    fn passed(&mut self, len_bytes: u32) -> bool {
+        self.pass_issued += u64::from(len_bytes);
+        if self.pass_bytes == 0 || self.pass_issued < self.pass_bytes {
+            return false;
+        }
+        self.pass_issued -= self.pass_bytes;
+        self.pass_ended = true;
+        true
+    }
+
+    /// Lists the blocks to read back now, taking them from those left for the end; the
+    /// writes have all landed. After a pass, every block written; otherwise
+    /// (`verify_backlog`) the oldest, at most `backlog_batch`.
     fn begin_backlog(&mut self) {
-        self.list.clear();
         self.next = 0;
+        self.state = VerifyState::Backlog;
+        if std::mem::take(&mut self.pass_ended) {
+            self.list = self.written.take_all();
+            self.order.clear();
+            self.since_backlog = 0;
+            return;
+        }
+        self.list.clear();
         while self.list.len() < self.backlog_batch as usize {
             let Some((file, offset)) = self.order.pop_front() else { break };
             if let Some(len) = self.written.take(file, offset) {
                 self.list.push((file, offset, len));
             }
         }
-        self.state = VerifyState::Backlog;
     }
 
     /// Appends reads of listed blocks not yet issued, at most `room`; returns how many.
@@ -413,7 +436,8 @@ impl JobDriver {
             };
             let backlog = if spec.verify_only { 0 } else { spec.verify_backlog };
             let backlog_batch = if spec.verify_backlog_batch > 0 { spec.verify_backlog_batch } else { backlog };
-            VerifyPass { list, backlog, backlog_batch, ..VerifyPass::default() }
+            let pass_bytes = if spec.verify_only { 0 } else { spec.io_size.unwrap_or(size) };
+            VerifyPass { list, backlog, backlog_batch, pass_bytes, ..VerifyPass::default() }
         });
         Ok(JobDriver {
             depth: if sync_engine { 1 } else { spec.iodepth },
@@ -972,10 +996,16 @@ impl JobDriver {
     /// begins (or goes on), or the job is finished.
     fn poll_stopped(&mut self, now: Nanos, out: &mut Vec<IoUnit>, max_units: u32) -> Poll {
         if let Some(v) = self.tracked.as_deref_mut().and_then(|t| t.verify.as_mut()) {
-            // a backlog read-back the job's end cut short gives way to the final one
+            // fio's read-back ends with the job's runtime, as its I/O does: none starts
+            // after it, and one under way stops issuing
+            let timed_out = self.end.is_some_and(|end| now >= end);
+            if timed_out {
+                v.next = v.list.len();
+            }
+            // a backlog read-back cut short by the job's own end gives way to the final one
             let waiting = matches!(v.state, VerifyState::Pending | VerifyState::Backlog);
             if waiting && self.inflight == 0 && self.flush_due == FlushDue::No {
-                v.state = if self.failed { VerifyState::Done } else { VerifyState::Reading };
+                v.state = if self.failed || timed_out { VerifyState::Done } else { VerifyState::Reading };
                 if !self.spec.verify_only {
                     let cut_short = v.list.split_off(v.next.min(v.list.len()));
                     v.list = v.written.blocks().map(|(f, o, b)| (f, o, b.len)).collect();
@@ -1642,6 +1672,24 @@ mod tests {
         assert_eq!(runs(&ios), expected);
         // fio reads back nothing without do_verify, backlog included
         assert!(run_batches(&format!("{job}do_verify=0\n")).iter().all(|u| u.op == w));
+    }
+
+    /// fio 3.33's iologs: a job verifies after each pass over its size (`loops`, and
+    /// `time_based` passes too), and its runtime ends the read-back as it ends its I/O.
+    #[test]
+    fn verify_reads_back_after_each_pass_within_the_runtime() {
+        let (w, r) = (Op::Write, Op::Read);
+        let job = "[a]\nioengine=io_uring\niodepth=4\nrw=randwrite\nsize=64k\nverify=crc32c\n";
+        assert_eq!(runs(&run_batches(&format!("{job}loops=3\n"))), [(w, 16), (r, 16)].repeat(3));
+        let timed = runs(&run_batches(&format!("{job}time_based\nruntime=100us\n")));
+        assert!(timed.len() > 6, "{timed:?}");
+        let (last, whole) = timed.split_last().unwrap();
+        assert!(whole.chunks(2).all(|c| c[0] == (w, 16) && c.get(1).is_none_or(|&x| x == (r, 16))), "{timed:?}");
+        assert!(last.1 <= 16, "the runtime cuts the last pass or read-back short: {timed:?}");
+        // cut short by its runtime before its size is written: nothing is read back
+        let cut =
+            run_batches("[a]\nioengine=io_uring\niodepth=4\nrw=randwrite\nsize=1g\nverify=crc32c\nruntime=50us\n");
+        assert!(!cut.is_empty() && cut.iter().all(|u| u.op == w));
     }
 
     #[test]

@@ -84,6 +84,11 @@ impl WrittenBlocks {
         self.blocks.remove(&(file, offset)).map(|b| b.len)
     }
 
+    /// Takes every block left to check, in file and offset order: (file, offset, length).
+    pub fn take_all(&mut self) -> Vec<(u16, u64, u32)> {
+        std::mem::take(&mut self.blocks).into_iter().map(|((f, o), b)| (f, o, b.len)).collect()
+    }
+
     /// The blocks to check, in file and offset order.
     pub fn blocks(&self) -> impl Iterator<Item = (u16, u64, &Block)> {
         self.blocks.iter().map(|(&(f, o), b)| (f, o, b))
