@@ -107,6 +107,9 @@ struct CloneState {
     verify: bool,
     /// `verify_fatal` found a bad block: the read-back stops, and no more are reported.
     verify_failed: bool,
+    /// A job that only reads, with `verify`: each of its reads is checked as it completes
+    /// (fio's inline verify of a read workload).
+    check_reads: bool,
     /// Blocks written with a verify header, and which of those writes raced.
     written: WrittenBlocks,
     next_generation: u64,
@@ -376,6 +379,7 @@ fn run_on(
                 done: false,
                 verify: spec.verify,
                 verify_failed: false,
+                check_reads: spec.verify && !spec.verify_only && !spec.writes_data(),
                 written: WrittenBlocks::default(),
                 next_generation: 1,
                 content: BufferFiller::new(&spec.buffers, spec.bs[Op::Write.index()].min(), spec.max_bs(), seed),
@@ -933,7 +937,7 @@ impl Engine {
             if clone.verify && io.op == Op::Write {
                 clone.written.landed(io.file, io.offset_bytes, header_generation);
             }
-            if io.op == Op::Read && clone.driver.verifying() && !clone.verify_failed {
+            if io.op == Op::Read && (clone.check_reads || clone.driver.verifying()) && !clone.verify_failed {
                 // a block the job reads back: what it holds must be what was written last
                 self.verified_blocks += 1;
                 let found = match errno {
