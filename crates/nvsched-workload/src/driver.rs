@@ -584,9 +584,7 @@ impl JobDriver {
         if self.started_at.is_none_or(|start| now < start) {
             self.flush_due = FlushDue::No;
         }
-        if let Some(v) = self.tracked.as_deref_mut().and_then(|t| t.verify.as_mut()) {
-            v.state = VerifyState::Done; // fio's exitall ends the job, verify phase and all
-        }
+        self.set_verify_state(VerifyState::Done); // fio's exitall ends the job, read-back and all
         self.mark_finished(now);
     }
 
@@ -1016,18 +1014,12 @@ impl JobDriver {
                     v.next = 0;
                 }
             }
-            if v.state == VerifyState::Reading {
-                let room = self.batch.min(max_units).min(self.depth.saturating_sub(self.inflight));
-                let n = v.issue_reads(out, room, self.prio);
-                if n > 0 {
-                    self.inflight += n;
-                    return Poll::Ready;
-                }
-                if v.next < v.list.len() || self.inflight > 0 {
-                    return Poll::Blocked;
-                }
-                v.state = VerifyState::Done;
+        }
+        if self.verify_state() == Some(VerifyState::Reading) {
+            if let Some(poll) = self.issue_verify_reads(out, max_units) {
+                return poll;
             }
+            self.set_verify_state(VerifyState::Done);
         }
         self.mark_finished(now);
         if self.inflight == 0 {
@@ -1052,18 +1044,31 @@ impl JobDriver {
             }
             v.begin_backlog();
         }
-        let room = self.batch.min(max_units).min(self.depth.saturating_sub(self.inflight));
-        let n = v.issue_reads(out, room, self.prio);
-        if n > 0 {
-            self.inflight += n;
-            return Poll::Ready;
+        if let Some(poll) = self.issue_verify_reads(out, max_units) {
+            return poll;
         }
-        if v.next < v.list.len() || self.inflight > 0 {
-            return Poll::Blocked;
-        }
-        v.state = VerifyState::Pending;
+        self.set_verify_state(VerifyState::Pending);
         self.backlog_due = false;
         self.poll_at_most(now, out, max_units)
+    }
+
+    /// Issues the listed read-back reads the depth has room for: `Ready` if it issued
+    /// some, `Blocked` while some are listed or out, `None` once all are done.
+    fn issue_verify_reads(&mut self, out: &mut Vec<IoUnit>, max_units: u32) -> Option<Poll> {
+        let room = self.batch.min(max_units).min(self.depth.saturating_sub(self.inflight));
+        let v = self.tracked.as_deref_mut()?.verify.as_mut()?;
+        let n = v.issue_reads(out, room, self.prio);
+        self.inflight += n;
+        if n > 0 {
+            return Some(Poll::Ready);
+        }
+        (v.next < v.list.len() || self.inflight > 0).then_some(Poll::Blocked)
+    }
+
+    fn set_verify_state(&mut self, state: VerifyState) {
+        if let Some(v) = self.tracked.as_deref_mut().and_then(|t| t.verify.as_mut()) {
+            v.state = state;
+        }
     }
 
     /// One of this clone's requests completed at `now`, `latency` after it was issued:
