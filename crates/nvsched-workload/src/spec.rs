@@ -2396,7 +2396,7 @@ pub static OPTIONS: &[OptionDef] = &[
         "verify_backlog",
         [],
         None,
-        "with verify and do_verify: after every this many writes, let them land and read back the oldest blocks written (verify_backlog_batch of them), then go on; what is left is read back at the end",
+        "with verify and do_verify: after every this many writes, let them land and read back the oldest blocks written (verify_backlog_batch of them), then go on; what is left is read back at the end of the pass",
         |j, v| {
             j.verify_backlog = int_in(v, 0, i64::from(u32::MAX))? as u32;
             Ok(())
