@@ -28,6 +28,9 @@ pub struct LogRequest {
     /// `per_job_logs` (default true): each clone's logs carry its job number; false: every
     /// job appends to one file per prefix.
     pub per_job: bool,
+    /// `log_unix_epoch`: times are Unix times in milliseconds, not milliseconds from the
+    /// start of the job's statistics.
+    pub unix_epoch: bool,
 }
 
 impl Default for LogRequest {
@@ -44,6 +47,7 @@ impl Default for LogRequest {
             hist_msec: 0,
             hist_coarseness: 0,
             per_job: true,
+            unix_epoch: false,
         }
     }
 }

@@ -100,6 +100,8 @@ struct HistLog {
     stride: usize,
     /// Per direction: counts since its last line.
     counts: [Vec<u64>; 3],
+    /// Added to every time written (`log_unix_epoch`).
+    epoch_ms: u64,
 }
 
 impl HistLog {
@@ -111,7 +113,7 @@ impl HistLog {
             return Ok(());
         }
         self.since_ms += self.every_ms;
-        write!(self.out, "{ms}, {d}, {bytes}")?;
+        write!(self.out, "{}, {d}, {bytes}", self.epoch_ms + ms)?;
         for column in self.counts[d].chunks(self.stride) {
             write!(self.out, ", {}", column.iter().sum::<u64>())?;
         }
@@ -138,6 +140,8 @@ pub struct IoLogs {
     window: u64,
     sums: [WindowSums; 3],
     error: Option<String>,
+    /// Added to every time written (`log_unix_epoch`).
+    epoch_ms: u64,
 }
 
 impl IoLogs {
@@ -191,6 +195,7 @@ impl IoLogs {
                     since_ms: 0,
                     stride: 1 << request.hist_coarseness.min(6),
                     counts: std::array::from_fn(|_| vec![0; FIO_PLAT_NR]),
+                    epoch_ms: 0,
                 }))
             }
             None => None,
@@ -206,7 +211,17 @@ impl IoLogs {
             window: 0,
             sums: [WindowSums::default(); 3],
             error: None,
+            epoch_ms: 0,
         })))
+    }
+
+    /// `log_unix_epoch`: the Unix time, in milliseconds, at which the job's statistics
+    /// start; every time written is counted from it.
+    pub fn set_epoch_ms(&mut self, epoch_ms: u64) {
+        self.epoch_ms = epoch_ms;
+        if let Some(h) = &mut self.hist {
+            h.epoch_ms = epoch_ms;
+        }
     }
 
     /// One completed I/O, sent at priority `prio`: `at` since the start of statistics
@@ -253,7 +268,7 @@ impl IoLogs {
             }
             return;
         }
-        let ms = at.0 / 1_000_000;
+        let ms = self.epoch_ms + at.0 / 1_000_000;
         let prio = if self.prio_values {
             format!("0x{:04x}", prio.to_raw())
         } else {
@@ -281,7 +296,7 @@ impl IoLogs {
     /// Writes the open window's lines (one per direction with I/O) and opens the next.
     fn flush_window(&mut self) {
         self.window += 1;
-        let ms = self.window * self.avg_ns / 1_000_000;
+        let ms = self.epoch_ms + self.window * self.avg_ns / 1_000_000;
         let window_s = self.avg_ns as f64 / 1e9;
         let offset = if self.offset { "0, " } else { "" };
         for (d, s) in self.sums.iter().enumerate() {
@@ -429,6 +444,12 @@ mod tests {
         // fio 3.33 logged 16480 for a 4 KiB read of 248536 ns completion latency
         assert_eq!(read(&dir, "j_bw.2.log"), ["1, 16480, 0, 4096, 0", "2, 81920, 1, 8192, 1"]);
         assert_eq!(read(&dir, "j_iops.2.log"), ["1, 1, 0, 4096, 0", "2, 1, 1, 8192, 1"]);
+        // log_unix_epoch: the same times from the Unix time the statistics start at
+        let mut logs = IoLogs::create(&LogRequest { lat: Some("u".into()), ..req }, 1, &dir, BE4).unwrap().unwrap();
+        logs.set_epoch_ms(1_700_000_000_000);
+        logs.record(Nanos(1_500_000), Op::Read, 4096, 8192, BE4, None, Nanos(1_000));
+        logs.finish().unwrap();
+        assert_eq!(read(&dir, "u_clat.1.log"), ["1700000000001, 1000, 0, 4096, 0"]);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

@@ -38,11 +38,23 @@ pub struct JobRecorder {
     /// Completions not yet counted as a reap: a full queue waiting for
     /// `iodepth_batch_complete_min` of them reaps them together.
     reap_pending: u32,
+    /// `log_unix_epoch`: the Unix time, in milliseconds, at the engine's time zero (its
+    /// logs count from it); `None` without.
+    log_clock_ms: Option<u64>,
 }
 
 impl JobRecorder {
     pub fn new(stats: JobStats, logs: Option<Box<IoLogs>>, per_prio: bool, sync_engine: bool) -> JobRecorder {
-        JobRecorder { stats, logs, issue_log: None, per_prio, sync_engine, reap_pending: 0 }
+        JobRecorder { stats, logs, issue_log: None, per_prio, sync_engine, reap_pending: 0, log_clock_ms: None }
+    }
+
+    /// The Unix time, in milliseconds, at the engine's time zero: a job with
+    /// `log_unix_epoch` writes its log times from it. Both engines call it for every
+    /// clone; the others ignore it.
+    pub fn set_log_clock(&mut self, unix_ms_at_zero: u64) {
+        if let Some(clock) = &mut self.log_clock_ms {
+            *clock = unix_ms_at_zero;
+        }
     }
 
     /// The recorder of one clone of `spec`, as both engines set it up: its statistics
@@ -71,7 +83,9 @@ impl JobRecorder {
         });
         let logs = IoLogs::create(&spec.logs, job_number, Path::new("."), spec.ioprio())?;
         let sync_engine = spec.engine_kind == EngineKind::Sync;
-        Ok(JobRecorder::new(stats, logs, per_prio, sync_engine))
+        let mut rec = JobRecorder::new(stats, logs, per_prio, sync_engine);
+        rec.log_clock_ms = (spec.logs.unix_epoch && rec.logs.is_some()).then_some(0);
+        Ok(rec)
     }
 
     /// Opens clone `clone`'s `write_iolog`, if the job asks for one; its file starts at
@@ -211,6 +225,9 @@ impl JobRecorder {
             self.stats.record_prio(io.op, io.prio, slat, clat);
         }
         if let Some(logs) = &mut self.logs {
+            if let Some(clock_ms) = self.log_clock_ms {
+                logs.set_epoch_ms(clock_ms + ramp_end.0 / 1_000_000);
+            }
             logs.record(since_start, io.op, io.len_bytes, io.offset_bytes, io.prio, slat, clat);
         }
     }

@@ -38,6 +38,9 @@ pub struct SimInput<'a> {
     pub host_cost: HostCost,
     /// Mixed into every job's seed (`--seed`).
     pub seed: u64,
+    /// The Unix time, in milliseconds, the simulated run starts at (the report's time of
+    /// day): `log_unix_epoch` logs count from it.
+    pub clock_ms: u64,
 }
 
 /// A failure to set up or finish a simulation.
@@ -230,6 +233,7 @@ impl<'o> Simulation<'o> {
                 flows.attach(&mut driver);
                 let mut rec = JobRecorder::for_job(spec, reporting_group, ordinal as u32, per_prio[job_index])
                     .map_err(SimError)?;
+                rec.set_log_clock(input.clock_ms);
                 let file_name = spec.file_name(clone);
                 let file_start = files.iter().find(|f| f.name == file_name).map_or(0, |f| f.start);
                 rec.log_issues(spec, clone, file_start).map_err(SimError)?;

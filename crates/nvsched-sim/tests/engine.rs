@@ -28,6 +28,7 @@ fn run_with(text: &str, sched: &str, p: &DeviceProfile, seed: u64, obs: &mut dyn
             scheduler: built.scheduler,
             host_cost: built.host_cost,
             seed,
+            clock_ms: 0,
         },
         obs,
     )

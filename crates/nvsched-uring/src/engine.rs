@@ -405,9 +405,15 @@ fn run_on(
         .collect();
     let usage_start = usage();
     let clone_count = clones.len();
+    let (start, unix_ms) = (Instant::now(), std::time::SystemTime::now());
+    // log_unix_epoch: the engine's time zero on the wall clock
+    let unix_ms = unix_ms.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
+    for c in &mut clones {
+        c.rec.set_log_clock(unix_ms);
+    }
     let mut e = Engine {
         ring,
-        start: Instant::now(),
+        start,
         clones,
         phases,
         phase: 0,

@@ -1593,6 +1593,16 @@ pub static OPTIONS: &[OptionDef] = &[
             Ok(())
         }
     ),
+    opt!(
+        "log_unix_epoch",
+        [],
+        Some("1"),
+        "log times are Unix times in milliseconds (in simulation counted from the report's time of day, which SOURCE_DATE_EPOCH sets)",
+        |j, v| {
+            j.logs.unix_epoch = parse_bool(v)?;
+            Ok(())
+        }
+    ),
     opt!("log_offset", [], Some("1"), "add each I/O's offset to the log lines (0 or 1)", |j, v| {
         j.logs.offset = parse_bool(v)?;
         Ok(())
@@ -2686,7 +2696,6 @@ const FIO_UNSUPPORTED: &[(&str, &str)] = &[
     ("uid", "jobs run as the user who starts nvsched"),
     ("gid", "jobs run as the user who starts nvsched"),
     ("profile", "fio's built-in profiles are not included; write their jobs out"),
-    ("log_unix_epoch", "log times are milliseconds from the job's start"),
     ("log_alternate_epoch", "log times are milliseconds from the job's start"),
     ("log_alternate_epoch_clock_id", "log times are milliseconds from the job's start"),
     ("block_error_percentiles", "zoned block devices (zonemode=zbd) are not modelled"),

@@ -150,6 +150,7 @@ pub fn run_sim(
             scheduler: spec.policy.scheduler,
             host_cost,
             seed: spec.seed,
+            clock_ms: timestamp_ms,
         },
         observer,
     )

@@ -445,6 +445,31 @@ fn fio_log_files_have_fios_names_and_one_line_per_io() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
+/// `log_unix_epoch`: log times are Unix milliseconds; in simulation counted from the
+/// report's time of day (here SOURCE_DATE_EPOCH), after the ramp, window by window.
+#[test]
+fn log_unix_epoch_counts_log_times_from_the_runs_time_of_day() {
+    let dir = std::env::temp_dir().join(format!("nvsched-cli-unix-epoch-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let job = "[e]\nrw=randread\nsize=64m\nruntime=50ms\ntime_based\nramp_time=20ms\nwrite_bw_log=e\nlog_avg_msec=10\nwrite_hist_log=e\nlog_hist_msec=10\n";
+    std::fs::write(dir.join("job.fio"), format!("{job}log_unix_epoch=1\n")).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+        .args(["run", "job.fio", "-q"])
+        .env("SOURCE_DATE_EPOCH", "1700000000")
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let first_time = |name: &str| {
+        let text = std::fs::read_to_string(dir.join(name)).unwrap();
+        text.lines().next().unwrap().split(", ").next().unwrap().to_string()
+    };
+    // 1700000000 s, then the 20 ms ramp and the first 10 ms window
+    assert_eq!(first_time("e_bw.1.log"), "1700000000030");
+    assert_eq!(first_time("e_clat_hist.1.log"), "1700000000030");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
 #[test]
 fn options_lists_and_explains_job_options() {
     let all = String::from_utf8(nvsched(&["options"]).stdout).unwrap();
