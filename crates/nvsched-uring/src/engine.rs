@@ -1,6 +1,6 @@
 //! The event loop: one thread, one ring.
 
-use crate::hooks::{self, Stage};
+use crate::hooks::{self, RunningHook, Stage};
 use crate::targets::{self, Target};
 use crate::verify;
 use crate::{CloneOutcome, TargetInfo, UringOptions, UringOutcome};
@@ -110,6 +110,8 @@ struct CloneState {
     /// A job that only reads, with `verify`: each of its reads is checked as it completes
     /// (fio's inline verify of a read workload).
     check_reads: bool,
+    /// `exec_prerun` running: the clone starts when it has succeeded.
+    prerun: Option<RunningHook>,
     /// Blocks written with a verify header, and which of those writes raced.
     written: WrittenBlocks,
     next_generation: u64,
@@ -145,6 +147,10 @@ struct Engine {
     max_bs: usize,
     requests: u64,
     io_errors: Vec<String>,
+    /// `exec_postrun` hooks still running (a failure is a warning), and the first hook
+    /// error that stops the run (a prerun that failed or could not start).
+    postruns: Vec<RunningHook>,
+    hook_error: Option<String>,
     /// What the read-back of verify jobs found wrong, and how many blocks it checked.
     verify_errors: Vec<String>,
     verified_blocks: u64,
@@ -261,14 +267,7 @@ pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions)
             }
         }
     }
-    // as in fio: after the files are laid out, before any I/O; the postrun after the
-    // jobs and their verify (nvsched runs every job's hook there, not at its own start or end)
-    let result = hooks::run_stage(jobs, Stage::Prerun).and_then(|()| run_on(jobs, scheduler, opts, &targets_open));
-    let result = result.inspect(|_| {
-        if let Err(e) = hooks::run_stage(jobs, Stage::Postrun) {
-            eprintln!("warning: {e}");
-        }
-    });
+    let result = run_on(jobs, scheduler, opts, &targets_open);
     cleanup(&targets_open, opts.keep_files);
     result
 }
@@ -380,6 +379,7 @@ fn run_on(
                 verify: spec.verify,
                 verify_failed: false,
                 check_reads: spec.verify && !spec.verify_only && !spec.writes_data(),
+                prerun: None,
                 written: WrittenBlocks::default(),
                 next_generation: 1,
                 content: BufferFiller::new(&spec.buffers, spec.bs[Op::Write.index()].min(), spec.max_bs(), seed),
@@ -432,6 +432,8 @@ fn run_on(
         max_bs,
         requests: 0,
         io_errors: Vec::new(),
+        postruns: Vec::new(),
+        hook_error: None,
         verify_errors: Vec::new(),
         verified_blocks: 0,
         inject_errors: opts.inject_errors.filter(|&(every, _)| every > 0),
@@ -495,10 +497,57 @@ impl Engine {
         self.start_waiters(now);
     }
 
+    /// Clone `c` starts: its `exec_prerun` first, if its job has one (as in fio: after
+    /// the files are laid out, before the clone's I/O; the other clones go on meanwhile).
     fn start_clone(&mut self, c: u32, now: Nanos) {
         let clone = &mut self.clones[c as usize];
-        clone.driver.start(now);
-        clone.kick = true;
+        match hooks::start(&clone.driver.spec, Stage::Prerun) {
+            Ok(None) => {
+                clone.driver.start(now);
+                clone.kick = true;
+            }
+            Ok(Some(hook)) => clone.prerun = Some(hook),
+            Err(e) => {
+                self.hook_error.get_or_insert(e);
+            }
+        }
+    }
+
+    /// Clones whose prerun succeeded start; postruns that ended are reaped. A prerun that
+    /// failed stops the run, as it stops its job in fio before any I/O.
+    fn poll_hooks(&mut self, now: Nanos) -> Result<(), String> {
+        for clone in &mut self.clones {
+            let Some(hook) = &mut clone.prerun else { continue };
+            match hook.poll() {
+                None => {}
+                Some(Ok(())) => {
+                    clone.prerun = None;
+                    clone.driver.start(now);
+                    clone.kick = true;
+                }
+                Some(Err(e)) => {
+                    self.hook_error.get_or_insert(e);
+                }
+            }
+        }
+        self.postruns.retain_mut(|hook| match hook.poll() {
+            None => true,
+            Some(result) => {
+                if let Err(e) = result {
+                    eprintln!("warning: {e}");
+                }
+                false
+            }
+        });
+        match self.hook_error.take() {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    /// Whether a hook is running (the loop then looks again every millisecond).
+    fn hooks_running(&self) -> bool {
+        !self.postruns.is_empty() || self.clones.iter().any(|c| c.prerun.is_some())
     }
 
     /// Whether clone `c` may start: every clone of the job it waits for has finished.
@@ -526,6 +575,9 @@ impl Engine {
             if !self.waiting.is_empty() {
                 self.start_waiters(now);
             }
+            if self.hooks_running() || self.hook_error.is_some() {
+                self.poll_hooks(now)?;
+            }
             while self.phase < self.phases.len()
                 && self.phases[self.phase].iter().all(|&c| self.clones[c as usize].done)
             {
@@ -539,10 +591,19 @@ impl Engine {
             }
             self.kick(now);
             if self.phase >= self.phases.len() && self.in_ring == 0 && self.sched.queued() == 0 {
+                // the last postruns end before the run does
+                for hook in std::mem::take(&mut self.postruns) {
+                    if let Err(e) = hook.wait() {
+                        eprintln!("warning: {e}");
+                    }
+                }
                 return Ok(());
             }
-            let deadline =
-                self.clones.iter().filter(|c| !c.done).filter_map(|c| c.wake_at).chain(self.sched.next_wakeup()).min();
+            let hook_check = self.hooks_running().then(|| now + Nanos::from_ms(1));
+            let deadline = (self.clones.iter().filter(|c| !c.done).filter_map(|c| c.wake_at))
+                .chain(self.sched.next_wakeup())
+                .chain(hook_check)
+                .min();
             self.wait(now, deadline)?;
             self.reap();
         }
@@ -637,6 +698,13 @@ impl Engine {
                     let clone = &mut self.clones[c as usize];
                     let end = clone.driver.finished_at().unwrap_or(now);
                     clone.rec.stats.runtime = end.saturating_sub(clone.driver.ramp_end());
+                    // as in fio: after the clone's I/O and its verify
+                    match hooks::start(&clone.driver.spec, Stage::Postrun) {
+                        Ok(Some(hook)) => self.postruns.push(hook),
+                        Ok(None) => {}
+                        Err(e) => eprintln!("warning: {e}"),
+                    }
+                    let clone = &mut self.clones[c as usize];
                     if let Some(what) = clone.driver.spec.exit_on_finish(clone.rec.stats.error.is_some()) {
                         self.exit_others(c, what, now);
                     }

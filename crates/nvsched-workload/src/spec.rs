@@ -2446,7 +2446,7 @@ pub static OPTIONS: &[OptionDef] = &[
         "exec_prerun",
         [],
         None,
-        "shell command run before the jobs' I/O, after files are laid out, output in NAME.prerun.txt; a command that fails stops the run (real devices; the simulator skips it with a warning)",
+        "shell command each clone runs as it starts (after the files are laid out, before its I/O), output in NAME.prerun.txt; a command that fails stops the run (real devices; the simulator skips it with a warning)",
         |j, v| {
             j.exec_prerun = Some(non_empty(v, "exec_prerun needs a command")?);
             Ok(())
@@ -2456,7 +2456,7 @@ pub static OPTIONS: &[OptionDef] = &[
         "exec_postrun",
         [],
         None,
-        "shell command run after the jobs' I/O and verify, output in NAME.postrun.txt; its failure is reported, not fatal (real devices; the simulator skips it with a warning)",
+        "shell command each clone runs as it ends (after its I/O and verify), output in NAME.postrun.txt; its failure is reported, not fatal (real devices; the simulator skips it with a warning)",
         |j, v| {
             j.exec_postrun = Some(non_empty(v, "exec_postrun needs a command")?);
             Ok(())

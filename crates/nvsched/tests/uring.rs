@@ -756,6 +756,20 @@ fn exec_prerun_and_postrun_run_around_the_io_and_a_failed_prerun_stops_the_run()
     assert_eq!(std::fs::read_to_string(d.join("h.prerun.txt")).unwrap(), "1048576\n");
     assert_eq!(std::fs::read_to_string(d.join("h.postrun.txt")).unwrap(), "h.dat\n");
     assert!(!data.exists());
+    // each clone's hooks run at its own start and end: the second phase's prerun sees what
+    // the first phase's postrun left (before, every prerun ran before any I/O), and a slow
+    // prerun delays its job
+    let phases = format!(
+        "[a]\nfilename={f}\nsize=1m\nrw=read\nexec_postrun=echo a-done > marker\n\
+         [b]\nstonewall\nfilename={f}\nsize=1m\nrw=read\nexec_prerun=cat marker\n\
+         [slow]\nfilename={f}\nsize=1m\nrw=read\nexec_prerun=sleep 0.3\n",
+        f = data.display()
+    );
+    let started = std::time::Instant::now();
+    let v = run_uring_json(&write_job(&d, "p.fio", &phases), &[]);
+    assert_eq!(std::fs::read_to_string(d.join("b.prerun.txt")).unwrap(), "a-done\n");
+    assert!(v["jobs"][1]["read"]["io_bytes"] == 1 << 20 && v["jobs"][2]["read"]["io_bytes"] == 1 << 20, "{v}");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(300));
     // a failing prerun: no I/O, the run fails and names the command and its log
     let job = write_job(&d, "f.fio", &body("exit 3"));
     let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
