@@ -9,7 +9,7 @@ use nvsched_core::{Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, Inserted, Request, RequestId, Scheduler};
 use nvsched_report::{CompletedIo, CpuUsage, JobRecorder};
 use nvsched_workload::steadystate::SteadyStates;
-use nvsched_workload::written::WrittenBlocks;
+use nvsched_workload::written::{WrittenBlocks, TRIM_GENERATION};
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, wait_for_targets, Tenants};
 use nvsched_workload::{BufferFiller, ExitWhat, FlowGroups, IoUnit, JobDriver, JobSpec, Poll};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
@@ -213,9 +213,6 @@ pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions)
     // (name, bytes, written, kept: a create_only job lays it out)
     let mut wanted: Vec<(String, u64, bool, bool)> = Vec::new();
     for spec in jobs {
-        if spec.active_ops().any(|o| o == Op::Discard) {
-            return Err(format!("job '{}': trim is not supported by the uring engine", spec.name));
-        }
         let writes = !spec.verify_only
             && !spec.create_only
             && (spec.writes_data() || spec.fsync_every > 0 || spec.fdatasync_every > 0);
@@ -798,6 +795,9 @@ impl Engine {
             }
         } else {
             s.filled = false;
+            if unit.op == Op::Discard && clone.verify {
+                clone.written.trimmed(unit.file, unit.offset_bytes, unit.len_bytes);
+            }
         }
         s.rq = Request {
             id: RequestId(u64::from(slot) | (u64::from(s.generation) << 32)),
@@ -908,7 +908,13 @@ impl Engine {
                     }
                 }
             }
-            Op::Discard => opcode::Nop::new().build(),
+            // fio punches a hole in a file, and issues BLKDISCARD on a block device; one
+            // asynchronous fallocate does the first, and on a block device the kernel
+            // turns it into write-zeroes that may deallocate
+            Op::Discard => opcode::Fallocate::new(fd, u64::from(s.len))
+                .offset(s.offset)
+                .mode(libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE)
+                .build(),
         };
         entry.user_data(u64::from(slot))
     }
@@ -1008,8 +1014,12 @@ impl Engine {
                 (s.clone, io, s.header_generation)
             };
             let clone = &mut self.clones[c as usize];
-            if clone.verify && io.op == Op::Write {
-                clone.written.landed(io.file, io.offset_bytes, header_generation);
+            if clone.verify {
+                match io.op {
+                    Op::Write => clone.written.landed(io.file, io.offset_bytes, header_generation),
+                    Op::Discard => clone.written.landed(io.file, io.offset_bytes, TRIM_GENERATION),
+                    _ => {}
+                }
             }
             if io.op == Op::Read && (clone.check_reads || clone.driver.verifying()) && !clone.verify_failed {
                 // a block the job reads back: what it holds must be what was written last

@@ -7,7 +7,7 @@ use crate::gen::{IoGenerator, IoUnit, Region};
 use crate::latency_target::{LatencyProbe, Verdict};
 use crate::spec::{EngineKind, FileService, JobSpec, RateProcess};
 use crate::trace::{place, DeviceSpan, Placement};
-use crate::written::WrittenBlocks;
+use crate::written::{WrittenBlocks, TRIM_GENERATION};
 use nvsched_core::rng::mix64;
 use nvsched_core::{IoPrio, Nanos, Op, SimRng};
 use std::sync::Arc;
@@ -167,6 +167,9 @@ impl Tracked {
             ranges.issued(unit);
         }
         let Some(v) = &mut self.verify else { return false };
+        if unit.op == Op::Discard {
+            v.written.trimmed(unit.file, unit.offset_bytes, unit.len_bytes);
+        }
         let backlog = unit.op == Op::Write && v.wrote(unit.file, unit.offset_bytes, unit.len_bytes);
         let pass = unit.op.is_data() && v.passed(unit.len_bytes);
         backlog || pass
@@ -177,8 +180,10 @@ impl Tracked {
             ranges.landed(file, offset_bytes, len_bytes);
         }
         if let Some(v) = &mut self.verify {
-            if op == Op::Write {
-                v.written.landed(file, offset_bytes, 0);
+            match op {
+                Op::Write => v.written.landed(file, offset_bytes, 0),
+                Op::Discard => v.written.landed(file, offset_bytes, TRIM_GENERATION),
+                _ => {}
             }
         }
     }

@@ -25,6 +25,10 @@ pub struct Block {
 /// good. A write issued while one that overlaps it only in part is in flight may end up
 /// torn between the two: it is not checked, and counted as unsettled
 /// (`serialize_overlap=1` keeps such writes apart).
+/// The generation [`WrittenBlocks`] gives a trim in flight: what overlaps it may read back
+/// as its data or as zeros.
+pub const TRIM_GENERATION: u64 = u64::MAX;
+
 #[derive(Debug, Default)]
 pub struct WrittenBlocks {
     blocks: BTreeMap<(u16, u64), Block>,
@@ -44,7 +48,7 @@ impl WrittenBlocks {
         let mut torn = false;
         for &(f, o, l, g) in &self.in_flight {
             if f == file && overlaps(o, l) {
-                if (o, l) == (offset, len) {
+                if (o, l) == (offset, len) && g != TRIM_GENERATION {
                     racing.push(g);
                 } else {
                     torn = true;
@@ -66,7 +70,23 @@ impl WrittenBlocks {
         self.max_len = self.max_len.max(len);
     }
 
-    /// The write of `generation` at `offset` of file `file` completed (or failed).
+    /// A trim of `len` bytes at `offset` of file `file` is issued: the blocks it overlaps
+    /// are no longer checked, and a write issued while it is in flight is torn.
+    pub fn trimmed(&mut self, file: u16, offset: u64, len: u32) {
+        let end = offset + u64::from(len);
+        let from = (file, offset.saturating_sub(u64::from(self.max_len.max(1)) - 1));
+        let gone: Vec<(u16, u64)> = (self.blocks.range(from..(file, end)))
+            .filter(|(&(_, o), b)| o < end && offset < o + u64::from(b.len))
+            .map(|(&k, _)| k)
+            .collect();
+        for k in gone {
+            self.blocks.remove(&k);
+        }
+        self.in_flight.push((file, offset, len, TRIM_GENERATION));
+    }
+
+    /// The write of `generation` (a trim: [`TRIM_GENERATION`]) at `offset` of file `file`
+    /// completed (or failed).
     pub fn landed(&mut self, file: u16, offset: u64, generation: u64) {
         if let Some(i) = self.in_flight.iter().position(|&(f, o, _, g)| (f, o, g) == (file, offset, generation)) {
             self.in_flight.swap_remove(i);
@@ -135,6 +155,22 @@ mod tests {
         w.issued(0, 2048, 4096, 5); // overlaps 4 in part while it is in flight: may be torn
         assert_eq!(w.blocks().count(), 0);
         assert_eq!(w.unsettled(), 1);
+    }
+
+    #[test]
+    fn a_trim_removes_the_blocks_it_overlaps_and_tears_writes_issued_meanwhile() {
+        let mut w = WrittenBlocks::default();
+        for (o, g) in [(0, 1), (4096, 2), (8192, 3)] {
+            w.issued(0, o, 4096, g);
+            w.landed(0, o, g);
+        }
+        w.trimmed(0, 2048, 4096); // cuts into the first two
+        assert_eq!(w.blocks().map(|(_, o, _)| o).collect::<Vec<_>>(), [8192]);
+        w.issued(0, 2048, 4096, 4); // the trim is in flight: it may land after
+        assert_eq!(w.unsettled(), 1);
+        w.landed(0, 2048, TRIM_GENERATION);
+        w.issued(0, 2048, 4096, 5);
+        assert_eq!(w.blocks().map(|(_, o, b)| (o, b.generation)).collect::<Vec<_>>(), [(2048, 5), (8192, 3)]);
     }
 
     #[test]

@@ -21,7 +21,7 @@ impl Environment for NoEnv {
 }
 
 fn job() -> impl Strategy<Value = String> {
-    let rw = prop::sample::select(vec!["write", "randwrite", "randrw", "rw", "randread"]);
+    let rw = prop::sample::select(vec!["write", "randwrite", "randrw", "rw", "randread", "trimwrite", "randtrim"]);
     let bs = prop::sample::select(vec!["bs=4k", "bsrange=4k-16k", "bs=8k"]);
     let options = prop::sample::subsequence(
         vec![
@@ -86,9 +86,13 @@ proptest! {
                         "{text}: read-back {u:?} is not a whole written block ({last:?})"
                     );
                 }
+                if u.op == Op::Discard {
+                    writes.push((u, true, true)); // what a trim touches is never read back
+                }
                 if u.op == Op::Write {
                     let torn = in_flight.iter().any(|v| {
-                        v.op == Op::Write && overlap(&u, v) && (v.offset_bytes, v.len_bytes) != (u.offset_bytes, u.len_bytes)
+                        (v.op == Op::Discard || (v.op == Op::Write && (v.offset_bytes, v.len_bytes) != (u.offset_bytes, u.len_bytes)))
+                            && overlap(&u, v)
                     });
                     writes.push((u, false, torn));
                 }

@@ -234,6 +234,36 @@ fn create_only_lays_out_and_keeps_the_file() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// Trims on a file punch holes through the policy (fio 3.33's io_uring engine fails them
+/// on a file, with BLKDISCARD's ENOTTY); a trim is a write in the safety rules; trimmed
+/// blocks are not read back, and `trimwrite` with `serialize_overlap` verifies its writes.
+#[test]
+fn trims_punch_holes_and_count_as_fios_trim_direction() {
+    use std::os::unix::fs::MetadataExt;
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let data = d.join("t.dat");
+    let body = |extra: &str| {
+        format!("[t]\nfilename={}\nsize=4m\nbs=64k\ndirect=1\nioengine=io_uring\niodepth=4\n{extra}", data.display())
+    };
+    let v = run_uring_json(&write_job(&d, "t.fio", &body("rw=randtrim\n")), &["--keep-files"]);
+    assert_eq!(v["jobs"][0]["trim"]["total_ios"], 64);
+    assert_eq!(v["jobs"][0]["trim"]["io_bytes"], 4 << 20);
+    assert!(std::fs::metadata(&data).unwrap().blocks() < 512, "the file is mostly holes now");
+    // the file is nvsched's no longer: trimming it again needs --allow-destructive
+    let out =
+        nvsched(&["run", write_job(&d, "t2.fio", &body("rw=randtrim\n")).to_str().unwrap(), "--engine", "uring", "-q"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("Pass --allow-destructive"), "{out:?}");
+    std::fs::remove_file(&data).unwrap();
+    let v = run_uring_json(&write_job(&d, "tw.fio", &body("rw=trimwrite\nverify=crc32c\nserialize_overlap=1\n")), &[]);
+    let c = &v["nvsched"]["engine_counters"];
+    assert_eq!((&c["verified_blocks"], &c["verify_unsettled_writes"]), (&64.into(), &0.into()), "{c}");
+    assert_eq!(c["verify_errors"], serde_json::json!([]));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 #[test]
 fn k2_keeps_no_more_than_its_bound_in_the_ring() {
     if skip() {
