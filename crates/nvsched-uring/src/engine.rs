@@ -1016,8 +1016,8 @@ impl Engine {
             let clone = &mut self.clones[c as usize];
             if clone.verify {
                 match io.op {
-                    Op::Write => clone.written.landed(io.file, io.offset_bytes, header_generation),
-                    Op::Discard => clone.written.landed(io.file, io.offset_bytes, TRIM_GENERATION),
+                    Op::Write => clone.written.landed(io.file, io.offset_bytes, io.len_bytes, header_generation),
+                    Op::Discard => clone.written.landed(io.file, io.offset_bytes, io.len_bytes, TRIM_GENERATION),
                     _ => {}
                 }
             }

@@ -181,8 +181,8 @@ impl Tracked {
         }
         if let Some(v) = &mut self.verify {
             match op {
-                Op::Write => v.written.landed(file, offset_bytes, 0),
-                Op::Discard => v.written.landed(file, offset_bytes, TRIM_GENERATION),
+                Op::Write => v.written.landed(file, offset_bytes, len_bytes, 0),
+                Op::Discard => v.written.landed(file, offset_bytes, len_bytes, TRIM_GENERATION),
                 _ => {}
             }
         }

@@ -85,10 +85,13 @@ impl WrittenBlocks {
         self.in_flight.push((file, offset, len, TRIM_GENERATION));
     }
 
-    /// The write of `generation` (a trim: [`TRIM_GENERATION`]) at `offset` of file `file`
-    /// completed (or failed).
-    pub fn landed(&mut self, file: u16, offset: u64, generation: u64) {
-        if let Some(i) = self.in_flight.iter().position(|&(f, o, _, g)| (f, o, g) == (file, offset, generation)) {
+    /// The write of `len` bytes and `generation` (a trim: [`TRIM_GENERATION`]) at `offset`
+    /// of file `file` completed (or failed).
+    pub fn landed(&mut self, file: u16, offset: u64, len: u32, generation: u64) {
+        // the length too: the driver's copy gives every write generation 0, and two writes
+        // at one offset may differ in length
+        let landed = (file, offset, len, generation);
+        if let Some(i) = self.in_flight.iter().position(|&w| w == landed) {
             self.in_flight.swap_remove(i);
         }
     }
@@ -128,13 +131,13 @@ mod tests {
     fn a_write_replaces_the_blocks_it_overlaps() {
         let mut w = WrittenBlocks::default();
         w.issued(0, 0, 16384, 1);
-        w.landed(0, 0, 1);
+        w.landed(0, 0, 16384, 1);
         w.issued(0, 8192, 4096, 2);
-        w.landed(0, 8192, 2);
+        w.landed(0, 8192, 4096, 2);
         w.issued(1, 8192, 4096, 3); // another file: no overlap
-        w.landed(1, 8192, 3);
+        w.landed(1, 8192, 4096, 3);
         w.issued(0, 12288, 8192, 4); // touches nothing of 8192..12288
-        w.landed(0, 12288, 4);
+        w.landed(0, 12288, 8192, 4);
         let got: Vec<(u16, u64, u64)> = w.blocks().map(|(f, o, b)| (f, o, b.generation)).collect();
         assert_eq!(got, vec![(0, 8192, 2), (0, 12288, 4), (1, 8192, 3)]);
         assert_eq!(w.unsettled(), 0);
@@ -145,10 +148,10 @@ mod tests {
         let mut w = WrittenBlocks::default();
         w.issued(0, 0, 4096, 1);
         w.issued(0, 0, 4096, 2); // 1 still in flight: either may land last
-        w.landed(0, 0, 2);
+        w.landed(0, 0, 4096, 2);
         w.issued(0, 0, 4096, 3); // 1 still in flight, 2 landed
-        w.landed(0, 0, 1);
-        w.landed(0, 0, 3);
+        w.landed(0, 0, 4096, 1);
+        w.landed(0, 0, 4096, 3);
         w.issued(0, 0, 4096, 4); // nothing in flight: only 4 is good
         let b = w.blocks().next().unwrap().2.clone();
         assert_eq!(b, Block { len: 4096, generation: 4, racing: vec![] });
@@ -162,13 +165,13 @@ mod tests {
         let mut w = WrittenBlocks::default();
         for (o, g) in [(0, 1), (4096, 2), (8192, 3)] {
             w.issued(0, o, 4096, g);
-            w.landed(0, o, g);
+            w.landed(0, o, 4096, g);
         }
         w.trimmed(0, 2048, 4096); // cuts into the first two
         assert_eq!(w.blocks().map(|(_, o, _)| o).collect::<Vec<_>>(), [8192]);
         w.issued(0, 2048, 4096, 4); // the trim is in flight: it may land after
         assert_eq!(w.unsettled(), 1);
-        w.landed(0, 2048, TRIM_GENERATION);
+        w.landed(0, 2048, 4096, TRIM_GENERATION);
         w.issued(0, 2048, 4096, 5);
         assert_eq!(w.blocks().map(|(_, o, b)| (o, b.generation)).collect::<Vec<_>>(), [(2048, 5), (8192, 3)]);
     }
@@ -178,7 +181,7 @@ mod tests {
         let mut w = WrittenBlocks::default();
         w.issued(0, 0, 4096, 1);
         w.issued(0, 0, 4096, 2);
-        w.landed(0, 0, 2);
+        w.landed(0, 0, 4096, 2);
         w.issued(0, 0, 4096, 3);
         let b = w.blocks().next().unwrap().2;
         assert_eq!((b.generation, b.racing.clone()), (3, vec![1]));

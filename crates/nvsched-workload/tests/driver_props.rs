@@ -53,7 +53,7 @@ fn overlap(a: &IoUnit, b: &IoUnit) -> bool {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 3000, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 10000, ..ProptestConfig::default() })]
 
     #[test]
     fn any_completion_order_keeps_the_drivers_promises(text in job(), order in prop::collection::vec(any::<u8>(), 64)) {
