@@ -10,7 +10,7 @@ mod perm;
 pub mod rng;
 
 pub use ioprio::{IoPrio, PrioClass};
-pub use logs::LogRequest;
+pub use logs::{LogClock, LogRequest};
 pub use nanos::Nanos;
 pub use perm::Permutation;
 pub use rng::SimRng;

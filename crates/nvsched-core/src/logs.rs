@@ -31,6 +31,29 @@ pub struct LogRequest {
     /// `log_unix_epoch`: times are Unix times in milliseconds, not milliseconds from the
     /// start of the job's statistics.
     pub unix_epoch: bool,
+    /// `log_alternate_epoch` with `log_alternate_epoch_clock_id`: times are that clock's
+    /// (a `clock_gettime` id; 0 is `CLOCK_REALTIME`), in milliseconds; it wins over
+    /// `unix_epoch`, as in fio.
+    pub alternate_clock: Option<i32>,
+}
+
+impl LogRequest {
+    /// The clock log times count from, if not the start of the job's statistics.
+    pub fn clock(&self) -> Option<LogClock> {
+        match self.alternate_clock {
+            Some(id) => Some(LogClock::Id(id)),
+            None => self.unix_epoch.then_some(LogClock::Unix),
+        }
+    }
+}
+
+/// A clock log times can count from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LogClock {
+    /// Unix time (`log_unix_epoch`).
+    Unix,
+    /// A `clock_gettime` clock (`log_alternate_epoch_clock_id`).
+    Id(i32),
 }
 
 impl Default for LogRequest {
@@ -48,6 +71,7 @@ impl Default for LogRequest {
             hist_coarseness: 0,
             per_job: true,
             unix_epoch: false,
+            alternate_clock: None,
         }
     }
 }

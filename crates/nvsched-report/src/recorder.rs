@@ -4,7 +4,7 @@
 
 use crate::iolog::{IoLogs, IssueLog};
 use crate::stats::{ErrorCount, JobError, JobStats, PercentileKinds};
-use nvsched_core::{IoPrio, Nanos, Op};
+use nvsched_core::{IoPrio, LogClock, Nanos, Op};
 use nvsched_workload::steadystate::SteadyStateReport;
 use nvsched_workload::{EngineKind, Failure, JobDriver, JobSpec};
 use std::path::Path;
@@ -38,8 +38,8 @@ pub struct JobRecorder {
     /// Completions not yet counted as a reap: a full queue waiting for
     /// `iodepth_batch_complete_min` of them reaps them together.
     reap_pending: u32,
-    /// `log_unix_epoch`: the Unix time, in milliseconds, at the engine's time zero (its
-    /// logs count from it); `None` without.
+    /// `log_unix_epoch` or `log_alternate_epoch`: the clock's time, in milliseconds, at the
+    /// engine's time zero (its logs count from it); `None` without.
     log_clock_ms: Option<u64>,
 }
 
@@ -48,12 +48,12 @@ impl JobRecorder {
         JobRecorder { stats, logs, issue_log: None, per_prio, sync_engine, reap_pending: 0, log_clock_ms: None }
     }
 
-    /// The Unix time, in milliseconds, at the engine's time zero: a job with
-    /// `log_unix_epoch` writes its log times from it. Both engines call it for every
-    /// clone; the others ignore it.
-    pub fn set_log_clock(&mut self, unix_ms_at_zero: u64) {
-        if let Some(clock) = &mut self.log_clock_ms {
-            *clock = unix_ms_at_zero;
+    /// A job with `log_unix_epoch` or `log_alternate_epoch` writes its log times from its
+    /// clock's time at the engine's time zero, which `ms_at_zero` reads, in milliseconds.
+    /// Both engines call it for every clone; the others ignore it.
+    pub fn set_log_clock(&mut self, spec: &JobSpec, ms_at_zero: impl Fn(LogClock) -> u64) {
+        if let (Some(at), Some(clock)) = (&mut self.log_clock_ms, spec.logs.clock()) {
+            *at = ms_at_zero(clock);
         }
     }
 
@@ -84,7 +84,7 @@ impl JobRecorder {
         let logs = IoLogs::create(&spec.logs, job_number, Path::new("."), spec.ioprio())?;
         let sync_engine = spec.engine_kind == EngineKind::Sync;
         let mut rec = JobRecorder::new(stats, logs, per_prio, sync_engine);
-        rec.log_clock_ms = (spec.logs.unix_epoch && rec.logs.is_some()).then_some(0);
+        rec.log_clock_ms = (spec.logs.clock().is_some() && rec.logs.is_some()).then_some(0);
         Ok(rec)
     }
 

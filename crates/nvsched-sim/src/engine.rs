@@ -4,7 +4,7 @@
 
 use crate::events::{EventKind, EventQueue, Lane};
 use crate::layout::{self, PlacedFile};
-use nvsched_core::{IoPrio, Nanos, Op};
+use nvsched_core::{IoPrio, LogClock, Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Request, RequestId, Scheduler};
 use nvsched_report::{CompletedIo, JobRecorder, JobStats};
 use nvsched_ssd::{Command, Device, DeviceCounters, HostPath};
@@ -233,7 +233,12 @@ impl<'o> Simulation<'o> {
                 flows.attach(&mut driver);
                 let mut rec = JobRecorder::for_job(spec, reporting_group, ordinal as u32, per_prio[job_index])
                     .map_err(SimError)?;
-                rec.set_log_clock(input.clock_ms);
+                // the report's time of day on the Unix and real-time clocks; a simulation has
+                // no other clock, so those count from the run's start (with a warning)
+                rec.set_log_clock(spec, |clock| match clock {
+                    LogClock::Unix | LogClock::Id(0) => input.clock_ms,
+                    LogClock::Id(_) => 0,
+                });
                 let file_name = spec.file_name(clone);
                 let file_start = files.iter().find(|f| f.name == file_name).map_or(0, |f| f.start);
                 rec.log_issues(spec, clone, file_start).map_err(SimError)?;

@@ -5,7 +5,7 @@ use crate::targets::{self, Target};
 use crate::verify;
 use crate::{CloneOutcome, TargetInfo, UringOptions, UringOutcome};
 use io_uring::{opcode, squeue, types, IoUring};
-use nvsched_core::{Nanos, Op};
+use nvsched_core::{LogClock, Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, Inserted, Request, RequestId, Scheduler};
 use nvsched_report::{CompletedIo, CpuUsage, JobRecorder};
 use nvsched_workload::steadystate::SteadyStates;
@@ -269,6 +269,16 @@ pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions)
     result
 }
 
+/// `clock_gettime(id)` in milliseconds (0 for a clock the kernel does not have).
+fn clock_ms(id: i32) -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid timespec for the call to fill.
+    if unsafe { libc::clock_gettime(id as libc::clockid_t, &mut ts) } != 0 {
+        return 0;
+    }
+    ts.tv_sec as u64 * 1000 + ts.tv_nsec as u64 / 1_000_000
+}
+
 /// Requests to target k carry offsets from `k << TARGET_SHIFT` in the policy's view
 /// (256 TiB per target), as the simulator lays files end to end.
 const TARGET_SHIFT: u32 = 48;
@@ -403,10 +413,14 @@ fn run_on(
     let usage_start = usage();
     let clone_count = clones.len();
     let (start, unix_ms) = (Instant::now(), std::time::SystemTime::now());
-    // log_unix_epoch: the engine's time zero on the wall clock
+    // log_unix_epoch, log_alternate_epoch: the engine's time zero on the job's clock
     let unix_ms = unix_ms.duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64);
     for c in &mut clones {
-        c.rec.set_log_clock(unix_ms);
+        let spec = c.driver.spec.clone();
+        c.rec.set_log_clock(&spec, |clock| match clock {
+            LogClock::Unix => unix_ms,
+            LogClock::Id(id) => clock_ms(id),
+        });
     }
     let mut e = Engine {
         ring,

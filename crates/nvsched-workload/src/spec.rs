@@ -359,6 +359,10 @@ pub struct JobSpec {
     pub exec_postrun: Option<String>,
     /// `allow_file_create=0`: a file that does not exist is an error, not laid out.
     pub allow_file_create: bool,
+    /// `log_alternate_epoch` and `log_alternate_epoch_clock_id` as given (in any order);
+    /// `logs.alternate_clock` holds what they mean.
+    pub log_alternate_epoch: bool,
+    pub log_alternate_clock_id: i32,
     /// `sqthread_poll`: the kernel polls the submission queue (IORING_SETUP_SQPOLL), with
     /// its thread on `sqthread_poll_cpu` if given (real devices; the ring is shared by
     /// every job, so the jobs must agree).
@@ -596,6 +600,8 @@ impl JobSpec {
             exec_prerun: None,
             exec_postrun: None,
             allow_file_create: true,
+            log_alternate_epoch: false,
+            log_alternate_clock_id: 0,
             sqthread_poll: false,
             sqthread_poll_cpu: None,
             buffers: BufferSpec::default(),
@@ -892,6 +898,13 @@ impl JobFile {
                 out.push(format!(
                     "{}: sqthread_poll of job '{}' has no effect in simulation (the host model charges the same submission cost)",
                     j.option_line("sqthread_poll"),
+                    j.name
+                ));
+            }
+            if j.logs.alternate_clock.is_some_and(|id| id != 0) {
+                out.push(format!(
+                    "{}: log_alternate_epoch_clock_id of job '{}' names a clock a simulation does not have; its log times count from the run's start",
+                    j.option_line("log_alternate_epoch_clock_id"),
                     j.name
                 ));
             }
@@ -1600,6 +1613,26 @@ pub static OPTIONS: &[OptionDef] = &[
         "log times are Unix times in milliseconds (in simulation counted from the report's time of day, which SOURCE_DATE_EPOCH sets)",
         |j, v| {
             j.logs.unix_epoch = parse_bool(v)?;
+            Ok(())
+        }
+    ),
+    opt!(
+        "log_alternate_epoch",
+        [],
+        Some("1"),
+        "log times are those of the clock log_alternate_epoch_clock_id names, in milliseconds (wins over log_unix_epoch; in simulation only CLOCK_REALTIME, 0, has a time of day)",
+        |j, v| {
+            j.log_alternate_epoch = parse_bool(v)?;
+            Ok(())
+        }
+    ),
+    opt!(
+        "log_alternate_epoch_clock_id",
+        [],
+        None,
+        "clock_gettime clock of log_alternate_epoch: 0 CLOCK_REALTIME (default), 1 CLOCK_MONOTONIC, 7 CLOCK_BOOTTIME, ...",
+        |j, v| {
+            j.log_alternate_clock_id = int_in(v, 0, 15)? as i32;
             Ok(())
         }
     ),
@@ -2696,8 +2729,6 @@ const FIO_UNSUPPORTED: &[(&str, &str)] = &[
     ("uid", "jobs run as the user who starts nvsched"),
     ("gid", "jobs run as the user who starts nvsched"),
     ("profile", "fio's built-in profiles are not included; write their jobs out"),
-    ("log_alternate_epoch", "log times are milliseconds from the job's start"),
-    ("log_alternate_epoch_clock_id", "log times are milliseconds from the job's start"),
     ("block_error_percentiles", "zoned block devices (zonemode=zbd) are not modelled"),
     ("max_open_zones", "zoned block devices (zonemode=zbd) are not modelled"),
     ("job_max_open_zones", "zoned block devices (zonemode=zbd) are not modelled"),
@@ -2941,6 +2972,7 @@ fn finish_job(job: &mut JobSpec, _warnings: &mut [String]) -> Result<(), JobFile
         // fio: nothing to serialise when the job changes no data or has one I/O out
         job.serialize_overlap = false;
     }
+    job.logs.alternate_clock = job.log_alternate_epoch.then_some(job.log_alternate_clock_id);
     if job.time_based && job.runtime == Nanos::ZERO {
         return Err(err(Some("time_based"), format!("job '{}': time_based needs a runtime", job.name)));
     }

@@ -452,21 +452,32 @@ fn log_unix_epoch_counts_log_times_from_the_runs_time_of_day() {
     let dir = std::env::temp_dir().join(format!("nvsched-cli-unix-epoch-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let job = "[e]\nrw=randread\nsize=64m\nruntime=50ms\ntime_based\nramp_time=20ms\nwrite_bw_log=e\nlog_avg_msec=10\nwrite_hist_log=e\nlog_hist_msec=10\n";
-    std::fs::write(dir.join("job.fio"), format!("{job}log_unix_epoch=1\n")).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
-        .args(["run", "job.fio", "-q"])
-        .env("SOURCE_DATE_EPOCH", "1700000000")
-        .current_dir(&dir)
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let run = |extra: &str| {
+        std::fs::write(dir.join("job.fio"), format!("{job}{extra}")).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+            .args(["run", "job.fio", "-q"])
+            .env("SOURCE_DATE_EPOCH", "1700000000")
+            .current_dir(&dir)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stderr).unwrap()
+    };
     let first_time = |name: &str| {
         let text = std::fs::read_to_string(dir.join(name)).unwrap();
         text.lines().next().unwrap().split(", ").next().unwrap().to_string()
     };
+    run("log_unix_epoch=1\n");
     // 1700000000 s, then the 20 ms ramp and the first 10 ms window
     assert_eq!(first_time("e_bw.1.log"), "1700000000030");
     assert_eq!(first_time("e_clat_hist.1.log"), "1700000000030");
+    // log_alternate_epoch: CLOCK_REALTIME (the default id) is the same time of day; a
+    // clock a simulation does not have counts from the run's start, with a warning
+    run("log_alternate_epoch_clock_id=0\nlog_alternate_epoch=1\n");
+    assert_eq!(first_time("e_bw.1.log"), "1700000000030");
+    let warned = run("log_alternate_epoch=1\nlog_alternate_epoch_clock_id=1\nlog_unix_epoch=1\n");
+    assert!(warned.contains("log_alternate_epoch_clock_id of job 'e' names a clock"), "{warned}");
+    assert_eq!(first_time("e_bw.1.log"), "30");
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
