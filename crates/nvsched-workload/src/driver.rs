@@ -198,6 +198,9 @@ struct VerifyPass {
     /// (file, offset, length) of each block to read, and the next to issue.
     list: Vec<(u16, u64, u32)>,
     next: usize,
+    /// `verify_only`: every block of the clone's regions, walked without listing them (a
+    /// whole device holds millions).
+    walk: Option<RegionWalk>,
     state: VerifyState,
     /// `verify_backlog` (0: none) and `verify_backlog_batch`, the writes issued since the
     /// last read-back, and the blocks written in the order they were (a block written
@@ -261,14 +264,52 @@ impl VerifyPass {
         }
     }
 
+    /// How many blocks the read-back under way reads.
+    fn listed(&self) -> usize {
+        self.walk.as_ref().map_or(self.list.len(), |w| w.blocks.last().copied().unwrap_or(0) as usize)
+    }
+
     /// Appends reads of listed blocks not yet issued, at most `room`; returns how many.
     fn issue_reads(&mut self, out: &mut Vec<IoUnit>, room: u32, prio: IoPrio) -> u32 {
-        let n = (room as usize).min(self.list.len() - self.next);
-        for &(file, offset_bytes, len_bytes) in &self.list[self.next..self.next + n] {
+        let n = (room as usize).min(self.listed() - self.next);
+        for i in self.next..self.next + n {
+            let (file, offset_bytes, len_bytes) = match &self.walk {
+                Some(w) => w.block(i as u64),
+                None => self.list[i],
+            };
             out.push(IoUnit { op: Op::Read, offset_bytes, len_bytes, prio, file });
         }
         self.next += n;
         n as u32
+    }
+}
+
+/// Every `bs` block of a clone's regions, one file after another.
+#[derive(Debug)]
+struct RegionWalk {
+    regions: Vec<Region>,
+    bs: u64,
+    /// Blocks in the regions up to and including each (a running sum).
+    blocks: Vec<u64>,
+}
+
+impl RegionWalk {
+    fn new(regions: &[Region], bs: u64) -> RegionWalk {
+        let blocks = regions
+            .iter()
+            .scan(0, |sum, r| {
+                *sum += r.len / bs;
+                Some(*sum)
+            })
+            .collect();
+        RegionWalk { regions: regions.to_vec(), bs, blocks }
+    }
+
+    /// The `i`th block: (file, offset, length).
+    fn block(&self, i: u64) -> (u16, u64, u32) {
+        let file = self.blocks.partition_point(|&b| b <= i);
+        let before = if file == 0 { 0 } else { self.blocks[file - 1] };
+        (file as u16, self.regions[file].start + (i - before) * self.bs, self.bs as u32)
     }
 }
 
@@ -408,7 +449,8 @@ impl JobDriver {
         // fio's trimwrite trims and writes `size` (`io_size`, `number_ios`) each
         let pairs = if spec.pattern.is_trimwrite() { 2 } else { 1 };
         let pass_bytes = pass_bytes.saturating_mul(pairs);
-        // create_only: the files are laid out, nothing is issued
+        // create_only: the files are laid out, nothing is issued; verify_only: nothing but
+        // the read-back
         let io_limit = if spec.create_only || spec.verify_only {
             0
         } else {
@@ -431,18 +473,13 @@ impl JobDriver {
         let serialize_overlap = spec.serialize_overlap;
         // fio reads back (verify_backlog included) only with do_verify
         let verify = (spec.verify && (spec.do_verify || spec.verify_only)).then(|| {
-            // verify_only: every block of the clone's region, as the earlier run wrote them
+            // verify_only: every block of the clone's regions, as the earlier run wrote them
             let bs = u64::from(spec.bs[Op::Write.index()].min());
-            let list = match spec.verify_only {
-                true => (regions.iter().enumerate())
-                    .flat_map(|(f, r)| (0..r.len / bs).map(move |k| (f as u16, r.start + k * bs, bs as u32)))
-                    .collect(),
-                false => Vec::new(),
-            };
+            let walk = spec.verify_only.then(|| RegionWalk::new(regions, bs));
             let backlog = if spec.verify_only { 0 } else { spec.verify_backlog };
             let backlog_batch = if spec.verify_backlog_batch > 0 { spec.verify_backlog_batch } else { backlog };
             let pass_bytes = if spec.verify_only { 0 } else { spec.io_size.unwrap_or(size) };
-            VerifyPass { list, backlog, backlog_batch, pass_bytes, ..VerifyPass::default() }
+            VerifyPass { walk, backlog, backlog_batch, pass_bytes, ..VerifyPass::default() }
         });
         Ok(JobDriver {
             depth: if sync_engine { 1 } else { spec.iodepth },
@@ -991,7 +1028,7 @@ impl JobDriver {
     /// Stops the read-back after the reads in flight (`verify_fatal`, a bad block).
     pub fn stop_verify(&mut self) {
         if let Some(v) = self.tracked.as_deref_mut().and_then(|t| t.verify.as_mut()) {
-            v.next = v.list.len();
+            v.next = v.listed();
         }
     }
 
@@ -1003,7 +1040,7 @@ impl JobDriver {
             // after it, and one under way stops issuing
             let timed_out = self.end.is_some_and(|end| now >= end);
             if timed_out {
-                v.next = v.list.len();
+                v.next = v.listed();
             }
             // a backlog read-back cut short by the job's own end gives way to the final one
             let waiting = matches!(v.state, VerifyState::Pending | VerifyState::Backlog);
@@ -1067,7 +1104,7 @@ impl JobDriver {
         if n > 0 {
             return Some(Poll::Ready);
         }
-        (v.next < v.list.len() || self.inflight > 0).then_some(Poll::Blocked)
+        (v.next < v.listed() || self.inflight > 0).then_some(Poll::Blocked)
     }
 
     fn set_verify_state(&mut self, state: VerifyState) {
@@ -1700,6 +1737,15 @@ mod tests {
         let cut =
             run_batches("[a]\nioengine=io_uring\niodepth=4\nrw=randwrite\nsize=1g\nverify=crc32c\nruntime=50us\n");
         assert!(!cut.is_empty() && cut.iter().all(|u| u.op == w));
+    }
+
+    #[test]
+    fn verify_only_walks_every_block_of_each_file_without_listing_them() {
+        let w = RegionWalk::new(&[Region { start: 4096, len: 8192 }, Region { start: 0, len: 12288 }], 4096);
+        let all: Vec<_> = (0..5).map(|i| w.block(i)).collect();
+        assert_eq!(all, [(0, 4096, 4096), (0, 8192, 4096), (1, 0, 4096), (1, 4096, 4096), (1, 8192, 4096)]);
+        let v = VerifyPass { walk: Some(w), ..VerifyPass::default() };
+        assert_eq!(v.listed(), 5);
     }
 
     #[test]
