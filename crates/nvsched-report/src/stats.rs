@@ -389,6 +389,14 @@ impl JobError {
         }
     }
 
+    /// fio's EILSEQ from a block that failed verification: the job fails (and, as in
+    /// fio without `verify_fatal`, its other blocks are still checked). `sync_engine`:
+    /// fio names its completion path after the engine kind.
+    pub fn verify(detail: String, sync_engine: bool) -> JobError {
+        let func = if sync_engine { "io_u_sync_complete" } else { "io_u_queued_complete" };
+        JobError { errno: 84, func, error: strerror(84), detail }
+    }
+
     /// fio's `io_u error`: a request failed with `errno` (real devices).
     pub fn io(errno: i32, file: &str, op: Op, offset_bytes: u64, len_bytes: u32) -> JobError {
         let error = strerror(errno);

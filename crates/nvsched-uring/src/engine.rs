@@ -7,11 +7,11 @@ use crate::{CloneOutcome, TargetInfo, UringOptions, UringOutcome};
 use io_uring::{opcode, squeue, types, IoUring};
 use nvsched_core::{LogClock, Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, Inserted, Request, RequestId, Scheduler};
-use nvsched_report::{CompletedIo, CpuUsage, JobRecorder};
+use nvsched_report::{CompletedIo, CpuUsage, JobError, JobRecorder};
 use nvsched_workload::steadystate::SteadyStates;
 use nvsched_workload::written::{WrittenBlocks, TRIM_GENERATION};
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, wait_for_targets, Tenants};
-use nvsched_workload::{BufferFiller, ExitWhat, FlowGroups, IoUnit, JobDriver, JobSpec, Poll};
+use nvsched_workload::{BufferFiller, EngineKind, ExitWhat, FlowGroups, IoUnit, JobDriver, JobSpec, Poll};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -1052,7 +1052,12 @@ impl Engine {
                 };
                 if let Err(e) = found {
                     let path = self.targets[clone.targets[io.file as usize]].1.display();
-                    self.verify_errors.push(format!("verify: {path}: {e}"));
+                    let message = format!("verify: {path}: {e}");
+                    if clone.rec.stats.error.is_none() {
+                        let sync = clone.driver.spec.engine_kind == EngineKind::Sync;
+                        clone.rec.stats.error = Some(JobError::verify(message.clone(), sync));
+                    }
+                    self.verify_errors.push(message);
                     if clone.driver.spec.verify_fatal {
                         clone.verify_failed = true;
                         clone.driver.stop_verify();

@@ -151,10 +151,13 @@ fn verify_passes_then_catches_a_corrupted_block() {
     assert!(err.contains("verify failed: 2 bad block"), "{err}");
     // a job that only reads, with verify: each read is checked as it completes
     let job = write_job(&d, "r.fio", &body("").replace("rw=write", "rw=randread"));
-    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "-q"]);
+    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "-q", "--output-format=json"]);
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains(&format!("block at offset {bad}")) && err.contains("verify failed: 2 bad block"), "{err}");
+    // the job failed as fio's does, with EILSEQ, after checking every block
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((&v["jobs"][0]["error"], &v["jobs"][0]["read"]["total_ios"]), (&84.into(), &1024.into()));
     // verify_fatal: the check stops at the first bad block
     let err = verify_only("verify_fatal=1\n");
     assert!(err.contains(&format!("block at offset {bad}")) && !err.contains(&format!("offset {later}")), "{err}");
