@@ -8,6 +8,7 @@ use io_uring::{opcode, squeue, types, IoUring};
 use nvsched_core::{LogClock, Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, Inserted, Request, RequestId, Scheduler};
 use nvsched_report::{CompletedIo, CpuUsage, JobError, JobRecorder};
+use nvsched_workload::errors::ErrorKind;
 use nvsched_workload::steadystate::SteadyStates;
 use nvsched_workload::written::{WrittenBlocks, TRIM_GENERATION};
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, wait_for_targets, Tenants};
@@ -1053,9 +1054,16 @@ impl Engine {
                 if let Err(e) = found {
                     let path = self.targets[clone.targets[io.file as usize]].1.display();
                     let message = format!("verify: {path}: {e}");
-                    if clone.rec.stats.error.is_none() {
+                    // fio's EILSEQ: counted and gone past with continue_on_error=verify,
+                    // otherwise it fails the job
+                    let stats = &mut clone.rec.stats;
+                    if clone.driver.spec.on_error.goes_on(ErrorKind::Verify, libc::EILSEQ) {
+                        if let Some(count) = &mut stats.io_errors {
+                            count.add(libc::EILSEQ);
+                        }
+                    } else if stats.error.is_none() {
                         let sync = clone.driver.spec.engine_kind == EngineKind::Sync;
-                        clone.rec.stats.error = Some(JobError::verify(message.clone(), sync));
+                        stats.error = Some(JobError::verify(message.clone(), sync));
                     }
                     self.verify_errors.push(message);
                     if clone.driver.spec.verify_fatal {

@@ -2276,7 +2276,7 @@ pub static OPTIONS: &[OptionDef] = &[
         "verify_async",
         [],
         None,
-        "accepted: nvsched's verify phase reads 16 blocks at a time from its own thread",
+        "accepted: a job's read-back goes out at its depth through the policy and each read is checked as it completes, in nvsched's one thread",
         |_, v| int_in(v, 0, 1024).map(|_| ())
     ),
     opt!(
@@ -2319,7 +2319,7 @@ pub static OPTIONS: &[OptionDef] = &[
         "continue_on_error",
         [],
         None,
-        "none, read, write, io, verify or all (0/1): a failed I/O of that kind with a non-fatal error (EIO, EILSEQ, or those ignore_error lists) is counted and the job goes on; otherwise it fails the job (real devices; verify changes nothing: the verify phase checks every block and fails the run on a mismatch)",
+        "none, read, write, io, verify or all (0/1): a failed I/O of that kind with a non-fatal error (EIO, EILSEQ, or those ignore_error lists) is counted and the job goes on; otherwise it fails the job (real devices; with verify, a bad block is counted and the job goes on, where it would fail the job with EILSEQ; the run still exits 1 on a mismatch)",
         |j, v| {
             j.on_error.continue_on = crate::errors::parse_continue_on(v)?;
             Ok(())

@@ -158,6 +158,12 @@ fn verify_passes_then_catches_a_corrupted_block() {
     // the job failed as fio's does, with EILSEQ, after checking every block
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!((&v["jobs"][0]["error"], &v["jobs"][0]["read"]["total_ios"]), (&84.into(), &1024.into()));
+    // continue_on_error=verify: counted (total_err, first_error) and the job goes on
+    let job = write_job(&d, "rc.fio", &body("continue_on_error=verify\n").replace("rw=write", "rw=randread"));
+    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "-q", "--output-format=json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let j = &v["jobs"][0];
+    assert_eq!((&j["error"], &j["total_err"], &j["first_error"]), (&0.into(), &2.into(), &84.into()), "{j}");
     // verify_fatal: the check stops at the first bad block
     let err = verify_only("verify_fatal=1\n");
     assert!(err.contains(&format!("block at offset {bad}")) && !err.contains(&format!("offset {later}")), "{err}");
