@@ -152,6 +152,8 @@ struct Engine {
     /// error that stops the run (a prerun that failed or could not start).
     postruns: Vec<RunningHook>,
     hook_error: Option<String>,
+    /// Clones whose `exec_prerun` is running (so the loop need not look at every clone).
+    preruns: usize,
     /// What the read-back of verify jobs found wrong, and how many blocks it checked.
     verify_errors: Vec<String>,
     verified_blocks: u64,
@@ -446,6 +448,7 @@ fn run_on(
         io_errors: Vec::new(),
         postruns: Vec::new(),
         hook_error: None,
+        preruns: 0,
         verify_errors: Vec::new(),
         verified_blocks: 0,
         inject_errors: opts.inject_errors.filter(|&(every, _)| every > 0),
@@ -518,7 +521,10 @@ impl Engine {
                 clone.driver.start(now);
                 clone.kick = true;
             }
-            Ok(Some(hook)) => clone.prerun = Some(hook),
+            Ok(Some(hook)) => {
+                clone.prerun = Some(hook);
+                self.preruns += 1;
+            }
             Err(e) => {
                 self.hook_error.get_or_insert(e);
             }
@@ -534,6 +540,7 @@ impl Engine {
                 None => {}
                 Some(Ok(())) => {
                     clone.prerun = None;
+                    self.preruns -= 1;
                     clone.driver.start(now);
                     clone.kick = true;
                 }
@@ -559,7 +566,7 @@ impl Engine {
 
     /// Whether a hook is running (the loop then looks again every millisecond).
     fn hooks_running(&self) -> bool {
-        !self.postruns.is_empty() || self.clones.iter().any(|c| c.prerun.is_some())
+        !self.postruns.is_empty() || self.preruns > 0
     }
 
     /// Whether clone `c` may start: every clone of the job it waits for has finished.

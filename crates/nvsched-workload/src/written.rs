@@ -17,18 +17,18 @@ pub struct Block {
     pub racing: Vec<u64>,
 }
 
-/// The blocks a clone wrote with verify headers, as the verify phase will check them.
-///
-/// A write replaces the blocks it overlaps (fio's rule, so variable block sizes and
-/// `norandommap` check what was written last). A write issued while an earlier write of
-/// the same block is in flight races it: either may land last, so both generations are
-/// good. A write issued while one that overlaps it only in part is in flight may end up
-/// torn between the two: it is not checked, and counted as unsettled
-/// (`serialize_overlap=1` keeps such writes apart).
 /// The generation [`WrittenBlocks`] gives a trim in flight: what overlaps it may read back
 /// as its data or as zeros.
 pub const TRIM_GENERATION: u64 = u64::MAX;
 
+/// The blocks a clone wrote with verify headers, as its read-back will check them.
+///
+/// A write replaces the blocks it overlaps (fio's rule, so variable block sizes and
+/// `norandommap` check what was written last). A write issued while an earlier write of
+/// the same block is in flight races it: either may land last, so both generations are
+/// good. A write issued while one that overlaps it only in part (or a trim of it) is in
+/// flight may end up torn between the two: it is not checked, and counted as unsettled
+/// (`serialize_overlap=1` keeps such writes apart).
 #[derive(Debug, Default)]
 pub struct WrittenBlocks {
     blocks: BTreeMap<(u16, u64), Block>,
@@ -55,12 +55,7 @@ impl WrittenBlocks {
                 }
             }
         }
-        let from = (file, offset.saturating_sub(u64::from(self.max_len.max(1)) - 1));
-        let replaced: Vec<(u16, u64)> =
-            (self.blocks.range(from..(file, end))).filter(|(&(_, o), b)| overlaps(o, b.len)).map(|(&k, _)| k).collect();
-        for k in replaced {
-            self.blocks.remove(&k);
-        }
+        self.forget_overlapping(file, offset, len);
         if torn {
             self.unsettled += 1;
         } else {
@@ -73,16 +68,22 @@ impl WrittenBlocks {
     /// A trim of `len` bytes at `offset` of file `file` is issued: the blocks it overlaps
     /// are no longer checked, and a write issued while it is in flight is torn.
     pub fn trimmed(&mut self, file: u16, offset: u64, len: u32) {
+        self.forget_overlapping(file, offset, len);
+        self.in_flight.push((file, offset, len, TRIM_GENERATION));
+    }
+
+    /// Drops the blocks that overlap `len` bytes at `offset` of file `file`: a later write
+    /// or a trim replaced them. Blocks start at most `max_len` before the range.
+    fn forget_overlapping(&mut self, file: u16, offset: u64, len: u32) {
         let end = offset + u64::from(len);
         let from = (file, offset.saturating_sub(u64::from(self.max_len.max(1)) - 1));
         let gone: Vec<(u16, u64)> = (self.blocks.range(from..(file, end)))
-            .filter(|(&(_, o), b)| o < end && offset < o + u64::from(b.len))
+            .filter(|(&(_, o), b)| offset < o + u64::from(b.len))
             .map(|(&k, _)| k)
             .collect();
         for k in gone {
             self.blocks.remove(&k);
         }
-        self.in_flight.push((file, offset, len, TRIM_GENERATION));
     }
 
     /// The write of `len` bytes and `generation` (a trim: [`TRIM_GENERATION`]) at `offset`
