@@ -22,31 +22,57 @@ fn is_device_path(name: &str) -> bool {
 pub type CloneRegions = Vec<Region>;
 
 /// Places every file and returns each clone's regions (one per file of the clone), in
-/// job then clone order.
+/// job then clone order. A file no job sizes takes the space the sized files leave when
+/// a `fill_device` job works on it (shared evenly among such files), as fio's fill
+/// grows a file until the file system is full.
 pub fn place(jobs: &[JobSpec], capacity: u64) -> Result<(Vec<PlacedFile>, Vec<Vec<CloneRegions>>), String> {
     let mut files: Vec<PlacedFile> = Vec::new();
+    // per file: a fill_device job works on it; the first job that gives it no size
+    let mut fills: Vec<bool> = Vec::new();
+    let mut no_size_from: Vec<Option<&JobSpec>> = Vec::new();
     for spec in jobs {
         for (clone, filenum) in spec.clone_files() {
             let name = spec.file_name_of(clone, filenum);
-            let len = if is_device_path(&name) {
-                capacity
-            } else {
-                spec.needed_file_bytes(clone, Some(capacity)).ok_or_else(|| {
-                    format!(
-                        "job '{}' ({}): set size or filesize for its file, or filename=/dev/... to use the whole device",
-                        spec.name, spec.at
-                    )
-                })?
+            let need =
+                if is_device_path(&name) { Some(capacity) } else { spec.needed_file_bytes(clone, Some(capacity)) };
+            let k = match files.iter().position(|f| f.name == name) {
+                Some(k) => k,
+                None => {
+                    files.push(PlacedFile { name, start: 0, len: 0 });
+                    fills.push(false);
+                    no_size_from.push(None);
+                    files.len() - 1
+                }
             };
-            match files.iter_mut().find(|f| f.name == name) {
-                Some(f) => f.len = f.len.max(len),
-                None => files.push(PlacedFile { name, start: 0, len }),
+            match need {
+                Some(len) => files[k].len = files[k].len.max(len),
+                None => {
+                    fills[k] |= spec.fill_device;
+                    no_size_from[k].get_or_insert(spec);
+                }
             }
         }
     }
+    if let Some(spec) = (0..files.len()).find(|&k| files[k].len == 0 && !fills[k]).and_then(|k| no_size_from[k]) {
+        return Err(format!(
+            "job '{}' ({}): set size or filesize for its file, or filename=/dev/... to use the whole device",
+            spec.name, spec.at
+        ));
+    }
     let mut next = 0u64;
-    for f in files.iter_mut().filter(|f| !is_device_path(&f.name)) {
+    // sized files first, in the order the jobs name them; the fill files share the rest
+    let mut order: Vec<usize> = (0..files.len()).filter(|&k| !is_device_path(&files[k].name)).collect();
+    order.sort_by_key(|&k| fills[k]);
+    let fill_count = order.iter().filter(|&&k| fills[k]).count() as u64;
+    let mut fill_share = None;
+    for k in order {
+        let f = &mut files[k];
         f.start = next;
+        if fills[k] {
+            let share =
+                *fill_share.get_or_insert_with(|| capacity.saturating_sub(next) / fill_count / FILE_ALIGN * FILE_ALIGN);
+            f.len = f.len.max(share);
+        }
         next = (f.start + f.len).div_ceil(FILE_ALIGN) * FILE_ALIGN;
     }
     if next > capacity {
@@ -139,6 +165,22 @@ mod tests {
         let (files, _) = place(&j, 1 << 30).unwrap();
         let lens: Vec<u64> = files.iter().map(|f| f.len).collect();
         assert_eq!(lens, vec![1 << 20, 2 << 20]);
+    }
+
+    #[test]
+    fn fill_device_files_share_what_the_sized_files_leave() {
+        let j = jobs("[fill]\nrw=write\nfill_device=1\n[a]\nsize=3m\n[later]\nstonewall\nfilename=fill.0.0\nrw=read\n");
+        let (files, regions) = place(&j, 64 << 20).unwrap();
+        let fill = files.iter().find(|f| f.name == "fill.0.0").unwrap();
+        assert_eq!((fill.start, fill.len), (3 << 20, 61 << 20));
+        // a job that reads the filled file without a size reads all of it
+        assert_eq!(regions[2][0], regions[0][0]);
+        let j = jobs("[fill]\nrw=write\nfill_device=1\nnumjobs=2\n");
+        let (files, _) = place(&j, 64 << 20).unwrap();
+        assert_eq!(files.iter().map(|f| (f.start, f.len)).collect::<Vec<_>>(), [(0, 32 << 20), (32 << 20, 32 << 20)]);
+        // a size still bounds a fill job's file
+        let j = jobs("[fill]\nrw=write\nfill_device=1\nsize=5m\n");
+        assert_eq!(place(&j, 64 << 20).unwrap().0[0].len, 5 << 20);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! The event loop: one thread, one ring.
 
 use crate::hooks::{self, RunningHook, Stage};
-use crate::targets::{self, Target};
+use crate::targets::{self, Fill, Target};
 use crate::verify;
 use crate::{CloneOutcome, TargetInfo, UringOptions, UringOutcome};
 use io_uring::{opcode, squeue, types, IoUring};
@@ -113,6 +113,10 @@ struct CloneState {
     check_reads: bool,
     /// `exec_prerun` running: the clone starts when it has succeeded.
     prerun: Option<RunningHook>,
+    /// `Some(seed)`: the job gives no size and works on a file a fill grows, so its
+    /// regions are taken from the file's length when it starts, as fio sizes its files
+    /// as each job starts (the seed rebuilds its driver).
+    regions_at_start: Option<u64>,
     /// Blocks written with a verify header, and which of those writes raced.
     written: WrittenBlocks,
     next_generation: u64,
@@ -148,10 +152,11 @@ struct Engine {
     max_bs: usize,
     requests: u64,
     io_errors: Vec<String>,
-    /// `exec_postrun` hooks still running (a failure is a warning), and the first hook
-    /// error that stops the run (a prerun that failed or could not start).
+    /// `exec_postrun` hooks still running (a failure is a warning), and the first error
+    /// that stops the run as a clone starts (a prerun that failed or could not start,
+    /// a file a fill left empty).
     postruns: Vec<RunningHook>,
-    hook_error: Option<String>,
+    start_error: Option<String>,
     /// Clones whose `exec_prerun` is running (so the loop need not look at every clone).
     preruns: usize,
     /// What the read-back of verify jobs found wrong, and how many blocks it checked.
@@ -210,15 +215,35 @@ fn attribute_cpu(clones: &mut [CloneState], start: Usage, end: Usage) {
     }
 }
 
+/// A file or device the jobs work on, before it is opened.
+struct Wanted {
+    name: String,
+    /// Bytes the jobs need it to hold; 0 when none says (it keeps its own size, or a
+    /// fill grows it).
+    bytes: u64,
+    writes: bool,
+    /// A `create_only` job lays it out: it stays.
+    keep: bool,
+    /// A `fill_device` job without a size works on it (and reads it too: [`Fill::LayOut`]).
+    fill: Fill,
+    /// The first job that gives it no size.
+    no_size_from: Option<String>,
+}
+
 /// Runs the jobs on real files or devices.
 pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions) -> Result<UringOutcome, String> {
     // targets: one per distinct file name, sized for every clone using it
-    // (name, bytes, written, kept: a create_only job lays it out)
-    let mut wanted: Vec<(String, u64, bool, bool)> = Vec::new();
+    let mut wanted: Vec<Wanted> = Vec::new();
     for spec in jobs {
         let writes = !spec.verify_only
             && !spec.create_only
             && (spec.writes_data() || spec.fsync_every > 0 || spec.fdatasync_every > 0);
+        // a fill that reads fills the file system first, as fio does
+        let fill = match spec.active_ops().any(|op| op == Op::Read) {
+            _ if !spec.fill_device => Fill::No,
+            true => Fill::LayOut,
+            false => Fill::Grow,
+        };
         for (clone, filenum) in spec.clone_files() {
             let name = spec.file_name_of(clone, filenum);
             if !spec.allow_file_create && !Path::new(&name).exists() {
@@ -227,34 +252,49 @@ pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions)
                     spec.name
                 ));
             }
-            let need = match spec.needed_file_bytes(clone, None) {
-                Some(bytes) => bytes,
-                _ if name.starts_with("/dev/") => 0,
-                _ => {
-                    return Err(format!(
-                        "job '{}': set size or filesize for '{name}' (or filename=/dev/... for a whole device)",
-                        spec.name
-                    ))
+            let need = spec.needed_file_bytes(clone, None);
+            let k = match wanted.iter().position(|w| w.name == name) {
+                Some(k) => k,
+                None => {
+                    wanted.push(Wanted {
+                        name,
+                        bytes: 0,
+                        writes: false,
+                        keep: false,
+                        fill: Fill::No,
+                        no_size_from: None,
+                    });
+                    wanted.len() - 1
                 }
             };
-            match wanted.iter_mut().find(|w| w.0 == name) {
-                Some(w) => {
-                    w.1 = w.1.max(need);
-                    w.2 |= writes;
-                    w.3 |= spec.create_only;
-                }
-                None => wanted.push((name, need, writes, spec.create_only)),
+            let w = &mut wanted[k];
+            w.bytes = w.bytes.max(need.unwrap_or(0));
+            w.writes |= writes;
+            w.keep |= spec.create_only;
+            if need.is_none() {
+                w.fill = w.fill.max(fill);
+            }
+            if need.is_none() {
+                w.no_size_from.get_or_insert_with(|| spec.name.clone());
             }
         }
     }
+    // as fio: a file that exists keeps its size, and a fill grows one
+    if let Some(w) = wanted.iter().find(|w| w.bytes == 0 && w.fill == Fill::No && !Path::new(&w.name).exists()) {
+        return Err(format!(
+            "job '{}': set size or filesize for '{}' (or filename=/dev/... for a whole device)",
+            w.no_size_from.as_deref().unwrap_or("?"),
+            w.name
+        ));
+    }
     let mut targets_open = Vec::new();
-    for &(ref name, size, writes, keep) in &wanted {
+    for w in &wanted {
         // prefilling writes, so it is subject to the same safety rules as a writing job
-        let opened =
-            targets::open(&PathBuf::from(name), size, writes || opts.prefill, opts.safety).and_then(|mut t| {
-                t.keep = keep;
+        let opened = targets::open(Path::new(&w.name), w.bytes, w.writes || opts.prefill, opts.safety, w.fill)
+            .and_then(|mut t| {
+                t.keep = w.keep;
                 if opts.prefill && !t.created {
-                    let region = if size == 0 { t.size } else { size };
+                    let region = if w.bytes == 0 { t.size } else { w.bytes };
                     targets::prefill(&t.path, region)?;
                 }
                 Ok(t)
@@ -270,6 +310,17 @@ pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions)
     let result = run_on(jobs, scheduler, opts, &targets_open);
     cleanup(&targets_open, opts.keep_files);
     result
+}
+
+/// The length of the open file `fd`.
+fn file_len(fd: i32) -> std::io::Result<u64> {
+    let mut st = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: fstat fills the struct `st` has room for, or fails.
+    if unsafe { libc::fstat(fd, st.as_mut_ptr()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: fstat returned 0, so it filled the struct.
+    Ok(unsafe { st.assume_init() }.st_size as u64)
 }
 
 /// `clock_gettime(id)` in milliseconds (0 for a clock the kernel does not have).
@@ -366,6 +417,9 @@ fn run_on(
                 file_targets.push(target);
             }
             let seed = clone_seed(spec, ordinal, opts.seed);
+            let grown_by_fill = file_targets.iter().any(|&t| targets[t].grows);
+            let regions_at_start =
+                (grown_by_fill && !spec.fill_device && spec.needed_file_bytes(clone, None).is_none()).then_some(seed);
             let mut driver = JobDriver::new(arc.clone(), clone, &regions, seed)?;
             flows.attach(&mut driver);
             phases.last_mut().expect("one phase").push(clones.len() as u32);
@@ -390,6 +444,7 @@ fn run_on(
                 verify_failed: false,
                 check_reads: spec.verify && !spec.verify_only && !spec.writes_data(),
                 prerun: None,
+                regions_at_start,
                 written: WrittenBlocks::default(),
                 next_generation: 1,
                 content: BufferFiller::new(&spec.buffers, spec.bs[Op::Write.index()].min(), spec.max_bs(), seed),
@@ -447,7 +502,7 @@ fn run_on(
         requests: 0,
         io_errors: Vec::new(),
         postruns: Vec::new(),
-        hook_error: None,
+        start_error: None,
         preruns: 0,
         verify_errors: Vec::new(),
         verified_blocks: 0,
@@ -515,6 +570,10 @@ impl Engine {
     /// Clone `c` starts: its `exec_prerun` first, if its job has one (as in fio: after
     /// the files are laid out, before the clone's I/O; the other clones go on meanwhile).
     fn start_clone(&mut self, c: u32, now: Nanos) {
+        if let Err(e) = self.take_regions_at_start(c) {
+            self.start_error.get_or_insert(e);
+            return;
+        }
         let clone = &mut self.clones[c as usize];
         match hooks::start(&clone.driver.spec, Stage::Prerun) {
             Ok(None) => {
@@ -526,9 +585,25 @@ impl Engine {
                 self.preruns += 1;
             }
             Err(e) => {
-                self.hook_error.get_or_insert(e);
+                self.start_error.get_or_insert(e);
             }
         }
+    }
+
+    /// A clone without a size on a file a fill grows works on what the file holds now.
+    fn take_regions_at_start(&mut self, c: u32) -> Result<(), String> {
+        let clone = &mut self.clones[c as usize];
+        let Some(seed) = clone.regions_at_start else { return Ok(()) };
+        let spec = clone.driver.spec.clone();
+        let mut regions = Vec::with_capacity(clone.targets.len());
+        for (filenum, &t) in clone.targets.iter().enumerate() {
+            let (file, path) = (&self.targets[t].0, &self.targets[t].1);
+            let bs = u64::from(spec.min_bs()).max(1);
+            let len = file_len(*file).map_err(|e| format!("{}: {e}", path.display()))? / bs * bs;
+            let name = spec.file_name_of(clone.driver.clone_index, filenum as u32);
+            regions.push(spec.clone_region(clone.driver.clone_index, &name, len)?);
+        }
+        clone.driver.move_to(&regions, seed)
     }
 
     /// Clones whose prerun succeeded start; postruns that ended are reaped. A prerun that
@@ -545,7 +620,7 @@ impl Engine {
                     clone.kick = true;
                 }
                 Some(Err(e)) => {
-                    self.hook_error.get_or_insert(e);
+                    self.start_error.get_or_insert(e);
                 }
             }
         }
@@ -558,7 +633,7 @@ impl Engine {
                 false
             }
         });
-        match self.hook_error.take() {
+        match self.start_error.take() {
             Some(e) => Err(e),
             None => Ok(()),
         }
@@ -594,7 +669,7 @@ impl Engine {
             if !self.waiting.is_empty() {
                 self.start_waiters(now);
             }
-            if self.hooks_running() || self.hook_error.is_some() {
+            if self.hooks_running() || self.start_error.is_some() {
                 self.poll_hooks(now)?;
             }
             while self.phase < self.phases.len()

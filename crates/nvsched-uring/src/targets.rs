@@ -4,6 +4,7 @@
 
 use nvsched_core::SimRng;
 use nvsched_workload::buffers::fill_random;
+use nvsched_workload::errors::is_out_of_space;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -22,6 +23,8 @@ pub struct Target {
     /// A `create_only` job laid it out: it stays, as fio's setup phase leaves it.
     pub keep: bool,
     pub writes: bool,
+    /// A `fill_device` job's writes grow it during the run ([`Fill::Grow`]).
+    pub grows: bool,
 }
 
 impl Target {
@@ -59,8 +62,22 @@ fn block_device_size(file: &File) -> std::io::Result<u64> {
     Ok(size)
 }
 
-/// Opens (creating and laying out if needed) a target of at least `size` bytes.
-pub fn open(path: &Path, size: u64, writes: bool, safety: Safety) -> Result<Target, String> {
+/// How a target that a `fill_device` job works on is made.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Fill {
+    /// Not a fill target: laid out to `size` if nvsched creates it.
+    No,
+    /// Writes grow the file until the file system is full: a new file starts empty.
+    Grow,
+    /// A job reads it too: a new file is filled with data first (until the file system
+    /// is full, or to `size`), as fio fills before it reads.
+    LayOut,
+}
+
+/// Opens (creating and laying out if needed) a target of at least `size` bytes. A fill
+/// target holds `size` bytes if that is given (0: none), else its own length and what
+/// its file system has free.
+pub fn open(path: &Path, size: u64, writes: bool, safety: Safety, fill: Fill) -> Result<Target, String> {
     let meta = std::fs::metadata(path);
     let exists = meta.is_ok();
     let block = meta.as_ref().is_ok_and(|m| m.file_type().is_block_device());
@@ -82,7 +99,11 @@ pub fn open(path: &Path, size: u64, writes: bool, safety: Safety) -> Result<Targ
     }
     let created = !exists;
     if created {
-        layout(path, size)?;
+        match fill {
+            Fill::No => layout(path, size)?,
+            Fill::Grow => create_empty(path)?,
+            Fill::LayOut => fill_up(path, size)?,
+        }
     }
     let mut opts = OpenOptions::new();
     opts.read(true).write(writes).custom_flags(libc::O_DIRECT);
@@ -92,18 +113,61 @@ pub fn open(path: &Path, size: u64, writes: bool, safety: Safety) -> Result<Targ
     } else {
         file.metadata().map_err(|e| e.to_string())?.len()
     };
-    if actual < size {
-        return Err(format!("'{}' holds {actual} bytes but the jobs need {size}", path.display()));
-    }
-    Ok(Target { path: path.to_path_buf(), file, size: actual, block_device: block, created, keep: false, writes })
+    let size = match fill {
+        Fill::Grow if !block && size == 0 => {
+            let free = free_bytes(parent_dir(path)).unwrap_or(0);
+            let size = (actual + free) / FILL_ALIGN * FILL_ALIGN;
+            if size == 0 {
+                return Err(format!("cannot fill '{}': its file system has no room", path.display()));
+            }
+            size
+        }
+        Fill::Grow if !block => size,
+        _ if actual < size => {
+            return Err(format!("'{}' holds {actual} bytes but the jobs need {size}", path.display()));
+        }
+        _ => actual,
+    };
+    let grows = fill == Fill::Grow && !block;
+    Ok(Target { path: path.to_path_buf(), file, size, block_device: block, created, keep: false, writes, grows })
+}
+
+/// A fill target's size is a multiple of this (O_DIRECT's alignment, and fio's 4 KiB).
+const FILL_ALIGN: u64 = 4096;
+
+fn parent_dir(path: &Path) -> &Path {
+    path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."))
+}
+
+fn create_new(path: &Path) -> Result<File, String> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| format!("cannot create '{}': {e}", path.display()))
+}
+
+fn create_empty(path: &Path) -> Result<(), String> {
+    create_new(path).map(drop)
+}
+
+/// Creates a new file and writes it until its file system is full (or to `size`, if
+/// not 0), down to a multiple of [`FILL_ALIGN`].
+fn fill_up(path: &Path, size: u64) -> Result<(), String> {
+    let f = create_new(path)?;
+    let free = free_bytes(parent_dir(path)).unwrap_or(0);
+    let want = if size == 0 { free } else { size };
+    let written = write_random(&f, path, want / FILL_ALIGN * FILL_ALIGN, true).inspect_err(|_| {
+        let _ = std::fs::remove_file(path);
+    })?;
+    f.set_len(written / FILL_ALIGN * FILL_ALIGN).map_err(|e| format!("cannot fill '{}': {e}", path.display()))
 }
 
 /// Creates a new file and writes it completely (as fio lays out files), with
 /// pseudo-random data so reads are not served from sparse holes. Refuses a size the file
 /// system has no room for, and removes the file again if filling it fails.
 pub fn layout(path: &Path, size: u64) -> Result<(), String> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    if let Some(free) = free_bytes(dir) {
+    if let Some(free) = free_bytes(parent_dir(path)) {
         if size > free {
             return Err(format!(
                 "cannot lay out '{}': the jobs need {size} bytes but its file system has {free} free (set a smaller size)",
@@ -111,14 +175,12 @@ pub fn layout(path: &Path, size: u64) -> Result<(), String> {
             ));
         }
     }
-    let f = OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .open(path)
-        .map_err(|e| format!("cannot create '{}': {e}", path.display()))?;
-    write_random(f, path, size).inspect_err(|_| {
-        let _ = std::fs::remove_file(path);
-    })
+    let f = create_new(path)?;
+    write_random(&f, path, size, false)
+        .inspect_err(|_| {
+            let _ = std::fs::remove_file(path);
+        })
+        .map(drop)
 }
 
 /// Bytes an unprivileged writer may still use on the file system holding `dir`.
@@ -138,21 +200,31 @@ fn free_bytes(dir: &Path) -> Option<u64> {
 /// pseudo-random data (`--prefill`): destructive, so the caller checks the safety rules.
 pub fn prefill(path: &Path, size: u64) -> Result<(), String> {
     let f = OpenOptions::new().write(true).open(path).map_err(|e| format!("cannot open '{}': {e}", path.display()))?;
-    write_random(f, path, size)
+    write_random(&f, path, size, false).map(drop)
 }
 
-fn write_random(mut f: File, path: &Path, size: u64) -> Result<(), String> {
+/// Writes `size` bytes of pseudo-random data from the start of `f` and syncs them;
+/// returns how many it wrote. With `until_full`, a full file system (ENOSPC, EDQUOT)
+/// ends the writing early instead of failing it.
+fn write_random(mut f: &File, path: &Path, size: u64, until_full: bool) -> Result<u64, String> {
     let chunk = 1 << 20;
     let mut buf = vec![0u8; chunk];
     let mut rng = SimRng::seed_from(0x9e37_79b9_7f4a_7c15);
-    let mut left = size;
-    while left > 0 {
+    let mut written = 0;
+    while written < size {
         fill_random(&mut buf, &mut rng);
-        let n = left.min(chunk as u64) as usize;
-        f.write_all(&buf[..n]).map_err(|e| format!("cannot fill '{}': {e}", path.display()))?;
-        left -= n as u64;
+        let n = (size - written).min(chunk as u64) as usize;
+        match f.write_all(&buf[..n]) {
+            Ok(()) => written += n as u64,
+            Err(e) if until_full && e.raw_os_error().is_some_and(is_out_of_space) => {
+                written = f.metadata().map_or(written, |m| m.len());
+                break;
+            }
+            Err(e) => return Err(format!("cannot fill '{}': {e}", path.display())),
+        }
     }
-    f.sync_all().map_err(|e| format!("cannot fill '{}': {e}", path.display()))
+    f.sync_all().map_err(|e| format!("cannot fill '{}': {e}", path.display()))?;
+    Ok(written)
 }
 
 /// The kernel I/O scheduler of the device holding `path` (`/sys/.../queue/scheduler`).

@@ -7,6 +7,7 @@ use crate::gen::{IoGenerator, IoUnit, Region};
 use crate::latency_target::{LatencyProbe, Verdict};
 use crate::spec::{EngineKind, FileService, JobSpec, RateProcess};
 use crate::trace::{place, DeviceSpan, Placement};
+use crate::units::SizeOrPercent;
 use crate::written::{WrittenBlocks, TRIM_GENERATION};
 use nvsched_core::rng::mix64;
 use nvsched_core::{IoPrio, Nanos, Op, SimRng};
@@ -427,9 +428,13 @@ impl JobDriver {
             1 => None,
             _ => Some(Box::new(FileSet::new(&spec, regions, seed)?)),
         };
-        // several files share the job's size (each region already holds its share)
+        // several files share the job's size (each region already holds its share); a
+        // percentage size was taken of the file's length when the region was cut
         let size = match &files {
-            None => spec.size.map_or(region.len, |s| s.resolve(region.len)).min(region.len),
+            None => match spec.size {
+                Some(SizeOrPercent::Bytes(b)) => b.min(region.len),
+                _ => region.len,
+            },
             Some(_) => regions.iter().map(|r| r.len).sum(),
         };
         let replay = spec.trace().map(|t| {
@@ -537,6 +542,16 @@ impl JobDriver {
 
     /// Makes the clone a member of a `flow` group (from [`crate::FlowGroups`]); it joins
     /// when it starts and leaves when it finishes.
+    /// The same clone, not yet started, over other regions (a file's size known only as
+    /// the clone starts); its flow share goes with it.
+    pub fn move_to(&mut self, regions: &[Region], seed: u64) -> Result<(), String> {
+        debug_assert!(self.started_at.is_none(), "a clone moves before it starts");
+        let mut moved = JobDriver::new(self.spec.clone(), self.clone_index, regions, seed)?;
+        moved.flow = self.flow.take();
+        *self = moved;
+        Ok(())
+    }
+
     pub fn set_flow(&mut self, share: FlowShare) {
         self.flow = Some(Box::new(share));
     }
@@ -1147,8 +1162,13 @@ impl JobDriver {
         self.end_flushes_inflight = self.end_flushes_inflight.saturating_sub(1);
         self.inflight = self.inflight.saturating_sub(1);
         if !self.failed && !self.spec.on_error.goes_on(crate::errors::ErrorKind::of(op), errno) {
-            self.fail(now);
-            done.failed = Some(Failure::Io(errno));
+            if self.spec.fill_device && crate::errors::is_out_of_space(errno) {
+                // fio: a fill ends at ENOSPC, without an error; what is in flight lands
+                self.terminate(now);
+            } else {
+                self.fail(now);
+                done.failed = Some(Failure::Io(errno));
+            }
         }
         done.restart_stats = self.returned(now);
         done
@@ -1754,6 +1774,29 @@ mod tests {
         assert_eq!(d.poll(Nanos::ZERO, &mut Vec::new()), Poll::Finished);
         let mut d = driver("[a]\nrw=write\nsize=1m\nend_fsync=1\n");
         assert_eq!(d.poll(Nanos::ZERO, &mut Vec::new()), Poll::Ready);
+    }
+
+    #[test]
+    fn a_fill_ends_at_enospc_without_an_error_and_lands_what_is_in_flight() {
+        const ENOSPC: i32 = 28;
+        let mut d = driver("[a]\nioengine=io_uring\niodepth=4\nrw=write\nfill_device=1\nend_fsync=1\n");
+        let mut out = Vec::new();
+        while d.poll(Nanos::ZERO, &mut out) == Poll::Ready {}
+        assert_eq!(out.len(), 4);
+        let done = d.on_error(Nanos(10), Op::Write, ENOSPC);
+        assert!(done.failed.is_none(), "ENOSPC ends a fill, it does not fail it");
+        // the writes in flight still count; nothing more is written, the end flush is owed
+        assert!((1..4).all(|k| d.on_complete(Nanos(10 + k), Op::Write, 4096, Nanos::ZERO).counted));
+        out.clear();
+        assert_eq!(d.poll(Nanos(20), &mut out), Poll::Ready);
+        assert_eq!(out.iter().map(|u| u.op).collect::<Vec<_>>(), [Op::Flush]);
+        // a second ENOSPC (the flush's) is no error either
+        assert!(d.on_error(Nanos(30), Op::Flush, ENOSPC).failed.is_none());
+        assert_eq!(d.poll(Nanos(30), &mut out), Poll::Finished);
+        // without fill_device, ENOSPC fails the job
+        let mut d = driver("[a]\nioengine=io_uring\niodepth=4\nrw=write\n");
+        d.poll(Nanos::ZERO, &mut Vec::new());
+        assert_eq!(d.on_error(Nanos(10), Op::Write, ENOSPC).failed, Some(Failure::Io(ENOSPC)));
     }
 
     #[test]

@@ -52,6 +52,14 @@ impl ErrorPolicy {
     }
 }
 
+/// ENOSPC or EDQUOT: the file system (or the user's quota) is full, which ends a
+/// `fill_device` job as fio ends it: without an error.
+pub fn is_out_of_space(errno: i32) -> bool {
+    const ENOSPC: i32 = 28;
+    const EDQUOT: i32 = 122;
+    errno == ENOSPC || errno == EDQUOT
+}
+
 /// Parses `continue_on_error`'s value into the kinds it covers.
 pub fn parse_continue_on(v: &str) -> Result<[bool; 3], String> {
     Ok(match v {

@@ -349,6 +349,11 @@ pub struct JobSpec {
     /// `create_only`: the job's files are laid out (and kept, as fio keeps them) and the
     /// job issues nothing.
     pub create_only: bool,
+    /// `fill_device` (`fill_fs`): the job writes until its file system (or device) is
+    /// full, an ENOSPC that ends the job without an error. Without a size, its file
+    /// takes the free space: on a real file system what `statvfs` says is free, in
+    /// simulation what the other files leave of the device.
+    pub fill_device: bool,
     /// `serialize_overlap`: an I/O that overlaps one of the job's I/Os in flight waits
     /// until that one completes (fio's rule: only for jobs that write or trim with
     /// `iodepth` > 1, or that replay a trace).
@@ -597,6 +602,7 @@ impl JobSpec {
             verify_backlog_batch: 0,
             serialize_overlap: false,
             create_only: false,
+            fill_device: false,
             exec_prerun: None,
             exec_postrun: None,
             allow_file_create: true,
@@ -772,7 +778,16 @@ impl JobSpec {
                 self.name, self.at
             ));
         }
-        let len = self.size_per_file().map_or(file_len - offset, |s| s.resolve(file_len)).min(file_len - offset);
+        let len = match self.size_per_file() {
+            None => file_len - offset,
+            Some(SizeOrPercent::Bytes(b)) => b,
+            // fio rounds a percentage of the file down to whole (smallest) blocks
+            Some(percent) => {
+                let bs = u64::from(self.min_bs()).max(1);
+                percent.resolve(file_len) / bs * bs
+            }
+        }
+        .min(file_len - offset);
         Ok(crate::Region { start: offset, len })
     }
 
@@ -2466,6 +2481,16 @@ pub static OPTIONS: &[OptionDef] = &[
         }
     ),
     opt!(
+        "fill_device",
+        ["fill_fs"],
+        Some("1"),
+        "write until the file system or device is full (ENOSPC ends the job without an error); without a size, the file takes the free space",
+        |j, v| {
+            j.fill_device = parse_bool(v)?;
+            Ok(())
+        }
+    ),
+    opt!(
         "serialize_overlap",
         ["serialise_overlap"],
         Some("1"),
@@ -2695,7 +2720,6 @@ const VERIFY_CHECKSUMS: &[&str] = &[
 const FIO_UNSUPPORTED: &[(&str, &str)] = &[
     ("opendir", "a job's files are named by filename or nrfiles, not found in a directory tree"),
     ("file_append", "nvsched does not grow files; set offset= past the data instead"),
-    ("fill_device", "nvsched does not write until the device is full; set size=100% instead"),
     ("bs_unaligned", "blocks are multiples of 512 bytes, as direct I/O needs"),
     ("dedupe_global", "dedupe_mode=working_set is not supported; dedupe_mode=repeat repeats pieces within each job"),
     (

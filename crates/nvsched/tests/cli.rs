@@ -242,6 +242,21 @@ fn output_file_is_written() {
     assert!(v["jobs"].is_array());
 }
 
+/// A fill_device job's file takes the device space the other files leave, and a job
+/// without a size on that file reads all of it; a percentage size is of the device
+/// (taken once: 1% of a 256 GB device is 2.56 GB, not 1% of that).
+#[test]
+fn fills_and_percentage_sizes_take_their_share_of_the_simulated_device() {
+    let text = "[global]\nbs=1m\niodepth=32\n[big]\nrw=write\nsize=200g\n[fill]\nrw=write\nfill_device=1\n\
+                [again]\nstonewall\nfilename=fill.0.0\nrw=read\n[pct]\nfilename=/dev/nvme0n1\nrw=read\nsize=1%\n";
+    let (_, v) = run_json(&temp_job("fill.fio", text), &["--device", "simple-nvme"]);
+    let bytes = |k: usize, dir: &str| v["jobs"][k][dir]["io_bytes"].as_u64().unwrap();
+    let left = 256_000_000_000 - (200u64 << 30);
+    assert_eq!(bytes(1, "write"), left / (1 << 20) * (1 << 20), "the fill takes what 'big' leaves");
+    assert_eq!(bytes(2, "read"), bytes(1, "write"));
+    assert_eq!(bytes(3, "read"), 2_560_000_000 / (1 << 20) * (1 << 20));
+}
+
 #[test]
 fn errors_name_what_is_wrong() {
     let bad = temp_job("bad.fio", "[a]\nrw=randread\niodepth=0\n");

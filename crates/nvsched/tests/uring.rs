@@ -775,6 +775,67 @@ fn a_failed_io_fails_its_job_unless_continue_on_error_covers_it() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// As in fio, a job without a size on a file that exists works on all of it, and a
+/// percentage size is of the file's length; a new file still needs a size.
+#[test]
+fn a_job_without_a_size_works_on_the_whole_existing_file() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let (data, before) = precious_file(&d, 3 << 20);
+    let job = |size: &str| {
+        let text = format!("[r]\nfilename={}\nrw=read\nbs=64k\ndirect=1\n{size}\n", data.display());
+        write_job(&d, "whole.fio", &text)
+    };
+    assert_eq!(run_uring_json(&job(""), &[])["jobs"][0]["read"]["io_bytes"], 3 << 20);
+    assert_eq!(run_uring_json(&job("size=50%"), &[])["jobs"][0]["read"]["io_bytes"], 3 << 19);
+    assert_eq!(checksum(&data), before);
+    std::fs::remove_file(&data).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+        .args(["run", job("").to_str().unwrap(), "--engine", "uring"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("job 'r': set size or filesize for"));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// fio's fill_device: a new file starts empty and grows until ENOSPC (injected here, at
+/// the 50th request, not to fill /tmp: that write lands, its result says ENOSPC), which
+/// ends the job without an error; a later job without a size reads what the fill wrote,
+/// as fio sizes the file when that job starts.
+#[test]
+fn a_fill_ends_at_enospc_and_a_later_job_reads_what_it_wrote() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let data = d.join("fill.dat");
+    let job = write_job(
+        &d,
+        "fill.fio",
+        &format!(
+            "[global]\nfilename={}\nbs=4k\ndirect=1\n[fill]\nrw=write\nfill_device=1\n[after]\nstonewall\nrw=read\nbs=8k\n",
+            data.display()
+        ),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+        .args(["run", job.to_str().unwrap(), "--engine", "uring", "--output-format=json", "-q"])
+        .args(["--inject-errors", "50:28", "--keep-files"])
+        .output()
+        .unwrap();
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let (fill, after) = (&report["jobs"][0], &report["jobs"][1]);
+    assert_eq!(fill["error"], 0, "{fill}");
+    assert_eq!(fill["write"]["total_ios"], 50, "the write that found the file system full counts, as in fio");
+    assert_eq!(fill["write"]["io_bytes"], 49 * 4096);
+    assert_eq!(std::fs::metadata(&data).unwrap().len(), 50 * 4096, "the file was not laid out first");
+    assert_eq!((after["error"].as_i64(), after["read"]["io_bytes"].as_u64()), (Some(0), Some(50 * 4096)), "{after}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 #[test]
 fn exec_prerun_and_postrun_run_around_the_io_and_a_failed_prerun_stops_the_run() {
     if skip() {
