@@ -873,7 +873,8 @@ impl Engine {
         if unit.op == Op::Write && clone.verify {
             let generation = clone.next_generation;
             clone.next_generation += 1;
-            verify::fill(s.buf.slice_mut(unit.len_bytes as usize), unit.offset_bytes, generation);
+            let format = &clone.driver.spec.verify_format;
+            verify::fill(s.buf.slice_mut(unit.len_bytes as usize), unit.offset_bytes, generation, format);
             clone.written.issued(unit.file, unit.offset_bytes, unit.len_bytes, generation);
             s.header_generation = generation;
             s.filled = false;
@@ -1131,6 +1132,7 @@ impl Engine {
                         self.slots[m as usize].buf.slice(io.len_bytes as usize),
                         io.offset_bytes,
                         clone.written.get(io.file, io.offset_bytes),
+                        &clone.driver.spec.verify_format,
                     ),
                 };
                 if let Err(e) = found {

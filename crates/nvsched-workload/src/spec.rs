@@ -336,6 +336,8 @@ pub struct JobSpec {
     pub option_lines: BTreeMap<&'static str, Location>,
     /// `verify=crc32c`: written blocks carry a checked header (real devices only).
     pub verify: bool,
+    /// What verified blocks hold: `verify_interval`, `verify_pattern`, `verify=pattern`.
+    pub verify_format: VerifyFormat,
     /// Read back and check what was written after the writes (fio's default 1).
     pub do_verify: bool,
     /// Only check the headers written by an earlier run; issue no workload.
@@ -602,6 +604,7 @@ impl JobSpec {
             verify_backlog_batch: 0,
             serialize_overlap: false,
             create_only: false,
+            verify_format: VerifyFormat::default(),
             fill_device: false,
             exec_prerun: None,
             exec_postrun: None,
@@ -2317,16 +2320,15 @@ pub static OPTIONS: &[OptionDef] = &[
             j.verify = match v {
                 "0" | "none" => false,
                 _ if VERIFY_CHECKSUMS.contains(&v) => true,
-                "pattern" | "pattern_hdr" => {
-                    return Err(format!("'{v}' needs verify_pattern, which is not supported; use crc32c"))
-                }
+                "pattern" => true,
                 other => {
                     return Err(format!(
-                        "'{other}' is not a verify method nvsched takes; accepted: none, {}",
+                        "'{other}' is not a verify method nvsched takes; accepted: none, pattern, {}",
                         VERIFY_CHECKSUMS.join(", ")
                     ))
                 }
             };
+            j.verify_format.pattern_only = v == "pattern";
             Ok(())
         }
     ),
@@ -2436,6 +2438,30 @@ pub static OPTIONS: &[OptionDef] = &[
         j.do_verify = parse_bool(v)?;
         Ok(())
     }),
+    opt!(
+        "verify_pattern",
+        [],
+        None,
+        "what verified blocks hold after their headers (with verify=pattern, all they hold, checked byte by byte; without verify, it sets verify=pattern): 0x-prefixed hex, a decimal number or a quoted string, concatenated, as buffer_pattern",
+        |j, v| {
+            j.verify_format.pattern = crate::buffers::parse_pattern(v)?;
+            Ok(())
+        }
+    ),
+    opt!(
+        "verify_interval",
+        [],
+        None,
+        "bytes each verify header covers (at least 80, as in fio; at most the smallest write, which it is cut to; default: the whole block)",
+        |j, v| {
+            let bytes = parse_size(v, j.kb_base)?;
+            if !(80..=u64::from(u32::MAX)).contains(&bytes) {
+                return Err(format!("{bytes} is out of range (80 bytes or more, as fio takes it)"));
+            }
+            j.verify_format.interval = bytes as u32;
+            Ok(())
+        }
+    ),
     opt!("verify_only", [], Some("1"), "only check the headers written by an earlier run (with verify)", |j, v| {
         j.verify_only = parse_bool(v)?;
         Ok(())
@@ -2694,6 +2720,21 @@ pub static OPTIONS: &[OptionDef] = &[
     ),
 ];
 
+/// What verified blocks hold (fio's `verify_interval`, `verify_pattern` and
+/// `verify=pattern`).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct VerifyFormat {
+    /// Bytes each header covers: a block holds one header per interval (0: one for the
+    /// whole block).
+    pub interval: u32,
+    /// The bytes repeated from each block's start under its headers (empty: pseudo-random
+    /// bytes, different for each write).
+    pub pattern: Vec<u8>,
+    /// `verify=pattern`: no headers, every byte is checked against the pattern (so a
+    /// stale or misplaced block passes, as in fio).
+    pub pattern_only: bool,
+}
+
 /// fio's checksum verify methods: nvsched checks each with its own crc32c header.
 const VERIFY_CHECKSUMS: &[&str] = &[
     "crc32c",
@@ -2728,8 +2769,6 @@ const FIO_UNSUPPORTED: &[(&str, &str)] = &[
     ),
     ("cmdprio_hint", "I/O priority hints are not modelled"),
     ("priohint", "I/O priority hints are not modelled"),
-    ("verify_pattern", "nvsched verifies with its own crc32c header, not a pattern"),
-    ("verify_interval", "nvsched's verify header covers the whole block"),
     ("verify_offset", "nvsched's verify header sits at the start of the block"),
     ("verify_state_load", "nvsched keeps no verify state between runs; verify_only checks each block's own header"),
     ("trim_percentage", "trimmed blocks are not verified (fio's verify_trim)"),
@@ -2872,7 +2911,7 @@ fn apply_option(
     };
     (def.apply)(job, value).map_err(|m| JobFileError::new(&opt.at, Some(key), m))?;
     job.option_lines.insert(def.name, opt.at.clone());
-    if def.name == "verify" && job.verify && !value.starts_with("crc32c") {
+    if def.name == "verify" && job.verify && !value.starts_with("crc32c") && value != "pattern" {
         warnings.push(format!(
             "{}: verify={value} is checked with crc32c (nvsched's verify header is its own, not fio's)",
             opt.at
@@ -2996,6 +3035,18 @@ fn finish_job(job: &mut JobSpec, _warnings: &mut [String]) -> Result<(), JobFile
         // fio: nothing to serialise when the job changes no data or has one I/O out
         job.serialize_overlap = false;
     }
+    let format = &mut job.verify_format;
+    if !format.pattern.is_empty() && !job.option_lines.contains_key("verify") {
+        // fio: a verify_pattern without a verify method verifies the pattern
+        job.verify = true;
+        format.pattern_only = true;
+    }
+    if job.verify && format.pattern_only && format.pattern.is_empty() {
+        let m = format!("job '{}': verify=pattern needs a verify_pattern", job.name);
+        return Err(JobFileError::new(job.option_line("verify"), Some("verify"), m));
+    }
+    // fio cuts the interval to the smallest write
+    format.interval = format.interval.min(job.bs[Op::Write.index()].min());
     job.logs.alternate_clock = job.log_alternate_epoch.then_some(job.log_alternate_clock_id);
     if job.time_based && job.runtime == Nanos::ZERO {
         return Err(err(Some("time_based"), format!("job '{}': time_based needs a runtime", job.name)));

@@ -24,6 +24,18 @@ fn job(body: &str) -> JobSpec {
     parse(&format!("[job]\n{body}\n")).unwrap_or_else(|e| panic!("{body}: {e}")).jobs.remove(0)
 }
 
+/// fio: a verify_pattern without a verify method is verify=pattern; with one, it fills
+/// under the headers; the interval is cut to the smallest write.
+#[test]
+fn verify_pattern_and_interval_follow_fio() {
+    let j = job("verify_pattern=0xaa55");
+    assert!(j.verify && j.verify_format.pattern_only && j.verify_format.pattern == [0xaa, 0x55]);
+    let j = job("verify=crc32c\nverify_pattern=0xaa55\nverify_interval=512");
+    assert!(j.verify && !j.verify_format.pattern_only);
+    assert_eq!(j.verify_format.interval, 512);
+    assert_eq!(job("verify=md5\nbsrange=2k-8k\nverify_interval=4k").verify_format.interval, 2048);
+}
+
 #[test]
 fn defaults_match_fio() {
     let j = job("");
@@ -340,7 +352,7 @@ fn offset_align_is_read() {
 
 #[test]
 fn ignore_unsupported_turns_errors_into_warnings() {
-    let text = "[a]\nverify_pattern=0xff\nbogus_option=1\nbs=4k\n";
+    let text = "[a]\nverify_offset=64\nbogus_option=1\nbs=4k\n";
     assert!(parse(text).is_err());
     let f = parse_job_str(text, Path::new("test.fio"), &TestEnv, ParseOptions { ignore_unsupported: true }).unwrap();
     assert_eq!(f.warnings.len(), 2, "{:?}", f.warnings);
@@ -392,6 +404,9 @@ const BAD: &[(&str, &str)] = &[
     ("wait_for=nobody", "waits for 'nobody', but no job has that name"),
     ("wait_for=job", "which comes after it"),
     ("flow=-2", "the signed flow counter of older fio is not supported"),
+    ("verify=pattern", "verify=pattern needs a verify_pattern"),
+    ("verify_interval=64", "64 is out of range (80 bytes or more"),
+    ("verify_pattern=%o", "pattern format specifiers (such as %o, the offset) are not supported"),
     ("flow=1001", "1001 is out of range 0..=1000"),
     ("iodepth_low=-1", "-1 is out of range 0..="),
     ("percentage_random=50,101", "101 is out of range 0..=100"),
@@ -427,7 +442,7 @@ const BAD: &[(&str, &str)] = &[
     ("random_distribution=zoned_abs:100/lots", "zone size"),
     ("blockalign=4k,8k", "different alignments per direction"),
     ("iodepht=4", "did you mean 'iodepth'"),
-    ("verify_pattern=0xff", "a fio option nvsched does not support"),
+    ("verify_offset=64", "a fio option nvsched does not support"),
     ("fsync=1\nfdatasync=1", "set fsync or fdatasync, not both"),
     ("cmdprio_percentage=101", "out of range"),
     ("cmdprio_percentage=30,20,10", "more than two comma-separated values (read,write)"),
@@ -610,7 +625,7 @@ fn other_verify_checksums_are_checked_with_crc32c_and_say_so() {
     );
     assert!(parse("[job]\nverify=crc32c\n").unwrap().warnings.is_empty());
     let e = parse("[job]\nverify=pattern\n").unwrap_err().to_string();
-    assert!(e.contains("needs verify_pattern"), "{e}");
+    assert!(e.contains("needs a verify_pattern"), "{e}");
 }
 
 #[test]
