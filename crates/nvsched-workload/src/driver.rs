@@ -206,6 +206,10 @@ struct VerifyPass {
     /// `verify_backlog` (0: none) and `verify_backlog_batch`, the writes issued since the
     /// last read-back, and the blocks written in the order they were (a block written
     /// twice is there twice; the first finds it, the second finds it gone).
+    /// `in_write_order`: the read-back after a pass reads them in that order too (fio keeps
+    /// its history as a list unless offsets may repeat: `norandommap`, `rw=...:N`),
+    /// otherwise in offset order (fio's tree).
+    in_write_order: bool,
     backlog: u32,
     backlog_batch: u32,
     since_backlog: u32,
@@ -221,10 +225,12 @@ impl VerifyPass {
     /// A write was issued: whether a backlog read-back is now due.
     fn wrote(&mut self, file: u16, offset_bytes: u64, len_bytes: u32) -> bool {
         self.written.issued(file, offset_bytes, len_bytes, 0);
+        if self.in_write_order || self.backlog > 0 {
+            self.order.push_back((file, offset_bytes));
+        }
         if self.backlog == 0 {
             return false;
         }
-        self.order.push_back((file, offset_bytes));
         self.since_backlog += 1;
         if self.since_backlog < self.backlog {
             return false;
@@ -250,14 +256,23 @@ impl VerifyPass {
     fn begin_backlog(&mut self) {
         self.next = 0;
         self.state = VerifyState::Backlog;
+        self.list.clear();
         if std::mem::take(&mut self.pass_ended) {
-            self.list = self.written.take_all();
+            if self.in_write_order {
+                self.take_oldest(usize::MAX);
+            }
+            self.list.append(&mut self.written.take_all());
             self.order.clear();
             self.since_backlog = 0;
             return;
         }
-        self.list.clear();
-        while self.list.len() < self.backlog_batch as usize {
+        self.take_oldest(self.backlog_batch as usize);
+    }
+
+    /// Lists the oldest written blocks still unchecked, in the order written, until the
+    /// list holds `count`.
+    fn take_oldest(&mut self, count: usize) {
+        while self.list.len() < count {
             let Some((file, offset)) = self.order.pop_front() else { break };
             if let Some(len) = self.written.take(file, offset) {
                 self.list.push((file, offset, len));
@@ -484,7 +499,11 @@ impl JobDriver {
             let backlog = if spec.verify_only { 0 } else { spec.verify_backlog };
             let backlog_batch = if spec.verify_backlog_batch > 0 { spec.verify_backlog_batch } else { backlog };
             let pass_bytes = if spec.verify_only { 0 } else { spec.io_size.unwrap_or(size) };
-            VerifyPass { walk, backlog, backlog_batch, pass_bytes, ..VerifyPass::default() }
+            let offsets_may_repeat = spec.norandommap
+                || (spec.pattern.is_random() && spec.rw_modifier > 1)
+                || (!spec.pattern.is_random() && spec.rw_modifier != 0);
+            let in_write_order = !offsets_may_repeat;
+            VerifyPass { walk, in_write_order, backlog, backlog_batch, pass_bytes, ..VerifyPass::default() }
         });
         Ok(JobDriver {
             depth: if sync_engine { 1 } else { spec.iodepth },
@@ -1689,8 +1708,16 @@ mod tests {
         let first_read = ios.iter().position(|u| u.op == Op::Read).unwrap();
         assert!(ios[first_read..].iter().all(|u| u.op == Op::Read), "the reads come after every write");
         assert!(!reads.is_empty() && reads.len() <= writes.len());
+        // as fio's history list holds them: each block is written once, read back in
+        // the order written
+        let order = |ios: &[&IoUnit]| ios.iter().map(|u| (u.offset_bytes, u.len_bytes)).collect::<Vec<_>>();
+        assert_eq!(order(&reads), order(&writes));
+        let job = format!("{job}norandommap\n");
+        let ios = run_batches(&job);
+        let writes: Vec<&IoUnit> = ios.iter().filter(|u| u.op == Op::Write).collect();
+        let reads: Vec<&IoUnit> = ios.iter().filter(|u| u.op == Op::Read).collect();
         for r in &reads {
-            // each read is a block as it was last written, in offset order
+            // norandommap: each read is a block as it was last written, in offset order
             let last = writes
                 .iter()
                 .rev()
