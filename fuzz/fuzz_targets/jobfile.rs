@@ -5,7 +5,7 @@
 use libfuzzer_sys::fuzz_target;
 use nvsched_core::Nanos;
 use nvsched_workload::jobfile::Environment;
-use nvsched_workload::{parse_job_str, IoGenerator, JobDriver, ParseOptions, Region};
+use nvsched_workload::{parse_job_str, IoGenerator, JobDriver, ParseOptions, Poll, Region};
 use std::path::Path;
 use std::sync::Arc;
 
@@ -22,19 +22,40 @@ impl Environment for FixedEnv {
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     let opts = ParseOptions { ignore_unsupported: data.first().is_some_and(|b| b & 1 == 1) };
-    if let Ok(file) = parse_job_str(&text, Path::new("fuzz.fio"), &FixedEnv, opts) {
-        for spec in file.jobs {
-            let spec = Arc::new(spec);
-            let region = Region { start: 0, len: 1 << 24 };
-            if let Ok(mut g) = IoGenerator::new(&spec, region, 1) {
-                for _ in 0..8 {
-                    let _ = g.next_unit();
-                }
+    let Ok(file) = parse_job_str(&text, Path::new("fuzz.fio"), &FixedEnv, opts) else { return };
+    // the simulator's layout of every file on a 1 GiB device: an error or regions, never a panic
+    let regions = nvsched_sim::layout::place(&file.jobs, 1 << 30).ok().map(|(_, r)| r);
+    for (k, spec) in file.jobs.into_iter().enumerate() {
+        let spec = Arc::new(spec);
+        let fixed = vec![Region { start: 0, len: 1 << 24 }];
+        let placed = regions.as_ref().map_or(&fixed, |r| &r[k][0]);
+        if let Ok(mut g) = IoGenerator::new(&spec, placed[0], 1) {
+            for _ in 0..8 {
+                let _ = g.next_unit();
             }
-            if let Ok(mut d) = JobDriver::new(spec, 0, region, 1) {
-                d.start(Nanos::ZERO);
-                let mut out = Vec::new();
-                let _ = d.poll(Nanos(1), &mut out);
+        }
+        if let Ok(mut d) = JobDriver::new(spec, 0, placed, 1) {
+            d.start(Nanos::ZERO);
+            // a few rounds of issuing and completing (every fifth one failing)
+            let mut out = Vec::new();
+            let mut now = Nanos(1);
+            for round in 0..32u64 {
+                out.clear();
+                match d.poll(now, &mut out) {
+                    Poll::Finished => break,
+                    Poll::WaitUntil(t) if t > now => now = t,
+                    _ => {}
+                }
+                for (i, u) in out.iter().enumerate() {
+                    now = Nanos(now.0 + 1000);
+                    d.landed(u.op, u.file, u.offset_bytes, u.len_bytes);
+                    if (round + i as u64) % 5 == 4 {
+                        let _ = d.on_error(now, u.op, 28);
+                    } else {
+                        let _ = d.on_complete(now, u.op, u.len_bytes, Nanos(1000));
+                    }
+                }
+                now = Nanos(now.0 + 1000);
             }
         }
     }

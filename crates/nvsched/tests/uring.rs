@@ -679,9 +679,12 @@ fn flow_keeps_real_jobs_in_proportion() {
         ),
     );
     let v = run_uring_json(&job, &[]);
-    let ios = |i: usize| v["jobs"][i]["read"]["total_ios"].as_f64().unwrap();
-    let ratio = ios(0) / ios(1);
-    assert!(ios(1) > 100.0 && (ratio - 3.0).abs() < 0.05, "fast {} vs slow {}", ios(0), ios(1));
+    let ios = |i: usize| v["jobs"][i]["read"]["total_ios"].as_i64().unwrap();
+    // three of fast's for each of slow's, give or take what fast has in flight as the
+    // runtime ends (its depth, 4) and one round of tokens: a bound that holds on a busy
+    // machine too, where slow completes few I/Os (a ratio within 0.05 failed once there)
+    let (fast, slow) = (ios(0), ios(1));
+    assert!(slow > 20 && (fast - 3 * slow).abs() <= 4 + 3, "fast {fast} vs slow {slow}");
     std::fs::remove_dir_all(&d).unwrap();
 }
 
