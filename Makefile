@@ -29,11 +29,13 @@ demo:
 	./target/release/nvsched run examples/k2-mix.fio --sched none
 	./target/release/nvsched run examples/k2-mix.fio --sched k2:bound=1
 
+# The fuzz targets live outside the workspace: checking them here keeps them building.
 test:
 	$(CARGO) test --workspace
 	$(MAKE) test-python
 	$(CARGO) fmt --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
+	$(CARGO) check -q --manifest-path fuzz/Cargo.toml
 
 $(VENV)/.deps:
 	$(PYTHON) -m venv $(VENV)
