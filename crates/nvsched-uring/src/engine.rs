@@ -273,14 +273,15 @@ pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions)
             w.keep |= spec.create_only;
             if need.is_none() {
                 w.fill = w.fill.max(fill);
-            }
-            if need.is_none() {
                 w.no_size_from.get_or_insert_with(|| spec.name.clone());
             }
         }
     }
-    // as fio: a file that exists keeps its size, and a fill grows one
-    if let Some(w) = wanted.iter().find(|w| w.bytes == 0 && w.fill == Fill::No && !Path::new(&w.name).exists()) {
+    // as fio: a file (or device) that exists keeps its size, and a fill grows one
+    let unsized_new_file = |w: &&Wanted| {
+        w.bytes == 0 && w.fill == Fill::No && !w.name.starts_with("/dev/") && !Path::new(&w.name).exists()
+    };
+    if let Some(w) = wanted.iter().find(unsized_new_file) {
         return Err(format!(
             "job '{}': set size or filesize for '{}' (or filename=/dev/... for a whole device)",
             w.no_size_from.as_deref().unwrap_or("?"),
