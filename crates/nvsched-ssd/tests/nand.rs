@@ -372,3 +372,38 @@ fn a_copied_drive_state_behaves_exactly_as_a_fresh_one() {
     let other_seed = completions(NandDevice::new_from(cfg, 256, cap, 4, &states).unwrap());
     assert_ne!(other_seed, fresh, "a full drive's state depends on the seed");
 }
+
+/// Writing every logical page once, back to back (no idle time for background folding),
+/// with the SLC cache on: once free blocks run short, the blocks to reclaim are SLC
+/// blocks (a third of a native block of data each) and native blocks full of valid data.
+/// Collecting the latter frees nothing, so the SLC blocks must be folded; the fill ends,
+/// free blocks stay at the hard threshold, and nothing is moved twice. (It once collected
+/// full blocks forever: `fill_device`, or a write of a whole device, never ended.)
+#[test]
+fn a_sequential_fill_of_the_whole_drive_folds_the_slc_cache_and_ends() {
+    let (done, results) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut cfg = small_config();
+        // 64 SLC blocks of 512 KiB hold 21 native blocks' worth of data: they tie up 43
+        // blocks more than the data needs, more than the 35 spare blocks
+        cfg.slc_static_bytes = 32 << 20;
+        let hard = cfg.gc_hard_free_blocks;
+        let mut d = device(cfg, 0.10);
+        let lpns = d.capacity_bytes() / LPN_BYTES;
+        let mut t = Nanos::ZERO;
+        for lpn in (0..lpns).step_by(32) {
+            let n = (lpns - lpn).min(32) as u32;
+            t = d.submit(&cmd(Op::Write, lpn, n, false), t);
+        }
+        t = d.submit(&cmd(Op::Flush, 0, 0, false), t);
+        let min_free = (0..d.geometry().dies).map(|die| d.ftl().free_blocks(die)).min().unwrap();
+        let _ = done.send((d.counters(t), d.ftl().mapped_lpns(), lpns, min_free, hard));
+    });
+    let (c, mapped, lpns, min_free, hard) =
+        results.recv_timeout(std::time::Duration::from_secs(60)).expect("the fill ended within a minute");
+    assert_eq!(mapped, lpns, "every logical page written");
+    assert!(c.slc_writes > 0 && c.slc_folds > 0, "the cache took writes and was folded: {c:?}");
+    assert!(min_free >= hard, "free blocks {min_free} below the hard threshold {hard}");
+    // data is moved only out of the SLC cache: a fill leaves no native block to collect
+    assert_eq!(c.gc_pages_moved, 0, "{c:?}");
+}

@@ -478,7 +478,13 @@ impl NandDevice {
     fn reclaim_for_host(&mut self, die: u32, slots: u32, now: Nanos) {
         let hard = self.cfg.gc_hard_free_blocks;
         while self.ftl.free_blocks(die) <= hard {
-            let work = if self.ftl.has_gc_work(die) { self.ftl.gc_step(die) } else { self.ftl.fold_step(die) };
+            // GC first; the SLC cache waits for idle time, as a static SLC buffer's data
+            // does under sustained writes. But collecting a block full of valid data
+            // frees nothing: then the cache is folded (a third of a block's data in each
+            // SLC block), or a fill of the whole drive would never end
+            let gc_frees = self.ftl.has_gc_work(die)
+                && self.ftl.min_victim_valid(die).is_some_and(|valid| valid < self.geo.slots_per_block);
+            let work = if gc_frees { self.ftl.gc_step(die) } else { self.ftl.fold_step(die) };
             let Some(work) = work else { break };
             self.counters.fg_gc_steps += 1;
             self.book_step(die, work, now);
