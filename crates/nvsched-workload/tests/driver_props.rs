@@ -1,7 +1,8 @@
 //! Randomised runs of the job driver against a device that completes requests in any
-//! order: whatever the options, the job ends, never has more than its depth out, never
-//! has overlapping I/Os out under `serialize_overlap`, and each block `verify` reads back
-//! is one a write left whole.
+//! order, and may fail some with ENOSPC: whatever the options, the job ends, never has
+//! more than its depth out, never has overlapping I/Os out under `serialize_overlap`,
+//! issues no data I/O after a failure (a `fill_device` job's ENOSPC ends it, any other
+//! job's fails it), and each block `verify` reads back is one a write left whole.
 
 use nvsched_core::{Nanos, Op};
 use nvsched_workload::jobfile::Environment;
@@ -35,6 +36,7 @@ fn job() -> impl Strategy<Value = String> {
             "time_based\nruntime=300us",
             "do_verify=0",
             "end_fsync=1",
+            "fill_device=1",
         ],
         0..6,
     );
@@ -56,7 +58,11 @@ proptest! {
     #![proptest_config(ProptestConfig { cases: 10000, ..ProptestConfig::default() })]
 
     #[test]
-    fn any_completion_order_keeps_the_drivers_promises(text in job(), order in prop::collection::vec(any::<u8>(), 64)) {
+    fn any_completion_order_keeps_the_drivers_promises(
+        text in job(),
+        order in prop::collection::vec(any::<u8>(), 64),
+        enospc_every in prop::sample::select(vec![0usize, 5, 23]),
+    ) {
         let spec = parse_job_str(&text, Path::new("p.fio"), &NoEnv, ParseOptions::default()).unwrap().jobs.remove(0);
         let spec = Arc::new(spec);
         let region_len = spec.size.map_or(1 << 20, |s| s.resolve(1 << 30));
@@ -67,6 +73,7 @@ proptest! {
         // overlaps it only in part was out with it (it may be torn: never read back)
         let mut writes: Vec<(IoUnit, bool, bool)> = Vec::new();
         let mut t = 0u64;
+        let (mut completions, mut failed) = (0usize, false);
         for step in 0..200_000usize {
             t += 1_000;
             let mut poll = d.poll(Nanos(t), &mut out);
@@ -75,6 +82,7 @@ proptest! {
             }
             let verifying = d.verifying();
             for u in out.drain(..) {
+                prop_assert!(!(failed && u.op.is_data()), "{text}: {u:?} issued after ENOSPC");
                 if spec.serialize_overlap && u.op.is_data() {
                     prop_assert!(!in_flight.iter().any(|v| v.op.is_data() && overlap(&u, v)), "{text}: {u:?} overlaps one out");
                 }
@@ -115,7 +123,14 @@ proptest! {
                     }
                 }
                 d.landed(u.op, u.file, u.offset_bytes, u.len_bytes);
-                d.on_complete(Nanos(t), u.op, u.len_bytes, Nanos::ZERO);
+                completions += 1;
+                if enospc_every > 0 && completions.is_multiple_of(enospc_every) {
+                    let done = d.on_error(Nanos(t), u.op, 28);
+                    prop_assert_eq!(done.failed.is_some(), !spec.fill_device && !failed, "{}", text);
+                    failed = true;
+                } else {
+                    d.on_complete(Nanos(t), u.op, u.len_bytes, Nanos::ZERO);
+                }
             }
         }
         prop_assert!(false, "{text}: not finished after 200000 steps");
