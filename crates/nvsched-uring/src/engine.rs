@@ -546,7 +546,15 @@ fn run_on(
         verified_blocks,
         verify_unsettled,
         kernel: targets::kernel_release(),
-        targets: target_info,
+        // a file a fill grew is as long as what was written to it
+        targets: target_info
+            .into_iter()
+            .zip(targets)
+            .map(|(info, t)| match t.grows {
+                true => TargetInfo { size: file_len(t.fd()).unwrap_or(info.size), ..info },
+                false => info,
+            })
+            .collect(),
         cpu_user: usage_end.user.saturating_sub(usage_start.user),
         cpu_sys: usage_end.sys.saturating_sub(usage_start.sys),
         tenants: tenants.named,

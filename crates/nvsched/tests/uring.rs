@@ -883,6 +883,7 @@ fn a_fill_ends_at_enospc_and_a_later_job_reads_what_it_wrote() {
     assert_eq!(fill["write"]["total_ios"], 50, "the write that found the file system full counts, as in fio");
     assert_eq!(fill["write"]["io_bytes"], 49 * 4096);
     assert_eq!(std::fs::metadata(&data).unwrap().len(), 50 * 4096, "the file was not laid out first");
+    assert_eq!(report["nvsched"]["targets"][0]["size_bytes"], 50 * 4096, "the report gives the size the fill left");
     assert_eq!((after["error"].as_i64(), after["read"]["io_bytes"].as_u64()), (Some(0), Some(50 * 4096)), "{after}");
     std::fs::remove_dir_all(&d).unwrap();
 }
