@@ -228,6 +228,8 @@ struct Wanted {
     fill: Fill,
     /// The first job that gives it no size.
     no_size_from: Option<String>,
+    /// `write_hint`, and the job that set it (the hint belongs to the file).
+    write_hint: Option<(u64, String)>,
 }
 
 /// Runs the jobs on real files or devices.
@@ -263,6 +265,7 @@ pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions)
                         keep: false,
                         fill: Fill::No,
                         no_size_from: None,
+                        write_hint: None,
                     });
                     wanted.len() - 1
                 }
@@ -271,6 +274,17 @@ pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions)
             w.bytes = w.bytes.max(need.unwrap_or(0));
             w.writes |= writes;
             w.keep |= spec.create_only;
+            if let Some(hint) = spec.write_hint {
+                match &w.write_hint {
+                    Some((other, job)) if *other != hint => {
+                        return Err(format!(
+                            "jobs '{job}' and '{}' set different write_hint on '{}'; the hint belongs to the file, so set them alike",
+                            spec.name, w.name
+                        ))
+                    }
+                    _ => w.write_hint = Some((hint, spec.name.clone())),
+                }
+            }
             if need.is_none() {
                 w.fill = w.fill.max(fill);
                 w.no_size_from.get_or_insert_with(|| spec.name.clone());
@@ -294,18 +308,21 @@ pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions)
         let opened = targets::open(Path::new(&w.name), w.bytes, w.writes || opts.prefill, opts.safety, w.fill)
             .and_then(|mut t| {
                 t.keep = w.keep;
+                targets_open.push(t);
+                let t = targets_open.last().expect("just pushed");
+                if let Some((hint, _)) = w.write_hint {
+                    targets::set_write_hint(t, hint)?;
+                }
                 if opts.prefill && !t.created {
                     let region = if w.bytes == 0 { t.size } else { w.bytes };
                     targets::prefill(&t.path, region)?;
                 }
-                Ok(t)
+                Ok(())
             });
-        match opened {
-            Ok(t) => targets_open.push(t),
-            Err(e) => {
-                cleanup(&targets_open, opts.keep_files);
-                return Err(e);
-            }
+        if let Err(e) = opened {
+            // what was created, this target included, goes again
+            cleanup(&targets_open, opts.keep_files);
+            return Err(e);
         }
     }
     let result = run_on(jobs, scheduler, opts, &targets_open);

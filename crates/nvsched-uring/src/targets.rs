@@ -132,6 +132,20 @@ pub fn open(path: &Path, size: u64, writes: bool, safety: Safety, fill: Fill) ->
     Ok(Target { path: path.to_path_buf(), file, size, block_device: block, created, keep: false, writes, grows })
 }
 
+/// `fcntl(F_SET_RW_HINT)` (Linux 4.13).
+const F_SET_RW_HINT: libc::c_int = 1024 + 12;
+
+/// Sets the write lifetime hint (`RWH_WRITE_LIFE_*`) of the target's inode, as fio's
+/// `write_hint` does: the kernel passes it to the device with each write.
+pub fn set_write_hint(t: &Target, hint: u64) -> Result<(), String> {
+    // SAFETY: F_SET_RW_HINT reads one u64 through the pointer, which outlives the call.
+    if unsafe { libc::fcntl(t.fd(), F_SET_RW_HINT, &hint as *const u64) } != 0 {
+        let e = std::io::Error::last_os_error();
+        return Err(format!("cannot set write_hint on '{}': {e}", t.path.display()));
+    }
+    Ok(())
+}
+
 /// A fill target's size is a multiple of this (O_DIRECT's alignment, and fio's 4 KiB).
 const FILL_ALIGN: u64 = 4096;
 

@@ -356,6 +356,9 @@ pub struct JobSpec {
     /// takes the free space: on a real file system what `statvfs` says is free, in
     /// simulation what the other files leave of the device.
     pub fill_device: bool,
+    /// `write_hint`: the write lifetime hint (`RWH_WRITE_LIFE_*`, 1 none to 5 extreme) set
+    /// on the job's files with `F_SET_RW_HINT` (real devices).
+    pub write_hint: Option<u64>,
     /// `serialize_overlap`: an I/O that overlaps one of the job's I/Os in flight waits
     /// until that one completes (fio's rule: only for jobs that write or trim with
     /// `iodepth` > 1, or that replay a trace).
@@ -606,6 +609,7 @@ impl JobSpec {
             create_only: false,
             verify_format: VerifyFormat::default(),
             fill_device: false,
+            write_hint: None,
             exec_prerun: None,
             exec_postrun: None,
             allow_file_create: true,
@@ -916,6 +920,13 @@ impl JobFile {
                 out.push(format!(
                     "{}: sqthread_poll of job '{}' has no effect in simulation (the host model charges the same submission cost)",
                     j.option_line("sqthread_poll"),
+                    j.name
+                ));
+            }
+            if j.write_hint.is_some() {
+                out.push(format!(
+                    "{}: write_hint of job '{}' is not modelled in simulation (the simulated drive places every write alike)",
+                    j.option_line("write_hint"),
                     j.name
                 ));
             }
@@ -2517,6 +2528,23 @@ pub static OPTIONS: &[OptionDef] = &[
         }
     ),
     opt!(
+        "write_hint",
+        [],
+        None,
+        "none, short, medium, long or extreme: the write lifetime hint set on the job's files (F_SET_RW_HINT), which the kernel passes to the device with each write (real devices)",
+        |j, v| {
+            j.write_hint = Some(match v {
+                "none" => 1,
+                "short" => 2,
+                "medium" => 3,
+                "long" => 4,
+                "extreme" => 5,
+                other => return Err(format!("'{other}' is not one of none, short, medium, long, extreme")),
+            });
+            Ok(())
+        }
+    ),
+    opt!(
         "serialize_overlap",
         ["serialise_overlap"],
         Some("1"),
@@ -2788,7 +2816,6 @@ const FIO_UNSUPPORTED: &[(&str, &str)] = &[
     ("cmd_type", "io_uring passthrough commands (io_uring_cmd) are not supported"),
     ("sync_file_range", "I/O is direct: there is no page cache to write back"),
     ("write_barrier", "barrier writes are not supported"),
-    ("write_hint", "write lifetime hints are not supported"),
     ("uid", "jobs run as the user who starts nvsched"),
     ("gid", "jobs run as the user who starts nvsched"),
     ("profile", "fio's built-in profiles are not included; write their jobs out"),

@@ -852,6 +852,33 @@ fn a_job_without_a_size_works_on_the_whole_existing_file() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// write_hint sets the file's write lifetime hint, as fio's does (read back with
+/// F_GET_RW_HINT from the kept file); jobs that disagree on one file are refused.
+#[test]
+fn write_hint_is_set_on_the_file() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let data = d.join("hint.dat");
+    let body =
+        |hints: &str| format!("[global]\nfilename={}\nsize=1m\nrw=write\nbs=64k\ndirect=1\n{hints}", data.display());
+    run_uring_json(&write_job(&d, "h.fio", &body("[a]\nwrite_hint=long\n")), &["--keep-files"]);
+    let f = std::fs::File::open(&data).unwrap();
+    const F_GET_RW_HINT: libc::c_int = 1024 + 11;
+    let mut hint = 0u64;
+    // SAFETY: F_GET_RW_HINT writes one u64 through the pointer, which outlives the call.
+    let r = unsafe { libc::fcntl(std::os::fd::AsRawFd::as_raw_fd(&f), F_GET_RW_HINT, &mut hint as *mut u64) };
+    assert_eq!((r, hint), (0, 4), "RWH_WRITE_LIFE_LONG");
+    std::fs::remove_file(&data).unwrap();
+    let conflict = write_job(&d, "c.fio", &body("[a]\nwrite_hint=short\n[b]\nwrite_hint=extreme\n"));
+    let out = nvsched(&["run", conflict.to_str().unwrap(), "--engine", "uring"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("jobs 'a' and 'b' set different write_hint"), "{err}");
+    assert!(!data.exists());
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 /// fio's fill_device: a new file starts empty and grows until ENOSPC (injected here, at
 /// the 50th request, not to fill /tmp: that write lands, its result says ENOSPC), which
 /// ends the job without an error; a later job without a size reads what the fill wrote,
