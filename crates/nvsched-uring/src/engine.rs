@@ -621,10 +621,10 @@ impl Engine {
         let clone = &mut self.clones[c as usize];
         let Some(seed) = clone.regions_at_start else { return Ok(()) };
         let spec = clone.driver.spec.clone();
+        let bs = u64::from(spec.min_bs()).max(1);
         let mut regions = Vec::with_capacity(clone.targets.len());
         for (filenum, &t) in clone.targets.iter().enumerate() {
             let (file, path) = (&self.targets[t].0, &self.targets[t].1);
-            let bs = u64::from(spec.min_bs()).max(1);
             let len = file_len(*file).map_err(|e| format!("{}: {e}", path.display()))? / bs * bs;
             let name = spec.file_name_of(clone.driver.clone_index, filenum as u32);
             regions.push(spec.clone_region(clone.driver.clone_index, &name, len)?);

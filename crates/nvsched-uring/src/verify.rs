@@ -6,6 +6,7 @@
 //! every byte of it.
 
 use nvsched_core::rng::mix64;
+use nvsched_workload::buffers::fill_fixed;
 use nvsched_workload::written::Block;
 use nvsched_workload::VerifyFormat;
 
@@ -26,9 +27,7 @@ fn header_ranges(len: usize, interval: u32) -> impl Iterator<Item = std::ops::Ra
 /// Fills `buf` (one block written at `offset`) with a payload and its headers.
 pub fn fill(buf: &mut [u8], offset: u64, generation: u64, format: &VerifyFormat) {
     if !format.pattern.is_empty() {
-        for (b, p) in buf.iter_mut().zip(format.pattern.iter().cycle()) {
-            *b = *p;
-        }
+        fill_fixed(buf, &format.pattern);
     }
     if format.pattern_only {
         return;

@@ -246,8 +246,9 @@ pub fn fill_random(buf: &mut [u8], rng: &mut SimRng) {
     tail.copy_from_slice(&last[..tail.len()]);
 }
 
-/// Zeros, or `pattern` repeated from the start of `buf`.
-fn fill_fixed(buf: &mut [u8], pattern: &[u8]) {
+/// Zeros, or `pattern` repeated from the start of `buf` (write buffers, and verified
+/// blocks under their headers).
+pub fn fill_fixed(buf: &mut [u8], pattern: &[u8]) {
     if pattern.is_empty() {
         buf.fill(0);
     } else {

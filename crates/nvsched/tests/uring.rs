@@ -898,13 +898,7 @@ fn a_fill_ends_at_enospc_and_a_later_job_reads_what_it_wrote() {
             data.display()
         ),
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
-        .args(["run", job.to_str().unwrap(), "--engine", "uring", "--output-format=json", "-q"])
-        .args(["--inject-errors", "50:28", "--keep-files"])
-        .output()
-        .unwrap();
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let report = run_uring_json(&job, &["--inject-errors", "50:28", "--keep-files"]);
     let (fill, after) = (&report["jobs"][0], &report["jobs"][1]);
     assert_eq!(fill["error"], 0, "{fill}");
     assert_eq!(fill["write"]["total_ios"], 50, "the write that found the file system full counts, as in fio");
