@@ -35,6 +35,7 @@ pub static POLICIES: &[&PolicyInfo] = &[
     &policies::mq_deadline::INFO,
     &policies::kyber::INFO,
     &policies::cfq::INFO,
+    &policies::bfq::INFO,
     &policies::k2::INFO,
     &policies::k2_adaptive::INFO,
     &policies::prio_token::INFO,

@@ -339,7 +339,10 @@ fn the_job_files_ioscheduler_chooses_the_policy_unless_sched_is_given() {
     assert!(err.contains("iosched.fio:10: --sched none overrides the job file's ioscheduler=k2:bound=1"), "{err}");
 
     for (line, expected) in [
-        ("ioscheduler=bfq", "iosched.fio:10: option 'ioscheduler': unknown policy 'bfq'; known policies: none,"),
+        (
+            "ioscheduler=anticipatory",
+            "iosched.fio:10: option 'ioscheduler': unknown policy 'anticipatory'; known policies: none,",
+        ),
         ("ioscheduler=k2:bound=0", "iosched.fio:10: option 'ioscheduler': policy 'k2', parameter 'bound'"),
         ("ioscheduler=", "iosched.fio:10: option 'ioscheduler': needs a policy"),
     ] {

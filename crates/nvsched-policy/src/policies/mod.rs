@@ -1,6 +1,7 @@
 //! One file per policy. Each exports `INFO` (id, parameters, defaults, host cost) and one
 //! `impl Scheduler`.
 
+pub mod bfq;
 pub mod cfq;
 pub mod k2;
 pub mod k2_adaptive;
