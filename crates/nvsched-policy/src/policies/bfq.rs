@@ -609,7 +609,9 @@ impl Bfq {
                 Expiration::NoMoreRequests => budget = self.entities[queue.entity].service.max(min),
                 Expiration::Preempted => {}
             }
-        } else if !queue.sync {
+        } else {
+            // async and weight-raised queues: the largest budget (async ones pay 3x per
+            // sector; raising gave a small budget only when it started)
             budget = max;
         }
         self.budgets_assigned = (self.budgets_assigned * 7 + 256) / 8;
