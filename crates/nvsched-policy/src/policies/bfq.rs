@@ -18,8 +18,11 @@
 //!   `slice_idle` only where service guarantees need it: weights differ among the queues
 //!   with requests pending (and this queue's is not the smallest), more than one class or
 //!   cgroup is busy, it is the only busy queue, or it is weight-raised while others are
-//!   not. Meanwhile other queues may inject requests up to a limit learned from the
-//!   in-service queue's own service times (1 until it has a baseline).
+//!   not. Meanwhile other queues may inject requests up to a limit on requests in the
+//!   device, learned from samples of the in-service queue's total service time (from the
+//!   device going busy to its request's completion): 0 until a sample completed with
+//!   nothing else in the device gives a baseline, then one more while samples stay under
+//!   1.5x the baseline, one less above it, reset every second.
 //! - **Preemption.** A queue that becomes busy and would be served next expires the
 //!   in-service queue if it is of a higher class or weight, or if the in-service queue
 //!   does not need idling.
@@ -30,7 +33,7 @@
 //!   `slice_idle` + 4 ms after it ran empty) is soft real-time: weight x3000 for 300 ms,
 //!   renewed while the pattern holds.
 //!
-//! Left out: early queue merging, burst detection, per-request sector sorting and FIFO
+//! Left out: early and stable queue merging, burst detection, per-request sector sorting and FIFO
 //! expiry inside a queue (a queue serves in arrival order; on flash the order within one
 //! process changes little), tag-depth limiting for async I/O, and the time charge of
 //! "slow" queues (only a budget timeout with a third of the budget left charges time).
@@ -197,10 +200,12 @@ struct Queue {
     last_idle_backlogged: Nanos,
     service_from_backlogged: f64,
     softrt_update: bool,
-    /// Injection: requests other queues may have in the device while this one idles,
-    /// and this queue's service time of a request with nothing else in the device.
+    /// Injection: requests other queues may have in the device while this one is
+    /// plugged; the baseline total service time (device empty to this queue's request
+    /// done) it is judged against; when the limit last fell (a reset comes 1 s later).
     inject_limit: u32,
     base_service_time: Nanos,
+    limit_decreased_at: Nanos,
     /// Ran empty (not out of budget or time) with budget left: a request arriving within
     /// 3 x `slice_idle` of its last completion resumes that budget at the old virtual
     /// finish (`non_blocking_wait_rq`), so a queue whose I/O is in flight keeps its place.
@@ -245,8 +250,18 @@ pub struct Bfq {
     /// The latest time the engine called with: timers at or before it are handled by
     /// the next dispatch, which every completion and insert brings.
     clock: Nanos,
-    /// Queue and requests in the device when each in-flight request was dispatched.
-    in_flight: HashMap<RequestId, (usize, u32)>,
+    /// The queue of each request in the device.
+    in_flight: HashMap<RequestId, usize>,
+    /// Sampling the in-service queue's total service time (`bfq_update_inject_limit`):
+    /// its next dispatch is the sampled request; when the device last went from empty to
+    /// busy with it; whether others injected meanwhile; the most requests seen in the
+    /// device.
+    wait_dispatch: bool,
+    waited_rq: Option<RequestId>,
+    rqs_injected: bool,
+    last_empty_occupied: Nanos,
+    max_in_driver: u32,
+    idling_started: Nanos,
     queued: usize,
     budgets_assigned: u32,
     peak_rate_sectors_per_s: f64,
@@ -277,6 +292,12 @@ impl Bfq {
             idle_until: None,
             clock: Nanos::ZERO,
             in_flight: HashMap::new(),
+            wait_dispatch: false,
+            waited_rq: None,
+            rqs_injected: false,
+            last_empty_occupied: Nanos::ZERO,
+            max_in_driver: 0,
+            idling_started: Nanos::ZERO,
             queued: 0,
             budgets_assigned: 0,
             peak_rate_sectors_per_s: 0.0,
@@ -400,6 +421,7 @@ impl Bfq {
             softrt_update: false,
             inject_limit: 0,
             base_service_time: Nanos::ZERO,
+            limit_decreased_at: Nanos::ZERO,
             budget_left_when_empty: None,
             last_completion: Nanos::ZERO,
         });
@@ -645,6 +667,10 @@ impl Bfq {
         self.counters.expirations[reason as usize] += 1;
         self.in_service = None;
         self.idle_until = None;
+        // the sampling of total service time was for this queue's turn
+        self.wait_dispatch = false;
+        self.waited_rq = None;
+        self.rqs_injected = false;
         let group = self.queues[q].group;
         // a preempted queue that needs idling keeps its place even when empty, so the
         // preempting queue cannot take its share while its I/O is in flight
@@ -739,22 +765,86 @@ impl Bfq {
             || busy == 1
     }
 
-    /// While the in-service queue idles, another queue's request may go to the device,
-    /// up to the learned limit on requests in the device.
+    /// While the in-service queue is plugged, another queue's request may go to the
+    /// device, up to the in-service queue's injection limit on requests in the device.
+    /// Without a baseline the limit is 0, but 1 once plugging has lasted `slice_idle`.
     fn inject(&mut self, now: Nanos, device: DeviceView) -> Option<Request> {
         let s = self.in_service?;
-        let limit = match self.queues[s].inject_limit {
-            0 if self.queues[s].base_service_time == Nanos::ZERO => 1,
-            l => l,
-        };
+        let queue = &self.queues[s];
+        let mut limit = queue.inject_limit;
+        if limit == 0
+            && queue.base_service_time == Nanos::ZERO
+            && self.idle_until.is_some()
+            && now >= self.idling_started + self.slice_idle
+        {
+            limit = 1;
+        }
         if device.inflight >= limit {
             return None;
         }
+        // a raised in-service queue takes injection only from other raised ones
+        let raised_only = queue.wr_coeff > 1.0;
         let q = (0..self.queues.len()).find(|&o| {
-            o != s && self.queues[o].fifo.front().is_some_and(|rq| self.charge(o, rq) <= self.budget_left(o))
+            o != s
+                && (!raised_only || self.queues[o].wr_coeff > 1.0)
+                && self.queues[o].fifo.front().is_some_and(|rq| self.charge(o, rq) <= self.budget_left(o))
         })?;
         self.counters.injected += 1;
+        self.rqs_injected = true;
         Some(self.dispatch_from(q, now, device))
+    }
+
+    /// A request of the in-service queue arrived: maybe start sampling its total service
+    /// time, and forget a limit that has not fallen for a second.
+    fn sample_on_arrival(&mut self, q: usize, now: Nanos) {
+        if self.in_service != Some(q) {
+            return;
+        }
+        let in_driver = self.in_flight.len();
+        let queue = &mut self.queues[q];
+        if now >= queue.limit_decreased_at + Nanos::from_secs(1) {
+            queue.base_service_time = Nanos::ZERO;
+            queue.inject_limit = 0;
+            queue.limit_decreased_at = now;
+            self.waited_rq = None;
+        }
+        let can_sample = in_driver == 0 || (queue.base_service_time > Nanos::ZERO && self.rqs_injected);
+        if self.waited_rq.is_none() && can_sample && now >= queue.limit_decreased_at + Nanos::from_ms(10) {
+            self.last_empty_occupied = now;
+            self.wait_dispatch = true;
+            if in_driver == 0 {
+                self.rqs_injected = false;
+            }
+        }
+    }
+
+    /// The sampled request completed: compare its total service time with the baseline
+    /// (1.5x: injection hurts, lower the limit; under: raise it), or take it as the
+    /// baseline when nothing else was in the device.
+    fn update_inject_limit(&mut self, q: usize, now: Nanos, in_driver_before: usize) {
+        let took = now.saturating_sub(self.last_empty_occupied);
+        let max_in_driver = self.max_in_driver;
+        let queue = &mut self.queues[q];
+        let old_limit = queue.inject_limit;
+        if queue.base_service_time > Nanos::ZERO && self.rqs_injected {
+            let threshold = queue.base_service_time.0 * 3 / 2;
+            if took.0 >= threshold && old_limit > 0 {
+                queue.inject_limit -= 1;
+                queue.limit_decreased_at = now;
+            } else if took.0 < threshold && old_limit <= max_in_driver {
+                queue.inject_limit += 1;
+            }
+        }
+        if (queue.base_service_time == Nanos::ZERO && in_driver_before == 1) || took < queue.base_service_time {
+            if queue.base_service_time == Nanos::ZERO {
+                queue.inject_limit = old_limit.max(1);
+            }
+            queue.base_service_time = took;
+        } else if !self.rqs_injected && in_driver_before == 1 {
+            queue.base_service_time = took;
+        }
+        self.waited_rq = None;
+        self.rqs_injected = false;
     }
 
     fn dispatch_from(&mut self, q: usize, now: Nanos, device: DeviceView) -> Request {
@@ -763,7 +853,12 @@ impl Bfq {
         self.served(q, charge);
         self.queues[q].dispatched += 1;
         self.queued -= 1;
-        self.in_flight.insert(rq.id, (q, device.inflight));
+        self.in_flight.insert(rq.id, q);
+        self.max_in_driver = self.max_in_driver.max(device.inflight + 1);
+        if self.in_service == Some(q) && self.wait_dispatch {
+            self.wait_dispatch = false;
+            self.waited_rq = Some(rq.id);
+        }
         self.sample_peak_rate(now, (u64::from(rq.len_bytes).div_ceil(SECTOR_BYTES)) as f64, device.inflight);
         if self.in_service != Some(q) && self.queues[q].fifo.is_empty() {
             // an injected queue that ran empty waits no longer
@@ -847,6 +942,7 @@ impl Scheduler for Bfq {
             let inflight = self.in_flight.len() as u32;
             self.became_busy(q, now, inflight);
         }
+        self.sample_on_arrival(q, now);
         Inserted::Queued
     }
 
@@ -894,29 +990,16 @@ impl Scheduler for Bfq {
     }
 
     fn complete(&mut self, done: &Completion<'_>) {
-        let Some((q, inflight_at_dispatch)) = self.in_flight.remove(&done.rq.id) else { return };
+        let in_driver_before = self.in_flight.len();
+        let Some(q) = self.in_flight.remove(&done.rq.id) else { return };
         let now = done.now;
         self.clock = now;
+        if self.waited_rq == Some(done.rq.id) {
+            self.update_inject_limit(q, now, in_driver_before);
+        }
         let queue = &mut self.queues[q];
         queue.dispatched -= 1;
         queue.last_completion = now;
-        if self.in_service == Some(q) {
-            // learn how much injected I/O this queue's own requests tolerate
-            let took = done.io_latency();
-            if inflight_at_dispatch == 0 && (queue.base_service_time == Nanos::ZERO || took < queue.base_service_time) {
-                // a baseline at last: injection may start
-                if queue.base_service_time == Nanos::ZERO {
-                    queue.inject_limit = queue.inject_limit.max(1);
-                }
-                queue.base_service_time = took;
-            } else if queue.base_service_time > Nanos::ZERO && inflight_at_dispatch > 0 {
-                if took.0 * 2 >= queue.base_service_time.0 * 3 {
-                    queue.inject_limit = queue.inject_limit.saturating_sub(1);
-                } else if inflight_at_dispatch >= queue.inject_limit {
-                    queue.inject_limit = (queue.inject_limit + 1).min(64);
-                }
-            }
-        }
         if queue.dispatched == 0 {
             if queue.softrt_update && queue.fifo.is_empty() {
                 queue.softrt_update = false;
@@ -933,12 +1016,13 @@ impl Scheduler for Bfq {
             && self.better_to_idle(q, self.in_flight.len() as u32)
         {
             self.idle_until = Some(now + self.slice_idle);
+            self.idling_started = now;
             self.counters.idle_waits += 1;
         }
     }
 
     fn requeue(&mut self, rq: Request, now: Nanos) {
-        let Some((q, _)) = self.in_flight.remove(&rq.id) else {
+        let Some(q) = self.in_flight.remove(&rq.id) else {
             let _ = self.insert(rq, now);
             return;
         };
@@ -1106,6 +1190,31 @@ mod tests {
         let both: Vec<u64> = h.dispatch_all().iter().map(|r| r.id.0).collect();
         assert_eq!(both, vec![1, 2]);
         assert_eq!(h.sched.report().get("idle_waits"), Some(0.0));
+    }
+
+    #[test]
+    fn injection_waits_for_a_baseline_sampled_with_the_device_otherwise_empty() {
+        // idling long enough to reach the 10 ms BFQ waits before sampling a queue
+        let mut h = Harness::new(bfq("low_latency=0,slice_idle=30ms"), 64);
+        let heavy = |id: u64| Request::read(id, id * 4096).with_job(1).with_prio(IoPrio::be(0));
+        h.insert(heavy(1));
+        assert_eq!(h.dispatch_one().unwrap().id.0, 1);
+        h.insert(Request::read(2, 0).with_job(2).with_prio(IoPrio::be(7)));
+        assert!(h.dispatch_all().is_empty(), "plugged for the heavy queue, and no baseline: limit 0");
+        h.advance(Nanos::from_us(50));
+        h.complete(1);
+        // the heavy queue's next request finds the device empty: it is sampled
+        h.advance(Nanos::from_ms(15));
+        h.insert(heavy(3));
+        assert_eq!(h.dispatch_all().iter().map(|r| r.id.0).collect::<Vec<_>>(), vec![3]);
+        h.advance(Nanos::from_us(50));
+        h.complete(3);
+        assert_eq!(h.sched.report().get("injected"), Some(0.0));
+        // baseline 50 us, limit 1: with the device empty while plugged, one request goes in
+        // (and no more while it is in the device)
+        let injected: Vec<u64> = h.dispatch_all().iter().map(|r| r.id.0).collect();
+        assert_eq!(injected, vec![2], "the light queue injects once the limit is 1");
+        assert_eq!(h.sched.report().get("injected"), Some(1.0));
     }
 
     #[test]
