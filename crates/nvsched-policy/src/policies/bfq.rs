@@ -23,9 +23,13 @@
 //!   device going busy to its request's completion): 0 until a sample completed with
 //!   nothing else in the device gives a baseline, then one more while samples stay under
 //!   1.5x the baseline, one less above it, reset every second.
-//! - **Preemption.** A queue that becomes busy and would be served next expires the
-//!   in-service queue if it is of a higher class or weight, or if the in-service queue
-//!   does not need idling.
+//! - **Resumption and preemption.** A queue that ran empty with budget left (not out of
+//!   budget or time) and gets a request within 3 x `slice_idle` of its last completion
+//!   resumes that budget at its old virtual finish, so a queue whose I/O is in flight
+//!   keeps its place. A queue that becomes busy and would be served next expires the
+//!   in-service queue if it resumes, is of a higher class or weight, or the in-service
+//!   queue does not need idling; a preempted queue that needs idling keeps its place
+//!   even when empty.
 //! - **`low_latency` (weight raising).** A sync queue that becomes busy after 2 s without
 //!   requests (or is new) is interactive: weight x30 for 3-25 s (shorter on faster devices,
 //!   3 s on NVMe) or until it received 120,000 sectors. One whose next request comes
@@ -33,10 +37,11 @@
 //!   `slice_idle` + 4 ms after it ran empty) is soft real-time: weight x3000 for 300 ms,
 //!   renewed while the pattern holds.
 //!
-//! Left out: early and stable queue merging, burst detection, per-request sector sorting and FIFO
-//! expiry inside a queue (a queue serves in arrival order; on flash the order within one
-//! process changes little), tag-depth limiting for async I/O, and the time charge of
-//! "slow" queues (only a budget timeout with a third of the budget left charges time).
+//! Left out: early and stable queue merging, burst detection, per-request sector sorting
+//! and FIFO expiry inside a queue (a queue serves in arrival order; on flash the order
+//! within one process changes little), tag-depth limiting for async I/O, and the time
+//! charge of "slow" queues (only a budget timeout with a third of the budget left charges
+//! time).
 
 use crate::params::{ParamKind, ParamSpec, Params};
 use crate::registry::PolicyInfo;
