@@ -2936,7 +2936,14 @@ fn apply_option(
         (None, Some(meaning)) => meaning,
         (None, None) => return Err(JobFileError::new(&opt.at, Some(key), "needs a value (key=value)")),
     };
-    (def.apply)(job, value).map_err(|m| JobFileError::new(&opt.at, Some(key), m))?;
+    (def.apply)(job, value).map_err(|m| {
+        // name what the value was expanded from: an unset ${VAR} expands to nothing
+        let message = match &opt.written {
+            Some(written) if written != value => format!("{m} (expanded from '{written}')"),
+            _ => m,
+        };
+        JobFileError::new(&opt.at, Some(key), message)
+    })?;
     job.option_lines.insert(def.name, opt.at.clone());
     if def.name == "verify" && job.verify && !value.starts_with("crc32c") && value != "pattern" {
         warnings.push(format!(

@@ -416,6 +416,9 @@ const BAD: &[(&str, &str)] = &[
     ("nice=-21", "-21 is out of range -20..=19"),
     ("cgroup_weight=50", "50 is out of range 100..=1000"),
     ("cgroup=", "cgroup name must not be empty"),
+    // what a value was expanded from is named (an unset variable expands to nothing)
+    ("filename=${DEV}", "filename must not be empty (expanded from '${DEV}')"),
+    ("prio=${DEPTH}", "16 is out of range 0..=7 (expanded from '${DEPTH}')"),
     ("percentile_list=0", "percentile 0 is out of range (0, 100]"),
     ("percentile_list=50:101", "percentile 101 is out of range"),
     ("percentile_list=1:2:3:4:5:6:7:8:9:10:11:12:13:14:15:16:17:18:19:20:21", "21 percentiles given; at most 20"),
