@@ -2,7 +2,8 @@
 # Compares one of nvsched's policies with the kernel's own scheduler of the same name on
 # the same device and jobs: fio with the kernel's scheduler on the device, then nvsched's
 # io_uring engine with the kernel's scheduler set to none and the policy in user space,
-# alternately, REPS times each. Prints each job's bandwidth per run.
+# alternately, REPS times each. Prints each job's bandwidth and p99 completion latency
+# per run.
 #
 # The device is a loop device over a new file (4 GiB of random data), so nothing that
 # exists is written to; the loop device and the file are removed at the end. Needs root
@@ -34,11 +35,14 @@ echo 0 > "/sys/block/$NAME/queue/rotational"
 echo "filling $DEV (4 GiB)"
 dd if=/dev/urandom of="$DEV" bs=4M count=1024 oflag=direct status=none
 export DEV
-bandwidths() { # tool json
+bandwidths() { # tool json: each job's MB/s and p99 completion latency
   python3 -c 'import json, sys
 d = json.load(open(sys.argv[2]))
-bw = ", ".join("%s %.1f" % (j["jobname"], (j["read"]["bw_bytes"] + j["write"]["bw_bytes"]) / 1e6) for j in d["jobs"])
-print("%-8s MB/s: %s" % (sys.argv[1], bw))' "$1" "$2"
+def p99(j):
+    d = j["read"] if j["read"]["total_ios"] else j["write"]
+    return d["clat_ns"].get("percentile", {}).get("99.000000", 0) / 1e3
+bw = ", ".join("%s %.1f MB/s p99 %.0f us" % (j["jobname"], (j["read"]["bw_bytes"] + j["write"]["bw_bytes"]) / 1e6, p99(j)) for j in d["jobs"])
+print("%-16s %s" % (sys.argv[1], bw))' "$1" "$2"
 }
 OUT=$(mktemp)
 for _ in $(seq "$REPS"); do
