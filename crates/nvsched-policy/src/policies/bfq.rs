@@ -136,6 +136,11 @@ enum Expiration {
 
 const CLASSES: usize = 3;
 
+/// A request's length in 512-byte sectors, rounded up.
+fn sectors(rq: &Request) -> u64 {
+    u64::from(rq.len_bytes).div_ceil(SECTOR_BYTES)
+}
+
 fn class_index(class: PrioClass) -> usize {
     match class {
         PrioClass::RealTime => 0,
@@ -146,7 +151,7 @@ fn class_index(class: PrioClass) -> usize {
 
 /// A queue or a group as B-WF2Q+ schedules it. Virtual times are service (sectors) over
 /// weight.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Entity {
     weight: f64,
     start: f64,
@@ -161,10 +166,8 @@ struct Entity {
     seen: bool,
 }
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Owner {
-    #[default]
-    None,
     Queue(usize),
     Group(usize),
 }
@@ -331,7 +334,7 @@ impl Bfq {
     }
 
     fn charge(&self, q: usize, rq: &Request) -> f64 {
-        let sectors = (u64::from(rq.len_bytes).div_ceil(SECTOR_BYTES)).max(1) as f64;
+        let sectors = sectors(rq).max(1) as f64;
         let queue = &self.queues[q];
         if queue.sync || queue.wr_coeff > 1.0 {
             sectors
@@ -387,7 +390,8 @@ impl Bfq {
     // ---- queues and groups
 
     fn new_entity(&mut self, weight: f64, class: usize, parent: Option<usize>, owner: Owner) -> usize {
-        self.entities.push(Entity { weight, class, parent, owner, ..Entity::default() });
+        let (start, finish, budget, service, seen) = (0.0, 0.0, 0.0, 0.0, false);
+        self.entities.push(Entity { weight, start, finish, budget, service, class, parent, owner, seen });
         self.entities.len() - 1
     }
 
@@ -544,7 +548,6 @@ impl Bfq {
         match self.entities[e].owner {
             Owner::Queue(q) => Some(q),
             Owner::Group(g) => self.peek(Some(g), now),
-            Owner::None => None,
         }
     }
 
@@ -560,7 +563,6 @@ impl Bfq {
         match self.entities[e].owner {
             Owner::Queue(q) => Some(q),
             Owner::Group(g) => self.take_next(Some(g), now),
-            Owner::None => None,
         }
     }
 
@@ -650,7 +652,7 @@ impl Bfq {
         // a queue that used its time but not a third of its budget pays for the time
         if reason == Expiration::BudgetTimeout && self.queues[q].wr_coeff == 1.0 {
             let budget = self.entities[e].budget;
-            if budget - self.entities[e].service >= budget / 3.0 {
+            if self.budget_left(q) >= budget / 3.0 {
                 let used = now.saturating_sub(self.service_started).min(self.timeout_sync);
                 let for_time = self.max_budget() * used.as_secs_f64() / self.timeout_sync.as_secs_f64();
                 let extra = for_time - self.entities[e].service;
@@ -688,8 +690,7 @@ impl Bfq {
             let (budget, weight) = (self.queues[q].max_budget, self.effective_weight(q));
             self.requeue(e, budget, weight);
         } else {
-            let ent = &self.entities[e];
-            let left = ent.budget - ent.service;
+            let left = self.budget_left(q);
             let waits = matches!(reason, Expiration::NoMoreRequests | Expiration::TooIdle | Expiration::Preempted);
             self.queues[q].budget_left_when_empty = (waits && left > 0.0).then_some(left);
             self.leave_busy(q, now);
@@ -733,20 +734,19 @@ impl Bfq {
     /// all have the same weight (and this one is not the lightest), or where more than one
     /// class or cgroup is busy.
     fn asymmetric(&self, q: usize) -> bool {
-        let pending = || self.queues.iter().filter(|o| (o.busy || o.dispatched > 0) && o.wr_coeff == 1.0);
-        let min_w = pending().map(|o| o.orig_weight).fold(f64::INFINITY, f64::min);
-        let max_w = pending().map(|o| o.orig_weight).fold(0.0, f64::max);
+        let pending = || self.queues.iter().filter(|o| o.busy || o.dispatched > 0);
+        let unraised = || pending().filter(|o| o.wr_coeff == 1.0);
+        let min_w = unraised().map(|o| o.orig_weight).fold(f64::INFINITY, f64::min);
+        let max_w = unraised().map(|o| o.orig_weight).fold(0.0, f64::max);
         let varied = max_w > min_w && self.queues[q].orig_weight > min_w;
         let mut classes = [false; CLASSES];
         for o in self.busy_queues() {
             classes[self.entities[o.entity].class] = true;
         }
         let multiple_classes = classes.iter().filter(|&&c| c).count() > 1;
-        let mut groups: Vec<usize> =
-            self.queues.iter().filter(|o| o.busy || o.dispatched > 0).filter_map(|o| o.group).collect();
-        groups.sort_unstable();
-        groups.dedup();
-        varied || multiple_classes || groups.len() > 1
+        let mut groups = pending().filter_map(|o| o.group);
+        let multiple_groups = groups.next().is_some_and(|first| groups.any(|g| g != first));
+        varied || multiple_classes || multiple_groups
     }
 
     fn better_to_idle(&self, q: usize, inflight: u32) -> bool {
@@ -864,7 +864,7 @@ impl Bfq {
             self.wait_dispatch = false;
             self.waited_rq = Some(rq.id);
         }
-        self.sample_peak_rate(now, (u64::from(rq.len_bytes).div_ceil(SECTOR_BYTES)) as f64, device.inflight);
+        self.sample_peak_rate(now, sectors(&rq) as f64, device.inflight);
         if self.in_service != Some(q) && self.queues[q].fifo.is_empty() {
             // an injected queue that ran empty waits no longer
             self.leave_busy(q, now);
@@ -964,8 +964,8 @@ impl Scheduler for Bfq {
             };
             let must_idle = self.queues[q].fifo.is_empty() && self.better_to_idle(q, device.inflight);
             if now >= self.budget_timeout_at && !must_idle {
-                let e = &self.entities[self.queues[q].entity];
-                if self.idle_until.is_none() || e.budget - e.service >= e.budget / 3.0 {
+                let budget = self.entities[self.queues[q].entity].budget;
+                if self.idle_until.is_none() || self.budget_left(q) >= budget / 3.0 {
                     self.expire(q, Expiration::BudgetTimeout, now, device.inflight);
                     continue;
                 }
