@@ -1,0 +1,108 @@
+//! README.md's simulated examples print what README.md shows.
+//!
+//! Every `$ nvsched run examples/...` and `$ nvsched tune ... examples/...` line in a fenced
+//! block is run (in simulation, so the output is deterministic) and each output line shown
+//! under it must appear in what the command prints. README abridges: a `...` line stands for lines left out, `a ... b`
+//! for a line's middle, and the time of day in a job's header line is not compared.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// One README command and the output lines shown under it.
+struct Example {
+    readme_line: usize,
+    args: Vec<String>,
+    shown: Vec<String>,
+}
+
+/// The `nvsched run` and `nvsched tune` commands on job files in `examples/` of README's fenced blocks. A command's shown
+/// output ends at the block's end or at the next `$` line; a pipe into grep or tail only
+/// selects lines, so the command runs without it.
+fn simulated_examples(readme: &str) -> Vec<Example> {
+    let mut examples = Vec::new();
+    let mut in_block = false;
+    let mut current: Option<Example> = None;
+    for (i, raw) in readme.lines().enumerate() {
+        let line = raw.trim();
+        if line.starts_with("```") {
+            in_block = !in_block;
+            examples.extend(current.take());
+            continue;
+        }
+        if !in_block {
+            continue;
+        }
+        if let Some(command) = line.strip_prefix("$ ") {
+            examples.extend(current.take());
+            let command = command.split(" | ").next().unwrap();
+            let words: Vec<String> = command.split_whitespace().map(str::to_owned).collect();
+            // `run` and `tune` on a job file of examples/ (tune's --experiment sweeps cost
+            // minutes; real devices print what the device gives)
+            let job = match words.get(1).map(String::as_str) {
+                Some("run") => words.get(2),
+                Some("tune") => words.last(),
+                _ => None,
+            };
+            let simulated = words[0] == "nvsched"
+                && job.is_some_and(|j| j.starts_with("examples/"))
+                && !words.iter().any(|w| w == "--engine" || w == "--experiment");
+            if simulated {
+                current = Some(Example { readme_line: i + 1, args: words[1..].to_vec(), shown: Vec::new() });
+            }
+        } else if let Some(example) = current.as_mut() {
+            example.shown.push(line.to_owned());
+        }
+    }
+    examples
+}
+
+/// A header line's time of day ("pid=0: Tue Nov 24 10:50:40 2026") is cut off.
+fn without_time_of_day(line: &str) -> &str {
+    match line.find("pid=0: ") {
+        Some(at) => &line[..at + "pid=0:".len()],
+        None => line,
+    }
+}
+
+#[test]
+fn readme_examples_print_what_readme_shows() {
+    let root = repo_root().canonicalize().unwrap();
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let examples = simulated_examples(&readme);
+    assert!(examples.len() >= 6, "README's examples were not found: {}", examples.len());
+    // a scratch directory, so the log files some examples write stay out of the checkout
+    let dir = std::env::temp_dir().join(format!("nvsched-readme-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let link = dir.join("examples");
+    if !link.exists() {
+        std::os::unix::fs::symlink(root.join("examples"), &link).unwrap();
+    }
+    let mut mismatches = Vec::new();
+    for example in &examples {
+        let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+            .args(&example.args)
+            .current_dir(&dir)
+            .output()
+            .expect("nvsched runs");
+        let printed = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        let printed_lines: Vec<&str> = printed.lines().map(|l| without_time_of_day(l.trim())).collect();
+        for shown in &example.shown {
+            let fragments = without_time_of_day(shown).split("...").map(str::trim).filter(|f| !f.is_empty());
+            for fragment in fragments {
+                if !printed_lines.iter().any(|l| l.contains(fragment)) {
+                    mismatches.push(format!(
+                        "README.md:{} `nvsched {}`: not printed: {fragment}",
+                        example.readme_line,
+                        example.args.join(" ")
+                    ));
+                }
+            }
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(mismatches.is_empty(), "README shows output nvsched no longer prints:\n{}", mismatches.join("\n"));
+}
