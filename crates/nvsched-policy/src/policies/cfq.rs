@@ -83,6 +83,14 @@ pub struct Cfq {
     /// Round-robin order over all queues ever seen.
     order: VecDeque<usize>,
     active: Option<usize>,
+    /// The real-time and the other queue served last: each class takes turns from there,
+    /// so a real-time queue's turn does not move the others' round on.
+    last_rt: Option<usize>,
+    last_other: Option<usize>,
+    /// A queue a real-time queue preempted, and what was left of its slice: it resumes
+    /// with that once no real-time queue has requests, as CFQ keeps a preempted queue's
+    /// residual slice and places it by what it has left.
+    preempted: Option<(usize, Nanos)>,
     slice_end: Nanos,
     /// Slice multiplier per tenant (MTS-CFQ adjusts these).
     scale: HashMap<u32, f64>,
@@ -106,6 +114,9 @@ impl Cfq {
             index: HashMap::new(),
             order: VecDeque::new(),
             active: None,
+            last_rt: None,
+            last_other: None,
+            preempted: None,
             slice_end: Nanos::ZERO,
             scale: HashMap::new(),
             tenant_bytes: HashMap::new(),
@@ -182,18 +193,26 @@ impl Cfq {
         busy.iter().map(|(_, w)| w).sum::<u32>().max(1)
     }
 
-    /// Next queue to serve: real-time queues first, round-robin within each class.
+    /// Next queue to serve: real-time queues first, round-robin within each class; a
+    /// queue a real-time one preempted resumes what was left of its slice.
     fn select(&mut self, now: Nanos) -> Option<usize> {
-        let start = self.active.and_then(|a| self.order.iter().position(|&q| q == a)).map_or(0, |p| p + 1);
         let n = self.order.len();
-        let candidates: Vec<usize> = (0..n).map(|i| self.order[(start + i) % n]).collect();
-        let pick = candidates
-            .iter()
-            .copied()
-            .find(|&q| self.queues[q].rt && !self.queues[q].fifo.is_empty())
-            .or_else(|| candidates.iter().copied().find(|&q| !self.queues[q].fifo.is_empty()))?;
+        let start = |last: Option<usize>| last.and_then(|a| self.order.iter().position(|&q| q == a)).map_or(0, |p| p + 1);
+        let (rt_start, other_start) = (start(self.last_rt), start(self.last_other));
+        let waiting = |q: usize| !self.queues[q].fifo.is_empty();
+        let rt = (0..n).map(|i| self.order[(rt_start + i) % n]).find(|&q| self.queues[q].rt && waiting(q));
+        let (pick, slice) = if let Some(q) = rt {
+            self.last_rt = Some(q);
+            (q, self.slice_of(q))
+        } else if let Some((q, left)) = self.preempted.take().filter(|&(q, _)| waiting(q)) {
+            (q, left)
+        } else {
+            let q = (0..n).map(|i| self.order[(other_start + i) % n]).find(|&q| waiting(q))?;
+            self.last_other = Some(q);
+            (q, self.slice_of(q))
+        };
         self.active = Some(pick);
-        self.slice_end = now + self.slice_of(pick);
+        self.slice_end = now + slice;
         self.slices += 1;
         Some(pick)
     }
@@ -240,7 +259,11 @@ impl Scheduler for Cfq {
                 if !q.fifo.is_empty() {
                     self.idle_since = None;
                 }
-                ran_empty || (slice_over && self.others_waiting(a)) || rt_waiting
+                let expired = ran_empty || (slice_over && self.others_waiting(a));
+                if rt_waiting && !expired {
+                    self.preempted = Some((a, self.slice_end.saturating_sub(now)));
+                }
+                expired || rt_waiting
             }
         };
         if expired {
@@ -334,6 +357,45 @@ mod tests {
         assert_eq!(h.dispatch_one().unwrap().id.0, 1);
         h.insert(Request::read(3, 0).with_job(2).with_prio(IoPrio::rt(0)));
         assert_eq!(h.dispatch_one().unwrap().id.0, 3);
+    }
+
+    /// A real-time request every 2 ms preempts the best-effort slice each time; the
+    /// preempted queue resumes what it had left, and the others still get their turns
+    /// (a preempted queue used to restart a full slice and keep the device for good).
+    #[test]
+    fn preempted_queues_keep_their_residual_slice_and_others_get_turns() {
+        let mut h = Harness::new(Box::new(cfq("slice_sync=20ms")), 64);
+        let mut next_id = 0u64;
+        let (mut served, mut queued) = ([0u32; 3], [0u32; 3]);
+        for step in 0..1000u64 {
+            // each best-effort job keeps 32 requests queued (more than the quantum, so its
+            // queue never runs empty); 100 us per step
+            for job in 1..=3u32 {
+                while queued[job as usize - 1] < 32 {
+                    next_id += 1;
+                    h.insert(Request::read(next_id, 0).with_job(job));
+                    queued[job as usize - 1] += 1;
+                }
+            }
+            if step % 20 == 0 {
+                next_id += 1;
+                h.insert(Request::read(next_id, 0).with_job(9).with_prio(IoPrio::rt(0)));
+            }
+            for rq in h.dispatch_all() {
+                if (1..=3).contains(&rq.job) {
+                    queued[rq.job as usize - 1] -= 1;
+                }
+            }
+            while let Some(done) = h.complete_oldest() {
+                if (1..=3).contains(&done.job) {
+                    served[done.job as usize - 1] += 1;
+                }
+            }
+            h.advance(Nanos::from_us(100));
+        }
+        // 100 ms of 20 ms slices: every queue had turns, none more than twice another's
+        let (min, max) = (*served.iter().min().unwrap(), *served.iter().max().unwrap());
+        assert!(min > 0 && max <= 2 * min, "best-effort service {served:?}");
     }
 
     #[test]
