@@ -27,6 +27,9 @@ pub type LabelledPoint = (f64, f64, String);
 pub enum PanelKind {
     /// One bar per (label, value).
     Bars(Vec<(String, f64)>),
+    /// One horizontal bar per (label, value), the first at the top: for long labels
+    /// (the panel's x label describes the values, its y label the bars).
+    HBars(Vec<(String, f64)>),
     /// Named series of labelled points (x, y, label).
     Points(Vec<(String, Vec<LabelledPoint>)>),
     /// Named series of lines (x, y).
@@ -116,19 +119,31 @@ type Err<DB> = DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>;
 fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, plotters::coord::Shift>, p: &Panel) -> Result<(), Err<DB>> {
     let (xs, ys): (Vec<f64>, Vec<f64>) = match &p.kind {
         PanelKind::Bars(b) => ((0..=b.len()).map(|i| i as f64).collect(), b.iter().map(|(_, v)| *v).collect()),
+        PanelKind::HBars(b) => (b.iter().map(|(_, v)| *v).collect(), (0..=b.len()).map(|i| i as f64).collect()),
         PanelKind::Points(s) => s.iter().flat_map(|(_, pts)| pts.iter().map(|(x, y, _)| (*x, *y))).unzip(),
         PanelKind::Lines(s) | PanelKind::Cdf(s) => s.iter().flat_map(|(_, pts)| pts.iter().copied()).unzip(),
     };
-    let (x0, x1) = match &p.kind {
+    let (mut x0, x1) = match &p.kind {
         PanelKind::Bars(b) => (0.0, b.len().max(1) as f64),
         _ => bounds(xs.iter().copied(), p.log_x),
     };
-    let (mut y0, y1) = bounds(ys.iter().copied(), p.log_y);
+    let (mut y0, y1) = match &p.kind {
+        PanelKind::HBars(b) => (0.0, b.len().max(1) as f64),
+        _ => bounds(ys.iter().copied(), p.log_y),
+    };
     if matches!(p.kind, PanelKind::Bars(_)) && !p.log_y {
         y0 = 0.0;
     }
+    if matches!(p.kind, PanelKind::HBars(_)) && !p.log_x {
+        x0 = 0.0;
+    }
+    // horizontal bars' names sit left of the axis, in an area as wide as the longest
+    let y_label_area = match &p.kind {
+        PanelKind::HBars(b) => b.iter().map(|(n, _)| 24 + 7 * n.chars().count() as u32).max().unwrap_or(64).max(64),
+        _ => 64,
+    };
     let mut builder = ChartBuilder::on(area);
-    builder.caption(&p.title, (FONT, 16)).margin(12).x_label_area_size(46).y_label_area_size(64);
+    builder.caption(&p.title, (FONT, 16)).margin(12).x_label_area_size(46).y_label_area_size(y_label_area);
     macro_rules! finish {
         ($chart:expr) => {{
             let mut chart = $chart;
@@ -149,16 +164,13 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, plotters::coord::Shift>
                 mesh.y_labels(8);
             }
             if let PanelKind::Bars(b) = &p.kind {
-                let names: Vec<String> = b.iter().map(|(n, _)| n.clone()).collect();
-                let fmt = move |x: &f64| {
-                    let i = x.floor() as usize;
-                    if (x - x.floor() - 0.5).abs() < 0.26 {
-                        names.get(i).cloned().unwrap_or_default()
-                    } else {
-                        String::new()
-                    }
-                };
+                let fmt = category_names(b.iter().map(|(n, _)| n.clone()).collect());
                 mesh.x_labels(names_len(b) * 2 + 1).x_label_formatter(&fmt).disable_x_mesh();
+                mesh.draw()?;
+            } else if let PanelKind::HBars(b) = &p.kind {
+                // row i (from the bottom) holds bar n - 1 - i, so the first bar is on top
+                let fmt = category_names(b.iter().rev().map(|(n, _)| n.clone()).collect());
+                mesh.y_labels(names_len(b) * 2 + 1).y_label_formatter(&fmt).disable_y_mesh().x_labels(6);
                 mesh.draw()?;
             } else {
                 mesh.draw()?;
@@ -185,6 +197,17 @@ fn tick(v: &f64) -> String {
     }
 }
 
+/// Tick text of a bar axis: bar i's name at i + 0.5, its middle, and nothing elsewhere.
+fn category_names(names: Vec<String>) -> impl Fn(&f64) -> String {
+    move |v: &f64| {
+        if (v - v.floor() - 0.5).abs() < 0.26 {
+            names.get(v.floor() as usize).cloned().unwrap_or_default()
+        } else {
+            String::new()
+        }
+    }
+}
+
 fn names_len(b: &[(String, f64)]) -> usize {
     b.len()
 }
@@ -205,6 +228,14 @@ where
             chart.draw_series(bars.iter().enumerate().map(|(i, (_, v))| {
                 let c = PALETTE[i % PALETTE.len()];
                 Rectangle::new([(i as f64 + 0.15, floor), (i as f64 + 0.85, v.max(floor))], c.filled())
+            }))?;
+        }
+        PanelKind::HBars(bars) => {
+            let n = bars.len();
+            chart.draw_series(bars.iter().enumerate().map(|(i, (_, v))| {
+                let c = PALETTE[i % PALETTE.len()];
+                let row = (n - 1 - i) as f64;
+                Rectangle::new([(0.0, row + 0.15), (v.max(0.0), row + 0.85)], c.filled())
             }))?;
         }
         PanelKind::Points(series) => {

@@ -4,9 +4,11 @@
 pub mod calibration;
 pub mod figures;
 pub mod metrics;
+pub mod progress;
 pub mod realdev;
 pub mod repro;
 pub mod run;
+pub mod sweep;
 pub mod tune;
 
 pub use nvsched_policy as policy;

@@ -49,6 +49,12 @@ enum Command {
     /// each repetition alone too. Writes results.json, report.md and figures to --out;
     /// runs are cached by content in OUT/cache, so a re-run simulates only what changed.
     Repro(ReproArgs),
+    /// Run a job file under several policies and compare them, job by job.
+    ///
+    /// Prints, per policy, each job's bandwidth, IOPS and completion latency (mean, p99,
+    /// p99.9) and the total bandwidth; over several seeds the means, with each p99.9's
+    /// range. Simulation only; the runs go in parallel.
+    Sweep(SweepArgs),
     /// Choose a policy parameter for an objective (K2's bound, by the K2 analysis' rules).
     Tune(TuneArgs),
     /// Measure a real device (io_uring) and write a simulator profile fitted to it.
@@ -211,6 +217,46 @@ struct ReproArgs {
     /// Worker threads (default: all cores).
     #[arg(long, short)]
     jobs: Option<usize>,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+struct SweepArgs {
+    /// fio job file.
+    #[arg(required_unless_present = "experiment")]
+    jobfile: Option<PathBuf>,
+    /// A policy to compare, ID or ID:key=value,... (repeatable; default: none,
+    /// mq-deadline, kyber and bfq, Linux's blk-mq schedulers).
+    #[arg(long, value_name = "SPEC")]
+    sched: Vec<String>,
+    /// Compare on a cell of a reproduction instead of a job file: its job file, device
+    /// profile and overrides, e.g. `k2-analysis:randread` (default state: the first one).
+    #[arg(long, value_name = "NAME:VARIANT[:STATE]", conflicts_with = "jobfile")]
+    experiment: Option<String>,
+    /// With --experiment: the paper's runtime (the full mode) instead of the quick one.
+    #[arg(long, requires = "experiment")]
+    full: bool,
+    #[command(flatten)]
+    device: DeviceArgs,
+    /// Seed of every run [default: 0; with --experiment, the reproduction's own seeds].
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Run every policy once per seed (N, N-M or a comma list of them): the table shows
+    /// means and each p99.9's range.
+    #[arg(long, value_name = "LIST", conflicts_with = "seed", value_parser = parse_seeds)]
+    seeds: Option<Seeds>,
+    /// normal (a table) or json.
+    #[arg(long, default_value = "normal", value_parser = ["normal", "json"])]
+    output_format: String,
+    /// Write the table or JSON to this file (atomically) instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    output: Option<PathBuf>,
+    /// Write a figure (PNG and SVG) into DIR: the real-time job's p99.9 (else the first
+    /// job's) against total bandwidth, per policy.
+    #[arg(long, value_name = "DIR")]
+    plot: Option<PathBuf>,
     /// No progress bar.
     #[arg(long, short)]
     quiet: bool,
@@ -387,6 +433,7 @@ fn main() -> ExitCode {
         Command::Devices(args) => cmd_devices(args),
         Command::Bench(args) => cmd_bench(args),
         Command::Repro(args) => cmd_repro(args),
+        Command::Sweep(args) => cmd_sweep(args),
         Command::Tune(args) => cmd_tune(args),
         Command::Calibrate(args) => cmd_calibrate(args),
         Command::Compare(args) => cmd_compare(args),
@@ -704,6 +751,66 @@ fn cmd_tune(args: TuneArgs) -> Result<(), String> {
         println!("Use: --sched k2:bound={b}");
     }
     Ok(())
+}
+
+fn cmd_sweep(args: SweepArgs) -> Result<(), String> {
+    let policies: Vec<String> = if args.sched.is_empty() {
+        ["none", "mq-deadline", "kyber", "bfq"].map(String::from).to_vec()
+    } else {
+        args.sched.clone()
+    };
+    nvsched::sweep::check_policies(&policies)?;
+    let (jobs, profile, default_seeds) = match &args.experiment {
+        Some(cell) => experiment_cell(cell, !args.full, &args.device)?,
+        None => {
+            let jobs = load_jobs(args.jobfile.as_deref().expect("clap requires a job file"), false)?;
+            let profile = args.device.load(jobs.precondition().map_err(|e| e.to_string())?)?;
+            (jobs, profile, vec![0])
+        }
+    };
+    if let Some((theirs, at)) = jobs.ioscheduler().map_err(|e| e.to_string())? {
+        eprintln!("warning: {at}: ioscheduler={theirs} is not used: sweep runs the policies of --sched");
+    }
+    if let Some(path) = &args.output {
+        check_directory_of("--output", path)?;
+    }
+    if let Some(dir) = &args.plot {
+        std::fs::create_dir_all(dir).map_err(|e| format!("--plot '{}': {e}", dir.display()))?;
+    }
+    let seeds = args.seeds.map(|s| s.0).or(args.seed.map(|s| vec![s])).unwrap_or(default_seeds);
+    let show = !args.quiet;
+    if show {
+        eprintln!(
+            "nvsched: {} policies x {} seed(s) on {}, {} runs",
+            policies.len(),
+            seeds.len(),
+            profile.name,
+            policies.len() * seeds.len()
+        );
+    }
+    let progress = nvsched::progress::RunProgress::new("sweep", policies.len() * seeds.len(), show);
+    let runs = nvsched::sweep::run(&jobs, &profile, &policies, &seeds, &progress)?;
+    let summaries = nvsched::sweep::summarize(&runs);
+    if let (Some(dir), Some(focus)) = (&args.plot, &runs[0].focus) {
+        let stem = dir.join("sweep");
+        nvsched::sweep::figure(&summaries, focus).save(&stem)?;
+        if show {
+            eprintln!("nvsched: wrote {}.png and .svg", stem.display());
+        }
+    }
+    let text = match args.output_format.as_str() {
+        "json" => format!("{:#}\n", nvsched::sweep::to_json(&summaries, &seeds, &profile.name)),
+        _ => nvsched::sweep::table(&summaries),
+    };
+    match &args.output {
+        Some(path) => {
+            nvsched_report::write_atomic(path, text.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))
+        }
+        None => {
+            print!("{text}");
+            Ok(())
+        }
+    }
 }
 
 /// The jobs, device and repetitions' seeds of one cell of a reproduction

@@ -927,3 +927,43 @@ fn stats_off_runs_a_job_but_leaves_it_out_of_the_report() {
         nvsched(&["run", temp_job("stats-off-only.fio", "[fill]\nsize=1m\nrw=write\nstats=0\n").to_str().unwrap()]);
     assert!(out.status.success(), "{out:?}");
 }
+
+/// `nvsched sweep`: one workload under several policies, per job; K2's bound shortens the
+/// real-time tail that `none` leaves; several seeds give means and ranges; the JSON is
+/// deterministic; a bad policy is named before anything runs.
+#[test]
+fn sweep_compares_policies_job_by_job() {
+    let job = short_k2_mix();
+    let sweep = |extra: &[&str]| {
+        let mut args = vec!["sweep", job.to_str().unwrap(), "--sched", "none", "--sched", "k2:bound=4", "-q"];
+        args.extend_from_slice(extra);
+        let out = nvsched(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = sweep(&["--output-format", "json"]);
+    assert_eq!(text, sweep(&["--output-format", "json"]), "same inputs, same JSON");
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let policies = v["nvsched_sweep"]["policies"].as_array().unwrap();
+    assert_eq!(policies.len(), 2);
+    let rt_tail = |p: usize| policies[p]["jobs"][0]["clat_p999_us"].as_f64().unwrap();
+    assert_eq!(policies[0]["jobs"][0]["job"], json!("rt"));
+    assert_eq!(policies[0]["jobs"].as_array().unwrap().len(), 4, "rt and three best-effort clones");
+    assert_eq!(policies[0]["jobs"][3]["job"], json!("be#2"));
+    assert!(rt_tail(1) < rt_tail(0) / 2.0, "k2:bound=4 {} vs none {}", rt_tail(1), rt_tail(0));
+    let total = |p: usize| policies[p]["total_bw_mbps"].as_f64().unwrap();
+    let sum: f64 = policies[0]["jobs"].as_array().unwrap().iter().map(|j| j["bw_mbps"].as_f64().unwrap()).sum();
+    assert!((total(0) - sum).abs() < 1e-6 && total(1) < total(0));
+
+    let plots = std::env::temp_dir().join(format!("nvsched-sweep-plot-{}", std::process::id()));
+    let table = sweep(&["--seeds", "1-2", "--plot", plots.to_str().unwrap()]);
+    assert!(table.contains("p99.9 range (us)"), "{table}");
+    assert!(plots.join("sweep.png").is_file() && plots.join("sweep.svg").is_file());
+    std::fs::remove_dir_all(&plots).unwrap();
+    assert!(table.lines().any(|l| l.starts_with("k2:bound=4") && l.contains(" rt ")), "{table}");
+
+    let out = nvsched(&["sweep", job.to_str().unwrap(), "--sched", "none", "--sched", "k2:bond=4"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && err.contains("--sched k2:bond=4") && err.contains("'bond'"), "{err}");
+    assert!(!err.contains("runs"), "refused before running: {err}");
+}

@@ -1,9 +1,10 @@
 //! README.md's simulated examples print what README.md shows.
 //!
-//! Every `$ nvsched run examples/...` and `$ nvsched tune ... examples/...` line in a fenced
-//! block is run (in simulation, so the output is deterministic) and each output line shown
-//! under it must appear in what the command prints. README abridges: a `...` line stands for lines left out, `a ... b`
-//! for a line's middle, and the time of day in a job's header line is not compared.
+//! Every `$ nvsched run|sweep examples/...` and `$ nvsched tune ... examples/...` line in a
+//! fenced block is run (in simulation, so the output is deterministic) and each output
+//! line shown under it must appear in what the command prints. README abridges: a `...`
+//! line stands for lines left out, `a ... b` for a line's middle, and the time of day in
+//! a job's header line is not compared.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -19,7 +20,7 @@ struct Example {
     shown: Vec<String>,
 }
 
-/// The `nvsched run` and `nvsched tune` commands on job files in `examples/` of README's fenced blocks. A command's shown
+/// The `nvsched run`, `sweep` and `tune` commands on job files in `examples/` of README's fenced blocks. A command's shown
 /// output ends at the block's end or at the next `$` line; a pipe into grep or tail only
 /// selects lines, so the command runs without it.
 fn simulated_examples(readme: &str) -> Vec<Example> {
@@ -40,10 +41,10 @@ fn simulated_examples(readme: &str) -> Vec<Example> {
             examples.extend(current.take());
             let command = command.split(" | ").next().unwrap();
             let words: Vec<String> = command.split_whitespace().map(str::to_owned).collect();
-            // `run` and `tune` on a job file of examples/ (tune's --experiment sweeps cost
+            // `run`, `sweep` and `tune` on a job file of examples/ (tune's --experiment sweeps cost
             // minutes; real devices print what the device gives)
             let job = match words.get(1).map(String::as_str) {
-                Some("run") => words.get(2),
+                Some("run") | Some("sweep") => words.get(2),
                 Some("tune") => words.last(),
                 _ => None,
             };

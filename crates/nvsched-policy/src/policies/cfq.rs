@@ -197,7 +197,8 @@ impl Cfq {
     /// queue a real-time one preempted resumes what was left of its slice.
     fn select(&mut self, now: Nanos) -> Option<usize> {
         let n = self.order.len();
-        let start = |last: Option<usize>| last.and_then(|a| self.order.iter().position(|&q| q == a)).map_or(0, |p| p + 1);
+        let start =
+            |last: Option<usize>| last.and_then(|a| self.order.iter().position(|&q| q == a)).map_or(0, |p| p + 1);
         let (rt_start, other_start) = (start(self.last_rt), start(self.last_other));
         let waiting = |q: usize| !self.queues[q].fifo.is_empty();
         let rt = (0..n).map(|i| self.order[(rt_start + i) % n]).find(|&q| self.queues[q].rt && waiting(q));

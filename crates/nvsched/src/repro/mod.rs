@@ -5,8 +5,8 @@ pub mod analysis;
 pub mod manifest;
 mod output;
 
+use crate::progress::RunProgress;
 use crate::run::{run_sim, RunSpec};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 pub use manifest::Manifest;
 use manifest::{State, Variant};
 use nvsched_sim::NoObserver;
@@ -16,9 +16,7 @@ use nvsched_workload::{parse_job_str, ParseOptions};
 use rayon::prelude::*;
 use serde_json::{json, Value};
 use std::collections::BTreeMap;
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// How to run a reproduction.
 #[derive(Clone, Debug)]
@@ -389,22 +387,10 @@ pub fn run(name: &str, opts: &Options) -> Result<Outcome, String> {
     let m = Manifest::load(&experiments_dir().join(name))?;
     let planned = plan(&m, opts.quick)?;
     std::fs::create_dir_all(opts.out.join("cache")).map_err(|e| format!("{}: {e}", opts.out.display()))?;
-    let bar = ProgressBar::with_draw_target(
-        Some(planned.len() as u64),
-        if opts.progress { ProgressDrawTarget::stderr() } else { ProgressDrawTarget::hidden() },
-    );
-    bar.set_style(
-        ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} runs, eta {eta} {msg}")
-            .expect("valid template")
-            .progress_chars("=> "),
-    );
-    bar.set_prefix(format!("{name}{}", if opts.quick { " (quick)" } else { "" }));
-    // without a terminal the bar is not drawn: say how far it got every tenth instead
-    let plain_progress = opts.progress && !std::io::stderr().is_terminal();
-    let done = AtomicUsize::new(0);
+    let prefix = format!("{name}{}", if opts.quick { " (quick)" } else { "" });
+    let progress = RunProgress::new(&prefix, planned.len(), opts.progress);
     // runs in the same drive state start from a copy of one preconditioning
     let drive_states = DriveStates::new();
-    let total = planned.len();
     let results: Vec<Result<RunResult, String>> = planned
         .par_iter()
         .map(|p| {
@@ -413,15 +399,11 @@ pub fn run(name: &str, opts: &Options) -> Result<Outcome, String> {
                 Some(r) => Ok(r),
                 None => simulate(&m, p, &drive_states).and_then(|r| store(&path, &r).map(|_| r)),
             };
-            bar.inc(1);
-            let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-            if plain_progress && n * 10 / total > (n - 1) * 10 / total {
-                eprintln!("{name}: {n}/{total} runs");
-            }
+            progress.inc();
             r.map_err(|e| format!("{} / {} / {} / rep {}: {e}", p.key.variant, p.key.state, p.key.policy, p.key.rep))
         })
         .collect();
-    bar.finish_and_clear();
+    progress.finish();
     let mut runs = results.into_iter().collect::<Result<Vec<_>, _>>()?;
     runs.sort_by(|a, b| a.key.cmp(&b.key));
     let mut cells = aggregate(&runs);

@@ -1,0 +1,364 @@
+//! `nvsched sweep`: one workload under several policies (and seeds), side by side — the
+//! table a user reads to choose a scheduler. Each (policy, seed) is one simulation; the
+//! runs go in parallel and share the preconditioned drive. Over several seeds a policy's
+//! figures are the means of its runs, and the table gives each p99.9's range.
+
+use crate::progress::RunProgress;
+use crate::run::{run_sim, RunSpec};
+use nvsched_core::PrioClass;
+use nvsched_report::plots::{Figure, Panel, PanelKind};
+use nvsched_report::JobStats;
+use nvsched_sim::NoObserver;
+use nvsched_ssd::{DeviceProfile, DriveStates};
+use nvsched_workload::JobFile;
+use rayon::prelude::*;
+use serde_json::{json, Value};
+
+/// One direction of one reported job in one run.
+#[derive(Clone, Debug, PartialEq)]
+pub struct JobLine {
+    /// The job's name, with `#k` for the k-th of several entries of one name (clones).
+    pub job: String,
+    /// read, write or trim.
+    pub dir: &'static str,
+    pub bw_mbps: f64,
+    pub iops: f64,
+    pub clat_mean_us: f64,
+    pub clat_p99_us: f64,
+    pub clat_p999_us: f64,
+}
+
+/// One simulation of the sweep.
+#[derive(Clone, Debug)]
+pub struct Run {
+    pub policy: String,
+    pub seed: u64,
+    pub lines: Vec<JobLine>,
+    /// The label of the job whose tail the figure shows (see `focus_entry`).
+    pub focus: Option<String>,
+    pub total_bw_mbps: f64,
+}
+
+/// A policy's runs over the seeds: means, and each p99.9's range.
+#[derive(Clone, Debug)]
+pub struct PolicySummary {
+    pub policy: String,
+    pub runs: usize,
+    pub lines: Vec<JobLine>,
+    pub p999_range_us: Vec<(f64, f64)>,
+    pub total_bw_mbps: f64,
+}
+
+const DIRS: [&str; 3] = ["read", "write", "trim"];
+
+/// The report entry whose tail a scheduler is chosen for: the first real-time-class
+/// job's, else the first (also where `group_reporting` merges jobs into groups). Each
+/// clone is an entry of its own; jobs with `stats=0` have none.
+fn focus_entry(jobs: &JobFile) -> usize {
+    if jobs.jobs.iter().any(|j| j.group_reporting) {
+        return 0;
+    }
+    let mut entry = 0;
+    for j in jobs.jobs.iter().filter(|j| j.stats) {
+        if j.ioprio().class == PrioClass::RealTime {
+            return entry;
+        }
+        entry += j.numjobs as usize;
+    }
+    0
+}
+
+/// Labels of the report's entries: names, with `#k` where several entries share one.
+fn entry_labels(jobs: &[JobStats]) -> Vec<String> {
+    let mut seen: Vec<(&str, usize)> = Vec::new();
+    jobs.iter()
+        .map(|j| {
+            let shared = jobs.iter().filter(|o| o.name == j.name).count() > 1;
+            let k = match seen.iter_mut().find(|(n, _)| *n == j.name) {
+                Some((_, k)) => {
+                    *k += 1;
+                    *k
+                }
+                None => {
+                    seen.push((&j.name, 0));
+                    0
+                }
+            };
+            if shared {
+                format!("{}#{k}", j.name)
+            } else {
+                j.name.clone()
+            }
+        })
+        .collect()
+}
+
+/// The lines of one report: every direction of every entry that moved data.
+fn lines_of(jobs: &[JobStats]) -> Vec<JobLine> {
+    let labels = entry_labels(jobs);
+    let mut lines = Vec::new();
+    for (j, label) in jobs.iter().zip(labels) {
+        let secs = j.runtime.as_secs_f64().max(1e-9);
+        for (d, dir) in j.dirs.iter().zip(DIRS) {
+            if d.total_ios == 0 {
+                continue;
+            }
+            lines.push(JobLine {
+                job: label.clone(),
+                dir,
+                bw_mbps: d.io_bytes as f64 / secs / 1e6,
+                iops: d.total_ios as f64 / secs,
+                clat_mean_us: d.clat.mean() / 1e3,
+                clat_p99_us: d.clat_hist.percentile(99.0) as f64 / 1e3,
+                clat_p999_us: d.clat_hist.percentile(99.9) as f64 / 1e3,
+            });
+        }
+    }
+    lines
+}
+
+/// Checks every policy spec before any run starts, so a typo in the last one does not
+/// cost the others' time.
+pub fn check_policies(policies: &[String]) -> Result<(), String> {
+    for p in policies {
+        nvsched_policy::build(p).map_err(|e| format!("--sched {p}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Simulates `jobs` under each policy once per seed, in parallel; runs in the order
+/// (policy, seed).
+pub fn run(
+    jobs: &JobFile,
+    profile: &DeviceProfile,
+    policies: &[String],
+    seeds: &[u64],
+    progress: &RunProgress,
+) -> Result<Vec<Run>, String> {
+    check_policies(policies)?;
+    let configs: Vec<(&String, u64)> = policies.iter().flat_map(|p| seeds.iter().map(move |&s| (p, s))).collect();
+    let drive_states = DriveStates::new();
+    let runs = configs
+        .par_iter()
+        .map(|&(spec, seed)| {
+            let policy = nvsched_policy::build(spec).map_err(|e| e.to_string())?;
+            let spec_run = RunSpec { jobs, policy, profile, seed, drive_states: Some(&drive_states) };
+            let (report, _) =
+                run_sim(spec_run, &mut NoObserver, 0).map_err(|e| format!("{spec} (seed {seed}): {e}"))?;
+            progress.inc();
+            let lines = lines_of(&report.jobs);
+            let total_bw_mbps = lines.iter().map(|l| l.bw_mbps).sum();
+            let focus = entry_labels(&report.jobs).into_iter().nth(focus_entry(jobs));
+            Ok(Run { policy: spec.clone(), seed, lines, focus, total_bw_mbps })
+        })
+        .collect::<Result<Vec<Run>, String>>();
+    progress.finish();
+    runs
+}
+
+/// Each policy's runs merged: means over the seeds, in the order of `runs`.
+pub fn summarize(runs: &[Run]) -> Vec<PolicySummary> {
+    let mut policies: Vec<&str> = Vec::new();
+    for r in runs {
+        if !policies.contains(&r.policy.as_str()) {
+            policies.push(&r.policy);
+        }
+    }
+    policies
+        .into_iter()
+        .map(|policy| {
+            let mine: Vec<&Run> = runs.iter().filter(|r| r.policy == policy).collect();
+            let n = mine.len() as f64;
+            let first = &mine[0].lines;
+            // a line is matched by job and direction: a run where a job moved no data in
+            // a direction counts it as zero bandwidth, and leaves the latencies out
+            let mut lines = Vec::new();
+            let mut p999_range_us = Vec::new();
+            for l in first {
+                let same: Vec<&JobLine> =
+                    mine.iter().filter_map(|r| r.lines.iter().find(|o| o.job == l.job && o.dir == l.dir)).collect();
+                let k = same.len() as f64;
+                let mean = |f: fn(&JobLine) -> f64| same.iter().map(|o| f(o)).sum::<f64>() / k;
+                lines.push(JobLine {
+                    job: l.job.clone(),
+                    dir: l.dir,
+                    bw_mbps: same.iter().map(|o| o.bw_mbps).sum::<f64>() / n,
+                    iops: same.iter().map(|o| o.iops).sum::<f64>() / n,
+                    clat_mean_us: mean(|o| o.clat_mean_us),
+                    clat_p99_us: mean(|o| o.clat_p99_us),
+                    clat_p999_us: mean(|o| o.clat_p999_us),
+                });
+                let tails = same.iter().map(|o| o.clat_p999_us);
+                p999_range_us.push((tails.clone().fold(f64::INFINITY, f64::min), tails.fold(0.0, f64::max)));
+            }
+            PolicySummary {
+                policy: policy.to_string(),
+                runs: mine.len(),
+                lines,
+                p999_range_us,
+                total_bw_mbps: mine.iter().map(|r| r.total_bw_mbps).sum::<f64>() / n,
+            }
+        })
+        .collect()
+}
+
+/// The comparison as text: a block per policy, a line per job and direction, then the
+/// total bandwidth. Over several seeds the figures are means and a column gives the
+/// p99.9's range.
+pub fn table(summaries: &[PolicySummary]) -> String {
+    let spread = summaries.iter().any(|s| s.runs > 1);
+    let policy_w = summaries.iter().map(|s| s.policy.len()).max().unwrap_or(6).max(6);
+    let job_w = summaries.iter().flat_map(|s| s.lines.iter().map(|l| l.job.len())).max().unwrap_or(3).max(5);
+    let mut out = format!(
+        "{:<policy_w$}  {:<job_w$}  {:<5} {:>9} {:>9} {:>10} {:>10} {:>11}",
+        "policy", "job", "dir", "MB/s", "IOPS", "mean (us)", "p99 (us)", "p99.9 (us)"
+    );
+    if spread {
+        out.push_str(&format!(" {:>17}", "p99.9 range (us)"));
+    }
+    out.push('\n');
+    for s in summaries {
+        for (i, (l, range)) in s.lines.iter().zip(&s.p999_range_us).enumerate() {
+            let name = if i == 0 { s.policy.as_str() } else { "" };
+            out.push_str(&format!(
+                "{name:<policy_w$}  {:<job_w$}  {:<5} {:>9.1} {:>9.0} {:>10.1} {:>10.0} {:>11.0}",
+                l.job, l.dir, l.bw_mbps, l.iops, l.clat_mean_us, l.clat_p99_us, l.clat_p999_us
+            ));
+            if spread {
+                out.push_str(&format!(" {:>17}", format!("{:.0}-{:.0}", range.0, range.1)));
+            }
+            out.push('\n');
+        }
+        let name = if s.lines.is_empty() { s.policy.as_str() } else { "" };
+        out.push_str(&format!("{name:<policy_w$}  {:<job_w$}  {:<5} {:>9.1}\n", "total", "", s.total_bw_mbps));
+    }
+    out
+}
+
+/// The comparison as JSON: the same figures as the table, one object per policy.
+pub fn to_json(summaries: &[PolicySummary], seeds: &[u64], device: &str) -> Value {
+    let policies: Vec<Value> = summaries
+        .iter()
+        .map(|s| {
+            let jobs: Vec<Value> = s
+                .lines
+                .iter()
+                .zip(&s.p999_range_us)
+                .map(|(l, r)| {
+                    json!({
+                        "job": l.job, "dir": l.dir, "bw_mbps": l.bw_mbps, "iops": l.iops,
+                        "clat_mean_us": l.clat_mean_us, "clat_p99_us": l.clat_p99_us,
+                        "clat_p999_us": l.clat_p999_us, "clat_p999_min_us": r.0, "clat_p999_max_us": r.1,
+                    })
+                })
+                .collect();
+            json!({ "policy": s.policy, "runs": s.runs, "total_bw_mbps": s.total_bw_mbps, "jobs": jobs })
+        })
+        .collect();
+    json!({ "nvsched_sweep": { "device": device, "seeds": seeds, "policies": policies } })
+}
+
+/// The figure of the comparison: the focus job's p99.9 against total bandwidth (one
+/// labelled point per policy), and the two as bars.
+pub fn figure(summaries: &[PolicySummary], focus: &str) -> Figure {
+    let focus_line = |s: &PolicySummary| s.lines.iter().find(|l| l.job == focus).map(|l| l.clat_p999_us);
+    let points: Vec<(f64, f64, String)> =
+        summaries.iter().filter_map(|s| Some((s.total_bw_mbps, focus_line(s)?, s.policy.clone()))).collect();
+    // a log axis only where the tails span more than a decade and a half
+    let tails = points.iter().map(|p| p.1).filter(|t| *t > 0.0);
+    let log_tail = tails.clone().fold(0.0, f64::max) > 30.0 * tails.fold(f64::INFINITY, f64::min);
+    let panel = |title: String, x_label: &str, y_label: &str, log_y: bool, kind| Panel {
+        title,
+        x_label: x_label.into(),
+        y_label: y_label.into(),
+        log_x: false,
+        log_y,
+        kind,
+    };
+    Figure {
+        title: format!("Policies compared: {focus}'s tail and total bandwidth"),
+        rows: 1,
+        cols: 3,
+        panels: vec![
+            panel(
+                "Trade-off".into(),
+                "total bandwidth (MB/s)",
+                &format!("{focus} p99.9 (us)"),
+                log_tail,
+                PanelKind::Points(vec![("policy".into(), points)]),
+            ),
+            panel(
+                format!("{focus}: p99.9 completion latency"),
+                "p99.9 (us)",
+                "",
+                false,
+                PanelKind::HBars(summaries.iter().filter_map(|s| Some((s.policy.clone(), focus_line(s)?))).collect()),
+            ),
+            panel(
+                "Total bandwidth".into(),
+                "MB/s",
+                "",
+                false,
+                PanelKind::HBars(summaries.iter().map(|s| (s.policy.clone(), s.total_bw_mbps)).collect()),
+            ),
+        ],
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn line(job: &str, p999: f64, bw: f64) -> JobLine {
+        JobLine {
+            job: job.into(),
+            dir: "read",
+            bw_mbps: bw,
+            iops: bw * 1e6 / 4096.0,
+            clat_mean_us: p999 / 2.0,
+            clat_p99_us: p999 * 0.8,
+            clat_p999_us: p999,
+        }
+    }
+
+    fn run(policy: &str, seed: u64, lines: Vec<JobLine>) -> Run {
+        let total_bw_mbps = lines.iter().map(|l| l.bw_mbps).sum();
+        Run { policy: policy.into(), seed, lines, focus: Some("rt".into()), total_bw_mbps }
+    }
+
+    #[test]
+    fn seeds_are_averaged_per_policy_in_first_seen_order() {
+        let runs = vec![
+            run("none", 1, vec![line("rt", 700.0, 2.0), line("be", 900.0, 1000.0)]),
+            run("none", 2, vec![line("rt", 900.0, 2.0), line("be", 1100.0, 1020.0)]),
+            run("k2:bound=4", 1, vec![line("rt", 150.0, 2.0), line("be", 300.0, 280.0)]),
+        ];
+        let s = summarize(&runs);
+        assert_eq!(s.iter().map(|p| p.policy.as_str()).collect::<Vec<_>>(), ["none", "k2:bound=4"]);
+        assert_eq!((s[0].runs, s[1].runs), (2, 1));
+        assert_eq!(s[0].lines[0].clat_p999_us, 800.0);
+        assert_eq!(s[0].p999_range_us[0], (700.0, 900.0));
+        assert_eq!(s[0].lines[1].bw_mbps, 1010.0);
+        assert_eq!(s[0].total_bw_mbps, 1012.0);
+        let t = table(&s);
+        assert!(t.contains("p99.9 range (us)"), "{t}");
+        assert!(t.lines().any(|l| l.starts_with("none ") && l.contains("700-900")), "{t}");
+        assert!(t.lines().any(|l| l.contains("total") && l.contains("1012.0")), "{t}");
+    }
+
+    #[test]
+    fn a_direction_missing_from_a_run_counts_as_no_bandwidth() {
+        let runs = vec![run("none", 1, vec![line("w", 100.0, 50.0)]), run("none", 2, vec![])];
+        let s = summarize(&runs);
+        assert_eq!(s[0].lines[0].bw_mbps, 25.0);
+        assert_eq!(s[0].lines[0].clat_p999_us, 100.0, "latencies of the runs that had some");
+    }
+
+    #[test]
+    fn one_seed_has_no_range_column() {
+        let s = summarize(&[run("none", 0, vec![line("rt", 700.0, 2.0)])]);
+        assert!(!table(&s).contains("range"));
+        let v = to_json(&s, &[0], "970evoplus-250g");
+        assert_eq!(v["nvsched_sweep"]["policies"][0]["jobs"][0]["clat_p999_us"], json!(700.0));
+    }
+}
