@@ -297,8 +297,8 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let fig = Figure {
             title: "test".into(),
-            rows: 1,
-            cols: 3,
+            rows: 2,
+            cols: 2,
             panels: vec![
                 Panel {
                     title: "bars".into(),
@@ -324,12 +324,24 @@ mod tests {
                     log_y: false,
                     kind: PanelKind::Lines(vec![("a".into(), vec![(10.0, 0.1), (100.0, 0.9)])]),
                 },
+                Panel {
+                    title: "horizontal bars".into(),
+                    x_label: "MB/s".into(),
+                    y_label: String::new(),
+                    log_x: false,
+                    log_y: false,
+                    kind: PanelKind::HBars(vec![
+                        ("k2-adaptive:target_p999=300us".into(), 700.0),
+                        ("none".into(), 1024.0),
+                    ]),
+                },
             ],
         };
         fig.save(&dir.join("fig")).unwrap();
         assert!(std::fs::metadata(dir.join("fig.png")).unwrap().len() > 1000);
         let svg = std::fs::read_to_string(dir.join("fig.svg")).unwrap();
         assert!(svg.contains("p99.9 (us)"));
+        assert!(svg.contains("k2-adaptive:target_p999=300us"), "a horizontal bar's name is written whole");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }
