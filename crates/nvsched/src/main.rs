@@ -231,22 +231,8 @@ struct SweepArgs {
     /// mq-deadline, kyber and bfq, Linux's blk-mq schedulers).
     #[arg(long, value_name = "SPEC")]
     sched: Vec<String>,
-    /// Compare on a cell of a reproduction instead of a job file: its job file, device
-    /// profile and overrides, e.g. `k2-analysis:randread` (default state: the first one).
-    #[arg(long, value_name = "NAME:VARIANT[:STATE]", conflicts_with = "jobfile")]
-    experiment: Option<String>,
-    /// With --experiment: the paper's runtime (the full mode) instead of the quick one.
-    #[arg(long, requires = "experiment")]
-    full: bool,
     #[command(flatten)]
-    device: DeviceArgs,
-    /// Seed of every run [default: 0; with --experiment, the reproduction's own seeds].
-    #[arg(long)]
-    seed: Option<u64>,
-    /// Run every policy once per seed (N, N-M or a comma list of them): the table shows
-    /// means and each p99.9's range.
-    #[arg(long, value_name = "LIST", conflicts_with = "seed", value_parser = parse_seeds)]
-    seeds: Option<Seeds>,
+    setup: SweepSetup,
     /// normal (a table) or json.
     #[arg(long, default_value = "normal", value_parser = ["normal", "json"])]
     output_format: String,
@@ -273,7 +259,18 @@ struct TuneArgs {
     /// Job file with one real-time job (prioclass=1) and background jobs
     /// [default: examples/k2-mix.fio].
     jobfile: Option<PathBuf>,
-    /// Tune on a cell of a reproduction instead of a job file: its job file, device
+    /// Bounds to sweep.
+    #[arg(long, default_value = "1,2,4,8,16,32,64", value_delimiter = ',')]
+    bounds: Vec<u32>,
+    #[command(flatten)]
+    setup: SweepSetup,
+}
+
+/// What the runs of `tune` and `sweep` share: a reproduction's cell or the job file's
+/// device, and the seeds.
+#[derive(Args)]
+struct SweepSetup {
+    /// Run on a cell of a reproduction instead of a job file: its job file, device
     /// profile and overrides, e.g. `k2-analysis:randread` or `k2-analysis:read:full`
     /// (default state: the first one).
     #[arg(long, value_name = "NAME:VARIANT[:STATE]", conflicts_with = "jobfile")]
@@ -281,20 +278,37 @@ struct TuneArgs {
     /// With --experiment: the paper's runtime (the full mode) instead of the quick one.
     #[arg(long, requires = "experiment")]
     full: bool,
-    /// Bounds to sweep.
-    #[arg(long, default_value = "1,2,4,8,16,32,64", value_delimiter = ',')]
-    bounds: Vec<u32>,
     #[command(flatten)]
     device: DeviceArgs,
     /// Seed of every run [default: 0; with --experiment, the reproduction's own seeds, one
     /// per repetition of the mode: 1, 2, ...]
     #[arg(long)]
     seed: Option<u64>,
-    /// Run every configuration once per seed (N, N-M or a comma list of them) and choose
-    /// on the means, as a reproduction averages its repetitions; the table adds each RT
-    /// p99.9's range over the seeds.
+    /// Run every configuration once per seed (N, N-M or a comma list of them): the table
+    /// shows the means and each p99.9's range over the seeds (tune chooses on the means,
+    /// as a reproduction averages its repetitions).
     #[arg(long, value_name = "LIST", conflicts_with = "seed", value_parser = parse_seeds)]
     seeds: Option<Seeds>,
+}
+
+impl SweepSetup {
+    /// The jobs (of the cell, else of `jobfile`), the device profile, a name for
+    /// messages, and the seeds to run.
+    fn load(&self, jobfile: &Path) -> Result<(nvsched_workload::JobFile, DeviceProfile, String, Vec<u64>), String> {
+        let (jobs, profile, source, default_seeds) = match &self.experiment {
+            Some(cell) => {
+                let (jobs, profile, seeds) = experiment_cell(cell, !self.full, &self.device)?;
+                (jobs, profile, cell.clone(), seeds)
+            }
+            None => {
+                let jobs = load_jobs(jobfile, false)?;
+                let profile = self.device.load(jobs.precondition().map_err(|e| e.to_string())?)?;
+                (jobs, profile, jobfile.display().to_string(), vec![0])
+            }
+        };
+        let seeds = self.seeds.clone().map(|s| s.0).or(self.seed.map(|s| vec![s])).unwrap_or(default_seeds);
+        Ok((jobs, profile, source, seeds))
+    }
 }
 
 /// Seeds given as `N`, `N-M` or a comma list of them.
@@ -724,23 +738,12 @@ fn cmd_tune(args: TuneArgs) -> Result<(), String> {
     if args.bounds.is_empty() || args.bounds.contains(&0) {
         return Err("--bounds: give bounds >= 1".into());
     }
-    let (jobs, profile, source, default_seeds) = match &args.experiment {
-        Some(cell) => {
-            let (jobs, profile, seeds) = experiment_cell(cell, !args.full, &args.device)?;
-            (jobs, profile, cell.clone(), seeds)
-        }
-        None => {
-            let path = args.jobfile.as_deref().unwrap_or(Path::new("examples/k2-mix.fio"));
-            let jobs = load_jobs(path, false)?;
-            let profile = args.device.load(jobs.precondition().map_err(|e| e.to_string())?)?;
-            (jobs, profile, path.display().to_string(), vec![0])
-        }
-    };
+    let path = args.jobfile.as_deref().unwrap_or(Path::new("examples/k2-mix.fio"));
+    let (jobs, profile, source, seeds) = args.setup.load(path)?;
     nvsched::tune::check_jobs(&jobs, &source)?;
     if let Some((theirs, at)) = jobs.ioscheduler().map_err(|e| e.to_string())? {
         eprintln!("warning: {at}: ioscheduler={theirs} is not used: tune compares none and k2 bounds");
     }
-    let seeds = args.seeds.map(|s| s.0).or(args.seed.map(|s| vec![s])).unwrap_or(default_seeds);
     let over = if seeds.len() > 1 { format!(", {} seeds each", seeds.len()) } else { String::new() };
     eprintln!("nvsched: sweeping none and k2 bounds {:?} on {}{over} ...", args.bounds, profile.name);
     let rows = nvsched::tune::sweep(&jobs, &profile, &seeds, &args.bounds)?;
@@ -760,14 +763,8 @@ fn cmd_sweep(args: SweepArgs) -> Result<(), String> {
         args.sched.clone()
     };
     nvsched::sweep::check_policies(&policies)?;
-    let (jobs, profile, default_seeds) = match &args.experiment {
-        Some(cell) => experiment_cell(cell, !args.full, &args.device)?,
-        None => {
-            let jobs = load_jobs(args.jobfile.as_deref().expect("clap requires a job file"), false)?;
-            let profile = args.device.load(jobs.precondition().map_err(|e| e.to_string())?)?;
-            (jobs, profile, vec![0])
-        }
-    };
+    let jobfile = args.jobfile.as_deref().unwrap_or(Path::new("-"));
+    let (jobs, profile, _, seeds) = args.setup.load(jobfile)?;
     if let Some((theirs, at)) = jobs.ioscheduler().map_err(|e| e.to_string())? {
         eprintln!("warning: {at}: ioscheduler={theirs} is not used: sweep runs the policies of --sched");
     }
@@ -777,7 +774,6 @@ fn cmd_sweep(args: SweepArgs) -> Result<(), String> {
     if let Some(dir) = &args.plot {
         std::fs::create_dir_all(dir).map_err(|e| format!("--plot '{}': {e}", dir.display()))?;
     }
-    let seeds = args.seeds.map(|s| s.0).or(args.seed.map(|s| vec![s])).unwrap_or(default_seeds);
     let show = !args.quiet;
     if show {
         eprintln!(
