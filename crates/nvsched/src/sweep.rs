@@ -169,12 +169,18 @@ pub fn summarize(runs: &[Run]) -> Vec<PolicySummary> {
         .map(|policy| {
             let mine: Vec<&Run> = runs.iter().filter(|r| r.policy == policy).collect();
             let n = mine.len() as f64;
-            let first = &mine[0].lines;
-            // a line is matched by job and direction: a run where a job moved no data in
-            // a direction counts it as zero bandwidth, and leaves the latencies out
+            // a line is matched by job and direction, over every run (in the order they
+            // first appear): a run where a job moved no data in a direction counts it as
+            // zero bandwidth, and leaves the latencies out
+            let mut keys: Vec<&JobLine> = Vec::new();
+            for l in mine.iter().flat_map(|r| &r.lines) {
+                if !keys.iter().any(|k| k.job == l.job && k.dir == l.dir) {
+                    keys.push(l);
+                }
+            }
             let mut lines = Vec::new();
             let mut p999_range_us = Vec::new();
-            for l in first {
+            for l in keys {
                 let same: Vec<&JobLine> =
                     mine.iter().filter_map(|r| r.lines.iter().find(|o| o.job == l.job && o.dir == l.dir)).collect();
                 let k = same.len() as f64;
@@ -352,6 +358,9 @@ mod tests {
         let s = summarize(&runs);
         assert_eq!(s[0].lines[0].bw_mbps, 25.0);
         assert_eq!(s[0].lines[0].clat_p999_us, 100.0, "latencies of the runs that had some");
+        // also when the first run is the one without it
+        let runs = vec![run("none", 1, vec![]), run("none", 2, vec![line("w", 100.0, 50.0)])];
+        assert_eq!(summarize(&runs)[0].lines[0].bw_mbps, 25.0);
     }
 
     #[test]
