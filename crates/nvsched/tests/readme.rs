@@ -1,10 +1,10 @@
 //! README.md's simulated examples print what README.md shows.
 //!
-//! Every `$ nvsched run|sweep examples/...` and `$ nvsched tune ... examples/...` line in a
-//! fenced block is run (in simulation, so the output is deterministic) and each output
+//! Every `$ nvsched run|sweep examples/...`, `$ nvsched tune ... examples/...` and
+//! `$ nvsched repro NAME --quick` line in a fenced block is run (in simulation, so the output is deterministic) and each output
 //! line shown under it must appear in what the command prints. README abridges: a `...`
 //! line stands for lines left out, `a ... b` for a line's middle, and the time of day in
-//! a job's header line is not compared.
+//! a job's header line and a reproduction's wall-clock time are not compared.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -20,7 +20,8 @@ struct Example {
     shown: Vec<String>,
 }
 
-/// The `nvsched run`, `sweep` and `tune` commands on job files in `examples/` of README's fenced blocks. A command's shown
+/// The `nvsched run`, `sweep` and `tune` commands on job files in `examples/`, and the quick
+/// reproductions, of README's fenced blocks. A command's shown
 /// output ends at the block's end or at the next `$` line; a pipe into grep or tail only
 /// selects lines, so the command runs without it.
 fn simulated_examples(readme: &str) -> Vec<Example> {
@@ -48,8 +49,9 @@ fn simulated_examples(readme: &str) -> Vec<Example> {
                 Some("tune") => words.last(),
                 _ => None,
             };
+            let quick_repro = words.get(1).is_some_and(|w| w == "repro") && words.iter().any(|w| w == "--quick");
             let simulated = words[0] == "nvsched"
-                && job.is_some_and(|j| j.starts_with("examples/"))
+                && (job.is_some_and(|j| j.starts_with("examples/")) || quick_repro)
                 && !words.iter().any(|w| w == "--engine" || w == "--experiment");
             if simulated {
                 current = Some(Example { readme_line: i + 1, args: words[1..].to_vec(), shown: Vec::new() });
@@ -61,12 +63,20 @@ fn simulated_examples(readme: &str) -> Vec<Example> {
     examples
 }
 
-/// A header line's time of day ("pid=0: Tue Nov 24 10:50:40 2026") is cut off.
-fn without_time_of_day(line: &str) -> &str {
-    match line.find("pid=0: ") {
-        Some(at) => &line[..at + "pid=0:".len()],
-        None => line,
+/// What differs from run to run is not compared: a header line's time of day ("pid=0: Tue
+/// Nov 24 10:50:40 2026") is cut off, and a reproduction's wall-clock time ("from cache) in
+/// 42.1s; results in ...") becomes "in _s".
+fn without_wall_clock(line: &str) -> String {
+    if let Some(at) = line.find("pid=0: ") {
+        return line[..at + "pid=0:".len()].to_owned();
     }
+    if let Some(at) = line.find("from cache) in ") {
+        let from = at + "from cache) in ".len();
+        if let Some(len) = line[from..].find("s;") {
+            return format!("{}_{}", &line[..from], &line[from + len..]);
+        }
+    }
+    line.to_owned()
 }
 
 #[test]
@@ -90,9 +100,10 @@ fn readme_examples_print_what_readme_shows() {
             .output()
             .expect("nvsched runs");
         let printed = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        let printed_lines: Vec<&str> = printed.lines().map(|l| without_time_of_day(l.trim())).collect();
+        let printed_lines: Vec<String> = printed.lines().map(|l| without_wall_clock(l.trim())).collect();
         for shown in &example.shown {
-            let fragments = without_time_of_day(shown).split("...").map(str::trim).filter(|f| !f.is_empty());
+            let shown = without_wall_clock(shown);
+            let fragments = shown.split("...").map(str::trim).filter(|f| !f.is_empty());
             for fragment in fragments {
                 if !printed_lines.iter().any(|l| l.contains(fragment)) {
                     mismatches.push(format!(
