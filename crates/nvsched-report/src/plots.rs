@@ -114,6 +114,72 @@ fn bounds(values: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
     }
 }
 
+/// Where labels of points go: a label is written right of its point, so points whose
+/// labels would print over each other (within a text line's height, 4.5% of the y span,
+/// and 2% of the x span) share one label ("none, kyber") at the first of them. Each point
+/// keeps its own dot.
+fn point_labels(
+    pts: &[LabelledPoint],
+    (x0, x1, log_x): (f64, f64, bool),
+    (y0, y1, log_y): (f64, f64, bool),
+) -> Vec<LabelledPoint> {
+    let at = |v: f64, lo: f64, hi: f64, log: bool| {
+        if log {
+            (v.max(f64::MIN_POSITIVE).ln() - lo.ln()) / (hi.ln() - lo.ln())
+        } else {
+            (v - lo) / (hi - lo)
+        }
+    };
+    let close = |a: &LabelledPoint, b: &LabelledPoint| {
+        (at(a.0, x0, x1, log_x) - at(b.0, x0, x1, log_x)).abs() < 0.02
+            && (at(a.1, y0, y1, log_y) - at(b.1, y0, y1, log_y)).abs() < 0.045
+    };
+    let mut labels: Vec<LabelledPoint> = Vec::new();
+    for p in pts {
+        match labels.iter_mut().find(|m| close(m, p)) {
+            Some(m) => {
+                m.2.push_str(", ");
+                m.2.push_str(&p.2);
+            }
+            None => labels.push(p.clone()),
+        }
+    }
+    labels
+}
+
+/// The x axis' end that leaves each point's label inside the plot (at most 2.5 times the
+/// span): the label needs its width in pixels right of its point.
+fn widen_for_labels(
+    series: &[(String, Vec<LabelledPoint>)],
+    (x0, x1, log_x): (f64, f64, bool),
+    y: (f64, f64, bool),
+    plot_px: f64,
+) -> f64 {
+    let to_unit = |v: f64| if log_x { (v.ln() - x0.ln()) / (x1.ln() - x0.ln()) } else { (v - x0) / (x1 - x0) };
+    let mut needed: f64 = 1.0; // the span, in units of the current one
+    for (_, pts) in series {
+        for (x, _, label) in point_labels(pts, (x0, x1, log_x), y) {
+            if log_x && x <= 0.0 {
+                continue;
+            }
+            // the label takes a fixed share of the plot's width, whatever the span
+            let share = (label_width_px(label.chars().count()) / plot_px).min(0.6);
+            needed = needed.max(to_unit(x) / (1.0 - share));
+        }
+    }
+    let needed = needed.min(2.5);
+    if log_x {
+        (x0.ln() + (x1.ln() - x0.ln()) * needed).exp()
+    } else {
+        x0 + (x1 - x0) * needed
+    }
+}
+
+/// Pixels of a label of `chars` characters in the points' font, with its offset.
+fn label_width_px(chars: usize) -> f64 {
+    12.0 + 6.5 * chars as f64
+}
+
 type Err<DB> = DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>;
 
 fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, plotters::coord::Shift>, p: &Panel) -> Result<(), Err<DB>> {
@@ -123,7 +189,7 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, plotters::coord::Shift>
         PanelKind::Points(s) => s.iter().flat_map(|(_, pts)| pts.iter().map(|(x, y, _)| (*x, *y))).unzip(),
         PanelKind::Lines(s) | PanelKind::Cdf(s) => s.iter().flat_map(|(_, pts)| pts.iter().copied()).unzip(),
     };
-    let (mut x0, x1) = match &p.kind {
+    let (mut x0, mut x1) = match &p.kind {
         PanelKind::Bars(b) => (0.0, b.len().max(1) as f64),
         _ => bounds(xs.iter().copied(), p.log_x),
     };
@@ -131,6 +197,11 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, plotters::coord::Shift>
         PanelKind::HBars(b) => (0.0, b.len().max(1) as f64),
         _ => bounds(ys.iter().copied(), p.log_y),
     };
+    if let PanelKind::Points(series) = &p.kind {
+        // room on the right for the labels of the rightmost points
+        let plot_px = (area.dim_in_pixel().0 as f64 - 64.0 - 24.0).max(100.0);
+        x1 = widen_for_labels(series, (x0, x1, p.log_x), (y0, y1, p.log_y), plot_px);
+    }
     if matches!(p.kind, PanelKind::Bars(_)) && !p.log_y {
         y0 = 0.0;
     }
@@ -157,12 +228,6 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, plotters::coord::Shift>
                 // a log axis draws a light line per sub-decade step: too dense to read
                 mesh.light_line_style(TRANSPARENT);
             }
-            if p.log_x {
-                mesh.x_labels(6);
-            }
-            if p.log_y {
-                mesh.y_labels(8);
-            }
             if let PanelKind::Bars(b) = &p.kind {
                 let fmt = category_names(b.iter().map(|(n, _)| n.clone()).collect());
                 mesh.x_labels(names_len(b) * 2 + 1).x_label_formatter(&fmt).disable_x_mesh();
@@ -175,14 +240,16 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, plotters::coord::Shift>
             } else {
                 mesh.draw()?;
             }
-            draw_content(&mut chart, p)?;
+            draw_content(&mut chart, p, (x0, x1), (y0, y1))?;
         }};
     }
+    let log_x = || (x0..x1).log_scale().with_key_points(log_ticks(x0, x1));
+    let log_y = || (y0..y1).log_scale().with_key_points(log_ticks(y0, y1));
     match (p.log_x, p.log_y) {
         (false, false) => finish!(builder.build_cartesian_2d(x0..x1, y0..y1)?),
-        (false, true) => finish!(builder.build_cartesian_2d(x0..x1, (y0..y1).log_scale())?),
-        (true, false) => finish!(builder.build_cartesian_2d((x0..x1).log_scale(), y0..y1)?),
-        (true, true) => finish!(builder.build_cartesian_2d((x0..x1).log_scale(), (y0..y1).log_scale())?),
+        (false, true) => finish!(builder.build_cartesian_2d(x0..x1, log_y())?),
+        (true, false) => finish!(builder.build_cartesian_2d(log_x(), y0..y1)?),
+        (true, true) => finish!(builder.build_cartesian_2d(log_x(), log_y())?),
     }
     Ok(())
 }
@@ -194,6 +261,36 @@ fn tick(v: &f64) -> String {
         text.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
         text
+    }
+}
+
+/// The ticks of a log axis from `lo` to `hi`: 1, 2 and 5 times each power of ten; over
+/// more than three decades the powers of ten alone, and within a narrow span every step
+/// (3, 4, ...), so that there are always a few. (plotters' own log ticks are the powers
+/// of ten only: one label, or none, on a typical latency axis.)
+fn log_ticks(lo: f64, hi: f64) -> Vec<f64> {
+    let ticks_with = |mantissas: &[f64]| -> Vec<f64> {
+        let mut ticks = Vec::new();
+        let mut decade = 10f64.powf(lo.log10().floor());
+        while decade <= hi {
+            for m in mantissas {
+                let v = decade * m;
+                if v >= lo * (1.0 - 1e-9) && v <= hi * (1.0 + 1e-9) {
+                    ticks.push(v);
+                }
+            }
+            decade *= 10.0;
+        }
+        ticks
+    };
+    if hi / lo > 1e3 {
+        return ticks_with(&[1.0]);
+    }
+    let ticks = ticks_with(&[1.0, 2.0, 5.0]);
+    if ticks.len() >= 3 {
+        ticks
+    } else {
+        ticks_with(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0])
     }
 }
 
@@ -212,7 +309,13 @@ fn names_len(b: &[(String, f64)]) -> usize {
     b.len()
 }
 
-fn draw_content<'a, DB, X, Y>(chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>, p: &Panel) -> Result<(), Err<DB>>
+/// `x` and `y` are the axes' spans.
+fn draw_content<'a, DB, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    p: &Panel,
+    (x0, x1): (f64, f64),
+    (y0, y1): (f64, f64),
+) -> Result<(), Err<DB>>
 where
     DB: DrawingBackend + 'a,
     X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
@@ -241,12 +344,15 @@ where
         PanelKind::Points(series) => {
             for (k, (name, pts)) in series.iter().enumerate() {
                 let c = PALETTE[k % PALETTE.len()];
+                chart.draw_series(
+                    point_labels(pts, (x0, x1, p.log_x), (y0, y1, p.log_y))
+                        .into_iter()
+                        .map(|(x, y, label)| EmptyElement::at((x, y)) + Text::new(label, (6, -6), (FONT, 11))),
+                )?;
                 chart
-                    .draw_series(pts.iter().map(|(x, y, label)| {
-                        EmptyElement::at((*x, *y))
-                            + Circle::new((0, 0), 4, c.filled())
-                            + Text::new(label.clone(), (6, -6), (FONT, 11))
-                    }))?
+                    .draw_series(
+                        pts.iter().map(|(x, y, _)| EmptyElement::at((*x, *y)) + Circle::new((0, 0), 4, c.filled())),
+                    )?
                     .label(name.as_str())
                     .legend(move |(x, y)| Circle::new((x + 8, y), 4, c.filled()));
             }
@@ -290,6 +396,46 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn labels_that_would_overlap_are_joined_at_the_first_point() {
+        let pts = vec![(1020.0, 758.0, "none".into()), (283.0, 153.0, "k2".into()), (1021.0, 740.0, "kyber".into())];
+        let labels = point_labels(&pts, (0.0, 1100.0, false), (0.0, 800.0, false));
+        assert_eq!(labels.len(), 2);
+        assert_eq!(labels[0], (1020.0, 758.0, "none, kyber".to_owned()));
+        assert_eq!(labels[1].2, "k2");
+        // on a log axis closeness is a ratio: 10 and 15 are apart on 1..10^4, 1000 and 1010 are not
+        let pts = vec![
+            (10.0, 1.0, "a".into()),
+            (15.0, 1.0, "b".into()),
+            (1000.0, 1.0, "c".into()),
+            (1010.0, 1.0, "d".into()),
+        ];
+        let labels = point_labels(&pts, (1.0, 1e4, true), (0.0, 2.0, false));
+        assert_eq!(labels.iter().map(|m| m.2.as_str()).collect::<Vec<_>>(), ["a", "b", "c, d"]);
+    }
+
+    #[test]
+    fn log_axes_tick_one_two_and_five_of_each_decade() {
+        assert_eq!(log_ticks(120.0, 4000.0), [200.0, 500.0, 1000.0, 2000.0]);
+        assert_eq!(log_ticks(0.5, 30.0), [0.5, 1.0, 2.0, 5.0, 10.0, 20.0]);
+        // more than three decades: the powers of ten
+        assert_eq!(log_ticks(5.0, 2e5), [10.0, 100.0, 1000.0, 10000.0, 100000.0]);
+        // a narrow span gets every step
+        assert_eq!(log_ticks(55000.0, 330000.0), [60000.0, 70000.0, 80000.0, 90000.0, 100000.0, 200000.0, 300000.0]);
+    }
+
+    #[test]
+    fn the_x_axis_makes_room_for_the_rightmost_label() {
+        let series = vec![("s".to_owned(), vec![(0.0, 0.0, "a".to_owned()), (100.0, 0.0, "a long label".to_owned())])];
+        // 12 characters: 12 + 78 = 90 px of 300, so the point at 100 must sit at 70% of the span
+        let x1 = widen_for_labels(&series, (0.0, 100.0, false), (0.0, 1.0, false), 300.0);
+        assert!((x1 - 100.0 / 0.7).abs() < 1e-9, "{x1}");
+        // a label well inside the plot needs no room
+        let series = vec![("s".to_owned(), vec![(10.0, 0.0, "x".to_owned()), (100.0, 1.0, String::new())])];
+        let x1 = widen_for_labels(&series, (0.0, 200.0, false), (0.0, 1.0, false), 300.0);
+        assert_eq!(x1, 200.0);
+    }
 
     #[test]
     fn renders_png_and_svg() {
