@@ -37,6 +37,8 @@ pub enum PanelKind {
     /// Named cumulative distributions (value, fraction): lines with the legend in the
     /// lower right, which a CDF leaves empty.
     Cdf(Vec<(String, Vec<(f64, f64)>)>),
+    /// Nothing: an empty slot of the figure's grid.
+    Blank,
 }
 
 /// One panel of a figure.
@@ -91,6 +93,9 @@ impl Figure {
         let root = root.titled(&self.title, (FONT, 22)).map_err(err)?;
         let areas = root.split_evenly((self.rows, self.cols));
         for (area, panel) in areas.iter().zip(&self.panels) {
+            if matches!(panel.kind, PanelKind::Blank) {
+                continue;
+            }
             draw_panel(area, panel).map_err(err)?;
         }
         root.present().map_err(err)
@@ -188,6 +193,7 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, plotters::coord::Shift>
         PanelKind::HBars(b) => (b.iter().map(|(_, v)| *v).collect(), (0..=b.len()).map(|i| i as f64).collect()),
         PanelKind::Points(s) => s.iter().flat_map(|(_, pts)| pts.iter().map(|(x, y, _)| (*x, *y))).unzip(),
         PanelKind::Lines(s) | PanelKind::Cdf(s) => s.iter().flat_map(|(_, pts)| pts.iter().copied()).unzip(),
+        PanelKind::Blank => (Vec::new(), Vec::new()),
     };
     let (mut x0, mut x1) = match &p.kind {
         PanelKind::Bars(b) => (0.0, b.len().max(1) as f64),
@@ -254,9 +260,14 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, plotters::coord::Shift>
     Ok(())
 }
 
-/// Axis tick text: no needless decimals ("1000", "2.5", "0.25").
+/// Axis tick text: four significant digits at most, no needless decimals ("1000", "2.5",
+/// "0.25", "0.0125"), so that ticks on a small scale stay apart.
 fn tick(v: &f64) -> String {
-    let text = if v.abs() >= 100.0 { format!("{v:.0}") } else { format!("{v:.2}") };
+    if *v == 0.0 || v.abs() >= 100.0 {
+        return format!("{v:.0}");
+    }
+    let decimals = (3 - v.abs().log10().floor() as i32).clamp(0, 9) as usize;
+    let text = format!("{v:.decimals$}");
     if text.contains('.') {
         text.trim_end_matches('0').trim_end_matches('.').to_string()
     } else {
@@ -389,6 +400,7 @@ where
                     .draw()?;
             }
         }
+        PanelKind::Blank => {}
     }
     Ok(())
 }
@@ -413,6 +425,13 @@ mod tests {
         ];
         let labels = point_labels(&pts, (1.0, 1e4, true), (0.0, 2.0, false));
         assert_eq!(labels.iter().map(|m| m.2.as_str()).collect::<Vec<_>>(), ["a", "b", "c, d"]);
+    }
+
+    #[test]
+    fn tick_text_keeps_small_steps_apart() {
+        let texts: Vec<String> =
+            [0.0, 1000.0, 2.5, 0.25, 0.0125, 0.015000000000000001, 0.005, 12.5, -0.02].iter().map(tick).collect();
+        assert_eq!(texts, ["0", "1000", "2.5", "0.25", "0.0125", "0.015", "0.005", "12.5", "-0.02"]);
     }
 
     #[test]

@@ -20,6 +20,11 @@ fn repro_writes_its_outputs_and_reuses_cached_runs() {
     for f in ["results.json", "report.md", "tabs-half-full.png", "tabs-half-full.svg"] {
         assert!(out.join(f).exists(), "{f}");
     }
+    // the figure shows each of the paper's metrics: a row of panels per metric
+    let svg = std::fs::read_to_string(out.join("tabs-half-full.svg")).unwrap();
+    for axis in ["read BW (MB/s)", "FUA BW (MB/s)", "fairness"] {
+        assert!(svg.contains(axis), "the figure has no '{axis}' panels");
+    }
     let fresh = std::fs::read_to_string(out.join("results.json")).unwrap();
     let results: serde_json::Value = serde_json::from_str(&fresh).unwrap();
     assert_eq!(results["runs"].as_array().unwrap().len(), 10);

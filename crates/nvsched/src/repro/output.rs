@@ -288,33 +288,57 @@ fn plots(o: &Outcome, out: &std::path::Path) -> Result<Vec<String>, String> {
                     panels,
                 },
             )?;
-        } else if let Some((metric, label)) =
-            cols.iter().rev().find(|(c, _)| o.cells.keys().any(|k| k.ends_with(&format!("/{c}"))))
-        {
-            let cols_n = m.variants.len().min(4);
-            let rows_n = m.variants.len().div_ceil(cols_n);
-            let panels = m
-                .variants
+        } else {
+            // each of the experiment's metrics per policy: a row of panels per metric, one
+            // panel per variant that has the metric and not only zeros (prio-nice's crowd
+            // has no writers, tabs' 1r no FUA writes)
+            let rows: Vec<Vec<Panel>> = cols
                 .iter()
-                .map(|v| {
-                    let bars = m
-                        .policies_of(v)
+                .map(|(metric, label)| {
+                    m.variants
                         .iter()
-                        .filter_map(|p| Some((short(p), cell(&v.name, &st.name, p, metric)?)))
-                        .collect();
-                    Panel {
-                        title: format!("{} ({})", v.name, st.name),
-                        x_label: "policy".into(),
-                        y_label: (*label).into(),
-                        log_x: false,
-                        log_y: false,
-                        kind: PanelKind::Bars(bars),
-                    }
+                        .filter_map(|v| {
+                            let bars: Vec<(String, f64)> = m
+                                .policies_of(v)
+                                .iter()
+                                .filter_map(|p| Some((short(p), cell(&v.name, &st.name, p, metric)?)))
+                                .collect();
+                            bars.iter().any(|(_, v)| *v != 0.0).then(|| Panel {
+                                title: format!("{} ({})", v.name, st.name),
+                                x_label: "policy".into(),
+                                y_label: (*label).into(),
+                                log_x: false,
+                                log_y: false,
+                                kind: PanelKind::Bars(bars),
+                            })
+                        })
+                        .collect()
                 })
+                .filter(|row: &Vec<Panel>| !row.is_empty())
                 .collect();
+            let Some(cols_n) = rows.iter().map(Vec::len).max().map(|n| n.min(4)) else {
+                continue;
+            };
+            let mut panels = Vec::new();
+            for row in rows {
+                let blanks = (cols_n - row.len() % cols_n) % cols_n;
+                panels.extend(row);
+                panels.extend((0..blanks).map(|_| Panel {
+                    title: String::new(),
+                    x_label: String::new(),
+                    y_label: String::new(),
+                    log_x: false,
+                    log_y: false,
+                    kind: PanelKind::Blank,
+                }));
+            }
             let name = format!("{}-{}", m.name, st.name);
-            let figure =
-                Figure { title: format!("{}: {label}, {} drive", m.name, st.name), rows: rows_n, cols: cols_n, panels };
+            let figure = Figure {
+                title: format!("{}: the paper's metrics per policy, {} drive", m.name, st.name),
+                rows: panels.len() / cols_n,
+                cols: cols_n,
+                panels,
+            };
             save_figure(out, &mut names, name, figure)?;
         }
     }
