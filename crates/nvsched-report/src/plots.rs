@@ -199,10 +199,19 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, plotters::coord::Shift>
         PanelKind::Bars(b) => (0.0, b.len().max(1) as f64),
         _ => bounds(xs.iter().copied(), p.log_x),
     };
-    let (mut y0, y1) = match &p.kind {
+    let (mut y0, mut y1) = match &p.kind {
         PanelKind::HBars(b) => (0.0, b.len().max(1) as f64),
         _ => bounds(ys.iter().copied(), p.log_y),
     };
+    if let (PanelKind::Lines(series), false) = (&p.kind, p.log_y) {
+        // headroom for the legend in the upper right (a row of about 18 px per series),
+        // so that it does not hide the lines
+        if series.len() > 1 {
+            let plot_px = (area.dim_in_pixel().1 as f64 - 100.0).max(100.0);
+            let legend_share = ((18 * series.len() + 14) as f64 / plot_px).min(0.6);
+            y1 = y0 + (y1 - y0) / (1.0 - legend_share);
+        }
+    }
     if let PanelKind::Points(series) = &p.kind {
         // room on the right for the labels of the rightmost points
         let plot_px = (area.dim_in_pixel().0 as f64 - 64.0 - 24.0).max(100.0);

@@ -220,6 +220,7 @@ impl JobRecorder {
             (Some(s), latency - s)
         };
         let since_start = now - ramp_end;
+        self.stats.stats_start = ramp_end;
         self.stats.record(io.op, u64::from(io.len_bytes), slat, clat, since_start);
         if self.per_prio {
             self.stats.record_prio(io.op, io.prio, slat, clat);
@@ -272,6 +273,7 @@ mod tests {
         assert_eq!((r.stats.dirs[1].total_ios, r.stats.ramp_dropped), (0, 1));
         r.record(&io(Op::Write, IoPrio::rt(0)), Nanos(30_000), Nanos(20_000));
         assert_eq!(r.stats.dirs[1].total_ios, 1);
+        assert_eq!(r.stats.stats_start, Nanos(20_000), "statistics start when the warm-up ends, on the run's clock");
         assert_eq!(r.stats.dirs[1].prios.len(), 1, "per-priority latency recorded");
         let mut r = recorder(false, false);
         r.record(&io(Op::Write, IoPrio::rt(0)), Nanos(30_000), Nanos(20_000));

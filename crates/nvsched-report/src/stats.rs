@@ -280,6 +280,9 @@ pub struct JobStats {
     pub complete_levels: [u64; 7],
     /// Time the statistics cover (after ramp), longest clone for merged entries.
     pub runtime: Nanos,
+    /// When the statistics and the per-second series start on the run's clock (the job's
+    /// start plus `ramp_time`; the earliest clone's for merged entries).
+    pub stats_start: Nanos,
     pub percentile_list: Vec<f64>,
     /// Which latencies get percentiles (set with [`JobStats::set_percentile_kinds`]).
     pub percentile_kinds: PercentileKinds,
@@ -451,6 +454,7 @@ impl JobStats {
             submit_levels: [0; 7],
             complete_levels: [0; 7],
             runtime: Nanos::ZERO,
+            stats_start: Nanos::ZERO,
             percentile_list,
             percentile_kinds: PercentileKinds::default(),
             iodepth,
@@ -605,6 +609,7 @@ impl JobStats {
             self.complete_levels[i] += other.complete_levels[i];
         }
         self.runtime = self.runtime.max(other.runtime);
+        self.stats_start = self.stats_start.min(other.stats_start);
         self.clones += other.clones;
         self.ramp_dropped += other.ramp_dropped;
         self.cpu.add(&other.cpu);

@@ -23,12 +23,14 @@ pub fn run_figures(report: &RunReport, run: &RunSeries, dir: &Path) -> Result<Ve
         .iter()
         .enumerate()
         .map(|(i, j)| {
-            let pts = (0..j.dirs[0].series.bytes.len().max(j.dirs[1].series.bytes.len()))
-                .map(|s| {
-                    let b = j.dirs.iter().map(|d| d.series.bytes.get(s).copied().unwrap_or(0)).sum::<u64>();
-                    (s as f64 + 0.5, b as f64 / 1e6)
-                })
+            let seconds = j.dirs.iter().map(|d| d.series.bytes.len()).max().unwrap_or(0);
+            let bytes: Vec<u64> = (0..seconds)
+                .map(|s| j.dirs.iter().map(|d| d.series.bytes.get(s).copied().unwrap_or(0)).sum())
                 .collect();
+            // the run's clock: a job that starts late (startdelay) is drawn where it ran
+            let start_s = j.stats_start.0 as f64 / 1e9;
+            let pts =
+                per_second_mbps(&bytes, j.runtime.0 as f64 / 1e9).into_iter().map(|(t, v)| (start_s + t, v)).collect();
             (format!("{} #{i}", j.name), pts)
         })
         .collect();
@@ -87,6 +89,28 @@ pub fn run_figures(report: &RunReport, run: &RunSeries, dir: &Path) -> Result<Ve
     Ok(names)
 }
 
+/// MB/s per one-second window of a job that ran `runtime_s` seconds, at each window's
+/// middle. The last window is partial: over half a second it is scaled to the time it
+/// covers, shorter it is left out (a few requests completing as the job stops would draw
+/// a drop to zero, or a spike, that the job never had).
+fn per_second_mbps(bytes: &[u64], runtime_s: f64) -> Vec<(f64, f64)> {
+    bytes
+        .iter()
+        .enumerate()
+        .filter_map(|(s, &b)| {
+            let start = s as f64;
+            let covered = (runtime_s - start).clamp(0.0, 1.0);
+            if covered >= 1.0 {
+                Some((start + 0.5, b as f64 / 1e6))
+            } else if covered >= 0.5 {
+                Some((start + covered / 2.0, b as f64 / 1e6 / covered))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
 /// A policy's series holds each value from its time on (the bound set then), so it is
 /// drawn as steps, in seconds.
 fn steps(points: &[(u64, f64)]) -> Vec<(f64, f64)> {
@@ -103,6 +127,14 @@ fn steps(points: &[(u64, f64)]) -> Vec<(f64, f64)> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_short_last_window_is_left_out_and_a_long_one_scaled() {
+        let pts = super::per_second_mbps(&[2_000_000, 2_000_000, 10_000], 2.001);
+        assert_eq!(pts, vec![(0.5, 2.0), (1.5, 2.0)]);
+        let pts = super::per_second_mbps(&[2_000_000, 1_500_000], 1.75);
+        assert_eq!(pts, vec![(0.5, 2.0), (1.375, 2.0)]);
+    }
+
     #[test]
     fn policy_series_are_drawn_as_steps() {
         let pts = super::steps(&[(0, 1.0), (500_000_000, 4.0), (2_000_000_000, 2.0)]);
