@@ -70,19 +70,11 @@ pub fn metrics(kind: &str, variant: &Variant, _jobs: &JobFile, report: &RunRepor
                     _ => reads.push((nice, runtime)),
                 }
             }
-            for (name, mut list) in [("read", reads), ("write", writes)] {
+            for (name, list) in [("read", reads), ("write", writes)] {
                 if list.is_empty() {
                     continue;
                 }
-                list.sort_by_key(|(n, _)| *n);
-                // several processes per nice value: their mean runtime
-                let mut by_nice: Vec<(i64, f64)> = Vec::new();
-                for (n, t) in list {
-                    match by_nice.last_mut() {
-                        Some((ln, lt)) if *ln == n => *lt = (*lt + t) / 2.0,
-                        _ => by_nice.push((n, t)),
-                    }
-                }
+                let by_nice = mean_runtime_per_nice(list);
                 let times: Vec<f64> = by_nice.iter().map(|(_, t)| *t).collect();
                 let ordered =
                     times.windows(2).filter(|w| w[1] >= w[0]).count() as f64 / (times.len() - 1).max(1) as f64;
@@ -143,6 +135,23 @@ fn cell(cells: &BTreeMap<String, f64>, key: &str) -> Option<f64> {
 }
 
 /// Values computed across cells (policies, variants, drive states), stored as extra cells.
+/// Runtimes (nice, seconds) of processes, as the mean runtime per nice value in nice
+/// order (the crowd run has up to 64 processes at one nice value).
+fn mean_runtime_per_nice(mut list: Vec<(i64, f64)>) -> Vec<(i64, f64)> {
+    list.sort_by_key(|(n, _)| *n);
+    let mut sums: Vec<(i64, f64, u32)> = Vec::new();
+    for (n, t) in list {
+        match sums.last_mut() {
+            Some((ln, sum, count)) if *ln == n => {
+                *sum += t;
+                *count += 1;
+            }
+            _ => sums.push((n, t, 1)),
+        }
+    }
+    sums.iter().map(|&(n, sum, count)| (n, sum / f64::from(count))).collect()
+}
+
 pub fn derive(m: &Manifest, cells: &mut BTreeMap<String, f64>) {
     match m.kind.as_str() {
         "k2" => {
@@ -364,6 +373,13 @@ pub fn judge(c: &Claim, cells: &BTreeMap<String, f64>) -> Verdict {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn runtimes_are_averaged_per_nice_value() {
+        // every process counts alike (a running pairwise average gave the last one half)
+        let by_nice = mean_runtime_per_nice(vec![(0, 4.0), (-15, 1.0), (-15, 2.0), (-15, 6.0)]);
+        assert_eq!(by_nice, vec![(-15, 3.0), (0, 4.0)]);
+    }
 
     #[test]
     fn k2_guideline_choices() {
