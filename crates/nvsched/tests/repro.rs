@@ -38,3 +38,20 @@ fn repro_writes_its_outputs_and_reuses_cached_runs() {
     assert!(std::fs::read_to_string(out.join("results.json")).unwrap() == fresh, "same results.json from the cache");
     std::fs::remove_dir_all(&out).unwrap();
 }
+
+#[test]
+fn prio_nice_draws_runtime_against_nice_value() {
+    let out = std::env::temp_dir().join(format!("nvsched-repro-nice-{}", std::process::id()));
+    let done = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+        .args(["repro", "prio-nice", "--quick", "-q", "--out", out.to_str().unwrap()])
+        .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
+        .output()
+        .unwrap();
+    assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
+    let svg = std::fs::read_to_string(out.join("prio-nice-runtimes-half-full.svg")).unwrap();
+    for text in ["nice value", "runtime (s)", "nice80 readers", "nice80 writers", "crowd readers", "prio-token"] {
+        assert!(svg.contains(text), "the figure lacks '{text}'");
+    }
+    assert!(!svg.contains("crowd writers"), "the crowd has no writers, so no panel");
+    std::fs::remove_dir_all(&out).unwrap();
+}

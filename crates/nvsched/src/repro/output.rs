@@ -1,5 +1,6 @@
 //! A reproduction's outputs: the console table, `results.json`, `report.md` and plots.
 
+use super::manifest::State;
 use super::{Options, Outcome, Verdict};
 use nvsched_report::plots::{Figure, Panel, PanelKind};
 use serde_json::{json, Value};
@@ -340,9 +341,56 @@ fn plots(o: &Outcome, out: &std::path::Path) -> Result<Vec<String>, String> {
                 panels,
             };
             save_figure(out, &mut names, name, figure)?;
+            if m.kind == "prio-nice" {
+                prio_nice_runtimes(o, st, out, &mut names)?;
+            }
         }
     }
     Ok(names)
+}
+
+/// The paper's prio-nice figure: each process' runtime against its nice value, a line per
+/// policy, a panel per workload and direction (first repetition).
+fn prio_nice_runtimes(o: &Outcome, st: &State, out: &Path, names: &mut Vec<String>) -> Result<(), String> {
+    let m = &o.manifest;
+    let mut panels = Vec::new();
+    for v in &m.variants {
+        for (dir, who) in [("read", "readers"), ("write", "writers")] {
+            let series: Vec<(String, Vec<(f64, f64)>)> = m
+                .policies_of(v)
+                .iter()
+                .filter_map(|p| {
+                    let r = o.runs.iter().find(|r| {
+                        r.key.variant == v.name && r.key.state == st.name && &r.key.policy == p && r.key.rep == 0
+                    })?;
+                    let by_nice: Vec<(i64, f64)> =
+                        serde_json::from_value(r.extra[format!("{dir}_runtimes")].clone()).ok()?;
+                    Some((short(p), by_nice.into_iter().map(|(n, t)| (n as f64, t)).collect()))
+                })
+                .collect();
+            if series.iter().any(|(_, pts)| !pts.is_empty()) {
+                panels.push(Panel {
+                    title: format!("{} {who} ({})", v.name, st.name),
+                    x_label: "nice value".into(),
+                    y_label: "runtime (s)".into(),
+                    log_x: false,
+                    log_y: false,
+                    kind: PanelKind::Lines(series),
+                });
+            }
+        }
+    }
+    if panels.is_empty() {
+        return Ok(());
+    }
+    let cols = panels.len().min(3);
+    let figure = Figure {
+        title: format!("prio-nice: runtime per nice value, {} drive", st.name),
+        rows: panels.len().div_ceil(cols),
+        cols,
+        panels,
+    };
+    save_figure(out, names, format!("prio-nice-runtimes-{}", st.name), figure)
 }
 
 /// Writes `figure` as OUT/NAME.png and .svg and records its name for the report.
