@@ -39,19 +39,38 @@ fn repro_writes_its_outputs_and_reuses_cached_runs() {
     std::fs::remove_dir_all(&out).unwrap();
 }
 
-#[test]
-fn prio_nice_draws_runtime_against_nice_value() {
-    let out = std::env::temp_dir().join(format!("nvsched-repro-nice-{}", std::process::id()));
+/// Runs `nvsched repro NAME --quick` into a fresh directory and returns it.
+fn quick_repro(name: &str) -> std::path::PathBuf {
+    let out = std::env::temp_dir().join(format!("nvsched-repro-{name}-{}", std::process::id()));
     let done = Command::new(env!("CARGO_BIN_EXE_nvsched"))
-        .args(["repro", "prio-nice", "--quick", "-q", "--out", out.to_str().unwrap()])
+        .args(["repro", name, "--quick", "-q", "--out", out.to_str().unwrap()])
         .current_dir(Path::new(env!("CARGO_MANIFEST_DIR")).join("../.."))
         .output()
         .unwrap();
     assert!(done.status.success(), "{}", String::from_utf8_lossy(&done.stderr));
+    out
+}
+
+#[test]
+fn prio_nice_draws_runtime_against_nice_value() {
+    let out = quick_repro("prio-nice");
     let svg = std::fs::read_to_string(out.join("prio-nice-runtimes-half-full.svg")).unwrap();
     for text in ["nice value", "runtime (s)", "nice80 readers", "nice80 writers", "crowd readers", "prio-token"] {
         assert!(svg.contains(text), "the figure lacks '{text}'");
     }
     assert!(!svg.contains("crowd writers"), "the crowd has no writers, so no panel");
+    std::fs::remove_dir_all(&out).unwrap();
+}
+
+#[test]
+fn mts_draws_each_tenants_share_against_its_weight() {
+    let out = quick_repro("mts");
+    for state in ["clean", "aged"] {
+        let svg = std::fs::read_to_string(out.join(format!("mts-shares-{state}.svg"))).unwrap();
+        // (SVG escapes the apostrophes of "tenant's weight" and "weight's share")
+        for text in ["s weight", "share of the bandwidth (%)", "s share", "cfq", "mts", "varmail"] {
+            assert!(svg.contains(text), "the {state} figure lacks '{text}'");
+        }
+    }
     std::fs::remove_dir_all(&out).unwrap();
 }

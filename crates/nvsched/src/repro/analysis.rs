@@ -134,7 +134,6 @@ fn cell(cells: &BTreeMap<String, f64>, key: &str) -> Option<f64> {
     cells.get(key).copied().filter(|v| v.is_finite())
 }
 
-/// Values computed across cells (policies, variants, drive states), stored as extra cells.
 /// Runtimes (nice, seconds) of processes, as the mean runtime per nice value in nice
 /// order (the crowd run has up to 64 processes at one nice value).
 fn mean_runtime_per_nice(mut list: Vec<(i64, f64)>) -> Vec<(i64, f64)> {
@@ -152,6 +151,7 @@ fn mean_runtime_per_nice(mut list: Vec<(i64, f64)>) -> Vec<(i64, f64)> {
     sums.iter().map(|&(n, sum, count)| (n, sum / f64::from(count))).collect()
 }
 
+/// Values computed across cells (policies, variants, drive states), stored as extra cells.
 pub fn derive(m: &Manifest, cells: &mut BTreeMap<String, f64>) {
     match m.kind.as_str() {
         "k2" => {

@@ -257,13 +257,7 @@ fn plots(o: &Outcome, out: &std::path::Path) -> Result<Vec<String>, String> {
                         .policies_of(v)
                         .iter()
                         .filter_map(|p| {
-                            let r = o.runs.iter().find(|r| {
-                                r.key.variant == v.name
-                                    && r.key.state == st.name
-                                    && &r.key.policy == p
-                                    && r.key.rep == 0
-                            })?;
-                            let pts: Vec<(f64, f64)> = serde_json::from_value(r.extra["rt_cdf"].clone()).ok()?;
+                            let pts: Vec<(f64, f64)> = first_extra(o, &v.name, &st.name, p, "rt_cdf")?;
                             Some((short(p), pts))
                         })
                         .collect();
@@ -341,12 +335,76 @@ fn plots(o: &Outcome, out: &std::path::Path) -> Result<Vec<String>, String> {
                 panels,
             };
             save_figure(out, &mut names, name, figure)?;
-            if m.kind == "prio-nice" {
-                prio_nice_runtimes(o, st, out, &mut names)?;
+            match m.kind.as_str() {
+                "prio-nice" => prio_nice_runtimes(o, st, out, &mut names)?,
+                "mts" => mts_shares(o, st, out, &mut names)?,
+                _ => {}
             }
         }
     }
     Ok(names)
+}
+
+/// A series the analysis kept for a cell's first repetition (`extra[key]` of its run),
+/// which is what the figures of single runs draw.
+fn first_extra<T: serde::de::DeserializeOwned>(
+    o: &Outcome,
+    variant: &str,
+    state: &str,
+    policy: &str,
+    key: &str,
+) -> Option<T> {
+    let r = o
+        .runs
+        .iter()
+        .find(|r| r.key.variant == variant && r.key.state == state && r.key.policy == policy && r.key.rep == 0)?;
+    serde_json::from_value(r.extra.get(key)?.clone()).ok()
+}
+
+/// The MTS paper's point: each tenant's share of the bandwidth against the share its weight
+/// asks for, a line per policy and one for the target, a panel per workload (first
+/// repetition).
+fn mts_shares(o: &Outcome, st: &State, out: &Path, names: &mut Vec<String>) -> Result<(), String> {
+    let m = &o.manifest;
+    let percent = |tenants: &[(f64, f64)], value: &dyn Fn(&(f64, f64)) -> f64| -> Vec<(f64, f64)> {
+        let total: f64 = tenants.iter().map(value).sum();
+        tenants.iter().map(|t| (t.0, if total > 0.0 { 100.0 * value(t) / total } else { 0.0 })).collect()
+    };
+    let mut panels = Vec::new();
+    for v in &m.variants {
+        let mut series: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+        for p in m.policies_of(v) {
+            let Some(mut tenants) = first_extra::<Vec<(f64, f64)>>(o, &v.name, &st.name, p, "tenants") else {
+                continue;
+            };
+            tenants.sort_by(|a, b| a.0.total_cmp(&b.0));
+            if series.is_empty() {
+                series.push(("weight's share".into(), percent(&tenants, &|t| t.0)));
+            }
+            series.push((short(p), percent(&tenants, &|t| t.1)));
+        }
+        if !series.is_empty() {
+            panels.push(Panel {
+                title: format!("{} ({})", v.name, st.name),
+                x_label: "tenant's weight".into(),
+                y_label: "share of the bandwidth (%)".into(),
+                log_x: false,
+                log_y: false,
+                kind: PanelKind::Lines(series),
+            });
+        }
+    }
+    if panels.is_empty() {
+        return Ok(());
+    }
+    let cols = panels.len().min(4);
+    let figure = Figure {
+        title: format!("mts: bandwidth shares per tenant, {} drive", st.name),
+        rows: panels.len().div_ceil(cols),
+        cols,
+        panels,
+    };
+    save_figure(out, names, format!("mts-shares-{}", st.name), figure)
 }
 
 /// The paper's prio-nice figure: each process' runtime against its nice value, a line per
@@ -360,11 +418,7 @@ fn prio_nice_runtimes(o: &Outcome, st: &State, out: &Path, names: &mut Vec<Strin
                 .policies_of(v)
                 .iter()
                 .filter_map(|p| {
-                    let r = o.runs.iter().find(|r| {
-                        r.key.variant == v.name && r.key.state == st.name && &r.key.policy == p && r.key.rep == 0
-                    })?;
-                    let by_nice: Vec<(i64, f64)> =
-                        serde_json::from_value(r.extra[format!("{dir}_runtimes")].clone()).ok()?;
+                    let by_nice: Vec<(i64, f64)> = first_extra(o, &v.name, &st.name, p, &format!("{dir}_runtimes"))?;
                     Some((short(p), by_nice.into_iter().map(|(n, t)| (n as f64, t)).collect()))
                 })
                 .collect();
