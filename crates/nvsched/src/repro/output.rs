@@ -394,17 +394,8 @@ fn mts_shares(o: &Outcome, st: &State, out: &Path, names: &mut Vec<String>) -> R
             });
         }
     }
-    if panels.is_empty() {
-        return Ok(());
-    }
-    let cols = panels.len().min(4);
-    let figure = Figure {
-        title: format!("mts: bandwidth shares per tenant, {} drive", st.name),
-        rows: panels.len().div_ceil(cols),
-        cols,
-        panels,
-    };
-    save_figure(out, names, format!("mts-shares-{}", st.name), figure)
+    let title = format!("mts: bandwidth shares per tenant, {} drive", st.name);
+    save_grid(out, names, format!("mts-shares-{}", st.name), title, panels, 4)
 }
 
 /// The paper's prio-nice figure: each process' runtime against its nice value, a line per
@@ -434,17 +425,25 @@ fn prio_nice_runtimes(o: &Outcome, st: &State, out: &Path, names: &mut Vec<Strin
             }
         }
     }
+    let title = format!("prio-nice: runtime per nice value, {} drive", st.name);
+    save_grid(out, names, format!("prio-nice-runtimes-{}", st.name), title, panels, 3)
+}
+
+/// Saves `panels` as a figure in rows of at most `max_cols`; no panels, no figure.
+fn save_grid(
+    out: &Path,
+    names: &mut Vec<String>,
+    name: String,
+    title: String,
+    panels: Vec<Panel>,
+    max_cols: usize,
+) -> Result<(), String> {
     if panels.is_empty() {
         return Ok(());
     }
-    let cols = panels.len().min(3);
-    let figure = Figure {
-        title: format!("prio-nice: runtime per nice value, {} drive", st.name),
-        rows: panels.len().div_ceil(cols),
-        cols,
-        panels,
-    };
-    save_figure(out, names, format!("prio-nice-runtimes-{}", st.name), figure)
+    let cols = panels.len().min(max_cols);
+    let figure = Figure { title, rows: panels.len().div_ceil(cols), cols, panels };
+    save_figure(out, names, name, figure)
 }
 
 /// Writes `figure` as OUT/NAME.png and .svg and records its name for the report.
