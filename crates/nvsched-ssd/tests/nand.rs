@@ -167,6 +167,24 @@ fn gc_keeps_free_blocks_at_the_hard_threshold_through_long_random_writes() {
 }
 
 #[test]
+fn activity_series_end_with_the_run_though_work_is_booked_beyond_it() {
+    let mut d = device(small_config(), 0.15);
+    let user = u64::from(d.geometry().user_lpns);
+    // writes all submitted at once: the dies are booked seconds ahead
+    let mut last_done = Nanos::ZERO;
+    for i in 0..1_000_000u64 {
+        last_done = d.submit(&cmd(Op::Write, i % user, 1, false), Nanos::ZERO);
+        if last_done > Nanos::from_ms(2500) {
+            break;
+        }
+    }
+    assert!(last_done > Nanos::from_ms(2500), "the dies were not booked ahead: {last_done:?}");
+    for s in d.counters(Nanos::from_ms(500)).series {
+        assert!(s.values.len() <= 1, "{}: {} seconds of a half-second run", s.name, s.values.len());
+    }
+}
+
+#[test]
 fn write_amplification_rises_with_occupancy() {
     let cfg = small_config();
     let geo = Geometry::new(&cfg, capacity_for(&cfg, 0.10)).unwrap();

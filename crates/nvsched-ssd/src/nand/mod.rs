@@ -828,11 +828,19 @@ impl Device for NandDevice {
                 ("mean_erase_count".into(), mean_erase),
                 ("mapped_fraction".into(), self.ftl.mapped_lpns() as f64 / f64::from(self.geo.user_lpns)),
             ],
-            series: vec![
-                DeviceSeries::per_second("host_pages_programmed", &self.series.host_slots),
-                DeviceSeries::per_second("nand_pages_programmed", &self.series.nand_slots),
-                DeviceSeries::per_second("gc_and_fold_pages_moved", &self.series.gc_slots),
-            ],
+            // up to the run's end: a die's work is booked when it is decided, so background
+            // folding and collection booked at the end would draw activity after the run
+            series: [
+                ("host_pages_programmed", &self.series.host_slots),
+                ("nand_pages_programmed", &self.series.nand_slots),
+                ("gc_and_fold_pages_moved", &self.series.gc_slots),
+            ]
+            .into_iter()
+            .map(|(name, values)| {
+                let seconds = (now.as_secs_f64().ceil() as usize).min(values.len());
+                DeviceSeries::per_second(name, &values[..seconds])
+            })
+            .collect(),
         }
     }
 }
