@@ -121,12 +121,14 @@ fn bounds(values: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
 
 /// Where labels of points go: a label is written right of its point, so points whose
 /// labels would print over each other (within a text line's height, 4.5% of the y span,
-/// and 2% of the x span) share one label ("none, kyber") at the first of them. Each point
-/// keeps its own dot.
+/// and closer than the left one's label is wide, on a plot `plot_px` pixels wide) share
+/// one label ("none, kyber"), written right of the rightmost of them, clear of their dots.
+/// Each point keeps its own dot.
 fn point_labels(
     pts: &[LabelledPoint],
     (x0, x1, log_x): (f64, f64, bool),
     (y0, y1, log_y): (f64, f64, bool),
+    plot_px: f64,
 ) -> Vec<LabelledPoint> {
     let at = |v: f64, lo: f64, hi: f64, log: bool| {
         if log {
@@ -135,21 +137,30 @@ fn point_labels(
             (v - lo) / (hi - lo)
         }
     };
+    // two points' own labels would overlap (a merged label's length does not count, or
+    // groups would chain across the plot)
     let close = |a: &LabelledPoint, b: &LabelledPoint| {
-        (at(a.0, x0, x1, log_x) - at(b.0, x0, x1, log_x)).abs() < 0.02
+        let (ax, bx) = (at(a.0, x0, x1, log_x), at(b.0, x0, x1, log_x));
+        let left_label = if ax <= bx { &a.2 } else { &b.2 };
+        (ax - bx).abs() * plot_px < label_width_px(left_label.chars().count())
             && (at(a.1, y0, y1, log_y) - at(b.1, y0, y1, log_y)).abs() < 0.045
     };
-    let mut labels: Vec<LabelledPoint> = Vec::new();
+    // each group: its label (written at its rightmost point) and its points
+    let mut groups: Vec<(LabelledPoint, Vec<&LabelledPoint>)> = Vec::new();
     for p in pts {
-        match labels.iter_mut().find(|m| close(m, p)) {
-            Some(m) => {
-                m.2.push_str(", ");
-                m.2.push_str(&p.2);
+        match groups.iter_mut().find(|(_, members)| members.iter().any(|m| close(m, p))) {
+            Some((label, members)) => {
+                label.2.push_str(", ");
+                label.2.push_str(&p.2);
+                if p.0 > label.0 {
+                    (label.0, label.1) = (p.0, p.1);
+                }
+                members.push(p);
             }
-            None => labels.push(p.clone()),
+            None => groups.push((p.clone(), vec![p])),
         }
     }
-    labels
+    groups.into_iter().map(|(label, _)| label).collect()
 }
 
 /// The x axis' end that leaves each point's label inside the plot (at most 2.5 times the
@@ -163,7 +174,7 @@ fn widen_for_labels(
     let to_unit = |v: f64| if log_x { (v.ln() - x0.ln()) / (x1.ln() - x0.ln()) } else { (v - x0) / (x1 - x0) };
     let mut needed: f64 = 1.0; // the span, in units of the current one
     for (_, pts) in series {
-        for (x, _, label) in point_labels(pts, (x0, x1, log_x), y) {
+        for (x, _, label) in point_labels(pts, (x0, x1, log_x), y, plot_px) {
             if log_x && x <= 0.0 {
                 continue;
             }
@@ -341,6 +352,7 @@ where
     X: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
     Y: Ranged<ValueType = f64> + plotters::coord::ranged1d::ValueFormatter<f64>,
 {
+    let plot_px = f64::from(chart.plotting_area().dim_in_pixel().0.max(1));
     match &p.kind {
         PanelKind::Bars(bars) => {
             let floor = if p.log_y {
@@ -365,7 +377,7 @@ where
             for (k, (name, pts)) in series.iter().enumerate() {
                 let c = PALETTE[k % PALETTE.len()];
                 chart.draw_series(
-                    point_labels(pts, (x0, x1, p.log_x), (y0, y1, p.log_y))
+                    point_labels(pts, (x0, x1, p.log_x), (y0, y1, p.log_y), plot_px)
                         .into_iter()
                         .map(|(x, y, label)| EmptyElement::at((x, y)) + Text::new(label, (6, -6), (FONT, 11))),
                 )?;
@@ -419,20 +431,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn labels_that_would_overlap_are_joined_at_the_first_point() {
+    fn labels_that_would_overlap_are_joined_right_of_the_rightmost_point() {
         let pts = vec![(1020.0, 758.0, "none".into()), (283.0, 153.0, "k2".into()), (1021.0, 740.0, "kyber".into())];
-        let labels = point_labels(&pts, (0.0, 1100.0, false), (0.0, 800.0, false));
+        let labels = point_labels(&pts, (0.0, 1100.0, false), (0.0, 800.0, false), 300.0);
         assert_eq!(labels.len(), 2);
-        assert_eq!(labels[0], (1020.0, 758.0, "none, kyber".to_owned()));
+        assert_eq!(labels[0], (1021.0, 740.0, "none, kyber".to_owned()));
         assert_eq!(labels[1].2, "k2");
-        // on a log axis closeness is a ratio: 10 and 15 are apart on 1..10^4, 1000 and 1010 are not
+        // apart by less than "K2-64" is wide (16 of 44 px): one label, after "none"'s dot
+        let pts = vec![(710.0, 605.0, "K2-64".into()), (745.0, 610.0, "none".into())];
+        let labels = point_labels(&pts, (0.0, 800.0, false), (150.0, 900.0, true), 370.0);
+        assert_eq!(labels, vec![(745.0, 610.0, "K2-64, none".to_owned())]);
+        // on a log axis distance is a ratio: 10 and 30 are apart on 1..10^4, 1000 and 1010 are not
         let pts = vec![
             (10.0, 1.0, "a".into()),
-            (15.0, 1.0, "b".into()),
+            (30.0, 1.0, "b".into()),
             (1000.0, 1.0, "c".into()),
             (1010.0, 1.0, "d".into()),
         ];
-        let labels = point_labels(&pts, (1.0, 1e4, true), (0.0, 2.0, false));
+        let labels = point_labels(&pts, (1.0, 1e4, true), (0.0, 2.0, false), 300.0);
         assert_eq!(labels.iter().map(|m| m.2.as_str()).collect::<Vec<_>>(), ["a", "b", "c, d"]);
     }
 
