@@ -119,6 +119,16 @@ fn bounds(values: impl Iterator<Item = f64>, log: bool) -> (f64, f64) {
     }
 }
 
+/// Where `v` lies on an axis from `lo` to `hi`, as a fraction of its length (0 at `lo`,
+/// 1 at `hi`; by ratio on a log axis).
+fn axis_fraction(v: f64, (lo, hi, log): (f64, f64, bool)) -> f64 {
+    if log {
+        (v.max(f64::MIN_POSITIVE).ln() - lo.ln()) / (hi.ln() - lo.ln())
+    } else {
+        (v - lo) / (hi - lo)
+    }
+}
+
 /// Where labels of points go: a label is written right of its point, so points whose
 /// labels would print over each other (within a text line's height, 4.5% of the y span,
 /// and closer than the left one's label is wide, on a plot `plot_px` pixels wide) share
@@ -130,13 +140,7 @@ fn point_labels(
     (y0, y1, log_y): (f64, f64, bool),
     plot_px: f64,
 ) -> Vec<LabelledPoint> {
-    let at = |v: f64, lo: f64, hi: f64, log: bool| {
-        if log {
-            (v.max(f64::MIN_POSITIVE).ln() - lo.ln()) / (hi.ln() - lo.ln())
-        } else {
-            (v - lo) / (hi - lo)
-        }
-    };
+    let at = |v: f64, lo: f64, hi: f64, log: bool| axis_fraction(v, (lo, hi, log));
     // two points' own labels would overlap (a merged label's length does not count, or
     // groups would chain across the plot)
     let close = |a: &LabelledPoint, b: &LabelledPoint| {
@@ -171,7 +175,6 @@ fn widen_for_labels(
     y: (f64, f64, bool),
     plot_px: f64,
 ) -> f64 {
-    let to_unit = |v: f64| if log_x { (v.ln() - x0.ln()) / (x1.ln() - x0.ln()) } else { (v - x0) / (x1 - x0) };
     let mut needed: f64 = 1.0; // the span, in units of the current one
     for (_, pts) in series {
         for (x, _, label) in point_labels(pts, (x0, x1, log_x), y, plot_px) {
@@ -180,7 +183,7 @@ fn widen_for_labels(
             }
             // the label takes a fixed share of the plot's width, whatever the span
             let share = (label_width_px(label.chars().count()) / plot_px).min(0.6);
-            needed = needed.max(to_unit(x) / (1.0 - share));
+            needed = needed.max(axis_fraction(x, (x0, x1, log_x)) / (1.0 - share));
         }
     }
     let needed = needed.min(2.5);

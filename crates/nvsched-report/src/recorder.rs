@@ -132,6 +132,13 @@ impl JobRecorder {
         completed.and(issued)
     }
 
+    /// The clone stopped at `end`: its statistics cover the time from the warm-up's end
+    /// (`ramp_end`, on the run's clock) to then.
+    pub fn stopped(&mut self, ramp_end: Nanos, end: Nanos) {
+        self.stats.stats_start = ramp_end;
+        self.stats.runtime = end.saturating_sub(ramp_end);
+    }
+
     /// `n` of the clone's requests completed at one instant: one reap in fio's
     /// completion-batch counts (`iodepth_complete`), unless a full queue still waits for
     /// `iodepth_batch_complete_min` completions, which fio reaps together.
@@ -220,7 +227,6 @@ impl JobRecorder {
             (Some(s), latency - s)
         };
         let since_start = now - ramp_end;
-        self.stats.stats_start = ramp_end;
         self.stats.record(io.op, u64::from(io.len_bytes), slat, clat, since_start);
         if self.per_prio {
             self.stats.record_prio(io.op, io.prio, slat, clat);
@@ -273,8 +279,10 @@ mod tests {
         assert_eq!((r.stats.dirs[1].total_ios, r.stats.ramp_dropped), (0, 1));
         r.record(&io(Op::Write, IoPrio::rt(0)), Nanos(30_000), Nanos(20_000));
         assert_eq!(r.stats.dirs[1].total_ios, 1);
-        assert_eq!(r.stats.stats_start, Nanos(20_000), "statistics start when the warm-up ends, on the run's clock");
         assert_eq!(r.stats.dirs[1].prios.len(), 1, "per-priority latency recorded");
+        r.stopped(Nanos(20_000), Nanos(50_000));
+        assert_eq!(r.stats.stats_start, Nanos(20_000), "statistics start when the warm-up ends, on the run's clock");
+        assert_eq!(r.stats.runtime, Nanos(30_000));
         let mut r = recorder(false, false);
         r.record(&io(Op::Write, IoPrio::rt(0)), Nanos(30_000), Nanos(20_000));
         assert!(r.stats.dirs[1].prios.is_empty());
