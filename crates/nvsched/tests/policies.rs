@@ -105,8 +105,8 @@ fn bfq_shares_bandwidth_by_cgroup_and_ioprio_weight_and_keeps_the_device_busy() 
     // Cgroups get 2:1. Between queues, BFQ idles for the heavier one when it runs empty
     // with its I/O in flight but not for the lightest, so on a queueing device the
     // lighter ones get less than their weight's share (real BFQ on this VM's loop device,
-    // prio 0 against two at prio 4, iodepth 32: near-equal in some runs, 270 against
-    // 1.5 MB/s in others).
+    // prio 0 against two at prio 4, which it merges into one queue, iodepth 32:
+    // near-equal in some runs, 270 against 1.5 MB/s in others).
     for (text, heavy, light, exact) in [(tenants, 0, 1, true), (levels, 2, 0, false)] {
         let (bfq, _) = run(text, "bfq", "970evoplus-250g", &[], &mut NoObserver);
         let bw: Vec<f64> = bfq.iter().map(|j| j.dirs[0].io_bytes as f64).collect();
@@ -122,6 +122,31 @@ fn bfq_shares_bandwidth_by_cgroup_and_ioprio_weight_and_keeps_the_device_busy() 
         let (b, n) = (total_bw(&bfq, 0), total_bw(&none, 0));
         assert!(b >= 0.85 * n, "bfq {:.0} MB/s vs none {:.0} MB/s", b / 1e6, n / 1e6);
     }
+}
+
+#[test]
+fn bfq_merges_the_queues_of_jobs_that_start_together_at_one_priority() {
+    let text = "[global]\nfilename=/dev/nvme0n1\ndirect=1\ntime_based\nruntime=2\nbs=4k\nrw=randread\n\
+                precondition=partial:0.5\nioengine=io_uring\niodepth=32\nsize=16g\n\
+                [a]\n[b]\noffset=16g\n[c]\noffset=32g\nprioclass=2\nprio=0\n";
+    let (merged, out) = run(text, "bfq", "970evoplus-250g", &[], &mut NoObserver);
+    assert_eq!(out.policy.get("stable_merges"), Some(1.0), "a and b share a queue, c has its own");
+    assert_eq!(out.policy.get("queues"), Some(2.0));
+    let bw = |jobs: &[JobStats], i: usize| jobs[i].dirs[0].io_bytes as f64;
+    let (a, b) = (bw(&merged, 0), bw(&merged, 1));
+    assert!((a / b - 1.0).abs() < 0.05, "one queue serves a and b in arrival order: {a} vs {b}");
+    // without c: b's first I/O 100 ms after a's merges, 300 ms after does not
+    let a_and_b = text.split("[c]").next().unwrap();
+    for (delay, merges) in [("100ms", 1.0), ("300ms", 0.0)] {
+        let late = a_and_b.replace("[b]\n", &format!("[b]\nstartdelay={delay}\n"));
+        let (_, out) = run(&late, "bfq", "970evoplus-250g", &[], &mut NoObserver);
+        assert_eq!(out.policy.get("stable_merges"), Some(merges), "b {delay} after a");
+    }
+    let (apart, out) = run(text, "bfq:stable_merge=0", "970evoplus-250g", &[], &mut NoObserver);
+    assert_eq!(out.policy.get("queues"), Some(3.0));
+    // one merged queue of weight 40 beside c's 80 gets less than two of weight 40 each
+    let level4_share = |jobs: &[JobStats]| (bw(jobs, 0) + bw(jobs, 1)) / total_bw(jobs, 0);
+    assert!(level4_share(&merged) < level4_share(&apart), "{} vs {}", level4_share(&merged), level4_share(&apart));
 }
 
 #[test]
