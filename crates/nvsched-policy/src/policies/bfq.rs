@@ -30,15 +30,15 @@
 //!   in-service queue if it resumes, is of a higher class or weight, or the in-service
 //!   queue does not need idling; a preempted queue that needs idling keeps its place
 //!   even when empty.
-//! - **`low_latency` (weight raising).** A sync queue that becomes busy after 2 s without
+//! - **`low_latency` (weight raising).** A sync queue at the default weight (40: a
+//!   weight set by an ioprio level is left alone) that becomes busy after 2 s without
 //!   requests (or is new) is interactive: weight x30 for 3-25 s (shorter on faster devices,
 //!   3 s on NVMe) or until it received 120,000 sectors. One whose next request comes
 //!   later than its bandwidth so far allows at 7,000 sectors/s (and no sooner than
 //!   `slice_idle` + 4 ms after it ran empty) is soft real-time: weight x3000 for 300 ms,
 //!   renewed while the pattern holds.
-//!
-//! - **Stable merging.** A process's sync queue created within 180 ms of the last one
-//!   created in its cgroup, with the same class and level, is merged into that one at
+//! - **Stable merging.** A process's sync queue created within 180 ms of the candidate
+//!   (the first of a run created in its cgroup), with the same class and level, is merged into that one at
 //!   once (`bfq_do_early_stable_merge`, BFQ's choice on non-rotational devices with
 //!   internal queueing): jobs started together at one priority share one queue and its
 //!   weight, as fio's jobs do under the kernel's BFQ. A queue created more than 600 ms
@@ -126,6 +126,8 @@ const STATS_MIN_BUDGETS: u32 = 194;
 const ASYNC_CHARGE_FACTOR: f64 = 3.0;
 /// An idle-class queue waiting this long is served despite busier classes.
 const IDLE_CLASS_TIMEOUT: Nanos = Nanos::from_ms(200);
+/// The weight of ioprio level 4, the default; only queues at it are weight-raised.
+const DEFAULT_WEIGHT: f64 = 40.0;
 const WR_COEFF: f64 = 30.0;
 const SOFTRT_WEIGHT_FACTOR: f64 = 100.0;
 const WR_MIN_IDLE: Nanos = Nanos::from_secs(2);
@@ -948,7 +950,10 @@ impl Bfq {
         let queue = &self.queues[q];
         let idle_long = queue.dispatched == 0 && queue.empty_since.is_none_or(|t| now >= t + WR_MIN_IDLE);
         let soft_rt = queue.dispatched == 0 && now >= queue.soft_rt_next_start && queue.empty_since.is_some();
-        if self.low_latency && queue.sync && (idle_long || soft_rt) {
+        // only queues at the default weight are raised: a weight the user chose stays
+        // ("block, bfq: do not raise non-default weights")
+        let default_weight = queue.orig_weight == DEFAULT_WEIGHT;
+        if self.low_latency && queue.sync && default_weight && (idle_long || soft_rt) {
             let (coeff, until) = if idle_long {
                 self.counters.wr_interactive += 1;
                 (WR_COEFF, now + self.wr_duration())
@@ -1337,6 +1342,9 @@ mod tests {
         b.insert(Request::read(1, 0).with_job(1), Nanos::ZERO);
         let q = b.queue_index[&(0, 1, true)];
         assert_eq!(b.queues[q].wr_coeff, WR_COEFF, "new queues count as interactive");
+        // a weight the ioprio level set is not raised
+        b.insert(Request::read(2, 0).with_job(2).with_prio(IoPrio::be(0)), Nanos::ZERO);
+        assert_eq!(b.queues[b.queue_index[&(0, 2, true)]].wr_coeff, 1.0, "level 0: weight 80, not raised");
         b.update_wr(q, Nanos::from_secs(2));
         assert_eq!(b.queues[q].wr_coeff, WR_COEFF);
         b.update_wr(q, Nanos::from_secs(3));
