@@ -90,8 +90,16 @@ impl RunReport {
 }
 
 /// Writes `contents` to `path` atomically: a temporary file beside it, then a rename, so
-/// readers never see a half-written file.
+/// readers never see a half-written file. Only a regular file (or a new one) is replaced
+/// that way: a symbolic link's target is written, not the link, and a character device or
+/// a FIFO (`/dev/null`, `/dev/stdout`, a pipe) is written to as it is, since renaming onto
+/// it would put a regular file in its place. A block device or a directory is refused.
 pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
+    let (path, stream) = output_target(path)?;
+    let path = &path;
+    if stream {
+        return std::fs::OpenOptions::new().write(true).open(path)?.write_all(contents);
+    }
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     let name =
         path.file_name().ok_or_else(|| std::io::Error::other(format!("'{}' is not a file path", path.display())))?;
@@ -106,6 +114,47 @@ pub fn write_atomic(path: &Path, contents: &[u8]) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&tmp);
     }
     result
+}
+
+/// Whether [`write_atomic`] can write `path`, said before a long run: an error for a
+/// directory or a block device.
+pub fn check_output_path(path: &Path) -> std::io::Result<()> {
+    output_target(path).map(|_| ())
+}
+
+/// Where [`write_atomic`] writes `path` (links followed), and whether it writes to it as it
+/// is (a character device, FIFO or socket) rather than replacing it.
+fn output_target(path: &Path) -> std::io::Result<(std::path::PathBuf, bool)> {
+    use std::os::unix::fs::FileTypeExt;
+    let path = follow_links(path)?;
+    let Ok(meta) = std::fs::metadata(&path) else { return Ok((path, false)) };
+    let kind = meta.file_type();
+    if kind.is_block_device() {
+        return Err(std::io::Error::other("a block device: nvsched writes reports to files only"));
+    }
+    if kind.is_dir() {
+        return Err(std::io::Error::other("a directory, not a file"));
+    }
+    let stream = kind.is_char_device() || kind.is_fifo() || kind.is_socket();
+    Ok((path, stream))
+}
+
+/// The path a chain of symbolic links ends at (which need not exist yet).
+fn follow_links(path: &Path) -> std::io::Result<std::path::PathBuf> {
+    let mut path = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&path) {
+            Ok(meta) if meta.file_type().is_symlink() => {
+                let target = std::fs::read_link(&path)?;
+                path = match path.parent() {
+                    Some(dir) if target.is_relative() => dir.join(target),
+                    _ => target,
+                };
+            }
+            _ => return Ok(path),
+        }
+    }
+    Err(std::io::Error::other(format!("'{}': too many levels of symbolic links", path.display())))
 }
 
 /// `ctime(3)`-style UTC time: `Sun Nov 22 05:34:31 2026`.
@@ -161,6 +210,39 @@ mod tests {
         write_atomic(&p, b"two").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"two");
         assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 1, "no temporary files left");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn atomic_write_keeps_links_fifos_and_directories_what_they_are() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = std::env::temp_dir().join(format!("nvsched-atomic-special-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // a link: its target gets the contents, the link stays a link
+        let (target, link) = (dir.join("target.json"), dir.join("link.json"));
+        std::fs::write(&target, b"old").unwrap();
+        std::os::unix::fs::symlink("target.json", &link).unwrap();
+        write_atomic(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read(&target).unwrap(), b"new");
+        // a dangling link: its target is created
+        let (missing, dangling) = (dir.join("later.json"), dir.join("dangling.json"));
+        std::os::unix::fs::symlink("later.json", &dangling).unwrap();
+        write_atomic(&dangling, b"made").unwrap();
+        assert_eq!(std::fs::read(&missing).unwrap(), b"made");
+        // a FIFO (as /dev/null or a pipe would be): written to, not replaced
+        let fifo = dir.join("pipe");
+        assert!(std::process::Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        let reader = {
+            let fifo = fifo.clone();
+            std::thread::spawn(move || std::fs::read(fifo).unwrap())
+        };
+        write_atomic(&fifo, b"through").unwrap();
+        assert_eq!(reader.join().unwrap(), b"through");
+        assert!(std::fs::metadata(&fifo).unwrap().file_type().is_fifo(), "still a FIFO");
+        // a directory is refused and left alone
+        let err = write_atomic(&dir, b"x").unwrap_err();
+        assert!(err.to_string().contains("directory"), "{err}");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

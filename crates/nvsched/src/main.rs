@@ -136,7 +136,7 @@ struct RunArgs {
     /// normal, json, json+ or terse; several separated by commas.
     #[arg(long = "output-format", default_value = "normal", value_name = "FORMAT")]
     output_format: String,
-    /// Write the report to this file (atomically) instead of standard output.
+    /// Write the report to this file instead of standard output: a regular file is replaced atomically (through a link, its target), a character device or pipe such as /dev/null is written to; a directory or block device is refused before the run.
     #[arg(long, value_name = "FILE")]
     output: Option<PathBuf>,
     /// Write figures (PNG and SVG) of the per-second bandwidth of each job, the policy's
@@ -843,11 +843,10 @@ fn prepare_outputs(args: &RunArgs) -> Result<(), String> {
 /// A file can be written only into a directory that exists: said before a long run.
 fn check_directory_of(flag: &str, path: &Path) -> Result<(), String> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    if dir.is_dir() {
-        Ok(())
-    } else {
-        Err(format!("{flag} '{}': there is no directory '{}'", path.display(), dir.display()))
+    if !dir.is_dir() {
+        return Err(format!("{flag} '{}': there is no directory '{}'", path.display(), dir.display()));
     }
+    nvsched_report::check_output_path(path).map_err(|e| format!("{flag} '{}': {e}", path.display()))
 }
 
 /// Writes a run's figures (`--plot`) and its report in each format (`--output`, or stdout).

@@ -240,6 +240,17 @@ fn output_file_is_written() {
     assert!(out.stdout.is_empty());
     let v: Value = serde_json::from_str(&std::fs::read_to_string(&dest).unwrap()).unwrap();
     assert!(v["jobs"].is_array());
+    // through a link, the link's target is written and the link stays: a report is never
+    // renamed onto a link, a device or a pipe (as `--output /dev/null` once did)
+    let link = job.with_file_name("out-link.json");
+    let _ = std::fs::remove_file(&link);
+    std::fs::write(&dest, "old").unwrap();
+    std::os::unix::fs::symlink(&dest, &link).unwrap();
+    let out =
+        nvsched(&["run", job.to_str().unwrap(), "--output-format=json", "-q", "--output", link.to_str().unwrap()]);
+    assert!(out.status.success());
+    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+    assert!(std::fs::read_to_string(&dest).unwrap().contains("\"jobs\""));
 }
 
 /// A fill_device job's file takes the device space the other files leave, and a job
@@ -275,6 +286,7 @@ fn errors_name_what_is_wrong() {
         (vec!["--precondition", "partial:2"], "nvsched: precondition 'partial:2': expected clean, full or partial"),
         // checked before the run, not after it
         (vec!["--output", "/nonexistent-dir/x.json"], "--output '/nonexistent-dir/x.json': there is no directory"),
+        (vec!["--output", "/tmp"], "--output '/tmp': a directory, not a file"),
     ] {
         let mut a = vec!["run", job.to_str().unwrap()];
         a.extend(args);
