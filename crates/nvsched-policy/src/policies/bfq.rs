@@ -38,26 +38,29 @@
 //!   `slice_idle` + 4 ms after it ran empty) is soft real-time: weight x3000 for 300 ms,
 //!   renewed while the pattern holds.
 //! - **Stable merging.** A process's sync queue created within 180 ms of the candidate
-//!   (the first of a run created in its cgroup), with the same class and level, is merged into that one at
-//!   once (`bfq_do_early_stable_merge`, BFQ's choice on non-rotational devices with
-//!   internal queueing): jobs started together at one priority share one queue and its
-//!   weight, as fio's jobs do under the kernel's BFQ. A queue created more than 600 ms
-//!   after the last one, or at another priority, becomes the one later queues compare
-//!   with. `stable_merge=0` turns this off (BFQ on a rotational disk merges only later,
-//!   after checking the queues gain nothing apart).
+//!   (the first of a run created in its cgroup), with the same class and level, is
+//!   merged into it at once (`bfq_do_early_stable_merge`, BFQ's choice on
+//!   non-rotational devices with internal queueing): jobs started together at one
+//!   priority share one queue and its weight, as fio's jobs do under the kernel's BFQ. A
+//!   queue created more than 600 ms after the candidate, or at another priority, becomes
+//!   the candidate. `stable_merge=0` turns this off (BFQ on a rotational disk merges only
+//!   later, after checking the queues gain nothing apart).
+//! - **Order within a queue.** The next request is BFQ's elevator choice: sync before
+//!   async, then the nearest at or after where the last dispatched request ended, one up
+//!   to 16 MiB behind counting twice its distance, one further behind only when a sweep
+//!   wraps; once per turn the oldest request goes first if it waited 125 ms (sync) or
+//!   250 ms (async).
 //!
 //! Left out: cooperator (close-sector) merging and the splitting of such merges (BFQ
 //! skips both on non-rotational devices with internal queueing), burst detection,
-//! per-request sector sorting and FIFO expiry inside a queue (a queue serves in arrival order; on flash the order
-//! within one process changes little), tag-depth limiting for async I/O, and the time
-//! charge of "slow" queues (only a budget timeout with a third of the budget left charges
-//! time).
+//! tag-depth limiting for async I/O, and the time charge of "slow" queues (only a budget
+//! timeout with a third of the budget left charges time).
 
 use crate::params::{ParamKind, ParamSpec, Params};
 use crate::registry::PolicyInfo;
 use crate::scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler};
 use crate::{Nanos, PrioClass, Request, RequestId};
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 
 pub const PARAMS: &[ParamSpec] = &[
     ParamSpec {
@@ -107,9 +110,10 @@ pub static INFO: PolicyInfo = PolicyInfo {
     notes: "Weights: (8 - ioprio level) * 10 per queue, cgroup_weight per tenant group. \
             Jobs whose first I/O comes within 180 ms of the first of a run of jobs at their \
             priority share its sync queue and weight (stable merging; stable_merge=0 turns \
-            it off). Requests within \
-            one queue are served in arrival order (no sector sorting or FIFO expiry); \
-            cooperator merging, burst detection and async tag-depth limits are not \
+            it off). A queue serves \
+            its requests in BFQ's elevator order: sector order from where the last request \
+            ended, a little behind counting double, and its oldest once expired (125 ms \
+            sync, 250 ms async), looked at once a turn; cooperator merging, burst detection and async tag-depth limits are not \
             modelled. Host cost follows BFQ's documentation: about 1.9 us per request.",
     params: PARAMS,
     host_cost: HostCost { dispatch: Nanos(1_200), complete: Nanos(700) },
@@ -175,6 +179,129 @@ fn class_index(class: PrioClass) -> usize {
     }
 }
 
+/// How far behind the head a request may be and still be chosen (`bfq_back_max`, 16 MiB),
+/// in sectors, and how much a backward distance counts against a forward one.
+const BACK_MAX_SECTORS: u64 = 32 * 1024;
+const BACK_PENALTY: u64 = 2;
+/// FIFO expiry of a queue's oldest request (`bfq_fifo_expire`), checked once per turn.
+const FIFO_EXPIRE_SYNC: Nanos = Nanos::from_ms(125);
+const FIFO_EXPIRE_ASYNC: Nanos = Nanos::from_ms(250);
+
+fn start_sector(rq: &Request) -> u64 {
+    rq.offset_bytes / SECTOR_BYTES
+}
+
+/// Of two candidates, the one BFQ serves first from head position `head`
+/// (`bfq_choose_req`): sync before async, then the shorter distance ahead of the head,
+/// a request up to 16 MiB behind it counting twice its distance, and one further behind
+/// only after the others (the lowest sector first, where a sweep would wrap).
+fn choose(a: &Request, b: &Request, head: u64) -> bool {
+    if a.sync != b.sync {
+        return a.sync;
+    }
+    let distance = |rq: &Request| {
+        let s = start_sector(rq);
+        if s >= head {
+            Some(s - head)
+        } else if s + BACK_MAX_SECTORS >= head {
+            Some((head - s) * BACK_PENALTY)
+        } else {
+            None
+        }
+    };
+    let (sa, sb) = (start_sector(a), start_sector(b));
+    match (distance(a), distance(b)) {
+        (Some(da), Some(db)) => da < db || (da == db && sa >= sb),
+        (Some(_), None) => true,
+        (None, Some(_)) => false,
+        (None, None) => sa <= sb,
+    }
+}
+
+/// One queue's pending requests: sorted by sector and in arrival order, with the next to
+/// serve chosen as BFQ's elevator does (`next_rq`: `bfq_choose_req`, `bfq_find_next_rq`,
+/// `bfq_check_fifo`).
+#[derive(Debug, Default)]
+struct SortedRequests {
+    by_sector: BTreeMap<(u64, RequestId), Request>,
+    /// Arrival order with each request's FIFO deadline; entries already served are
+    /// skipped when met.
+    arrivals: VecDeque<(RequestId, u64, Nanos)>,
+    next: Option<(u64, RequestId)>,
+    /// The FIFO was looked at in this turn (`fifo_expire` flag).
+    fifo_checked: bool,
+}
+
+impl SortedRequests {
+    fn is_empty(&self) -> bool {
+        self.by_sector.is_empty()
+    }
+
+    fn next(&self) -> Option<&Request> {
+        self.next.and_then(|k| self.by_sector.get(&k))
+    }
+
+    fn insert(&mut self, rq: Request, now: Nanos, head: u64) {
+        let key = (start_sector(&rq), rq.id);
+        let expire = if rq.sync { FIFO_EXPIRE_SYNC } else { FIFO_EXPIRE_ASYNC };
+        self.arrivals.push_back((rq.id, key.0, now + expire));
+        let better = self.next().is_none_or(|cur| !choose(cur, &rq, head));
+        self.by_sector.insert(key, rq);
+        if better {
+            self.next = Some(key);
+        }
+    }
+
+    /// A request the device gave back: it is served next.
+    fn requeue(&mut self, rq: Request, now: Nanos) {
+        let key = (start_sector(&rq), rq.id);
+        self.insert(rq, now, 0);
+        self.next = Some(key);
+    }
+
+    /// A new turn of service: the FIFO may be looked at once more.
+    fn new_turn(&mut self) {
+        self.fifo_checked = false;
+    }
+
+    /// Takes the next request and chooses the one after it.
+    fn pop_next(&mut self, now: Nanos) -> Option<Request> {
+        let key = self.next?;
+        let after =
+            self.by_sector.range((std::ops::Bound::Excluded(key), std::ops::Bound::Unbounded)).next().map(|(k, _)| *k);
+        let before = self.by_sector.range(..key).next_back().map(|(k, _)| *k);
+        let rq = self.by_sector.remove(&key)?;
+        self.next = self.expired_head(now, key.1).or_else(|| {
+            // the request after this one, or the first (a sweep wraps), against the one before
+            let ahead = after.or_else(|| self.by_sector.keys().next().copied());
+            match (ahead, before) {
+                (Some(a), Some(b)) if a != b => {
+                    Some(if choose(&self.by_sector[&a], &self.by_sector[&b], key.0) { a } else { b })
+                }
+                (a, b) => a.or(b),
+            }
+        });
+        while self.arrivals.front().is_some_and(|&(id, sector, _)| !self.by_sector.contains_key(&(sector, id))) {
+            self.arrivals.pop_front();
+        }
+        Some(rq)
+    }
+
+    /// The oldest request, if its FIFO deadline passed and the FIFO was not looked at in
+    /// this turn yet (`bfq_check_fifo`).
+    fn expired_head(&mut self, now: Nanos, served: RequestId) -> Option<(u64, RequestId)> {
+        if self.fifo_checked {
+            return None;
+        }
+        self.fifo_checked = true;
+        self.arrivals
+            .iter()
+            .find(|&&(id, sector, _)| id != served && self.by_sector.contains_key(&(sector, id)))
+            .filter(|&&(_, _, deadline)| now >= deadline)
+            .map(|&(id, sector, _)| (sector, id))
+    }
+}
+
 /// A queue or a group as B-WF2Q+ schedules it. Virtual times are service (sectors) over
 /// weight.
 #[derive(Debug)]
@@ -220,7 +347,8 @@ struct Queue {
     group: Option<usize>,
     sync: bool,
     orig_weight: f64,
-    fifo: VecDeque<Request>,
+    /// Pending requests, served in BFQ's elevator order.
+    pending: SortedRequests,
     dispatched: u32,
     busy: bool,
     /// Budget for the next turns (`bfqq->max_budget`), sectors.
@@ -292,6 +420,9 @@ pub struct Bfq {
     queue_index: HashMap<(u32, u32, bool), usize>,
     group_index: HashMap<u32, usize>,
     in_service: Option<usize>,
+    /// Where the last dispatched request ended (`last_position`), in sectors: the head
+    /// that choosing a queue's next request measures from.
+    head_sector: u64,
     budget_timeout_at: Nanos,
     service_started: Nanos,
     idle_until: Option<Nanos>,
@@ -337,6 +468,7 @@ impl Bfq {
             queue_index: HashMap::new(),
             group_index: HashMap::new(),
             in_service: None,
+            head_sector: 0,
             budget_timeout_at: Nanos::ZERO,
             service_started: Nanos::ZERO,
             idle_until: None,
@@ -465,7 +597,7 @@ impl Bfq {
             group,
             sync: rq.sync,
             orig_weight,
-            fifo: VecDeque::new(),
+            pending: SortedRequests::default(),
             dispatched: 0,
             busy: false,
             max_budget: self.max_budget(),
@@ -662,6 +794,7 @@ impl Bfq {
     fn set_in_service(&mut self, now: Nanos) -> Option<usize> {
         let q = self.take_next(None, now)?;
         self.in_service = Some(q);
+        self.queues[q].pending.new_turn();
         self.idle_until = None;
         self.service_started = now;
         let queue = &self.queues[q];
@@ -734,7 +867,7 @@ impl Bfq {
                 }
             }
         }
-        if self.low_latency && self.queues[q].fifo.is_empty() {
+        if self.low_latency && self.queues[q].pending.is_empty() {
             if self.queues[q].dispatched == 0 {
                 self.queues[q].soft_rt_next_start = self.soft_rt_next_start(q, now);
             } else {
@@ -754,7 +887,7 @@ impl Bfq {
         // a preempted queue that needs idling keeps its place even when empty, so the
         // preempting queue cannot take its share while its I/O is in flight
         let keep_place = reason == Expiration::Preempted && self.idling_needed(q, inflight);
-        if let Some(front) = self.queues[q].fifo.front().copied() {
+        if let Some(front) = self.queues[q].pending.next().copied() {
             let budget = self.queues[q].max_budget.max(self.charge(q, &front));
             let weight = self.effective_weight(q);
             self.requeue(e, budget, weight);
@@ -864,7 +997,7 @@ impl Bfq {
         let q = (0..self.queues.len()).find(|&o| {
             o != s
                 && (!raised_only || self.queues[o].wr_coeff > 1.0)
-                && self.queues[o].fifo.front().is_some_and(|rq| self.charge(o, rq) <= self.budget_left(o))
+                && self.queues[o].pending.next().is_some_and(|rq| self.charge(o, rq) <= self.budget_left(o))
         })?;
         self.counters.injected += 1;
         self.rqs_injected = true;
@@ -925,7 +1058,8 @@ impl Bfq {
     }
 
     fn dispatch_from(&mut self, q: usize, now: Nanos, device: DeviceView) -> Request {
-        let rq = self.queues[q].fifo.pop_front().expect("dispatch from a backlogged queue");
+        let rq = self.queues[q].pending.pop_next(now).expect("dispatch from a backlogged queue");
+        self.head_sector = start_sector(&rq) + sectors(&rq);
         let charge = self.charge(q, &rq);
         self.served(q, charge);
         self.queues[q].dispatched += 1;
@@ -937,7 +1071,7 @@ impl Bfq {
             self.waited_rq = Some(rq.id);
         }
         self.sample_peak_rate(now, sectors(&rq) as f64, device.inflight);
-        if self.in_service != Some(q) && self.queues[q].fifo.is_empty() {
+        if self.in_service != Some(q) && self.queues[q].pending.is_empty() {
             // an injected queue that ran empty waits no longer
             self.leave_busy(q, now);
         }
@@ -975,7 +1109,7 @@ impl Bfq {
         queue.service_from_backlogged = 0.0;
         queue.softrt_update = false;
         queue.busy = true;
-        let front = *queue.fifo.front().expect("a busy queue has a request");
+        let front = *queue.pending.next().expect("a busy queue has a request");
         let in_time = now <= queue.last_completion + self.slice_idle * 3;
         let resumed = queue.budget_left_when_empty.take().filter(|_| in_time);
         let budget = match resumed {
@@ -1016,7 +1150,7 @@ impl Scheduler for Bfq {
     fn insert(&mut self, rq: Request, now: Nanos) -> Inserted {
         self.clock = now;
         let q = self.queue_for(&rq, now);
-        self.queues[q].fifo.push_back(rq);
+        self.queues[q].pending.insert(rq, now, self.head_sector);
         self.queued += 1;
         if !self.queues[q].busy {
             let inflight = self.in_flight.len() as u32;
@@ -1037,7 +1171,7 @@ impl Scheduler for Bfq {
                 self.set_in_service(now)?;
                 continue;
             };
-            let must_idle = self.queues[q].fifo.is_empty() && self.better_to_idle(q, device.inflight);
+            let must_idle = self.queues[q].pending.is_empty() && self.better_to_idle(q, device.inflight);
             if now >= self.budget_timeout_at && !must_idle {
                 let budget = self.entities[self.queues[q].entity].budget;
                 if self.idle_until.is_none() || self.budget_left(q) >= budget / 3.0 {
@@ -1045,7 +1179,7 @@ impl Scheduler for Bfq {
                     continue;
                 }
             }
-            if let Some(front) = self.queues[q].fifo.front().copied() {
+            if let Some(front) = self.queues[q].pending.next().copied() {
                 if self.charge(q, &front) > self.budget_left(q) {
                     self.expire(q, Expiration::BudgetExhausted, now, device.inflight);
                     continue;
@@ -1081,7 +1215,7 @@ impl Scheduler for Bfq {
         queue.dispatched -= 1;
         queue.last_completion = now;
         if queue.dispatched == 0 {
-            if queue.softrt_update && queue.fifo.is_empty() {
+            if queue.softrt_update && queue.pending.is_empty() {
                 queue.softrt_update = false;
                 self.queues[q].soft_rt_next_start = self.soft_rt_next_start(q, now);
             }
@@ -1090,7 +1224,7 @@ impl Scheduler for Bfq {
             }
         }
         if self.in_service == Some(q)
-            && self.queues[q].fifo.is_empty()
+            && self.queues[q].pending.is_empty()
             && self.queues[q].dispatched == 0
             && self.idle_until.is_none()
             && self.better_to_idle(q, self.in_flight.len() as u32)
@@ -1107,7 +1241,7 @@ impl Scheduler for Bfq {
             return;
         };
         self.queues[q].dispatched -= 1;
-        self.queues[q].fifo.push_front(rq);
+        self.queues[q].pending.requeue(rq, now);
         self.queued += 1;
         if !self.queues[q].busy {
             let inflight = self.in_flight.len() as u32;
@@ -1209,6 +1343,56 @@ mod tests {
     }
 
     #[test]
+    fn a_queue_serves_in_sector_order_from_the_head_and_its_expired_oldest_once_a_turn() {
+        let at = |sector: u64, id: u64| Request::read(id, sector * SECTOR_BYTES);
+        let order = |p: &mut SortedRequests, now: Nanos| -> Vec<u64> {
+            std::iter::from_fn(|| p.pop_next(now)).map(|r| start_sector(&r)).collect()
+        };
+        // ascending from the head, then the sweep wraps to the lowest sector
+        let mut p = SortedRequests::default();
+        for (i, s) in [900_000u64, 500_000, 100_000, 700_000].into_iter().enumerate() {
+            p.insert(at(s, i as u64), Nanos::ZERO, 400_000);
+        }
+        assert_eq!(p.next().map(start_sector), Some(500_000), "the nearest ahead of the head");
+        assert_eq!(order(&mut p, Nanos::ZERO), [500_000, 700_000, 900_000, 100_000]);
+        // a request a little behind the head counts twice its distance; far behind waits
+        let mut p = SortedRequests::default();
+        p.insert(at(1_000_000 + 3_000, 1), Nanos::ZERO, 1_000_000);
+        p.insert(at(1_000_000 - 1_000, 2), Nanos::ZERO, 1_000_000);
+        assert_eq!(p.next().map(start_sector), Some(999_000), "2 x 1000 behind beats 3000 ahead");
+        p.insert(at(1_000_000 - 2_000, 3), Nanos::ZERO, 1_000_000);
+        assert_eq!(p.next().map(start_sector), Some(999_000));
+        p.insert(at(1_000_000 - 40_000, 4), Nanos::ZERO, 1_000_000);
+        assert_eq!(p.next().map(start_sector), Some(999_000), "over 16 MiB behind: after the others");
+        // sync before async, wherever it lies
+        p.insert(Request::write(5, 1_000_000 * SECTOR_BYTES), Nanos::ZERO, 1_000_000);
+        assert_ne!(p.next().map(|r| r.id.0), Some(5));
+        // the oldest request, once 125 ms old, is served out of order, once per turn
+        let mut p = SortedRequests::default();
+        p.insert(at(10, 0), Nanos::ZERO, 0);
+        for i in 1..6u64 {
+            p.insert(at(1_000 + i, i), Nanos::from_ms(100), 500);
+        }
+        let late = Nanos::from_ms(130);
+        assert_eq!(p.pop_next(late).map(|r| start_sector(&r)), Some(1_001), "ahead of the head first");
+        assert_eq!(p.next().map(start_sector), Some(10), "then the expired oldest");
+        assert_eq!(order(&mut p, late), [10, 1_002, 1_003, 1_004, 1_005]);
+        // after the turn's look at the FIFO, sector order, though 30 is older than 20
+        let mut p = SortedRequests::default();
+        for (i, s) in [10u64, 5_000_000, 30, 20].into_iter().enumerate() {
+            p.insert(at(s, i as u64), Nanos::ZERO, 0);
+        }
+        assert_eq!(order(&mut p, late), [10, 5_000_000, 20, 30]);
+        let mut p = SortedRequests::default();
+        for (i, s) in [10u64, 5_000_000, 30, 20].into_iter().enumerate() {
+            p.insert(at(s, i as u64), Nanos::ZERO, 0);
+        }
+        let _ = p.pop_next(late);
+        p.new_turn();
+        assert_eq!(order(&mut p, late), [5_000_000, 30, 20], "a new turn looks at the FIFO again");
+    }
+
+    #[test]
     fn jobs_started_together_at_one_priority_share_a_queue() {
         let queues = |b: &Bfq| b.report().get("queues").unwrap();
         let mut b = bfq("");
@@ -1271,7 +1455,7 @@ mod tests {
         let mut b = bfq("low_latency=0");
         let q = b.queue_for(&Request::read(0, 0).with_job(1), Nanos::ZERO);
         let start = b.queues[q].max_budget;
-        b.queues[q].fifo.push_back(Request::read(0, 0));
+        b.queues[q].pending.insert(Request::read(0, 0), Nanos::ZERO, 0);
         b.recalc_budget(q, Expiration::BudgetExhausted);
         assert_eq!(b.queues[q].max_budget, start, "already the largest budget");
         b.queues[q].max_budget = start / 8.0;
