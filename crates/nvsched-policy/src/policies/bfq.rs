@@ -45,6 +45,10 @@
 //!   queue created more than 600 ms after the candidate, or at another priority, becomes
 //!   the candidate. `stable_merge=0` turns this off (BFQ on a rotational disk merges only
 //!   later, after checking the queues gain nothing apart).
+//! - **Bursts.** Sync queues created less than 180 ms after each other in one cgroup form
+//!   a burst (the first only if no queue is busy); from the 8th on the burst is large and
+//!   its queues are not weight-raised, until one stays idle for 10 s
+//!   (`bfq_handle_burst`): many processes started at once are not interactive.
 //! - **Order within a queue.** The next request is BFQ's elevator choice: sync before
 //!   async, then the nearest at or after where the last dispatched request ended, one up
 //!   to 16 MiB behind counting twice its distance, one further behind only when a sweep
@@ -52,9 +56,9 @@
 //!   250 ms (async).
 //!
 //! Left out: cooperator (close-sector) merging and the splitting of such merges (BFQ
-//! skips both on non-rotational devices with internal queueing), burst detection,
-//! tag-depth limiting for async I/O, and the time charge of "slow" queues (only a budget
-//! timeout with a third of the budget left charges time).
+//! skips both on non-rotational devices with internal queueing), tag-depth limiting for
+//! async I/O, and the time charge of "slow" queues (only a budget timeout with a third of
+//! the budget left charges time).
 
 use crate::params::{ParamKind, ParamSpec, Params};
 use crate::registry::PolicyInfo;
@@ -110,11 +114,12 @@ pub static INFO: PolicyInfo = PolicyInfo {
     notes: "Weights: (8 - ioprio level) * 10 per queue, cgroup_weight per tenant group. \
             Jobs whose first I/O comes within 180 ms of the first of a run of jobs at their \
             priority share its sync queue and weight (stable merging; stable_merge=0 turns \
-            it off). A queue serves \
-            its requests in BFQ's elevator order: sector order from where the last request \
-            ended, a little behind counting double, and its oldest once expired (125 ms \
-            sync, 250 ms async), looked at once a turn; cooperator merging, burst detection and async tag-depth limits are not \
-            modelled. Host cost follows BFQ's documentation: about 1.9 us per request.",
+            it off). A queue serves its requests in BFQ's elevator order: sector order from \
+            where the last request ended, a little behind counting double, and its oldest \
+            once expired (125 ms sync, 250 ms async), looked at once a turn. 8 or more \
+            queues created less than 180 ms apart are a large burst and not weight-raised. \
+            Cooperator merging and async tag-depth limits are not modelled. Host cost \
+            follows BFQ's documentation: about 1.9 us per request.",
     params: PARAMS,
     host_cost: HostCost { dispatch: Nanos(1_200), complete: Nanos(700) },
     example: "bfq:low_latency=0",
@@ -149,6 +154,11 @@ const SOFTRT_SLACK: Nanos = Nanos::from_ms(4);
 /// after it takes its place as the candidate.
 const STABLE_MERGE_WINDOW: Nanos = Nanos::from_ms(180);
 const STABLE_MERGE_ACTIVATION: Nanos = Nanos::from_ms(600);
+/// Burst detection: a new queue within `bfq_burst_interval` (180 ms, as stable merging)
+/// of the last one joins the burst; the 8th (`bfq_large_burst_thresh`) makes it large.
+const LARGE_BURST_QUEUES: u32 = 8;
+/// A queue idle this long leaves a large burst.
+const BURST_FORGET: Nanos = Nanos::from_secs(10);
 /// Peak-rate sampling: windows of 1 s, or 300 ms when the device goes idle.
 const RATE_WINDOW: Nanos = Nanos::from_secs(1);
 const RATE_MIN_WINDOW: Nanos = Nanos::from_ms(300);
@@ -373,6 +383,8 @@ struct Queue {
     /// finish (`non_blocking_wait_rq`), so a queue whose I/O is in flight keeps its place.
     budget_left_when_empty: Option<f64>,
     last_completion: Nanos,
+    /// One of many queues created at once (`in_large_burst`): not weight-raised.
+    in_large_burst: bool,
 }
 
 #[derive(Debug)]
@@ -391,6 +403,18 @@ struct Counters {
     wr_interactive: u64,
     wr_soft_rt: u64,
     stable_merges: u64,
+}
+
+/// Queues created shortly after each other (`bfq_handle_burst`): when many processes
+/// start at once (a boot, a `make -j`), none of them is interactive, so none is raised.
+#[derive(Debug, Default)]
+struct Burst {
+    /// The queues of the current burst while it is not large yet.
+    members: Vec<usize>,
+    size: u32,
+    large: bool,
+    last_insert: Option<Nanos>,
+    parent: Option<usize>,
 }
 
 /// The sync queue later sync queues of a cgroup may be stably merged into
@@ -413,6 +437,7 @@ pub struct Bfq {
     stable_merge: bool,
     /// Per cgroup (`None`: the root), the candidate for stable merging.
     last_created: HashMap<Option<usize>, LastCreated>,
+    burst: Burst,
     entities: Vec<Entity>,
     root: Level,
     queues: Vec<Queue>,
@@ -461,6 +486,7 @@ impl Bfq {
             strict_guarantees: p.flag("strict_guarantees"),
             stable_merge: p.flag("stable_merge"),
             last_created: HashMap::new(),
+            burst: Burst::default(),
             entities: Vec::new(),
             root: Level::default(),
             queues: Vec::new(),
@@ -614,12 +640,51 @@ impl Bfq {
             limit_decreased_at: Nanos::ZERO,
             budget_left_when_empty: None,
             last_completion: Nanos::ZERO,
+            in_large_burst: false,
         });
         self.queue_index.insert(key, q);
         if rq.sync {
             self.note_created(group, q, class, prio.level, now);
+            let any_busy = self.queues.iter().any(|queue| queue.busy);
+            if self.burst.size > 0 || !any_busy {
+                self.handle_burst(q, group, any_busy, now);
+            }
         }
         q
+    }
+
+    /// A new sync queue joins the burst if it comes within 180 ms of the last one in the
+    /// same cgroup, else it starts a new one (with it as its only member if no queue is
+    /// busy); at 8 queues the burst is large and all of them, and the next ones, are
+    /// marked (`bfq_handle_burst`).
+    fn handle_burst(&mut self, q: usize, group: Option<usize>, any_busy: bool, now: Nanos) {
+        let burst = &mut self.burst;
+        let late = burst.last_insert.is_none_or(|t| now > t + STABLE_MERGE_WINDOW);
+        if late || burst.parent != group {
+            burst.large = false;
+            burst.members.clear();
+            if any_busy {
+                burst.size = 0;
+            } else {
+                burst.members.push(q);
+                burst.size = 1;
+            }
+            burst.parent = group;
+        } else if burst.large {
+            self.queues[q].in_large_burst = true;
+        } else {
+            burst.size += 1;
+            if burst.size == LARGE_BURST_QUEUES {
+                burst.large = true;
+                for m in std::mem::take(&mut burst.members) {
+                    self.queues[m].in_large_burst = true;
+                }
+                self.queues[q].in_large_burst = true;
+            } else {
+                burst.members.push(q);
+            }
+        }
+        self.burst.last_insert = Some(now);
     }
 
     /// The queue a new sync queue created now is stably merged into
@@ -1087,7 +1152,17 @@ impl Bfq {
         // only queues at the default weight are raised: a weight the user chose stays
         // ("block, bfq: do not raise non-default weights")
         let default_weight = queue.orig_weight == DEFAULT_WEIGHT;
-        if self.low_latency && queue.sync && default_weight && (idle_long || soft_rt) {
+        // one of a large burst is not raised, and loses raising it had; after 10 s idle
+        // it leaves the burst, from its next activation on
+        let in_burst = queue.in_large_burst;
+        if in_burst && idle_long && queue.empty_since.is_some_and(|t| now >= t + BURST_FORGET) {
+            self.queues[q].in_large_burst = false;
+        }
+        if in_burst {
+            self.queues[q].wr_coeff = 1.0;
+        }
+        let queue = &self.queues[q];
+        if self.low_latency && queue.sync && default_weight && !in_burst && (idle_long || soft_rt) {
             let (coeff, until) = if idle_long {
                 self.counters.wr_interactive += 1;
                 (WR_COEFF, now + self.wr_duration())
@@ -1390,6 +1465,30 @@ mod tests {
         let _ = p.pop_next(late);
         p.new_turn();
         assert_eq!(order(&mut p, late), [5_000_000, 30, 20], "a new turn looks at the FIFO again");
+    }
+
+    #[test]
+    fn the_queues_of_a_large_burst_are_not_weight_raised() {
+        // levels 4 and 3 in turn, so stable merging joins none of them
+        let start = |b: &mut Bfq, job: u32, ms: u64| {
+            let level = if job % 2 == 1 { 4 } else { 3 };
+            b.insert(Request::read(u64::from(job), 0).with_job(job).with_prio(IoPrio::be(level)), Nanos::from_ms(ms));
+            b.queues[b.queue_index[&(0, job, true)]].wr_coeff
+        };
+        let mut b = bfq("");
+        for job in 1..=7 {
+            let coeff = start(&mut b, job, 10 * u64::from(job));
+            assert_eq!(coeff, if job % 2 == 1 { WR_COEFF } else { 1.0 }, "job {job}: a burst of {job} is small");
+        }
+        start(&mut b, 8, 80);
+        assert!((1..=8).all(|j| b.queues[b.queue_index[&(0, j, true)]].in_large_burst), "the 8th makes it large");
+        assert_eq!(start(&mut b, 9, 90), 1.0, "a level-4 queue of a large burst is not raised");
+        assert_eq!(start(&mut b, 11, 400), WR_COEFF, "over 180 ms later: a new burst");
+        // a raised member loses its raising when it next becomes busy
+        let q1 = b.queue_index[&(0, 1, true)];
+        assert_eq!(b.queues[q1].wr_coeff, WR_COEFF);
+        b.became_busy(q1, Nanos::from_ms(500), 0);
+        assert_eq!(b.queues[q1].wr_coeff, 1.0);
     }
 
     #[test]
