@@ -1467,6 +1467,50 @@ mod tests {
         assert_eq!(order(&mut p, late), [5_000_000, 30, 20], "a new turn looks at the FIFO again");
     }
 
+    proptest::proptest! {
+        /// Whatever the arrivals, times, turns and requeues, a queue gives back every request
+        /// once, and the one it names next is always one it holds.
+        #[test]
+        fn a_queue_loses_and_repeats_no_request(
+            ops in proptest::collection::vec((0u8..5, 0u64..64, 0u64..400), 1..200),
+        ) {
+            let mut p = SortedRequests::default();
+            let (mut held, mut given) = (std::collections::BTreeSet::new(), Vec::new());
+            for (i, &(op, block, ms)) in ops.iter().enumerate() {
+                let now = Nanos::from_ms(ms);
+                match op {
+                    0 | 1 => {
+                        let rq = if op == 0 { Request::read(i as u64, block << 20) } else { Request::write(i as u64, block << 20) };
+                        p.insert(rq, now, block * 1000);
+                        held.insert(i as u64);
+                    }
+                    2 => {
+                        if let Some(rq) = p.pop_next(now) {
+                            proptest::prop_assert!(held.remove(&rq.id.0), "gave {} twice or never held it", rq.id.0);
+                            given.push(rq.id.0);
+                        }
+                    }
+                    3 => p.new_turn(),
+                    _ => {
+                        // the device gives one back: it goes first
+                        if let Some(rq) = p.pop_next(now) {
+                            p.requeue(rq, now);
+                            proptest::prop_assert_eq!(p.next().map(|r| r.id), Some(rq.id));
+                        }
+                    }
+                }
+                proptest::prop_assert_eq!(p.next().is_some(), !held.is_empty());
+                if let Some(next) = p.next() {
+                    proptest::prop_assert!(held.contains(&next.id.0));
+                }
+            }
+            while let Some(rq) = p.pop_next(Nanos::from_secs(1)) {
+                proptest::prop_assert!(held.remove(&rq.id.0));
+            }
+            proptest::prop_assert!(held.is_empty() && p.is_empty());
+        }
+    }
+
     #[test]
     fn the_queues_of_a_large_burst_are_not_weight_raised() {
         // levels 4 and 3 in turn, so stable merging joins none of them
