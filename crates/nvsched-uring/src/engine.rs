@@ -123,6 +123,10 @@ struct CloneState {
     /// What the clone's writes carry (`buffer_pattern`, `zero_buffers`, ...).
     content: BufferFiller,
     completed_now: u32,
+    /// `force_async`: every Nth submission goes to the async workers; submissions since
+    /// the last one that did.
+    force_async: u32,
+    since_forced: u32,
 }
 
 struct Engine {
@@ -147,6 +151,8 @@ struct Engine {
     sched: Box<dyn Scheduler>,
     in_ring: u32,
     max_in_ring: u32,
+    /// Submissions flagged IOSQE_ASYNC (`force_async`).
+    forced_async: u64,
     ring_entries: u32,
     poll: bool,
     max_bs: usize,
@@ -467,6 +473,8 @@ fn run_on(
                 next_generation: 1,
                 content: BufferFiller::new(&spec.buffers, spec.bs[Op::Write.index()].min(), spec.max_bs(), seed),
                 completed_now: 0,
+                force_async: spec.force_async,
+                since_forced: 0,
             });
         }
     }
@@ -513,6 +521,7 @@ fn run_on(
         sched: scheduler,
         in_ring: 0,
         max_in_ring: 0,
+        forced_async: 0,
         ring_entries: opts.ring_entries.max(8),
         poll: opts.poll,
         steady,
@@ -556,6 +565,7 @@ fn run_on(
         policy_id: e.sched.id(),
         requests: e.requests,
         max_in_ring: e.max_in_ring,
+        forced_async: e.forced_async,
         sq_polled: e.ring.params().is_setup_sqpoll(),
         waits: e.waits,
         io_errors: e.io_errors,
@@ -1040,7 +1050,18 @@ impl Engine {
                 .mode(libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE)
                 .build(),
         };
-        entry.user_data(u64::from(slot))
+        let entry = entry.user_data(u64::from(slot));
+        // as fio's io_uring engine: every Nth prepared request of a job is forced async
+        let clone = &mut self.clones[self.slots[slot as usize].clone as usize];
+        if clone.force_async > 0 {
+            clone.since_forced += 1;
+            if clone.since_forced == clone.force_async {
+                clone.since_forced = 0;
+                self.forced_async += 1;
+                return entry.flags(squeue::Flags::ASYNC);
+            }
+        }
+        entry
     }
 
     /// Completes what the kernel finished. Each completion is followed at once by the

@@ -90,6 +90,8 @@ pub struct UringOutcome {
     pub max_in_ring: u32,
     /// The kernel polled the submission queue (`sqthread_poll`).
     pub sq_polled: bool,
+    /// Submissions handed to the kernel's async workers (`force_async`).
+    pub forced_async: u64,
     /// Times the loop waited in the kernel for completions.
     pub waits: u64,
     pub io_errors: Vec<String>,

@@ -378,6 +378,9 @@ pub struct JobSpec {
     /// every job, so the jobs must agree).
     pub sqthread_poll: bool,
     pub sqthread_poll_cpu: Option<u32>,
+    /// `force_async=N`: every Nth submission of the job goes to the kernel's async
+    /// workers (IOSQE_ASYNC) instead of being tried inline first (0: none; real devices).
+    pub force_async: u32,
     /// What the job's writes carry (`zero_buffers`, `buffer_pattern`, ...; real devices).
     pub buffers: BufferSpec,
     /// `filename_format`: how a job without `filename` names its clones' files.
@@ -617,6 +620,7 @@ impl JobSpec {
             log_alternate_clock_id: 0,
             sqthread_poll: false,
             sqthread_poll_cpu: None,
+            force_async: 0,
             buffers: BufferSpec::default(),
             filename_format: None,
             significant_figures: 4,
@@ -920,6 +924,13 @@ impl JobFile {
                 out.push(format!(
                     "{}: sqthread_poll of job '{}' has no effect in simulation (the host model charges the same submission cost)",
                     j.option_line("sqthread_poll"),
+                    j.name
+                ));
+            }
+            if j.force_async > 0 {
+                out.push(format!(
+                    "{}: force_async of job '{}' has no effect in simulation (the host model charges the same submission cost)",
+                    j.option_line("force_async"),
                     j.name
                 ));
             }
@@ -2585,6 +2596,16 @@ pub static OPTIONS: &[OptionDef] = &[
         }
     ),
     opt!(
+        "force_async",
+        [],
+        None,
+        "io_uring: every Nth request is handed to the kernel's async workers (IOSQE_ASYNC) instead of being tried inline first; 0: none (real devices; the simulator's host model does not change)",
+        |j, v| {
+            j.force_async = int_in(v, 0, i64::from(u32::MAX))? as u32;
+            Ok(())
+        }
+    ),
+    opt!(
         "sqthread_poll_cpu",
         [],
         None,
@@ -2811,7 +2832,6 @@ const FIO_UNSUPPORTED: &[(&str, &str)] = &[
     ("readfua", "the sg engine is not supported"),
     ("hipri", "polled completions (IORING_SETUP_IOPOLL) are not supported; --poll busy-polls the completion queue"),
     ("hipri_percentage", "polled completions (IORING_SETUP_IOPOLL) are not supported"),
-    ("force_async", "nvsched's io_uring engine does not force requests to the kernel's async workers"),
     ("nowait", "RWF_NOWAIT is not supported"),
     ("cmd_type", "io_uring passthrough commands (io_uring_cmd) are not supported"),
     ("sync_file_range", "I/O is direct: there is no page cache to write back"),
@@ -3026,8 +3046,11 @@ fn finish_job(job: &mut JobSpec, _warnings: &mut [String]) -> Result<(), JobFile
             ));
         }
     }
-    for (set, option) in [(job.sqthread_poll, "sqthread_poll"), (job.sqthread_poll_cpu.is_some(), "sqthread_poll_cpu")]
-    {
+    for (set, option) in [
+        (job.sqthread_poll, "sqthread_poll"),
+        (job.sqthread_poll_cpu.is_some(), "sqthread_poll_cpu"),
+        (job.force_async > 0, "force_async"),
+    ] {
         if set && job.ioengine != "io_uring" {
             return Err(err(Some(option), format!("job '{}': {option} needs ioengine=io_uring (as in fio)", job.name)));
         }

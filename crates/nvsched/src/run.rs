@@ -456,6 +456,7 @@ pub fn run_uring(
             "completion_waits": outcome.waits,
             "ring_entries": opts.ring_entries,
             "sqthread_poll": outcome.sq_polled,
+            "forced_async": outcome.forced_async,
             "cpu_user_s": outcome.cpu_user.as_secs_f64(),
             "cpu_sys_s": outcome.cpu_sys.as_secs_f64(),
             "cpu_per_io_us": outcome.cpu_per_io().as_secs_f64() * 1e6,

@@ -992,6 +992,36 @@ fn sqthread_poll_sets_up_a_polled_submission_queue_for_jobs_that_agree() {
 }
 
 #[test]
+fn force_async_hands_every_nth_request_to_the_async_workers() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let data = d.join("fa.dat");
+    // 1 MiB in 4 KiB reads: 256 requests per job; a forces every one, b every third
+    let text = format!(
+        "[global]\nfilename={}\nsize=1m\nrw=randread\nbs=4k\nioengine=io_uring\niodepth=4\n\
+         [a]\nforce_async=1\n[b]\nforce_async=3\n[c]\n",
+        data.display()
+    );
+    let v = run_uring_json(&write_job(&d, "fa.fio", &text), &[]);
+    for k in 0..3 {
+        assert_eq!(v["jobs"][k]["read"]["total_ios"], 256, "job {k}");
+    }
+    assert_eq!(v["nvsched"]["engine_counters"]["forced_async"], 256 + 256 / 3);
+    // fio's rule: io_uring only, and said to have no effect in simulation
+    let sim =
+        write_job(&d, "fa-sim.fio", "[s]\nfilename=/dev/nvme0n1\nsize=1m\nrw=read\nioengine=io_uring\nforce_async=2\n");
+    let out = nvsched(&["run", sim.to_str().unwrap(), "-q"]);
+    assert!(String::from_utf8(out.stderr).unwrap().contains("force_async of job 's' has no effect in simulation"));
+    let bad =
+        write_job(&d, "fa-bad.fio", "[s]\nfilename=/dev/nvme0n1\nsize=1m\nrw=read\nioengine=libaio\nforce_async=2\n");
+    let out = nvsched(&["run", bad.to_str().unwrap(), "-q"]);
+    assert!(String::from_utf8(out.stderr).unwrap().contains("force_async needs ioengine=io_uring"));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
 fn jobs_report_the_cpu_they_used_split_by_their_requests() {
     if skip() {
         return;
