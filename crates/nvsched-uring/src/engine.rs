@@ -127,6 +127,8 @@ struct CloneState {
     /// the last one that did.
     force_async: u32,
     since_forced: u32,
+    /// `nowait`: RWF_NOWAIT on reads and writes.
+    nowait: bool,
 }
 
 struct Engine {
@@ -236,6 +238,8 @@ struct Wanted {
     no_size_from: Option<String>,
     /// `write_hint`, and the job that set it (the hint belongs to the file).
     write_hint: Option<(u64, String)>,
+    /// A job wants its cached pages dropped before the run (`invalidate`, on by default).
+    invalidate: bool,
 }
 
 /// Runs the jobs on real files or devices.
@@ -272,6 +276,7 @@ pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions)
                         fill: Fill::No,
                         no_size_from: None,
                         write_hint: None,
+                        invalidate: false,
                     });
                     wanted.len() - 1
                 }
@@ -280,6 +285,7 @@ pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions)
             w.bytes = w.bytes.max(need.unwrap_or(0));
             w.writes |= writes;
             w.keep |= spec.create_only;
+            w.invalidate |= spec.invalidate;
             if let Some(hint) = spec.write_hint {
                 match &w.write_hint {
                     Some((other, job)) if *other != hint => {
@@ -322,6 +328,11 @@ pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions)
                 if opts.prefill && !t.created {
                     let region = if w.bytes == 0 { t.size } else { w.bytes };
                     targets::prefill(&t.path, region)?;
+                }
+                // as fio: what laying out or prefilling left in the page cache goes, so
+                // direct I/O does not have to invalidate it as it runs
+                if w.invalidate {
+                    targets::drop_cached_pages(t)?;
                 }
                 Ok(())
             });
@@ -475,6 +486,7 @@ fn run_on(
                 completed_now: 0,
                 force_async: spec.force_async,
                 since_forced: 0,
+                nowait: spec.nowait,
             });
         }
     }
@@ -1006,12 +1018,13 @@ impl Engine {
                 opcode::Fsync::new(fd).flags(flags).build()
             }
             Op::Read | Op::Write => {
+                let nowait = if clone.nowait { libc::RWF_NOWAIT } else { 0 };
                 if s.merged_next == NONE {
                     let ptr = s.buf.ptr;
                     if s.op == Op::Read {
-                        opcode::Read::new(fd, ptr, s.len).offset(s.offset).ioprio(ioprio).build()
+                        opcode::Read::new(fd, ptr, s.len).offset(s.offset).ioprio(ioprio).rw_flags(nowait).build()
                     } else {
-                        let flags = if s.rq.fua { libc::RWF_DSYNC } else { 0 };
+                        let flags = nowait | if s.rq.fua { libc::RWF_DSYNC } else { 0 };
                         opcode::Write::new(fd, ptr, s.len).offset(s.offset).ioprio(ioprio).rw_flags(flags).build()
                     }
                 } else {
@@ -1035,9 +1048,9 @@ impl Engine {
                     sm.iov = iov;
                     let (ptr, n) = (sm.iov.as_ptr(), sm.iov.len() as u32);
                     if op == Op::Read {
-                        opcode::Readv::new(fd, ptr, n).offset(start).ioprio(ioprio).build()
+                        opcode::Readv::new(fd, ptr, n).offset(start).ioprio(ioprio).rw_flags(nowait).build()
                     } else {
-                        let flags = if fua { libc::RWF_DSYNC } else { 0 };
+                        let flags = nowait | if fua { libc::RWF_DSYNC } else { 0 };
                         opcode::Writev::new(fd, ptr, n).offset(start).ioprio(ioprio).rw_flags(flags).build()
                     }
                 }

@@ -132,6 +132,19 @@ pub fn open(path: &Path, size: u64, writes: bool, safety: Safety, fill: Fill) ->
     Ok(Target { path: path.to_path_buf(), file, size, block_device: block, created, keep: false, writes, grows })
 }
 
+/// Drops the target's pages from the page cache (`posix_fadvise(POSIX_FADV_DONTNEED)`, as
+/// fio's `invalidate`): a direct write over a cached page must invalidate it, and one with
+/// `RWF_NOWAIT` fails with EAGAIN instead.
+pub fn drop_cached_pages(t: &Target) -> Result<(), String> {
+    // SAFETY: advice on an open descriptor; no memory is passed.
+    let err = unsafe { libc::posix_fadvise(t.fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+    if err != 0 {
+        let e = std::io::Error::from_raw_os_error(err);
+        return Err(format!("cannot drop the cached pages of '{}': {e}", t.path.display()));
+    }
+    Ok(())
+}
+
 /// `fcntl(F_SET_RW_HINT)` (Linux 4.13).
 const F_SET_RW_HINT: libc::c_int = 1024 + 12;
 

@@ -381,6 +381,12 @@ pub struct JobSpec {
     /// `force_async=N`: every Nth submission of the job goes to the kernel's async
     /// workers (IOSQE_ASYNC) instead of being tried inline first (0: none; real devices).
     pub force_async: u32,
+    /// `nowait`: reads and writes carry RWF_NOWAIT, failing with EAGAIN where they would
+    /// block (real devices; io_uring and pvsync2).
+    pub nowait: bool,
+    /// `invalidate`: drop the files' cached pages before the run (real devices; on by
+    /// default, as in fio).
+    pub invalidate: bool,
     /// What the job's writes carry (`zero_buffers`, `buffer_pattern`, ...; real devices).
     pub buffers: BufferSpec,
     /// `filename_format`: how a job without `filename` names its clones' files.
@@ -621,6 +627,8 @@ impl JobSpec {
             sqthread_poll: false,
             sqthread_poll_cpu: None,
             force_async: 0,
+            nowait: false,
+            invalidate: true,
             buffers: BufferSpec::default(),
             filename_format: None,
             significant_figures: 4,
@@ -924,6 +932,13 @@ impl JobFile {
                 out.push(format!(
                     "{}: sqthread_poll of job '{}' has no effect in simulation (the host model charges the same submission cost)",
                     j.option_line("sqthread_poll"),
+                    j.name
+                ));
+            }
+            if j.nowait {
+                out.push(format!(
+                    "{}: nowait of job '{}' has no effect in simulation (a simulated request never has to wait to be accepted)",
+                    j.option_line("nowait"),
                     j.name
                 ));
             }
@@ -2022,8 +2037,11 @@ pub static OPTIONS: &[OptionDef] = &[
         "invalidate",
         [],
         Some("1"),
-        "accepted: nvsched keeps no page cache to drop (direct I/O on real devices; buffered I/O is simulated as direct)",
-        accept_bool
+        "drop the files' pages from the page cache before the run (posix_fadvise DONTNEED; on by default, as in fio): what laying out a file left there would otherwise make direct writes invalidate it as they go (real devices; the simulator has no page cache)",
+        |j, v| {
+            j.invalidate = parse_bool(v)?;
+            Ok(())
+        }
     ),
     opt!(
         "fallocate",
@@ -2606,6 +2624,16 @@ pub static OPTIONS: &[OptionDef] = &[
         }
     ),
     opt!(
+        "nowait",
+        [],
+        Some("1"),
+        "io_uring and pvsync2: reads and writes carry RWF_NOWAIT and fail with EAGAIN where they would have to wait (ignore_error=EAGAIN lets the job go on); real devices, a warning in simulation",
+        |j, v| {
+            j.nowait = parse_bool(v)?;
+            Ok(())
+        }
+    ),
+    opt!(
         "sqthread_poll_cpu",
         [],
         None,
@@ -2832,7 +2860,6 @@ const FIO_UNSUPPORTED: &[(&str, &str)] = &[
     ("readfua", "the sg engine is not supported"),
     ("hipri", "polled completions (IORING_SETUP_IOPOLL) are not supported; --poll busy-polls the completion queue"),
     ("hipri_percentage", "polled completions (IORING_SETUP_IOPOLL) are not supported"),
-    ("nowait", "RWF_NOWAIT is not supported"),
     ("cmd_type", "io_uring passthrough commands (io_uring_cmd) are not supported"),
     ("sync_file_range", "I/O is direct: there is no page cache to write back"),
     ("write_barrier", "barrier writes are not supported"),
@@ -3045,6 +3072,12 @@ fn finish_job(job: &mut JobSpec, _warnings: &mut [String]) -> Result<(), JobFile
                 ),
             ));
         }
+    }
+    if job.nowait && !matches!(job.ioengine.as_str(), "io_uring" | "pvsync2") {
+        return Err(err(
+            Some("nowait"),
+            format!("job '{}': nowait needs ioengine=io_uring or pvsync2 (as in fio)", job.name),
+        ));
     }
     for (set, option) in [
         (job.sqthread_poll, "sqthread_poll"),

@@ -306,19 +306,21 @@ fn globals_inherit_and_jobs_override() {
 #[test]
 fn overhead_and_layout_options_are_accepted_without_effect() {
     let body = "gtod_reduce=1\ndisable_lat=1\ndisable_clat\ndisable_slat=1\ndisable_bw=1\nclocksource=cpu\n\
-                invalidate=0\nfallocate=none\ncreate_serialize=0\nthread\nunlink=1\nrandom_generator=lfsr\n\
+                fallocate=none\ncreate_serialize=0\nthread\nunlink=1\nrandom_generator=lfsr\n\
                 overwrite=1\nallow_mounted_write=1\nsoftrandommap\nopenfiles=1\nfile_service_type=roundrobin\n\
                 pre_read=1\nlockmem=1m\niomem=shmhuge\nmem_align=512\ndisk_util=0\ncpus_allowed=0-3\n\
                 cpumask=0xf\ncpus_allowed_policy=split\nnuma_mem_policy=local\nunit_base=8\nfixedbufs\nregisterfiles=1\n\
                 gtod_cpu=0\nlog_entries=1024\nlog_compression=1m\ncreate_fsync=0\nunique_filename=1";
     let mut with = job(body);
     let without = job("");
-    assert_eq!(with.job_options.len(), 34);
+    assert_eq!(with.job_options.len(), 33);
     with.job_options.clear();
     with.option_lines.clear();
     let mut without = without;
     without.option_lines.clear();
     assert_eq!(format!("{with:?}"), format!("{without:?}"));
+    // invalidate does something on real devices: it is kept (on by default, as in fio)
+    assert!(without.invalidate && !job("invalidate=0").invalidate);
     assert!(parse("[job]\nclocksource=tsc\n").unwrap_err().to_string().contains("'tsc' is not one of"));
     assert!(parse("[job]\ngtod_reduce=maybe\n").unwrap_err().to_string().contains("not a boolean"));
     assert!(parse("[job]\nunit_base=1\n").unwrap_err().to_string().contains("bits are not supported"));

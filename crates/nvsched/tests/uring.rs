@@ -992,7 +992,7 @@ fn sqthread_poll_sets_up_a_polled_submission_queue_for_jobs_that_agree() {
 }
 
 #[test]
-fn force_async_hands_every_nth_request_to_the_async_workers() {
+fn force_async_and_nowait_reach_the_ring_and_laid_out_pages_are_dropped_first() {
     if skip() {
         return;
     }
@@ -1018,6 +1018,28 @@ fn force_async_hands_every_nth_request_to_the_async_workers() {
         write_job(&d, "fa-bad.fio", "[s]\nfilename=/dev/nvme0n1\nsize=1m\nrw=read\nioengine=libaio\nforce_async=2\n");
     let out = nvsched(&["run", bad.to_str().unwrap(), "-q"]);
     assert!(String::from_utf8(out.stderr).unwrap().contains("force_async needs ioengine=io_uring"));
+    // nowait: direct reads of a laid-out file never have to wait, so all of them complete
+    let text = format!(
+        "[n]\nfilename={}\nsize=1m\nrw=randread\nbs=4k\nioengine=io_uring\niodepth=4\nnowait=1\n",
+        data.display()
+    );
+    let v = run_uring_json(&write_job(&d, "nowait.fio", &text), &[]);
+    assert_eq!(v["jobs"][0]["read"]["total_ios"], 256);
+    assert_eq!(v["jobs"][0]["error"], 0);
+    // nowait writes over a file just laid out: the layout's pages were dropped from the
+    // page cache before the run (invalidate, as fio), so no write has to invalidate one,
+    // which RWF_NOWAIT refuses with EAGAIN (every write did, before nvsched dropped them)
+    let fresh = d.join("fresh.dat");
+    let text = format!(
+        "[n]\nfilename={}\nsize=4m\nrw=randwrite\nbs=4k\nioengine=io_uring\niodepth=4\nnowait=1\n",
+        fresh.display()
+    );
+    let v = run_uring_json(&write_job(&d, "nowait-w.fio", &text), &[]);
+    assert_eq!(v["jobs"][0]["error"], 0, "{}", v["nvsched"]["engine_counters"]["io_errors"]);
+    assert_eq!(v["jobs"][0]["write"]["total_ios"], 1024);
+    let bad = write_job(&d, "nw-bad.fio", "[s]\nfilename=/dev/nvme0n1\nsize=1m\nrw=read\nioengine=libaio\nnowait=1\n");
+    let out = nvsched(&["run", bad.to_str().unwrap(), "-q"]);
+    assert!(String::from_utf8(out.stderr).unwrap().contains("nowait needs ioengine=io_uring or pvsync2"));
     std::fs::remove_dir_all(&d).unwrap();
 }
 
