@@ -2627,7 +2627,7 @@ pub static OPTIONS: &[OptionDef] = &[
         "nowait",
         [],
         Some("1"),
-        "io_uring and pvsync2: reads and writes carry RWF_NOWAIT and fail with EAGAIN where they would have to wait (ignore_error=EAGAIN lets the job go on); real devices, a warning in simulation",
+        "io_uring and pvsync2: reads and writes carry RWF_NOWAIT and fail with EAGAIN where they would have to wait (continue_on_error with EAGAIN in ignore_error's read or write list lets the job go on); real devices, a warning in simulation",
         |j, v| {
             j.nowait = parse_bool(v)?;
             Ok(())
