@@ -1541,20 +1541,21 @@ mod tests {
         let mut b = bfq("");
         let at = |ms: u64| Nanos::from_ms(ms);
         b.insert(Request::read(1, 0).with_job(1), at(0));
-        b.insert(Request::read(2, 0).with_job(2), at(100));
-        assert_eq!(queues(&b), 1.0, "within 180 ms at one priority: merged");
-        b.insert(Request::read(3, 0).with_job(3).with_prio(IoPrio::be(0)), at(150));
-        assert_eq!(queues(&b), 2.0, "another level: its own queue, and the new candidate");
-        b.insert(Request::read(4, 0).with_job(4).with_prio(IoPrio::be(0)), at(300));
-        assert_eq!(queues(&b), 2.0, "150 ms after the level-0 queue: merged into it");
-        b.insert(Request::read(5, 0).with_job(5).with_prio(IoPrio::be(0)), at(500));
-        assert_eq!(queues(&b), 3.0, "350 ms after the candidate: not merged, which stays");
-        b.insert(Request::read(6, 0).with_job(6).with_prio(IoPrio::be(0)), at(700));
-        assert_eq!(queues(&b), 4.0, "550 ms after it: still not merged");
-        b.insert(Request::read(7, 0).with_job(7).with_prio(IoPrio::be(0)), at(800));
-        assert_eq!(queues(&b), 5.0, "over 600 ms after it: this one becomes the candidate");
-        b.insert(Request::read(8, 0).with_job(8).with_prio(IoPrio::be(0)), at(900));
-        assert_eq!(queues(&b), 5.0, "and takes the next one within 180 ms");
+        let (default, level0) = (None, Some(IoPrio::be(0)));
+        // (job, its priority, when its first request comes, queues after it, why)
+        for (job, prio, ms, expected, why) in [
+            (2, default, 100, 1.0, "within 180 ms at one priority: merged"),
+            (3, level0, 150, 2.0, "another level: its own queue, and the new candidate"),
+            (4, level0, 300, 2.0, "150 ms after the level-0 queue: merged into it"),
+            (5, level0, 500, 3.0, "350 ms after the candidate: not merged, which stays"),
+            (6, level0, 700, 4.0, "550 ms after it: still not merged"),
+            (7, level0, 800, 5.0, "over 600 ms after it: this one becomes the candidate"),
+            (8, level0, 900, 5.0, "and takes the next one within 180 ms"),
+        ] {
+            let rq = Request::read(u64::from(job), 0).with_job(job);
+            b.insert(prio.map_or(rq, |p| rq.with_prio(p)), at(ms));
+            assert_eq!(queues(&b), expected, "job {job}: {why}");
+        }
         b.insert(Request::write(9, 0).with_job(9).with_prio(IoPrio::be(0)), at(900));
         assert_eq!(queues(&b), 6.0, "async requests have their own shared queue");
         assert_eq!(b.report().get("stable_merges"), Some(3.0));
