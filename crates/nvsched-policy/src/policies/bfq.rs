@@ -149,13 +149,13 @@ const REF_RATE_SECTORS_PER_S: f64 = 503_540.0;
 const REF_WR_DURATION: Nanos = Nanos::from_secs(3);
 /// The few jiffies (4 at HZ=1000) soft real-time detection adds after `slice_idle`.
 const SOFTRT_SLACK: Nanos = Nanos::from_ms(4);
-/// Stable merging: a new sync queue joins the last one created if it comes within
-/// `bfq_burst_interval` of it; one created later than `bfq_activation_stable_merging`
-/// after it takes its place as the candidate.
-const STABLE_MERGE_WINDOW: Nanos = Nanos::from_ms(180);
+/// `bfq_burst_interval`: a new sync queue this soon after the stable-merge candidate is
+/// merged into it, and one this soon after the last new queue joins its burst.
+const BURST_INTERVAL: Nanos = Nanos::from_ms(180);
+/// `bfq_activation_stable_merging`: a queue created later than this after the candidate
+/// takes its place.
 const STABLE_MERGE_ACTIVATION: Nanos = Nanos::from_ms(600);
-/// Burst detection: a new queue within `bfq_burst_interval` (180 ms, as stable merging)
-/// of the last one joins the burst; the 8th (`bfq_large_burst_thresh`) makes it large.
+/// `bfq_large_burst_thresh`: the queue that makes a burst large.
 const LARGE_BURST_QUEUES: u32 = 8;
 /// A queue idle this long leaves a large burst.
 const BURST_FORGET: Nanos = Nanos::from_secs(10);
@@ -281,7 +281,7 @@ impl SortedRequests {
             self.by_sector.range((std::ops::Bound::Excluded(key), std::ops::Bound::Unbounded)).next().map(|(k, _)| *k);
         let before = self.by_sector.range(..key).next_back().map(|(k, _)| *k);
         let rq = self.by_sector.remove(&key)?;
-        self.next = self.expired_head(now, key.1).or_else(|| {
+        self.next = self.expired_head(now).or_else(|| {
             // the request after this one, or the first (a sweep wraps), against the one before
             let ahead = after.or_else(|| self.by_sector.keys().next().copied());
             match (ahead, before) {
@@ -299,14 +299,14 @@ impl SortedRequests {
 
     /// The oldest request, if its FIFO deadline passed and the FIFO was not looked at in
     /// this turn yet (`bfq_check_fifo`).
-    fn expired_head(&mut self, now: Nanos, served: RequestId) -> Option<(u64, RequestId)> {
+    fn expired_head(&mut self, now: Nanos) -> Option<(u64, RequestId)> {
         if self.fifo_checked {
             return None;
         }
         self.fifo_checked = true;
         self.arrivals
             .iter()
-            .find(|&&(id, sector, _)| id != served && self.by_sector.contains_key(&(sector, id)))
+            .find(|&&(id, sector, _)| self.by_sector.contains_key(&(sector, id)))
             .filter(|&&(_, _, deadline)| now >= deadline)
             .map(|&(id, sector, _)| (sector, id))
     }
@@ -645,7 +645,7 @@ impl Bfq {
         self.queue_index.insert(key, q);
         if rq.sync {
             self.note_created(group, q, class, prio.level, now);
-            let any_busy = self.queues.iter().any(|queue| queue.busy);
+            let any_busy = self.busy_queues().next().is_some();
             if self.burst.size > 0 || !any_busy {
                 self.handle_burst(q, group, any_busy, now);
             }
@@ -659,7 +659,7 @@ impl Bfq {
     /// marked (`bfq_handle_burst`).
     fn handle_burst(&mut self, q: usize, group: Option<usize>, any_busy: bool, now: Nanos) {
         let burst = &mut self.burst;
-        let late = burst.last_insert.is_none_or(|t| now > t + STABLE_MERGE_WINDOW);
+        let late = burst.last_insert.is_none_or(|t| now > t + BURST_INTERVAL);
         if late || burst.parent != group {
             burst.large = false;
             burst.members.clear();
@@ -692,7 +692,7 @@ impl Bfq {
     /// at most 180 ms earlier with the same class and level.
     fn stable_merge_target(&self, group: Option<usize>, class: usize, level: u8, now: Nanos) -> Option<usize> {
         let last = self.last_created.get(&group).filter(|_| self.stable_merge)?;
-        (last.class == class && last.level == level && now <= last.created + STABLE_MERGE_WINDOW).then_some(last.queue)
+        (last.class == class && last.level == level && now <= last.created + BURST_INTERVAL).then_some(last.queue)
     }
 
     /// A sync queue not merged becomes the candidate when there is none, when the last
@@ -1149,20 +1149,19 @@ impl Bfq {
         let queue = &self.queues[q];
         let idle_long = queue.dispatched == 0 && queue.empty_since.is_none_or(|t| now >= t + WR_MIN_IDLE);
         let soft_rt = queue.dispatched == 0 && now >= queue.soft_rt_next_start && queue.empty_since.is_some();
-        // only queues at the default weight are raised: a weight the user chose stays
-        // ("block, bfq: do not raise non-default weights")
-        let default_weight = queue.orig_weight == DEFAULT_WEIGHT;
         // one of a large burst is not raised, and loses raising it had; after 10 s idle
         // it leaves the burst, from its next activation on
         let in_burst = queue.in_large_burst;
-        if in_burst && idle_long && queue.empty_since.is_some_and(|t| now >= t + BURST_FORGET) {
-            self.queues[q].in_large_burst = false;
-        }
+        let leaves_burst = idle_long && queue.empty_since.is_some_and(|t| now >= t + BURST_FORGET);
+        // only queues at the default weight are raised: a weight the user chose stays
+        // ("block, bfq: do not raise non-default weights")
+        let may_raise = self.low_latency && queue.sync && queue.orig_weight == DEFAULT_WEIGHT && !in_burst;
         if in_burst {
-            self.queues[q].wr_coeff = 1.0;
+            let queue = &mut self.queues[q];
+            queue.wr_coeff = 1.0;
+            queue.in_large_burst = !leaves_burst;
         }
-        let queue = &self.queues[q];
-        if self.low_latency && queue.sync && default_weight && !in_burst && (idle_long || soft_rt) {
+        if may_raise && (idle_long || soft_rt) {
             let (coeff, until) = if idle_long {
                 self.counters.wr_interactive += 1;
                 (WR_COEFF, now + self.wr_duration())
