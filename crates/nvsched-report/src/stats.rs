@@ -622,6 +622,8 @@ impl JobStats {
         if self.steadystate.is_none() {
             self.steadystate.clone_from(&other.steadystate);
         }
+        // fio's entry keeps its first member's name but its last member's job options
+        self.job_options.clone_from(&other.job_options);
     }
 
     /// All completions over all directions' histograms (fio's latency_* maps).

@@ -231,31 +231,29 @@ pub fn run_sim(
     Ok((report, outcome))
 }
 
-/// fio's reporting: a group with `group_reporting` becomes one entry, otherwise one entry
-/// per clone; a job with `stats=0` none. `clones` holds (reporting group, job index, statistics) in run order.
+/// fio's reporting entries (`__show_run_stats`): a clone joins the entry before it when
+/// its job has `group_reporting` and the previous clone (with statistics) is of the same
+/// group; otherwise it starts an entry. So a job without `group_reporting` stands alone
+/// even in a group whose other jobs report together, and, as in fio, `group_reporting`
+/// jobs right after it in its group join its entry. A job with `stats=0` has none.
+/// `clones` holds (reporting group, job index, statistics) in run order.
 pub fn reporting_entries(jobs: &JobFile, clones: &[(u32, usize, &JobStats)]) -> Vec<JobStats> {
     let mut entries: Vec<JobStats> = Vec::new();
-    let mut merged_group: Option<(u32, usize)> = None;
+    let mut previous_group: Option<u32> = None;
     for &(group, job, stats) in clones {
-        if !jobs.jobs[job].stats {
+        let spec = &jobs.jobs[job];
+        if !spec.stats {
             continue; // `stats=0`
         }
-        let grouped = clones.iter().filter(|o| o.0 == group).any(|o| jobs.jobs[o.1].group_reporting);
         let mut stats = stats.clone();
-        if jobs.jobs[job].unified_rw_reporting {
+        if spec.unified_rw_reporting {
             stats.unify_directions();
         }
-        if grouped {
-            match merged_group {
-                Some((g, idx)) if g == group => entries[idx].merge(&stats),
-                _ => {
-                    entries.push(stats);
-                    merged_group = Some((group, entries.len() - 1));
-                }
-            }
-        } else {
-            entries.push(stats);
+        match entries.last_mut() {
+            Some(entry) if spec.group_reporting && previous_group == Some(group) => entry.merge(&stats),
+            _ => entries.push(stats),
         }
+        previous_group = Some(group);
     }
     entries
 }

@@ -230,6 +230,59 @@ fn unified_rw_reporting_reports_one_mixed_direction_as_fio() {
     assert_eq!(terse.trim().split(';').count(), fio_terse.trim().split(';').count(), "one direction, as fio's");
 }
 
+/// Which clones share a report entry, as fio 3.33 groups them (checked against fio's JSON
+/// for each of these job files): a clone joins the entry before it when its job has
+/// `group_reporting` and the previous clone is of the same group. The entry takes its
+/// first member's name and its last member's job options.
+#[test]
+fn group_reporting_entries_follow_fio() {
+    let head = "[global]\nruntime=200ms\ntime_based\nsize=64m\nbs=4k\n";
+    let cases: [(&str, &str, &[(&str, u64, &str)]); 4] = [
+        // (name, jobs, expected entries: (jobname, clones, job options' rw))
+        (
+            "gr-then-plain",
+            "[r]\nrw=randread\nnumjobs=2\ngroup_reporting\n[w]\nrw=write\n",
+            &[("r", 2, "randread"), ("w", 1, "write")],
+        ),
+        // fio's quirk: group_reporting clones right after a plain job of their group join it
+        (
+            "plain-then-gr",
+            "[w]\nrw=write\n[r]\nrw=randread\nnumjobs=2\ngroup_reporting\n[x]\nrw=read\n",
+            &[("w", 3, "randread"), ("x", 1, "read")],
+        ),
+        ("global-gr", "[global]\ngroup_reporting\n[a]\nrw=randread\n[b]\nrw=read\n", &[("a", 2, "read")]),
+        (
+            "new-group",
+            "[global]\ngroup_reporting\n[a]\nrw=randread\n[b]\nnew_group\nrw=read\nnumjobs=2\n",
+            &[("a", 1, "randread"), ("b", 2, "read")],
+        ),
+    ];
+    for (name, jobs, expected) in cases {
+        let job = temp_job(&format!("{name}.fio"), &format!("{head}{jobs}"));
+        let (_, v) = run_json(&job, &[]);
+        let entries: Vec<(&str, &str)> = v["jobs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|j| (j["jobname"].as_str().unwrap(), j["job options"]["rw"].as_str().unwrap()))
+            .collect();
+        let want: Vec<(&str, &str)> = expected.iter().map(|&(job, _, rw)| (job, rw)).collect();
+        assert_eq!(entries, want, "{name}");
+        // the normal report's heads: `NAME: (groupid=G, jobs=N): ...`
+        let normal = String::from_utf8(nvsched(&["run", job.to_str().unwrap(), "-q"]).stdout).unwrap();
+        let heads: Vec<(&str, u64)> = normal
+            .lines()
+            .filter_map(|l| {
+                let (job, rest) = l.split_once(": (groupid=")?;
+                let clones = rest.split_once("jobs=")?.1.split_once(')')?.0;
+                Some((job, clones.parse().unwrap()))
+            })
+            .collect();
+        let want: Vec<(&str, u64)> = expected.iter().map(|&(job, clones, _)| (job, clones)).collect();
+        assert_eq!(heads, want, "{name}");
+    }
+}
+
 #[test]
 fn output_file_is_written() {
     let job = short_k2_mix();
