@@ -126,7 +126,7 @@ struct RunArgs {
     parse_only: bool,
     /// Scheduling policy and parameters: ID or ID:key=value,... (see `nvsched policies`);
     /// default: the job file's `ioscheduler=`, else none.
-    #[arg(long, value_name = "SPEC")]
+    #[arg(long, value_name = "SPEC", visible_alias = "policy")]
     sched: Option<String>,
     #[command(flatten)]
     device: DeviceArgs,
@@ -229,7 +229,7 @@ struct SweepArgs {
     jobfile: Option<PathBuf>,
     /// A policy to compare, ID or ID:key=value,... (repeatable; default: none,
     /// mq-deadline, kyber and bfq, Linux's blk-mq schedulers).
-    #[arg(long, value_name = "SPEC")]
+    #[arg(long, value_name = "SPEC", visible_alias = "policy")]
     sched: Vec<String>,
     #[command(flatten)]
     setup: SweepSetup,
@@ -264,6 +264,9 @@ struct TuneArgs {
     bounds: Vec<u32>,
     #[command(flatten)]
     setup: SweepSetup,
+    /// No progress bar.
+    #[arg(long, short)]
+    quiet: bool,
 }
 
 /// What the runs of `tune` and `sweep` share: a reproduction's cell or the job file's
@@ -360,7 +363,7 @@ struct CompareArgs {
     device: String,
     /// Scheduling policy for both runs, ID or ID:key=value,... (see `nvsched policies`);
     /// default: the job file's `ioscheduler=`, else none.
-    #[arg(long, value_name = "SPEC")]
+    #[arg(long, value_name = "SPEC", visible_alias = "policy")]
     sched: Option<String>,
     /// Allow writes to an existing file or a block device (destroys its data).
     #[arg(long)]
@@ -745,8 +748,10 @@ fn cmd_tune(args: TuneArgs) -> Result<(), String> {
         eprintln!("warning: {at}: ioscheduler={theirs} is not used: tune compares none and k2 bounds");
     }
     let over = if seeds.len() > 1 { format!(", {} seeds each", seeds.len()) } else { String::new() };
-    eprintln!("nvsched: sweeping none and k2 bounds {:?} on {}{over} ...", args.bounds, profile.name);
-    let rows = nvsched::tune::sweep(&jobs, &profile, &seeds, &args.bounds)?;
+    if !args.quiet {
+        eprintln!("nvsched: sweeping none and k2 bounds {:?} on {}{over} ...", args.bounds, profile.name);
+    }
+    let rows = nvsched::tune::sweep(&jobs, &profile, &seeds, &args.bounds, !args.quiet)?;
     let (chosen, why) = nvsched::tune::choose(&rows, objective);
     print!("{}", nvsched::tune::table(&rows, chosen));
     println!("\n{why}");

@@ -5,6 +5,7 @@
 //! seeds a configuration's figures are the means of its runs, as a reproduction averages
 //! its repetitions: a 10 s p99.9 rests on a handful of samples and moves with the seed.
 
+use crate::progress::RunProgress;
 use crate::repro::analysis::k2_choices;
 use crate::run::{run_sim, RunSpec};
 use nvsched_core::PrioClass;
@@ -75,13 +76,29 @@ pub fn check_jobs(jobs: &JobFile, source: &str) -> Result<(), String> {
 
 /// Runs `none` and K2 at each bound, once per seed (in parallel): one row per run, seeds
 /// innermost. `choose` and `table` average the rows of a configuration.
-pub fn sweep(jobs: &JobFile, profile: &DeviceProfile, seeds: &[u64], bounds: &[u32]) -> Result<Vec<Row>, String> {
+pub fn sweep(
+    jobs: &JobFile,
+    profile: &DeviceProfile,
+    seeds: &[u64],
+    bounds: &[u32],
+    show_progress: bool,
+) -> Result<Vec<Row>, String> {
     let configs: Vec<(Option<u32>, u64)> = std::iter::once(None)
         .chain(bounds.iter().copied().map(Some))
         .flat_map(|bound| seeds.iter().map(move |&seed| (bound, seed)))
         .collect();
+    let progress = RunProgress::new("tune", configs.len(), show_progress);
     let drive_states = DriveStates::new();
-    configs.par_iter().map(|&(bound, seed)| measure(jobs, profile, seed, bound, Some(&drive_states))).collect()
+    let rows = configs
+        .par_iter()
+        .map(|&(bound, seed)| {
+            let row = measure(jobs, profile, seed, bound, Some(&drive_states));
+            progress.inc();
+            row
+        })
+        .collect();
+    progress.finish();
+    rows
 }
 
 /// One configuration's runs over the seeds.

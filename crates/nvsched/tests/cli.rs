@@ -446,6 +446,13 @@ fn tune_on_a_reproduction_cell_uses_its_jobs_and_device() {
     let default = table(&[]);
     assert_eq!(default, table(&["--seed", "1"]));
     assert_ne!(default, table(&["--seed", "0"]), "the seed moves the tail");
+    // progress on standard error (a line per tenth off a terminal), none with -q
+    let cell = ["tune", "k2", "--objective", "latency:50%", "--experiment", "k2-analysis:randread", "--bounds", "32"];
+    let err = String::from_utf8(nvsched(&cell).stderr).unwrap();
+    assert!(err.contains("sweeping none and k2 bounds [32]") && err.contains("tune: 2/2 runs"), "{err}");
+    let quiet = nvsched(&[&cell[..], &["-q"]].concat());
+    assert!(quiet.status.success() && quiet.stderr.is_empty(), "{}", String::from_utf8_lossy(&quiet.stderr));
+    assert_eq!(String::from_utf8(quiet.stdout).unwrap(), default);
     for (cell, expected) in [
         ("k2-analysis:nope", "has no variant 'nope' (it has: read, randread, write, randwrite)"),
         ("k2-analysis:read:half", "has no drive state 'half' (it has: partial, full)"),
