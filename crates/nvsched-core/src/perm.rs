@@ -43,6 +43,11 @@ impl Permutation {
         (l << self.half_bits) | r
     }
 
+    /// Passes started after the first.
+    pub fn pass(&self) -> u64 {
+        self.pass
+    }
+
     /// The next element of the current pass; a new pass starts after `n` elements.
     #[inline]
     pub fn next_index(&mut self) -> u64 {

@@ -1,6 +1,7 @@
 //! Address, size and direction generators: what the next I/O of a job is. Engines ask
 //! [`crate::driver::JobDriver`] *when*; this file decides *what*.
 
+use crate::randmap::{self, RandomMap};
 use crate::spec::{BlockSizes, Distribution, JobSpec, Pattern, ZoneSize, ZoneSpec};
 use nvsched_core::{IoPrio, Op, Permutation, SimRng};
 
@@ -69,6 +70,11 @@ pub struct IoGenerator {
     rng_random: SimRng,
     /// `zonemode=strided` (boxed: few jobs have it).
     strided: Option<Box<Strided>>,
+    /// Passes over the region completed: a sequential job found no room for its smallest
+    /// block before the end, or the random map ran out (fio's "file done"). Counted only
+    /// where that is all the offsets follow (`counts_passes`).
+    passes: u64,
+    counts_passes: bool,
 }
 
 /// Where a strided job's zone is, and how much it has transferred there.
@@ -98,6 +104,10 @@ impl IoGenerator {
         } else {
             match spec.distribution {
                 Distribution::Uniform if spec.norandommap => OffsetChooser::Uniform { blocks },
+                // an I/O may span several blocks: a bit map, as fio's, cuts it at done ones
+                Distribution::Uniform if max_bs > align && blocks <= randmap::MAX_BLOCKS => {
+                    OffsetChooser::Map(Box::new(RandomMap::new(blocks)))
+                }
                 Distribution::Uniform => OffsetChooser::Permutation(Permutation::new(blocks, seed)),
                 Distribution::Zipf { theta, center } => OffsetChooser::Zipf(Zipf::new(blocks, theta, center)),
                 Distribution::Pareto { h, center } => OffsetChooser::Pareto {
@@ -113,6 +123,11 @@ impl IoGenerator {
                 Distribution::Zoned(ref zones) => OffsetChooser::Zoned(zoned_layout(zones, blocks, align)),
             }
         };
+        // with runs, skips, zones or sequential stretches the offsets are not one pass
+        let counts_passes = !spec.zones.strided
+            && spec.rw_modifier == 0
+            && spec.percentage_random == [100; 3]
+            && matches!(offsets, OffsetChooser::Sequential | OffsetChooser::Permutation(_) | OffsetChooser::Map(_));
         Ok(IoGenerator {
             region,
             pattern: spec.pattern,
@@ -135,7 +150,15 @@ impl IoGenerator {
             rng_offset: SimRng::stream(seed, 3),
             rng_random: SimRng::stream(seed, 6),
             strided: spec.zones.strided.then(|| Box::new(Strided { zones: spec.zones, start: 0, done: 0 })),
+            passes: 0,
+            counts_passes,
         })
+    }
+
+    /// Passes over the region this generator has completed (see `passes`): the I/O just
+    /// drawn is the first of a new pass when this grew.
+    pub fn passes_completed(&self) -> u64 {
+        self.passes
     }
 
     pub fn region(&self) -> Region {
@@ -181,16 +204,36 @@ impl IoGenerator {
         } else {
             Step::Random
         };
-        let sizes = if self.seq_rand_sizes { self.seq_rand_entry(step) } else { d };
-        let len = self.sizes[sizes].draw(&mut self.rng_size);
-        let len64 = u64::from(len);
-        let rel = match step {
-            Step::Zone => self.next_in_zone(d, len64),
-            Step::Sequential => self.next_sequential(d, len64),
-            Step::Repeat => self.last_start[d].min(self.region.len - len64),
+        let sizes = &self.sizes[if self.seq_rand_sizes { self.seq_rand_entry(step) } else { d }];
+        // as fio, a size that would pass the end is drawn again among those that fit
+        // (offset first, then size); with no room for the smallest, the pass is over
+        let (rel, len64) = match step {
+            Step::Zone => {
+                let len = u64::from(sizes.draw(&mut self.rng_size));
+                (self.next_in_zone(d, len), len)
+            }
+            Step::Sequential => {
+                let room = self.region.len.saturating_sub(self.seq_pos[d]);
+                let len = u64::from(sizes.draw_within(&mut self.rng_size, room));
+                (self.next_sequential(d, len), len)
+            }
+            Step::Repeat => {
+                let len = u64::from(sizes.draw(&mut self.rng_size));
+                (self.last_start[d].min(self.region.len - len), len)
+            }
             Step::Random => {
+                let passes_before = self.offsets.passes();
                 let block = self.offsets.draw(&mut self.rng_offset);
+                if self.counts_passes && self.offsets.passes() > passes_before {
+                    self.passes += 1;
+                }
                 let pos = block * self.align;
+                let mut len64 = u64::from(sizes.draw_within(&mut self.rng_size, self.region.len - pos));
+                if let OffsetChooser::Map(map) = &mut self.offsets {
+                    // cut at the first block this pass has done (fio's mark_random_map)
+                    let covered = map.mark(block, len64.div_ceil(self.align)) * self.align;
+                    len64 = len64.min(covered);
+                }
                 let pos = if pos + len64 > self.region.len {
                     (self.region.len - len64) / self.align * self.align
                 } else {
@@ -199,14 +242,19 @@ impl IoGenerator {
                 // a run (`randread:N`) or a sequential stretch (`percentage_random`) goes on from here
                 self.run_left[d] = self.random_run - 1;
                 self.seq_pos[d] = pos + len64;
-                pos
+                (pos, len64)
             }
         };
         if self.identical {
             self.last_start[d] = rel;
         }
-        let unit =
-            IoUnit { op, offset_bytes: self.region.start + rel, len_bytes: len, prio: IoPrio::default(), file: 0 };
+        let unit = IoUnit {
+            op,
+            offset_bytes: self.region.start + rel,
+            len_bytes: len64 as u32,
+            prio: IoPrio::default(),
+            file: 0,
+        };
         if self.pattern.is_trimwrite() {
             self.trimmed = Some(unit);
         }
@@ -270,7 +318,12 @@ impl IoGenerator {
     /// negative skip fio wraps from the start to the end of the region.
     #[inline]
     fn next_sequential(&mut self, d: usize, len: u64) -> u64 {
-        let pos = if self.seq_pos[d] + len > self.region.len { 0 } else { self.seq_pos[d] };
+        let pos = if self.seq_pos[d] + len > self.region.len {
+            self.passes += u64::from(self.counts_passes);
+            0
+        } else {
+            self.seq_pos[d]
+        };
         let next = (pos + len) as i64 + self.seq_skip;
         self.seq_pos[d] = if next < 0 { (self.region.len as i64 + self.seq_skip).max(0) as u64 } else { next as u64 };
         pos
@@ -285,8 +338,11 @@ enum SizeChooser {
         min: u32,
         steps: u64,
     },
-    /// Cumulative weights in [0, 1].
-    Split(Vec<(u32, f64)>),
+    /// Cumulative weights in [0, 1], and the largest size.
+    Split {
+        cumulative: Vec<(u32, f64)>,
+        max: u32,
+    },
 }
 
 impl SizeChooser {
@@ -304,7 +360,8 @@ impl SizeChooser {
                         (*b, acc)
                     })
                     .collect();
-                SizeChooser::Split(cumulative)
+                let max = entries.iter().map(|(b, _)| *b).max().unwrap_or(0);
+                SizeChooser::Split { cumulative, max }
             }
         }
     }
@@ -314,11 +371,59 @@ impl SizeChooser {
         match self {
             SizeChooser::Fixed(b) => *b,
             SizeChooser::Range { min, steps } => min * (1 + rng.below(*steps) as u32),
-            SizeChooser::Split(cum) => {
-                let u = rng.unit_f64();
-                cum.iter().find(|(_, c)| u < *c).map_or(cum[cum.len() - 1].0, |(b, _)| *b)
+            SizeChooser::Split { cumulative, .. } => Self::split_size(cumulative, rng.unit_f64()),
+        }
+    }
+
+    /// The split's size at cumulative share `u` in [0, 1).
+    #[inline]
+    fn split_size(cumulative: &[(u32, f64)], u: f64) -> u32 {
+        cumulative.iter().find(|(_, c)| u < *c).map_or(cumulative[cumulative.len() - 1].0, |(b, _)| *b)
+    }
+
+    /// A size of at most `room` bytes, drawn as fio redraws until one fits: uniformly
+    /// among the range's sizes that fit, or among the split's by their shares. Where even
+    /// the smallest does not fit (or all do), the same draw as `draw`.
+    #[inline]
+    fn draw_within(&self, rng: &mut SimRng, room: u64) -> u32 {
+        match self {
+            SizeChooser::Fixed(b) => *b,
+            SizeChooser::Range { min, steps } => {
+                let fit = (room / u64::from(*min)).min(*steps);
+                min * (1 + rng.below(if fit == 0 { *steps } else { fit }) as u32)
+            }
+            SizeChooser::Split { max, .. } if room >= u64::from(*max) => self.draw(rng),
+            SizeChooser::Split { cumulative, .. } => Self::draw_split_within(cumulative, rng, room),
+        }
+    }
+
+    /// The split's draw restricted to the sizes within `room` (out of line: only at the
+    /// end of a region).
+    #[cold]
+    #[inline(never)]
+    fn draw_split_within(cumulative: &[(u32, f64)], rng: &mut SimRng, room: u64) -> u32 {
+        let shares = cumulative.iter().scan(0.0, |below, &(bs, c)| {
+            let share = c - *below;
+            *below = c;
+            Some((bs, if u64::from(bs) <= room { share } else { 0.0 }))
+        });
+        let fitting: f64 = shares.clone().map(|(_, w)| w).sum();
+        let u = rng.unit_f64();
+        if fitting <= 0.0 {
+            return Self::split_size(cumulative, u);
+        }
+        let mut target = u * fitting;
+        let mut last_fitting = 0;
+        for (bs, w) in shares {
+            if w > 0.0 {
+                last_fitting = bs;
+                if target < w {
+                    return bs;
+                }
+                target -= w;
             }
         }
+        last_fitting
     }
 }
 
@@ -332,6 +437,9 @@ enum OffsetChooser {
     /// Every block once per pass, in a pseudo-random order (fio's random map, in O(1)
     /// memory).
     Permutation(Permutation),
+    /// Every block once per pass, for I/Os that span blocks (fio's random map as a bit
+    /// map; boxed: few jobs have it).
+    Map(Box<RandomMap>),
     Zipf(Zipf),
     Pareto {
         blocks: u64,
@@ -384,12 +492,23 @@ fn scatter(rank: u64) -> u64 {
 }
 
 impl OffsetChooser {
+    /// Passes the random map has started after its first (0 without a map).
+    #[inline]
+    fn passes(&self) -> u64 {
+        match self {
+            OffsetChooser::Permutation(p) => p.pass(),
+            OffsetChooser::Map(m) => m.pass(),
+            _ => 0,
+        }
+    }
+
     #[inline]
     fn draw(&mut self, rng: &mut SimRng) -> u64 {
         match self {
             OffsetChooser::Sequential => unreachable!("sequential offsets are positional"),
             OffsetChooser::Uniform { blocks } => rng.below(*blocks),
             OffsetChooser::Permutation(p) => p.next_index(),
+            OffsetChooser::Map(m) => m.draw(rng),
             OffsetChooser::Zipf(z) => z.next(rng),
             OffsetChooser::Pareto { blocks, power, offset } => {
                 let n = ((*blocks - 1) as f64 * rng.unit_f64().powf(*power)) as u64;
@@ -497,7 +616,8 @@ mod tests {
             seen.dedup();
             seen
         };
-        let base = "[a]\nbs=4k,64k\nbs_is_seq_rand=1\nsize=64m\n";
+        // norandommap: the random map would cut I/Os short once the region fills up
+        let base = "[a]\nbs=4k,64k\nbs_is_seq_rand=1\nsize=64m\nnorandommap\n";
         assert_eq!(sizes(&format!("{base}rw=randread\n")), vec![65536], "random reads take the write entry");
         assert_eq!(sizes(&format!("{base}rw=write\n")), vec![4096], "sequential writes take the read entry");
         assert_eq!(sizes(&format!("{base}rw=randread\npercentage_random=50\n")), vec![4096, 65536]);
@@ -528,7 +648,7 @@ mod tests {
 
     #[test]
     fn rwmix_and_bssplit_proportions() {
-        let s = spec("[a]\nrw=randrw\nrwmixread=70\nbssplit=4k/25:64k/75\nsize=64m\n");
+        let s = spec("[a]\nrw=randrw\nrwmixread=70\nbssplit=4k/25:64k/75\nsize=64m\nnorandommap\n");
         let mut g = IoGenerator::new(&s, Region { start: 0, len: 64 << 20 }, 3).unwrap();
         let n = 100_000;
         let units: Vec<IoUnit> = (0..n).map(|_| g.next_unit()).collect();

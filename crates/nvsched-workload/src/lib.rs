@@ -10,6 +10,7 @@ pub mod flow;
 pub mod gen;
 pub mod jobfile;
 pub mod latency_target;
+pub mod randmap;
 pub mod spec;
 pub mod steadystate;
 pub mod tenants;

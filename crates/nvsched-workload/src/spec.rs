@@ -234,7 +234,8 @@ pub struct JobSpec {
     pub fsync_on_close: bool,
     pub numjobs: u32,
     pub size: Option<SizeOrPercent>,
-    pub io_size: Option<u64>,
+    /// `io_size`: bytes, or a share of the job's size (its region).
+    pub io_size: Option<SizeOrPercent>,
     pub offset: SizeOrPercent,
     /// Clone i starts at offset + i * offset_increment.
     pub offset_increment: u64,
@@ -1341,8 +1342,8 @@ pub static OPTIONS: &[OptionDef] = &[
             Ok(())
         }
     ),
-    opt!("io_size", ["io_limit"], None, "bytes of I/O to do, independent of the region size", |j, v| {
-        j.io_size = Some(parse_size(v, j.kb_base)?);
+    opt!("io_size", ["io_limit"], None, "bytes of I/O to do, independent of the region size (bytes or N% of size)", |j, v| {
+        j.io_size = Some(parse_size_or_percent(v, j.kb_base)?);
         Ok(())
     }),
     opt!("offset", [], None, "start of the region within the file/device (bytes or N%)", |j, v| {
@@ -3005,10 +3006,22 @@ fn apply_option(
 }
 
 /// Cross-option checks and fio's derived defaults.
-fn finish_job(job: &mut JobSpec, _warnings: &mut [String]) -> Result<(), JobFileError> {
+fn finish_job(job: &mut JobSpec, warnings: &mut Vec<String>) -> Result<(), JobFileError> {
     let err = |opt: Option<&str>, m: String| JobFileError::new(&job.at, opt, m);
     if job.engine_kind == EngineKind::Sync {
         job.iodepth = 1;
+    }
+    if let Some(align) = job.blockalign {
+        // fio: a random map is kept in blocks of the smallest size, so offsets off that
+        // grid turn it off
+        let off_grid = job.active_ops().any(|op| job.bs[op.index()].min() != align);
+        if job.pattern.is_random() && !job.norandommap && off_grid {
+            job.norandommap = true;
+            warnings.push(format!(
+                "{}: blockalign={align} differs from the smallest block size: the random map is off (norandommap), as in fio",
+                job.option_line("blockalign")
+            ));
+        }
     }
     if job.iodepth_batch_submit == 0 || job.iodepth_batch_submit > job.iodepth {
         job.iodepth_batch_submit = job.iodepth;
@@ -3146,7 +3159,7 @@ fn finish_job(job: &mut JobSpec, _warnings: &mut [String]) -> Result<(), JobFile
     }
     if let (Some(SizeOrPercent::Bytes(size)), Some(filesize)) = (job.size, job.filesize) {
         if size > filesize && job.io_size.is_none() {
-            job.io_size = Some(size);
+            job.io_size = Some(SizeOrPercent::Bytes(size));
         }
     }
     Ok(())

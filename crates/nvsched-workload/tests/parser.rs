@@ -181,6 +181,26 @@ fn direct_sync_fsync() {
     assert!(f.warnings.iter().any(|w| w.contains("simulated as direct I/O")), "{:?}", f.warnings);
 }
 
+/// fio keeps its random map in blocks of the smallest size: a random job whose
+/// blockalign differs from it runs without (norandommap), with a warning.
+#[test]
+fn blockalign_off_the_block_size_turns_the_random_map_off() {
+    for (text, off) in [
+        ("[job]\nrw=randread\nbs=4k\nblockalign=3k\n", true),
+        ("[job]\nrw=randread\nbs=4k\nblockalign=4k\n", false),
+        ("[job]\nrw=read\nbs=4k\nblockalign=3k\n", false),
+    ] {
+        let f = parse(text).unwrap();
+        assert_eq!(f.jobs[0].norandommap, off, "{text}");
+        assert_eq!(
+            f.warnings.iter().any(|w| w.contains("test.fio:4: blockalign=3072")),
+            off,
+            "{text}: {:?}",
+            f.warnings
+        );
+    }
+}
+
 #[test]
 fn sizes_offsets_numjobs() {
     assert_eq!(job("offset_increment=4g").offset_increment, 4 << 30);
@@ -189,8 +209,10 @@ fn sizes_offsets_numjobs() {
     assert_eq!(j.size, Some(SizeOrPercent::Percent(20.0)));
     assert_eq!(j.offset, SizeOrPercent::Bytes(1 << 30));
     assert_eq!(j.filesize, Some(2 << 30));
-    assert_eq!(j.io_size, Some(512 << 20));
+    assert_eq!(j.io_size, Some(SizeOrPercent::Bytes(512 << 20)));
     assert_eq!(job("offset=50%").offset, SizeOrPercent::Percent(50.0));
+    assert_eq!(job("io_size=50%").io_size, Some(SizeOrPercent::Percent(50.0)));
+    assert!(parse("[job]\nio_size=200%\n").unwrap_err().to_string().contains("percentage in (0, 100]"));
     assert_eq!(job("size=0x100000").size, Some(SizeOrPercent::Bytes(1 << 20)));
 }
 
