@@ -1351,7 +1351,11 @@ pub static OPTIONS: &[OptionDef] = &[
         Ok(())
     }),
     opt!("offset_increment", [], None, "clone i starts at offset + i * offset_increment (bytes)", |j, v| {
-        j.offset_increment = parse_size(v, j.kb_base)?;
+        j.offset_increment = match parse_size_or_percent(v, j.kb_base)? {
+            SizeOrPercent::Bytes(b) => b,
+            // fio takes it of the file's size, which here depends on the increment
+            SizeOrPercent::Percent(_) => return Err("a percentage is not supported here; give bytes".into()),
+        };
         Ok(())
     }),
     opt!(

@@ -213,6 +213,8 @@ fn sizes_offsets_numjobs() {
     assert_eq!(job("offset=50%").offset, SizeOrPercent::Percent(50.0));
     assert_eq!(job("io_size=50%").io_size, Some(SizeOrPercent::Percent(50.0)));
     assert!(parse("[job]\nio_size=200%\n").unwrap_err().to_string().contains("percentage in (0, 100]"));
+    let e = parse("[job]\noffset_increment=25%\n").unwrap_err().to_string();
+    assert!(e.contains("offset_increment") && e.contains("a percentage is not supported here; give bytes"), "{e}");
     assert_eq!(job("size=0x100000").size, Some(SizeOrPercent::Bytes(1 << 20)));
 }
 
