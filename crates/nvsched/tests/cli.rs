@@ -237,8 +237,9 @@ fn unified_rw_reporting_reports_one_mixed_direction_as_fio() {
 #[test]
 fn group_reporting_entries_follow_fio() {
     let head = "[global]\nruntime=200ms\ntime_based\nsize=64m\nbs=4k\n";
-    let cases: [(&str, &str, &[(&str, u64, &str)]); 4] = [
-        // (name, jobs, expected entries: (jobname, clones, job options' rw))
+    // (name, jobs, expected entries: (jobname, clones, job options' rw))
+    type Case<'a> = (&'a str, &'a str, &'a [(&'a str, u64, &'a str)]);
+    let cases: [Case; 4] = [
         (
             "gr-then-plain",
             "[r]\nrw=randread\nnumjobs=2\ngroup_reporting\n[w]\nrw=write\n",
