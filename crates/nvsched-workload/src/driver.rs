@@ -691,7 +691,8 @@ impl JobDriver {
     /// the next): whether the job ends here, by fio's keep_running. A size-based job
     /// ends after its last `loops` pass, even a few bytes short of its size (a block that
     /// does not fit before the end is not done); with `io_size`, it goes on while a whole
-    /// largest block is still owed. Jobs with several files keep to their byte count.
+    /// largest block of `io_size` (not times `loops`) is still owed. Jobs with several
+    /// files keep to their byte count.
     #[cold]
     #[inline(never)]
     fn pass_ends_job(&mut self) -> bool {
@@ -701,7 +702,7 @@ impl JobDriver {
         }
         match self.spec.io_size {
             None => true,
-            Some(_) => self.io_limit.saturating_sub(self.issued_bytes) < u64::from(self.spec.max_bs()),
+            Some(_) => self.pass_bytes.saturating_sub(self.issued_bytes) < u64::from(self.spec.max_bs()),
         }
     }
 
@@ -1696,12 +1697,16 @@ mod tests {
             }
         };
         // (job, I/Os as fio, bytes as fio, every 4 KiB block once per pass)
-        let cases: [(&str, Option<usize>, u64, bool); 10] = [
+        let cases: [(&str, Option<usize>, u64, bool); 12] = [
             ("rw=read\nbs=3k", Some(341), 341 * 3072, false),
             ("rw=randread\nbs=3k", Some(341), 341 * 3072, false),
             ("rw=read\nbs=3k\nloops=2", Some(682), 682 * 3072, false),
             ("rw=randread\nbs=3k\nloops=2", Some(682), 682 * 3072, false),
             ("rw=read\nbs=3k\nio_size=3m", Some(1024), 3 << 20, false),
+            // io_size over size with loops: the passes end it at io_size, not io_size x loops
+            ("rw=read\nbs=4k\nio_size=2m\nloops=2", Some(512), 2 << 20, false),
+            // a forward skip ends the pass past the end: 4k written of every 12k
+            ("rw=write:8k\nbs=4k", Some(86), 86 * 4096, false),
             ("rw=read\nbs=4k\nio_size=50%", Some(128), 1 << 19, false),
             ("rw=read\nbssplit=4k/50:64k/50\nloops=2", None, 2 << 20, false),
             ("rw=read\nbsrange=4k-64k", None, 1 << 20, true),

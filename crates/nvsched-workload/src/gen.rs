@@ -123,9 +123,10 @@ impl IoGenerator {
                 Distribution::Zoned(ref zones) => OffsetChooser::Zoned(zoned_layout(zones, blocks, align)),
             }
         };
-        // with runs, skips, zones or sequential stretches the offsets are not one pass
+        // with random runs, backward skips, zones or sequential stretches the offsets are
+        // not one pass (a forward skip, `rw=write:8k`, is: it ends past the end)
         let counts_passes = !spec.zones.strided
-            && spec.rw_modifier == 0
+            && (spec.rw_modifier == 0 || (!spec.pattern.is_random() && spec.rw_modifier > 0))
             && spec.percentage_random == [100; 3]
             && matches!(offsets, OffsetChooser::Sequential | OffsetChooser::Permutation(_) | OffsetChooser::Map(_));
         Ok(IoGenerator {
