@@ -317,10 +317,15 @@ impl IoGenerator {
     /// Direction `d`'s next sequential position (back to the start when a block of `len`
     /// would pass the end), then advanced by the block and `rw=...:N`'s skip. With a
     /// negative skip fio wraps from the start to the end of the region.
+    /// The pass is over when the previous block reached the end; a forward skip from a
+    /// block that ended short of it wraps round within the pass (fio's holed I/O: `rw=read:4k`
+    /// with bs=4k goes round again, `rw=read:8k` ends).
     #[inline]
     fn next_sequential(&mut self, d: usize, len: u64) -> u64 {
         let pos = if self.seq_pos[d] + len > self.region.len {
-            self.passes += u64::from(self.counts_passes);
+            let skip_from_short =
+                self.seq_skip > 0 && self.seq_pos[d].saturating_sub(self.seq_skip as u64) < self.region.len;
+            self.passes += u64::from(self.counts_passes && !skip_from_short);
             0
         } else {
             self.seq_pos[d]
