@@ -70,10 +70,11 @@ pub struct IoGenerator {
     rng_random: SimRng,
     /// `zonemode=strided` (boxed: few jobs have it).
     strided: Option<Box<Strided>>,
-    /// Passes over the region completed: a sequential job found no room for its smallest
-    /// block before the end, or the random map ran out (fio's "file done"). Counted only
-    /// where that is all the offsets follow (`counts_passes`).
-    passes: u64,
+    /// Sequential passes over the region completed: no room was left for the next block
+    /// (fio's "file done"; the random map counts its own passes).
+    sequential_passes: u64,
+    /// Whether the offsets are one pass over the region at a time, so that passes mean
+    /// something (see `passes_completed`).
     counts_passes: bool,
 }
 
@@ -151,15 +152,21 @@ impl IoGenerator {
             rng_offset: SimRng::stream(seed, 3),
             rng_random: SimRng::stream(seed, 6),
             strided: spec.zones.strided.then(|| Box::new(Strided { zones: spec.zones, start: 0, done: 0 })),
-            passes: 0,
+            sequential_passes: 0,
             counts_passes,
         })
     }
 
-    /// Passes over the region this generator has completed (see `passes`): the I/O just
-    /// drawn is the first of a new pass when this grew.
+    /// Passes over the region this generator has completed, sequential or through the
+    /// random map (0 where offsets are not one pass at a time): the I/O just drawn is the
+    /// first of a new pass when this grew.
+    #[inline]
     pub fn passes_completed(&self) -> u64 {
-        self.passes
+        if self.counts_passes {
+            self.sequential_passes + self.offsets.passes()
+        } else {
+            0
+        }
     }
 
     pub fn region(&self) -> Region {
@@ -223,11 +230,7 @@ impl IoGenerator {
                 (self.last_start[d].min(self.region.len - len), len)
             }
             Step::Random => {
-                let passes_before = self.offsets.passes();
                 let block = self.offsets.draw(&mut self.rng_offset);
-                if self.counts_passes && self.offsets.passes() > passes_before {
-                    self.passes += 1;
-                }
                 let pos = block * self.align;
                 let mut len64 = u64::from(sizes.draw_within(&mut self.rng_size, self.region.len - pos));
                 if let OffsetChooser::Map(map) = &mut self.offsets {
@@ -316,16 +319,16 @@ impl IoGenerator {
 
     /// Direction `d`'s next sequential position (back to the start when a block of `len`
     /// would pass the end), then advanced by the block and `rw=...:N`'s skip. With a
-    /// negative skip fio wraps from the start to the end of the region.
-    /// The pass is over when the previous block reached the end; a forward skip from a
-    /// block that ended short of it wraps round within the pass (fio's holed I/O: `rw=read:4k`
+    /// negative skip fio wraps from the start to the end of the region. Going back to the
+    /// start ends a pass, unless a forward skip jumped past the end from a block that
+    /// ended short of it: that wraps round within the pass (fio's holed I/O: `rw=read:4k`
     /// with bs=4k goes round again, `rw=read:8k` ends).
     #[inline]
     fn next_sequential(&mut self, d: usize, len: u64) -> u64 {
         let pos = if self.seq_pos[d] + len > self.region.len {
             let skip_from_short =
                 self.seq_skip > 0 && self.seq_pos[d].saturating_sub(self.seq_skip as u64) < self.region.len;
-            self.passes += u64::from(self.counts_passes && !skip_from_short);
+            self.sequential_passes += u64::from(!skip_from_short);
             0
         } else {
             self.seq_pos[d]
