@@ -3,7 +3,7 @@
 each job issued: I/O counts and bytes per direction. fio runs with psync on a new
 temporary file, so the counts come from fio's own job logic (sizes, passes, loops, the
 random map), not from any device. A case is the body of one job; cases are separated
-by a line `---`.
+by a line `---`. A case that sets `nrfiles` or `filename` runs in a fresh directory.
 
     scripts/compare-fio-counts.py [CASES] [--nvsched PATH]
     scripts/compare-fio-counts.py scripts/fio-count-cases.txt
@@ -15,6 +15,7 @@ Needs fio (apt-get install fio).
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -46,11 +47,17 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as work:
         data = os.path.join(work, "data")
         job = os.path.join(work, "job.fio")
+        files = os.path.join(work, "files")
         for case in cases:
+            # a case that names its files (nrfiles, filename) gets a fresh directory for them
+            multi = re.search(r"^(nrfiles|filename)=", case, re.M) is not None
+            target = f"directory={files}" if multi else f"filename={data}"
             with open(job, "w") as f:
-                f.write(f"[global]\nioengine=psync\nfilename={data}\n{case}\n")
+                f.write(f"[global]\nioengine=psync\n{target}\n{case}\n")
             if os.path.exists(data):
                 os.remove(data)
+            shutil.rmtree(files, ignore_errors=True)
+            os.makedirs(files)
             results = []
             for cmd in (["fio", job, "--output-format=json"], [args.nvsched, "run", job, "--output-format=json", "-q"]):
                 run = subprocess.run(cmd, capture_output=True, text=True)

@@ -33,8 +33,11 @@ pub fn place(jobs: &[JobSpec], capacity: u64) -> Result<(Vec<PlacedFile>, Vec<Ve
     for spec in jobs {
         for (clone, filenum) in spec.clone_files() {
             let name = spec.file_name_of(clone, filenum);
-            let need =
-                if is_device_path(&name) { Some(capacity) } else { spec.needed_file_bytes(clone, Some(capacity)) };
+            let need = if is_device_path(&name) {
+                Some(capacity)
+            } else {
+                spec.needed_file_bytes(clone, filenum, Some(capacity))
+            };
             let k = match files.iter().position(|f| f.name == name) {
                 Some(k) => k,
                 None => {
@@ -89,7 +92,7 @@ pub fn place(jobs: &[JobSpec], capacity: u64) -> Result<(Vec<PlacedFile>, Vec<Ve
             for filenum in 0..spec.files_per_clone() {
                 let name = spec.file_name_of(clone, filenum);
                 let file = files.iter().find(|f| f.name == name).expect("placed above");
-                let r = spec.clone_region(clone, &file.name, file.len)?;
+                let r = spec.clone_region(clone, filenum, &file.name, file.len)?;
                 regions.push(Region { start: file.start + r.start, len: r.len });
             }
             clone_regions.push(regions);
@@ -120,6 +123,20 @@ mod tests {
         assert_eq!(regions[0][1], [Region { start: 1 << 20, len: 1 << 20 }]);
         assert_eq!(regions[1][0], [Region { start: 2 << 20, len: 3 << 20 }]);
         assert_eq!(regions[2][0], [Region { start: 3 << 20, len: 1 << 20 }]);
+    }
+
+    #[test]
+    fn filesize_sizes_each_file_and_the_regions_span_them() {
+        // fio 3.33: each file is filesize long and a clone works on all of it from its
+        // offset; size no longer cuts the region (it only counts the job's bytes)
+        let j = jobs("[a]\nsize=256k\nnrfiles=2\nfilesize=1m\n[b]\nfilesize=64k-256k\nnrfiles=4\nbs=4k\n");
+        let (files, regions) = place(&j, 1 << 30).unwrap();
+        assert_eq!((files[0].len, files[1].len), (1 << 20, 1 << 20));
+        assert_eq!(regions[0][0], [Region { start: 0, len: 1 << 20 }, Region { start: 1 << 20, len: 1 << 20 }]);
+        for (file, region) in files[2..].iter().zip(&regions[1][0]) {
+            assert!((64 << 10..=256 << 10).contains(&file.len) && file.len % 4096 == 0, "{file:?}");
+            assert_eq!(*region, Region { start: file.start, len: file.len });
+        }
     }
 
     #[test]

@@ -353,3 +353,17 @@ fn wait_for_starts_a_job_when_the_one_it_waits_for_finishes() {
     assert_eq!(after.stats.dirs[0].total_ios, 1024);
     assert!(after.finished_at > fill_end && fill_end > Nanos::ZERO);
 }
+
+/// With `filesize`, `size` is the job's bytes but no more than its files hold, as fio 3.33
+/// caps it (`size=1m filesize=256k` reads 256 KiB; `io_size` still asks for more).
+#[test]
+fn size_is_capped_at_what_the_files_hold() {
+    let bytes = |job: &str| {
+        let out = run(&format!("[a]\nrw=read\nbs=4k\nsize=1m\n{job}\n"), "none");
+        out.clones[0].stats.dirs[0].io_bytes
+    };
+    assert_eq!(bytes("filesize=256k"), 256 << 10);
+    assert_eq!(bytes("filesize=256k\nnrfiles=2"), 512 << 10);
+    assert_eq!(bytes("filesize=256k\nio_size=1m"), 1 << 20);
+    assert_eq!(bytes("filesize=4m\nnrfiles=2"), 1 << 20);
+}

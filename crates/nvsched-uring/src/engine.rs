@@ -264,7 +264,7 @@ pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions)
                     spec.name
                 ));
             }
-            let need = spec.needed_file_bytes(clone, None);
+            let need = spec.needed_file_bytes(clone, filenum, None);
             let k = match wanted.iter().position(|w| w.name == name) {
                 Some(k) => k,
                 None => {
@@ -448,13 +448,14 @@ fn run_on(
             for filenum in 0..spec.files_per_clone() {
                 let name = spec.file_name_of(clone, filenum);
                 let target = targets.iter().position(|t| t.path.as_path() == Path::new(&name)).expect("opened above");
-                regions.push(spec.clone_region(clone, &name, targets[target].size)?);
+                regions.push(spec.clone_region(clone, filenum, &name, targets[target].size)?);
                 file_targets.push(target);
             }
             let seed = clone_seed(spec, ordinal, opts.seed);
             let grown_by_fill = file_targets.iter().any(|&t| targets[t].grows);
             let regions_at_start =
-                (grown_by_fill && !spec.fill_device && spec.needed_file_bytes(clone, None).is_none()).then_some(seed);
+                (grown_by_fill && !spec.fill_device && spec.needed_file_bytes(clone, 0, None).is_none())
+                    .then_some(seed);
             let mut driver = JobDriver::new(arc.clone(), clone, &regions, seed)?;
             flows.attach(&mut driver);
             phases.last_mut().expect("one phase").push(clones.len() as u32);
@@ -649,7 +650,7 @@ impl Engine {
             let (file, path) = (&self.targets[t].0, &self.targets[t].1);
             let len = file_len(*file).map_err(|e| format!("{}: {e}", path.display()))? / bs * bs;
             let name = spec.file_name_of(clone.driver.clone_index, filenum as u32);
-            regions.push(spec.clone_region(clone.driver.clone_index, &name, len)?);
+            regions.push(spec.clone_region(clone.driver.clone_index, filenum as u32, &name, len)?);
         }
         clone.driver.move_to(&regions, seed)
     }

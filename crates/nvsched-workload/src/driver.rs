@@ -445,14 +445,13 @@ impl JobDriver {
             1 => None,
             _ => Some(Box::new(FileSet::new(&spec, regions, seed)?)),
         };
-        // several files share the job's size (each region already holds its share); a
+        // the job's bytes: its size, at most what its regions hold (several files share
+        // the size, each region holding its share unless `filesize` sized the files); a
         // percentage size was taken of the file's length when the region was cut
-        let size = match &files {
-            None => match spec.size {
-                Some(SizeOrPercent::Bytes(b)) => b.min(region.len),
-                _ => region.len,
-            },
-            Some(_) => regions.iter().map(|r| r.len).sum(),
+        let regions_len: u64 = regions.iter().map(|r| r.len).sum();
+        let size = match spec.size {
+            Some(SizeOrPercent::Bytes(b)) => b.min(regions_len),
+            _ => regions_len,
         };
         let replay = spec.trace().map(|t| {
             Box::new(Replay {

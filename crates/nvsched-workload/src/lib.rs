@@ -25,8 +25,8 @@ pub use gen::{IoGenerator, IoUnit, Region};
 pub use jobfile::{Environment, HostEnvironment, JobFileError, Location};
 pub use spec::{find_option, why_not_an_option};
 pub use spec::{
-    parse_job_file, parse_job_str, BlockSizes, Distribution, EngineKind, ExitWhat, FileService, JobFile, JobSpec,
-    ParseOptions, Pattern, RateProcess, SyncMode, VerifyFormat, DEFAULT_PERCENTILES, OPTIONS,
+    parse_job_file, parse_job_str, BlockSizes, Distribution, EngineKind, ExitWhat, FileService, FileSize, JobFile,
+    JobSpec, ParseOptions, Pattern, RateProcess, SyncMode, VerifyFormat, DEFAULT_PERCENTILES, OPTIONS,
 };
 pub use tenants::{clone_seed, exit_targets, per_prio_reporting, wait_for_targets, Tenants};
 pub use units::{KbBase, SizeOrPercent};

@@ -93,6 +93,24 @@ impl Pattern {
     }
 }
 
+/// `filesize`: every file of the job this size, or each a size drawn from `[low, high]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileSize {
+    pub low: u64,
+    pub high: u64,
+}
+
+impl FileSize {
+    /// Whether a file already this long is taken as it is (fio keeps a file whose size
+    /// lies in the range, and sizes any other anew).
+    pub fn holds(&self, file_len: u64) -> bool {
+        (self.low..=self.high).contains(&file_len)
+    }
+}
+
+/// The stream of the generators that draw file sizes from a `filesize` range.
+const FILE_SIZE_STREAM: u64 = 0xf11e_5123;
+
 /// Block sizes of one direction.
 #[derive(Clone, Debug, PartialEq)]
 pub enum BlockSizes {
@@ -241,7 +259,9 @@ pub struct JobSpec {
     pub offset_increment: u64,
     /// `offset_align`: what a percentage `offset` is aligned up to; 0: the smallest block.
     pub offset_align: u64,
-    pub filesize: Option<u64>,
+    /// `filesize`: each file's size, fixed or drawn per file from a range; `size` is then
+    /// the I/O amount, capped at the files' total.
+    pub filesize: Option<FileSize>,
     /// 0 = no limit
     pub runtime: Nanos,
     pub time_based: bool,
@@ -786,11 +806,20 @@ impl JobSpec {
         base + self.offset_increment * u64::from(clone)
     }
 
-    /// Clone `clone`'s region in a file of `file_len` bytes: from [`clone_offset`] for
-    /// `size` bytes (or N% of the file), cut at the file's end.
+    /// Clone `clone`'s region in file `filenum` of `file_len` bytes: from
+    /// [`clone_offset`] for `size` bytes (or N% of the file), cut at the file's end. With
+    /// `filesize`, the region is the file from the offset (fio's io_size of each file: a
+    /// length outside `filesize`'s range is taken as the file's drawn size) and `size`
+    /// only counts the job's bytes.
     ///
     /// [`clone_offset`]: JobSpec::clone_offset
-    pub fn clone_region(&self, clone: u32, file_name: &str, file_len: u64) -> Result<crate::Region, String> {
+    pub fn clone_region(
+        &self,
+        clone: u32,
+        filenum: u32,
+        file_name: &str,
+        file_len: u64,
+    ) -> Result<crate::Region, String> {
         let offset = self.clone_offset(clone, file_len);
         if offset >= file_len {
             return Err(format!(
@@ -798,17 +827,37 @@ impl JobSpec {
                 self.name, self.at
             ));
         }
-        let len = match self.size_per_file() {
-            None => file_len - offset,
-            Some(SizeOrPercent::Bytes(b)) => b,
-            // fio rounds a percentage of the file down to whole (smallest) blocks
-            Some(percent) => {
-                let bs = u64::from(self.min_bs()).max(1);
-                percent.resolve(file_len) / bs * bs
+        let bs = u64::from(self.min_bs()).max(1);
+        let len = match (self.filesize, self.size_per_file()) {
+            (Some(fs), size) => {
+                let file = if fs.holds(file_len) { file_len } else { self.drawn_file_size(fs, clone, filenum) };
+                match size {
+                    // fio takes a percentage size of each file's io_size
+                    Some(percent @ SizeOrPercent::Percent(_)) => percent.resolve(file.saturating_sub(offset)),
+                    _ => file.saturating_sub(offset),
+                }
             }
+            (None, None) => file_len - offset,
+            (None, Some(SizeOrPercent::Bytes(b))) => b,
+            // fio rounds a percentage of the file down to whole (smallest) blocks
+            (None, Some(percent)) => percent.resolve(file_len) / bs * bs,
         }
         .min(file_len - offset);
         Ok(crate::Region { start: offset, len })
+    }
+
+    /// The size of file `filenum` of clone `clone` under `filesize`: fixed, or drawn from
+    /// the range (a multiple of the smallest block, as fio draws it) by a generator seeded
+    /// with `randseed`, the clone and the file, so the layout does not depend on the run.
+    fn drawn_file_size(&self, fs: FileSize, clone: u32, filenum: u32) -> u64 {
+        if fs.low == fs.high {
+            return fs.low;
+        }
+        let label = (u64::from(clone) << 32) | u64::from(filenum);
+        let mut rng = nvsched_core::SimRng::stream(self.randseed ^ nvsched_core::rng::mix64(FILE_SIZE_STREAM), label);
+        let drawn = fs.low + rng.below(fs.high - fs.low);
+        let bs = u64::from(self.min_bs()).max(1);
+        (drawn - drawn % bs).max(fs.low)
     }
 
     /// `size` of each of a clone's files: with several, fio divides it among them (down
@@ -824,12 +873,12 @@ impl JobSpec {
         }
     }
 
-    /// Bytes the file of clone `clone` must hold (`filesize`, or the end of its region;
-    /// a percentage `size` is of `capacity`, the device's, where one is known). None when
-    /// the job gives no size that says.
-    pub fn needed_file_bytes(&self, clone: u32, capacity: Option<u64>) -> Option<u64> {
+    /// Bytes file `filenum` of clone `clone` must hold (`filesize`, or the end of its
+    /// region; a percentage `size` is of `capacity`, the device's, where one is known).
+    /// None when the job gives no size that says.
+    pub fn needed_file_bytes(&self, clone: u32, filenum: u32, capacity: Option<u64>) -> Option<u64> {
         if let Some(fs) = self.filesize {
-            return Some(fs);
+            return Some(self.drawn_file_size(fs, clone, filenum));
         }
         // a percentage offset needs the file's size first: it counts from 0 here
         let offset = self.clone_offset(clone, 0);
@@ -1368,14 +1417,26 @@ pub static OPTIONS: &[OptionDef] = &[
             Ok(())
         }
     ),
-    opt!("filesize", [], None, "size of the job's file (then size is only the I/O amount)", |j, v| {
-        let s = parse_size(v, j.kb_base)?;
-        if s == 0 {
-            return Err("filesize must be greater than 0".into());
+    opt!(
+        "filesize",
+        [],
+        None,
+        "size of each of the job's files, or a range lo-hi drawn per file (size is then the I/O amount, at most the files' total)",
+        |j, v| {
+            let (lo, hi) = match v.split_once('-').or_else(|| v.split_once(':')) {
+                Some((lo, hi)) => (parse_size(lo, j.kb_base)?, parse_size(hi, j.kb_base)?),
+                None => {
+                    let s = parse_size(v, j.kb_base)?;
+                    (s, s)
+                }
+            };
+            if lo == 0 {
+                return Err("filesize must be greater than 0".into());
+            }
+            j.filesize = Some(FileSize { low: lo.min(hi), high: lo.max(hi) });
+            Ok(())
         }
-        j.filesize = Some(s);
-        Ok(())
-    }),
+    ),
     opt!("runtime", ["timeout"], None, "run-time cap, seconds unless a unit is given", |j, v| {
         j.runtime = parse_time(v, Nanos::from_secs(1))?;
         Ok(())
@@ -3160,11 +3221,6 @@ fn finish_job(job: &mut JobSpec, warnings: &mut Vec<String>) -> Result<(), JobFi
     }
     if job.fsync_every > 0 && job.fdatasync_every > 0 {
         return Err(err(Some("fsync"), format!("job '{}': set fsync or fdatasync, not both", job.name)));
-    }
-    if let (Some(SizeOrPercent::Bytes(size)), Some(filesize)) = (job.size, job.filesize) {
-        if size > filesize && job.io_size.is_none() {
-            job.io_size = Some(SizeOrPercent::Bytes(size));
-        }
     }
     Ok(())
 }

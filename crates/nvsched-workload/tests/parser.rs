@@ -208,7 +208,7 @@ fn sizes_offsets_numjobs() {
     assert_eq!(j.numjobs, 4);
     assert_eq!(j.size, Some(SizeOrPercent::Percent(20.0)));
     assert_eq!(j.offset, SizeOrPercent::Bytes(1 << 30));
-    assert_eq!(j.filesize, Some(2 << 30));
+    assert_eq!(j.filesize, Some(FileSize { low: 2 << 30, high: 2 << 30 }));
     assert_eq!(j.io_size, Some(SizeOrPercent::Bytes(512 << 20)));
     assert_eq!(job("offset=50%").offset, SizeOrPercent::Percent(50.0));
     assert_eq!(job("io_size=50%").io_size, Some(SizeOrPercent::Percent(50.0)));
@@ -719,13 +719,36 @@ fn sqthread_poll_needs_io_uring_and_simulation_says_it_changes_nothing() {
     assert!(e.contains("sqthread_poll needs ioengine=io_uring"), "{e}");
 }
 
+/// `filesize=LO-HI` draws each file's size in the range, a multiple of the smallest block
+/// (fio's get_rand_file_size), the same in every run of the job.
+#[test]
+fn a_filesize_range_draws_each_file_size() {
+    let j = job("nrfiles=16\nbs=4k\nfilesize=64k-16k");
+    assert_eq!(j.filesize, Some(FileSize { low: 16 << 10, high: 64 << 10 }));
+    let sizes: Vec<u64> = (0..16).map(|f| j.needed_file_bytes(0, f, None).unwrap()).collect();
+    assert!(sizes.iter().all(|&s| (16 << 10..=64 << 10).contains(&s) && s % 4096 == 0), "{sizes:?}");
+    assert!(sizes.iter().any(|&s| s != sizes[0]), "the sizes are drawn per file: {sizes:?}");
+    let again: Vec<u64> = (0..16).map(|f| j.needed_file_bytes(0, f, None).unwrap()).collect();
+    assert_eq!(sizes, again);
+    let other = job("nrfiles=16\nbs=4k\nfilesize=16k-64k\nrandseed=7");
+    assert_ne!(sizes, (0..16).map(|f| other.needed_file_bytes(0, f, None).unwrap()).collect::<Vec<_>>());
+    // a region spans the file from the offset: size only counts the job's bytes
+    let r = j.clone_region(0, 3, "x", sizes[3]).unwrap();
+    assert_eq!((r.start, r.len), (0, sizes[3]));
+    let fixed = job("size=1m\nfilesize=256k\noffset=64k");
+    assert_eq!(fixed.clone_region(0, 0, "x", 256 << 10).unwrap().len, 192 << 10);
+    // a file already outside the range is taken at the job's own size, as fio resizes it
+    assert_eq!(fixed.clone_region(0, 0, "x", 1 << 20).unwrap().len, 192 << 10);
+    assert!(parse("[j]\nfilesize=0-4k\n").unwrap_err().to_string().contains("filesize must be greater than 0"));
+}
+
 #[test]
 fn several_files_per_job_are_named_sized_and_checked() {
     let f = parse("[j]\nnrfiles=3\nsize=3m\nnumjobs=2\nfilename_format=$jobname.$jobnum.$filenum.dat\n").unwrap();
     let j = &f.jobs[0];
     assert_eq!(j.files_per_clone(), 3);
     assert_eq!(j.file_name_of(1, 2), "j.1.2.dat");
-    assert_eq!(j.needed_file_bytes(0, None), Some(1 << 20), "size is divided among the files");
+    assert_eq!(j.needed_file_bytes(0, 2, None), Some(1 << 20), "size is divided among the files");
     let f = parse("[j]\nfilename=a:b\\:c:d\nsize=2m\nfile_service_type=random:4\n").unwrap();
     let j = &f.jobs[0];
     assert_eq!(((0..3).map(|k| j.file_name_of(0, k)).collect::<Vec<_>>()), ["a", "b:c", "d"]);
