@@ -23,11 +23,13 @@ import tempfile
 
 
 def issued(output: str):
-    """(job, read I/Os, write I/Os, read bytes, write bytes) per job of a JSON report."""
+    """(job, read I/Os, write I/Os, read bytes, write bytes[, ("sync", flushes)]) per job of
+    a JSON report."""
     text = output[output.index("{"):]
     report = json.JSONDecoder().raw_decode(text)[0]
     return [
         (j["jobname"], j["read"]["total_ios"], j["write"]["total_ios"], j["read"]["io_bytes"], j["write"]["io_bytes"])
+        + ((("sync", j["sync"]["total_ios"]),) if j.get("sync", {}).get("total_ios") else ())
         for j in report["jobs"]
         if "jobname" in j  # fio adds a nameless empty entry in some group layouts
     ]

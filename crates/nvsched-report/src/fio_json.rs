@@ -192,7 +192,10 @@ fn job_value(job: &JobStats, group_bw: &[f64; 3], elapsed: Nanos, bins: bool) ->
         for (i, key) in ["read", "write", "trim"].iter().enumerate() {
             m.insert((*key).into(), ddir_value(&job.dirs[i], job, group_bw[i], bins));
         }
-        m.insert("sync".into(), json!({ "total_ios": job.sync.n, "lat_ns": lat_value(&job.sync, None, false) }));
+        m.insert(
+            "sync".into(),
+            json!({ "total_ios": job.sync_total_ios(), "lat_ns": lat_value(&job.sync, None, false) }),
+        );
     }
     m.insert("job_runtime".into(), json!(ms_round(job.runtime.0)));
     let (usr, sys) = job.cpu.percentages();

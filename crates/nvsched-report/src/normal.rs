@@ -325,7 +325,10 @@ pub fn render(r: &RunReport) -> String {
         let _ = writeln!(
             out,
             "     issued rwts: total={},{},{},{} short=0,0,0,0 dropped=0,0,0,0",
-            job.dirs[0].total_ios, job.dirs[1].total_ios, job.dirs[2].total_ios, job.sync.n
+            job.dirs[0].total_ios,
+            job.dirs[1].total_ios,
+            job.dirs[2].total_ios,
+            job.sync_total_ios()
         );
         if let Some(e) = job.io_errors {
             let _ = writeln!(

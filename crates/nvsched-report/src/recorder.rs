@@ -69,6 +69,7 @@ impl JobRecorder {
         let mut stats = JobStats::new(spec.name.clone(), reporting_group, spec.percentile_list.clone(), spec.iodepth);
         stats.description = spec.description.clone();
         stats.job_options = spec.job_options.clone();
+        stats.flushes_are_datasyncs = spec.fdatasync_every > 0;
         stats.latency_target_ns = spec.latency.target.0;
         stats.latency_window_us = spec.latency.window.0 / 1_000;
         stats.latency_percentile = spec.latency.percentile;

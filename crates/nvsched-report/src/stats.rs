@@ -275,6 +275,10 @@ pub struct JobStats {
     pub dirs: [DirStats; 3],
     /// fsync/fdatasync latencies.
     pub sync: LatStats,
+    /// The job's counted flushes are `fdatasync=N`'s (set by the recorder), and how many
+    /// were recorded: fio 3.33 puts them in the sync latencies but not in `total_ios`.
+    pub flushes_are_datasyncs: bool,
+    pub datasyncs: u64,
     pub depth_levels: [u64; 7],
     pub submit_levels: [u64; 7],
     pub complete_levels: [u64; 7],
@@ -441,6 +445,12 @@ pub fn strerror(errno: i32) -> String {
 }
 
 impl JobStats {
+    /// Flushes fio counts as issued (`sync.total_ios`, the fourth of "issued rwts"):
+    /// fsyncs, not fdatasyncs.
+    pub fn sync_total_ios(&self) -> u64 {
+        self.sync.n - self.datasyncs
+    }
+
     pub fn new(name: impl Into<String>, groupid: u32, percentile_list: Vec<f64>, iodepth: u32) -> JobStats {
         JobStats {
             name: name.into(),
@@ -450,6 +460,8 @@ impl JobStats {
             job_options: Vec::new(),
             dirs: Default::default(),
             sync: LatStats::default(),
+            flushes_are_datasyncs: false,
+            datasyncs: 0,
             depth_levels: [0; 7],
             submit_levels: [0; 7],
             complete_levels: [0; 7],
@@ -532,6 +544,7 @@ impl JobStats {
     pub fn record(&mut self, op: Op, bytes: u64, slat: Option<Nanos>, clat: Nanos, since_start: Nanos) {
         if op == Op::Flush {
             self.sync.record(clat.0 + slat.map_or(0, |s| s.0));
+            self.datasyncs += u64::from(self.flushes_are_datasyncs);
             return;
         }
         let d = &mut self.dirs[op.index()];
@@ -603,6 +616,7 @@ impl JobStats {
             a.merge(b);
         }
         self.sync.merge(&other.sync);
+        self.datasyncs += other.datasyncs;
         for i in 0..7 {
             self.depth_levels[i] += other.depth_levels[i];
             self.submit_levels[i] += other.submit_levels[i];

@@ -476,7 +476,16 @@ impl JobDriver {
         } else {
             pass_bytes.saturating_mul(u64::from(spec.loops.max(1)))
         };
-        let ios_limit = if spec.number_ios > 0 { spec.number_ios.saturating_mul(pairs) } else { u64::MAX };
+        // fio 3.33 counts number_ios per loop and, once it is reached, starts the next
+        // loop where the last one stopped; a time-based job loops until its runtime, so
+        // number_ios does not end it (a replay is cut short by it: an nvsched extension)
+        let ios_limit = match spec.number_ios {
+            0 => u64::MAX,
+            _ if spec.time_based && replay.is_none() => u64::MAX,
+            n => {
+                n.saturating_mul(pairs).saturating_mul(if replay.is_some() { 1 } else { u64::from(spec.loops.max(1)) })
+            }
+        };
         let think_every =
             if spec.thinktime > Nanos::ZERO { spec.thinktime_blocks.clamp(1, u32::MAX - 1) } else { u32::MAX };
         let think_iotime = if spec.thinktime > Nanos::ZERO { spec.thinktime_iotime } else { Nanos::ZERO };
@@ -705,6 +714,15 @@ impl JobDriver {
         }
     }
 
+    /// A pass over the region has ended and the job goes on: whether fio 3.33 flushes
+    /// once more before the next pass. When an `fsync=N` flush fell due on the pass's last
+    /// write, fio issues two flushes there (at the end of a loop or `io_size` pass; not at
+    /// a time-based wrap). Checked with fio's write_iolog: `size=64k fsync=8
+    /// loops=3` writes 8, flushes, writes 8, flushes twice, and so on, 7 flushes in all.
+    fn flushes_again_at_pass_end(&self) -> bool {
+        self.flush_every > 0 && self.last_was_flush && self.writes_since_flush == 0 && !self.spec.time_based
+    }
+
     /// A `loops` pass (not the last) ends with the I/O just issued: fio's end_fsync comes
     /// after each pass. Returns whether the job now owes that flush. Out of line: once
     /// per pass, not per I/O.
@@ -795,7 +813,8 @@ impl JobDriver {
                         self.next_replayed()
                     } else {
                         let mut unit = self.gen.next_unit();
-                        if self.gen.passes_completed() != self.passes_seen && self.pass_ends_job() {
+                        let passes_before = self.passes_seen;
+                        if self.gen.passes_completed() != passes_before && self.pass_ends_job() {
                             self.stop_issuing();
                             break;
                         }
@@ -803,6 +822,11 @@ impl JobDriver {
                         if let Some(files) = &mut self.files {
                             unit.file = files.current as u16;
                             files.after(&mut self.gen, unit.len_bytes);
+                        }
+                        if self.passes_seen != passes_before && self.flushes_again_at_pass_end() {
+                            self.pending = Some(unit);
+                            self.flush_due = FlushDue::Counted;
+                            break;
                         }
                         Some(unit)
                     };
@@ -856,10 +880,15 @@ impl JobDriver {
             }
             if unit.op == Op::Write && self.flush_every > 0 {
                 self.writes_since_flush += 1;
+                // fio decides a flush when it fetches the next I/O: a job that has just
+                // issued its last bytes (or I/Os) owes none
+                let at_limit = self.issued_bytes >= self.io_limit || self.issued_ios >= self.ios_limit;
                 if self.writes_since_flush >= self.flush_every {
                     self.writes_since_flush = 0;
-                    self.flush_due = FlushDue::Counted;
-                    pause = true;
+                    if !at_limit {
+                        self.flush_due = FlushDue::Counted;
+                        pause = true;
+                    }
                 }
             }
             if self.issued_bytes >= self.next_pass_end {
@@ -1456,8 +1485,13 @@ mod tests {
     use std::path::Path;
 
     fn driver(text: &str) -> JobDriver {
+        driver_over(text, 1 << 30)
+    }
+
+    /// A started driver for the first job of `text` over a region of `region_bytes`.
+    fn driver_over(text: &str, region_bytes: u64) -> JobDriver {
         let spec = parse_job_str(text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0);
-        let mut d = JobDriver::new(Arc::new(spec), 0, &[Region { start: 0, len: 1 << 30 }], 1).unwrap();
+        let mut d = JobDriver::new(Arc::new(spec), 0, &[Region { start: 0, len: region_bytes }], 1).unwrap();
         d.start(Nanos::ZERO);
         d
     }
@@ -1660,9 +1694,11 @@ mod tests {
         assert_eq!(count("[a]\nrw=randread\nsize=1m\n"), 256);
         assert_eq!(count("[a]\nrw=randread\nsize=1m\nloops=3\n"), 768);
         assert_eq!(count("[a]\nrw=read\nsize=1m\nnumber_ios=100\n"), 100);
-        assert_eq!(
-            count("[a]\nioengine=io_uring\niodepth=8\nrw=randread\nruntime=1h\ntime_based\nnumber_ios=50\n"),
-            50
+        // fio 3.33: number_ios counts per loop, and a time-based job loops until its runtime
+        assert_eq!(count("[a]\nrw=read\nsize=1m\nnumber_ios=100\nloops=3\n"), 300);
+        assert_eq!(count("[a]\nrw=read\nsize=1m\nnumber_ios=300\nloops=2\n"), 512, "each loop ends with its pass");
+        assert!(
+            count("[a]\nioengine=io_uring\niodepth=8\nrw=randread\nruntime=10ms\ntime_based\nnumber_ios=50\n") > 1000
         );
         assert_eq!(count("[a]\nrw=read\nsize=1m\nnumber_ios=1000\n"), 256, "size comes first");
     }
@@ -2148,12 +2184,43 @@ mod tests {
         }
     }
 
+    /// Where `fsync=N` flushes, as fio 3.33's write_iolog shows them (psync): before the
+    /// next write, so none after the job's last one, and twice where a loop or `io_size`
+    /// pass ends on a due flush; a time-based job's wraps flush once.
+    #[test]
+    fn fsync_flushes_where_fio_does() {
+        // the region is the job's size, as the engines cut it
+        let pattern = |job: &str| -> String {
+            let size = if job.contains("size=48k") { 48 << 10 } else { 64 << 10 };
+            let mut d = driver_over(&format!("[a]\nrw=write\nbs=4k\nfsync=8\n{job}\n"), size);
+            let ops = run_to_end(&mut d).0;
+            let text: String = ops.iter().map(|(op, _)| if *op == Op::Flush { 'S' } else { 'w' }).collect();
+            text.replace("wwww", "4")
+        };
+        assert_eq!(pattern("size=64k\nloops=3"), "44S44SS44S44SS44S44");
+        assert_eq!(pattern("size=48k\nloops=3"), "44S44S44SS44S4");
+        assert_eq!(pattern("size=64k\nio_size=192k"), "44S44SS44S44SS44S44");
+        assert_eq!(pattern("size=64k\nnumber_ios=16"), "44S44");
+        assert_eq!(pattern("size=64k\nloops=2\nrw=randwrite"), "44S44SS44S44");
+        assert_eq!(pattern("size=64k\nloops=2\nrw=randwrite\nnorandommap"), "44S44S44S44");
+        let mut d = driver_over("[a]\nrw=write\nbs=4k\nfsync=8\nsize=64k\nruntime=1ms\ntime_based\n", 64 << 10);
+        let ops = run_to_end(&mut d).0;
+        let (writes, flushes) =
+            ops.iter().fold((0, 0), |(w, f), (op, _)| if *op == Op::Flush { (w, f + 1) } else { (w + 1, f) });
+        assert!(writes > 64, "{writes} writes: it wraps");
+        assert_eq!(flushes, writes / 8, "one flush per 8 writes across the wraps");
+    }
+
     #[test]
     fn thinktime_keeps_fsync_counting() {
         let mut d = driver("[a]\nrw=write\nfsync=2\nthinktime=10\nsize=64k\n");
         let ops: Vec<Op> = run_to_end(&mut d).0.into_iter().map(|(op, _)| op).collect();
-        assert_eq!(ops.len(), 24, "16 writes, a flush after every second one: {ops:?}");
-        assert!(ops.chunks(3).all(|c| c == [Op::Write, Op::Write, Op::Flush]), "{ops:?}");
+        // as fio 3.33: 7 flushes, none after the last write (the job ends there)
+        assert_eq!(ops.len(), 23, "16 writes, a flush after every second one but the last: {ops:?}");
+        assert!(
+            ops.chunks(3).all(|c| c == [Op::Write, Op::Write, Op::Flush] || c == [Op::Write, Op::Write]),
+            "{ops:?}"
+        );
     }
 
     #[test]
@@ -2165,9 +2232,13 @@ mod tests {
         // each loop ends with one (fio runs do_io, and its end_fsync, once per loop)
         let (ops, _) = run_to_end(&mut driver("[a]\nrw=randwrite\nsize=8k\nloops=2\nfsync_on_close=1\n"));
         assert_eq!(ops, [w, w, end_flush, w, w, end_flush]);
-        // after an fsync=N flush none is owed (fio's last_was_sync)
+        // after an fsync=N flush none is owed (fio's last_was_sync); an fsync=N flush due
+        // on the job's last write is not issued, so the end flush comes instead (fio 3.33:
+        // no sync counted)
+        let (ops, _) = run_to_end(&mut driver("[a]\nrw=write\nsize=12k\nfsync=2\nend_fsync=1\n"));
+        assert_eq!(ops, [w, w, (Op::Flush, true), w, end_flush]);
         let (ops, _) = run_to_end(&mut driver("[a]\nrw=write\nsize=8k\nfsync=2\nend_fsync=1\n"));
-        assert_eq!(ops, [w, w, (Op::Flush, true)]);
+        assert_eq!(ops, [w, w, end_flush]);
         // jobs that do not write do not flush
         let (ops, _) = run_to_end(&mut driver("[a]\nrw=read\nsize=8k\nend_fsync=1\n"));
         assert_eq!(ops, [(Op::Read, true), (Op::Read, true)]);

@@ -288,7 +288,7 @@ pub struct JobSpec {
     /// `flow_sleep`: held back by flow control, let what is out complete and sleep this
     /// long before looking again (0: wait until another job of the group issues).
     pub flow_sleep: Nanos,
-    /// `number_ios`: stop after this many I/Os (0: no such limit).
+    /// `number_ios`: I/Os per loop (0: no such limit); a time-based job loops on.
     pub number_ios: u64,
     /// `loops`: passes over the job's size (not time based).
     pub loops: u32,
@@ -1771,7 +1771,7 @@ pub static OPTIONS: &[OptionDef] = &[
             Ok(())
         }
     ),
-    opt!("number_ios", [], None, "stop after this many I/Os, if no other limit comes first (0: none)", |j, v| {
+    opt!("number_ios", [], None, "I/Os per loop, if no other limit comes first (0: none; a time_based job runs its runtime)", |j, v| {
         j.number_ios = parse_int_in(v, 0, i64::MAX)? as u64;
         Ok(())
     }),
@@ -3087,6 +3087,12 @@ fn finish_job(job: &mut JobSpec, warnings: &mut Vec<String>) -> Result<(), JobFi
                 job.option_line("blockalign")
             ));
         }
+    }
+    if job.number_ios > 0 && job.time_based && job.replay.read_iolog.is_none() {
+        warnings.push(format!(
+            "{}: number_ios does not end a time_based job: as in fio 3.33, each loop ends after that many I/Os and the next begins until the runtime",
+            job.option_line("number_ios")
+        ));
     }
     if job.iodepth_batch_submit == 0 || job.iodepth_batch_submit > job.iodepth {
         job.iodepth_batch_submit = job.iodepth;
