@@ -3223,7 +3223,13 @@ fn finish_job(job: &mut JobSpec, warnings: &mut Vec<String>) -> Result<(), JobFi
     format.interval = format.interval.min(job.bs[Op::Write.index()].min());
     job.logs.alternate_clock = job.log_alternate_epoch.then_some(job.log_alternate_clock_id);
     if job.time_based && job.runtime == Nanos::ZERO {
-        return Err(err(Some("time_based"), format!("job '{}': time_based needs a runtime", job.name)));
+        // fio 3.33 runs such a job by its size (rw=read size=1m: 256 reads, then it ends)
+        warnings.push(format!(
+            "{}: job '{}': time_based without a runtime is ignored, as in fio: the job ends by its size",
+            job.option_line("time_based"),
+            job.name
+        ));
+        job.time_based = false;
     }
     if job.fsync_every > 0 && job.fdatasync_every > 0 {
         return Err(err(Some("fsync"), format!("job '{}': set fsync or fdatasync, not both", job.name)));

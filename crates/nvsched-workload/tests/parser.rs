@@ -179,6 +179,10 @@ fn direct_sync_fsync() {
     assert_eq!(job("fdatasync=1").fdatasync_every, 1);
     let f = parse("[job]\ndirect=0\n").unwrap();
     assert!(f.warnings.iter().any(|w| w.contains("simulated as direct I/O")), "{:?}", f.warnings);
+    // fio runs a time_based job without a runtime by its size
+    let f = parse("[a]\nsize=1m\ntime_based\n").unwrap();
+    assert!(!f.jobs[0].time_based);
+    assert!(f.warnings.iter().any(|w| w.contains("time_based without a runtime is ignored")), "{:?}", f.warnings);
 }
 
 /// fio keeps its random map in blocks of the smallest size: a random job whose
@@ -422,7 +426,6 @@ const BAD: &[(&str, &str)] = &[
     ("thinktime=(2*", "expression ends early"),
     ("bs=((4)", "unbalanced parentheses"),
     ("time_based=yes", "'yes' is not a boolean"),
-    ("time_based", "time_based needs a runtime"),
     ("rate=abc", "'abc' is not a number"),
     ("rate_iops=-5", "-5 is out of range 0..="),
     ("rate_process=uniform", "'uniform' is not a rate process"),
