@@ -166,6 +166,17 @@ mod tests {
         let (_, regions) = place(&j, 1 << 30).unwrap();
         let starts: Vec<u64> = regions[0].iter().map(|r| r[0].start).collect();
         assert_eq!(starts, vec![0, 10 << 20, 20 << 20]);
+        // a percentage is of the device (fio's get_start_offset, aligned up to the
+        // smallest block): four clones split it into quarters
+        let j = jobs("[a]\nfilename=/dev/x\nsize=25%\nnumjobs=4\noffset_increment=25%\nbs=4k\n");
+        let (_, regions) = place(&j, 10 << 20).unwrap();
+        let spans: Vec<(u64, u64)> = regions[0].iter().map(|r| (r[0].start, r[0].len)).collect();
+        // 25% of 10 MiB is 2621440 bytes, 640 blocks of 4 KiB
+        assert_eq!(spans, [(0, 2_621_440), (2_621_440, 2_621_440), (5_242_880, 2_621_440), (7_864_320, 2_621_440)]);
+        // on a file the job sizes, of that file (filesize), cut at its end
+        let j = jobs("[a]\nfilesize=4m\nsize=1m\nnumjobs=2\nfilename=f\noffset_increment=50%\n");
+        let (_, regions) = place(&j, 1 << 30).unwrap();
+        assert_eq!((regions[0][1][0].start, regions[0][1][0].len), (2 << 20, 2 << 20));
     }
 
     #[test]

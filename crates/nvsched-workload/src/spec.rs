@@ -255,8 +255,8 @@ pub struct JobSpec {
     /// `io_size`: bytes, or a share of the job's size (its region).
     pub io_size: Option<SizeOrPercent>,
     pub offset: SizeOrPercent,
-    /// Clone i starts at offset + i * offset_increment.
-    pub offset_increment: u64,
+    /// Clone i starts at offset + i * offset_increment (bytes, or a percentage of the file).
+    pub offset_increment: SizeOrPercent,
     /// `offset_align`: what a percentage `offset` is aligned up to; 0: the smallest block.
     pub offset_align: u64,
     /// `filesize`: each file's size, fixed or drawn per file from a range; `size` is then
@@ -570,7 +570,7 @@ impl JobSpec {
             size: None,
             io_size: None,
             offset: SizeOrPercent::Bytes(0),
-            offset_increment: 0,
+            offset_increment: SizeOrPercent::Bytes(0),
             offset_align: 0,
             filesize: None,
             runtime: Nanos::ZERO,
@@ -792,18 +792,17 @@ impl JobSpec {
         (self.size.is_none() && self.filesize.is_none()).then(|| t.needed_bytes(self.replay.devices))
     }
 
-    /// Where clone `clone`'s region starts in a file of `file_len` bytes: `offset` (a
-    /// percentage aligned up to `offset_align`, or to the smallest block, as fio aligns
-    /// it) plus `clone` times `offset_increment`.
+    /// Where clone `clone`'s region starts in a file of `file_len` bytes: `offset` plus
+    /// `clone` times `offset_increment`, either a percentage of the file; with one, the
+    /// sum is aligned up to `offset_align`, or to the smallest block, as fio's
+    /// get_start_offset aligns it.
     pub fn clone_offset(&self, clone: u32, file_len: u64) -> u64 {
-        let base = match self.offset {
-            SizeOrPercent::Bytes(b) => b,
-            SizeOrPercent::Percent(_) => {
-                let align = if self.offset_align > 0 { self.offset_align } else { u64::from(self.min_bs()) };
-                self.offset.resolve(file_len).div_ceil(align.max(1)) * align.max(1)
-            }
-        };
-        base + self.offset_increment * u64::from(clone)
+        let offset = self.offset.resolve(file_len) + self.offset_increment.resolve(file_len) * u64::from(clone);
+        if matches!(self.offset, SizeOrPercent::Bytes(_)) && matches!(self.offset_increment, SizeOrPercent::Bytes(_)) {
+            return offset;
+        }
+        let align = if self.offset_align > 0 { self.offset_align } else { u64::from(self.min_bs()) }.max(1);
+        offset.div_ceil(align) * align
     }
 
     /// Clone `clone`'s region in file `filenum` of `file_len` bytes: from
@@ -1399,14 +1398,16 @@ pub static OPTIONS: &[OptionDef] = &[
         j.offset = parse_size_or_percent(v, j.kb_base).map_err(|e| e.replace("(0, 100]", "[0, 100]"))?;
         Ok(())
     }),
-    opt!("offset_increment", [], None, "clone i starts at offset + i * offset_increment (bytes)", |j, v| {
-        j.offset_increment = match parse_size_or_percent(v, j.kb_base)? {
-            SizeOrPercent::Bytes(b) => b,
-            // fio takes it of the file's size, which here depends on the increment
-            SizeOrPercent::Percent(_) => return Err("a percentage is not supported here; give bytes".into()),
-        };
-        Ok(())
-    }),
+    opt!(
+        "offset_increment",
+        [],
+        None,
+        "clone i starts at offset + i * offset_increment (bytes, or N% of the file or device)",
+        |j, v| {
+            j.offset_increment = parse_size_or_percent(v, j.kb_base)?;
+            Ok(())
+        }
+    ),
     opt!(
         "offset_align",
         [],
