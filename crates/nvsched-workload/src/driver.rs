@@ -99,6 +99,13 @@ pub struct JobDriver {
     /// Bytes per pass over the job's size (`loops`), where the end-of-pass flush goes.
     pass_bytes: u64,
     next_pass_end: u64,
+    /// Passes end where the generator's passes over the region do (a single-file job
+    /// whose size is its region): the end-of-pass flush and read-back go there, as fio's
+    /// come after each loop or `io_size` wrap, not after a byte count the region may not
+    /// divide into (`bs=3k` over 64 KiB: 21 blocks a pass).
+    loops_by_passes: bool,
+    /// The second `fsync=N` flush of a pass end waits for the read-back between passes.
+    flush_after_backlog: bool,
     finished_at: Option<Nanos>,
     /// The trace this clone replays (`read_iolog`), in place of `gen` (boxed: the
     /// generated workloads' drivers stay small).
@@ -479,6 +486,10 @@ impl JobDriver {
         // fio 3.33 counts number_ios per loop and, once it is reached, starts the next
         // loop where the last one stopped; a time-based job loops until its runtime, so
         // number_ios does not end it (a replay is cut short by it: an nvsched extension)
+        // fio's do_io ends after `size` bytes or where the file is done, whichever comes
+        // first: where the size is the whole region, that is the generator's pass end
+        let loops_by_passes =
+            files.is_none() && size == regions_len && replay.is_none() && !spec.time_based && gen.counts_passes();
         let ios_limit = match spec.number_ios {
             0 => u64::MAX,
             _ if spec.time_based && replay.is_none() => u64::MAX,
@@ -507,7 +518,8 @@ impl JobDriver {
             let walk = spec.verify_only.then(|| RegionWalk::new(regions, bs));
             let backlog = if spec.verify_only { 0 } else { spec.verify_backlog };
             let backlog_batch = if spec.verify_backlog_batch > 0 { spec.verify_backlog_batch } else { backlog };
-            let pass_bytes = if spec.verify_only { 0 } else { io_size.unwrap_or(size) };
+            // a pass by bytes, unless the generator's passes say where each ends
+            let pass_bytes = if spec.verify_only || loops_by_passes { 0 } else { io_size.unwrap_or(size) };
             let offsets_may_repeat = spec.norandommap
                 || (spec.pattern.is_random() && spec.rw_modifier > 1)
                 || (!spec.pattern.is_random() && spec.rw_modifier != 0);
@@ -555,7 +567,9 @@ impl JobDriver {
             last_was_flush: false,
             pass_bytes,
             // the last pass ends with the job's own stop, so one pass needs no check
-            next_pass_end: if io_limit > pass_bytes { pass_bytes } else { u64::MAX },
+            next_pass_end: if io_limit > pass_bytes && !loops_by_passes { pass_bytes } else { u64::MAX },
+            loops_by_passes,
+            flush_after_backlog: false,
             finished_at: None,
             replay,
             flow: None,
@@ -663,14 +677,15 @@ impl JobDriver {
     /// in flight completes, and a job that was running still owes its end-of-pass flush
     /// (fio's do_io flushes after a termination too).
     pub fn terminate(&mut self, now: Nanos) {
-        if self.stopped {
-            return;
+        if !self.stopped {
+            self.stop_issuing();
+            if self.started_at.is_none_or(|start| now < start) {
+                self.flush_due = FlushDue::No;
+            }
         }
-        self.stop_issuing();
-        if self.started_at.is_none_or(|start| now < start) {
-            self.flush_due = FlushDue::No;
-        }
-        self.set_verify_state(VerifyState::Done); // fio's exitall ends the job, read-back and all
+        // fio's exitall (and a fill's ENOSPC) ends the job, read-back and all, also one
+        // that has issued its last write
+        self.set_verify_state(VerifyState::Done);
         self.mark_finished(now);
     }
 
@@ -723,9 +738,34 @@ impl JobDriver {
         self.flush_every > 0 && self.last_was_flush && self.writes_since_flush == 0 && !self.spec.time_based
     }
 
-    /// A `loops` pass (not the last) ends with the I/O just issued: fio's end_fsync comes
-    /// after each pass. Returns whether the job now owes that flush. Out of line: once
-    /// per pass, not per I/O.
+    /// A pass over the region ended before the unit just drawn, and the job goes on: what
+    /// fio does between two runs of its do_io (a second `fsync=N` flush, and with
+    /// [`loops_by_passes`](Self::loops_by_passes) the end-of-pass flush and the
+    /// read-back). Returns whether any of it must come before that unit.
+    #[cold]
+    fn between_passes(&mut self) -> bool {
+        let flush_again = self.flushes_again_at_pass_end();
+        let mut owed = false;
+        if self.loops_by_passes {
+            owed = self.end_of_pass();
+            if let Some(v) = self.tracked.as_deref_mut().and_then(|t| t.verify.as_mut()) {
+                v.pass_ended = true;
+                self.backlog_due = true;
+                owed = true;
+            }
+        }
+        if flush_again && self.backlog_due {
+            // fio's second flush opens the next do_io, after the read-back
+            self.flush_after_backlog = true;
+        } else if flush_again {
+            self.flush_due = FlushDue::Counted;
+        }
+        owed || flush_again
+    }
+
+    /// A `loops` pass (not the last) has ended: fio's end_fsync comes after each pass.
+    /// Returns whether the job now owes that flush. Out of line: once per pass, not per
+    /// I/O.
     #[cold]
     fn end_of_pass(&mut self) -> bool {
         self.next_pass_end = self.next_pass_end.saturating_add(self.pass_bytes);
@@ -823,9 +863,8 @@ impl JobDriver {
                             unit.file = files.current as u16;
                             files.after(&mut self.gen, unit.len_bytes);
                         }
-                        if self.passes_seen != passes_before && self.flushes_again_at_pass_end() {
+                        if self.passes_seen != passes_before && self.between_passes() {
                             self.pending = Some(unit);
-                            self.flush_due = FlushDue::Counted;
                             break;
                         }
                         Some(unit)
@@ -921,6 +960,9 @@ impl JobDriver {
         }
         if self.stopped {
             return self.poll_stopped(now, out, max_units);
+        }
+        if self.backlog_due {
+            return self.poll_backlog(now, out, max_units);
         }
         if held {
             return self.hold(now);
@@ -1178,6 +1220,9 @@ impl JobDriver {
         }
         self.set_verify_state(VerifyState::Pending);
         self.backlog_due = false;
+        if std::mem::take(&mut self.flush_after_backlog) {
+            self.flush_due = FlushDue::Counted;
+        }
         self.poll_at_most(now, out, max_units)
     }
 
@@ -1374,6 +1419,7 @@ impl JobDriver {
         self.pending = None;
         self.flush_due = FlushDue::No;
         self.draining = false;
+        self.set_verify_state(VerifyState::Done); // a failed job reads nothing back
         self.finished_at.get_or_insert(now);
     }
 }
@@ -2209,6 +2255,48 @@ mod tests {
             ops.iter().fold((0, 0), |(w, f), (op, _)| if *op == Op::Flush { (w, f + 1) } else { (w + 1, f) });
         assert!(writes > 64, "{writes} writes: it wraps");
         assert_eq!(flushes, writes / 8, "one flush per 8 writes across the wraps");
+    }
+
+    /// Between two passes (loops, or `io_size` wraps) fio runs its end flush and its
+    /// read-back where the pass over the region ends, not after a byte count: `bs=3k`
+    /// over 64 KiB does 21 blocks a pass. The sequences are fio 3.33's write_iologs
+    /// (w: write, r: read, S: flush; "5" is 5 writes, "R" 5 reads).
+    #[test]
+    fn between_passes_the_flush_and_read_back_come_where_fio_puts_them() {
+        let sequence = |job: &str| -> String {
+            let mut d = driver_over(&format!("[a]\nrw=write\nsize=64k\n{job}\n"), 64 << 10);
+            let mut out = Vec::new();
+            let mut t = Nanos::ZERO;
+            loop {
+                let before = out.len();
+                match d.poll(t, &mut out) {
+                    Poll::Finished => break,
+                    Poll::Ready => {
+                        for u in &out[before..] {
+                            t += Nanos(1_000);
+                            d.landed(u.op, u.file, u.offset_bytes, u.len_bytes);
+                            d.on_complete(t, u.op, u.len_bytes, Nanos::ZERO);
+                        }
+                    }
+                    other => panic!("{job}: {other:?}"),
+                }
+            }
+            let ops: String = out
+                .iter()
+                .map(|u: &IoUnit| match u.op {
+                    Op::Write => 'w',
+                    Op::Read => 'r',
+                    _ => 'S',
+                })
+                .collect();
+            ops.replace("wwwww", "5").replace("rrrrr", "R")
+        };
+        assert_eq!(sequence("bs=3k\nloops=2\nend_fsync=1"), "5555wS5555wS");
+        assert_eq!(sequence("bs=3k\nloops=2\nverify=crc32c"), "5555wRRRRr5555wRRRRr");
+        assert_eq!(sequence("bs=4k\nio_size=128k\nend_fsync=1"), "555wS555wS");
+        // fsync=8's second flush at the pass end opens the next pass, after the read-back
+        assert_eq!(sequence("bs=4k\nloops=2\nfsync=8\nverify=crc32c"), "5wwwS5wwwSRRRrS5wwwS5wwwRRRr");
+        assert_eq!(sequence("bs=4k\nloops=2\nverify=crc32c\nverify_backlog=8"), "5wwwRrrr5wwwRrrr5wwwRrrr5wwwRrrr");
     }
 
     #[test]

@@ -157,6 +157,12 @@ impl IoGenerator {
         })
     }
 
+    /// Whether the offsets go over the region one pass at a time, so that
+    /// [`passes_completed`](Self::passes_completed) says where each pass ends.
+    pub fn counts_passes(&self) -> bool {
+        self.counts_passes
+    }
+
     /// Passes over the region this generator has completed, sequential or through the
     /// random map (0 where offsets are not one pass at a time): the I/O just drawn is the
     /// first of a new pass when this grew.
