@@ -5,8 +5,12 @@ temporary file, so the counts come from fio's own job logic (sizes, passes, loop
 random map), not from any device. A case is the body of one job; cases are separated
 by a line `---`. A case that sets `nrfiles` or `filename` runs in a fresh directory.
 
-    scripts/compare-fio-counts.py [CASES] [--nvsched PATH]
+    scripts/compare-fio-counts.py [CASES] [--nvsched PATH] [--order]
     scripts/compare-fio-counts.py scripts/fio-count-cases.txt
+
+With --order, each job also writes an iolog (write_iolog) and the order of its
+operations (reads, writes, trims, flushes) is compared too, for cases of one job clone
+whose offsets draw nothing at random.
 
 Random draws differ between the two tools, so jobs whose counts rest on them (rwmix,
 percentage_random, mixed random sizes) differ in counts even where their bytes agree.
@@ -35,11 +39,41 @@ def issued(output: str):
     ]
 
 
+def squeeze(order: str) -> str:
+    """Runs of one letter as letter*count, so long orders stay readable."""
+    return " ".join(f"{m.group(0)[0]}*{len(m.group(0))}" if len(m.group(0)) > 1 else m.group(0) for m in re.finditer(r"(.)\1*", order))
+
+
+OP_LETTERS = {"read": "r", "write": "w", "trim": "t", "sync": "S", "datasync": "S"}
+
+
+def op_order(log_path: str) -> str:
+    """The operations of an iolog (fio's v2 or v3 format), a letter each."""
+    letters = []
+    for line in open(log_path):
+        fields = line.split()
+        # v3: time, file, action[, offset, length]; v2: file, action[, offset, length]
+        for field in fields[1:3]:
+            if field in OP_LETTERS:
+                letters.append(OP_LETTERS[field])
+                break
+    return "".join(letters)
+
+
+def order_comparable(case: str) -> bool:
+    """One clone on one file, no random draws that fio and nvsched make differently, and
+    no trims (psync cannot trim a file)."""
+    random = re.search(r"^rw=(rand|.*rw|readwrite)|^percentage_random|^bsrange|^bssplit", case, re.M)
+    several = re.search(r"^(numjobs|nrfiles)=|^filename=.*:|^rw=trim", case, re.M)
+    return random is None and several is None
+
+
 def main() -> int:
     here = os.path.dirname(os.path.abspath(__file__))
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("cases", nargs="?", default=os.path.join(here, "fio-count-cases.txt"))
     parser.add_argument("--nvsched", default=os.path.join(here, "..", "target", "release", "nvsched"))
+    parser.add_argument("--order", action="store_true", help="also compare the order of each job's operations")
     args = parser.parse_args()
     if shutil.which("fio") is None:
         print("fio is not installed (apt-get install fio)", file=sys.stderr)
@@ -54,26 +88,36 @@ def main() -> int:
             # a case that names its files (nrfiles, filename) gets a fresh directory for them
             multi = re.search(r"^(nrfiles|filename)=", case, re.M) is not None
             target = f"directory={files}" if multi else f"filename={data}"
+            log = os.path.join(work, "ops.log")
+            with_order = args.order and order_comparable(case)
             with open(job, "w") as f:
-                f.write(f"[global]\nioengine=psync\n{target}\n{case}\n")
+                f.write(f"[global]\nioengine=psync\n{target}\n" + (f"write_iolog={log}\n" if with_order else "") + f"{case}\n")
             if os.path.exists(data):
                 os.remove(data)
             shutil.rmtree(files, ignore_errors=True)
             os.makedirs(files)
             results = []
+            orders = []
             for cmd in (["fio", job, "--output-format=json"], [args.nvsched, "run", job, "--output-format=json", "-q"]):
+                if os.path.exists(log):
+                    os.remove(log)
                 run = subprocess.run(cmd, capture_output=True, text=True)
                 try:
-                    results.append((issued(run.stdout), ""))
-                except (ValueError, KeyError):
+                    counts = issued(run.stdout)
+                    if with_order:
+                        counts.append(("order", op_order(log)))
+                    results.append((counts, ""))
+                except (ValueError, KeyError, OSError):
                     results.append((None, run.stderr.strip()[:300]))
             same = results[0][0] == results[1][0]
             differing += not same
             print("same   " if same else "differs", case.replace("\n", " | "))
             if not same:
                 for tool, (counts, err) in zip(("fio", "nvsched"), results):
-                    print(f"    {tool:8} {counts if counts is not None else 'error: ' + err}")
-    print(f"{len(cases) - differing} of {len(cases)} cases issue the same I/O counts and bytes")
+                    shown = [c if c[0] != "order" else ("order", squeeze(c[1])) for c in counts] if counts else None
+                    print(f"    {tool:8} {shown if shown is not None else 'error: ' + err}")
+    what = "I/O counts and bytes" + (" (and order, where comparable)" if args.order else "")
+    print(f"{len(cases) - differing} of {len(cases)} cases issue the same {what}")
     return 0
 
 
