@@ -40,31 +40,47 @@ def issued(output: str):
 
 
 def squeeze(order: str) -> str:
-    """Runs of one letter as letter*count, so long orders stay readable."""
-    return " ".join(f"{m.group(0)[0]}*{len(m.group(0))}" if len(m.group(0)) > 1 else m.group(0) for m in re.finditer(r"(.)\1*", order))
+    """Runs of one operation as op*count, so long orders stay readable."""
+    ops = re.findall(r"[a-zA-Z][0-9]*", order)
+    runs = []
+    for op in ops:
+        if runs and runs[-1][0] == op:
+            runs[-1][1] += 1
+        else:
+            runs.append([op, 1])
+    return " ".join(op if n == 1 else f"{op}*{n}" for op, n in runs)
 
 
 OP_LETTERS = {"read": "r", "write": "w", "trim": "t", "sync": "S", "datasync": "S"}
 
 
 def op_order(log_path: str) -> str:
-    """The operations of an iolog (fio's v2 or v3 format), a letter each."""
-    letters = []
+    """The operations of an iolog (fio's v2 or v3 format), a letter each, followed by the
+    file's number among those the log names when it names several."""
+    ops = []
+    names = []
     for line in open(log_path):
         fields = line.split()
         # v3: time, file, action[, offset, length]; v2: file, action[, offset, length]
-        for field in fields[1:3]:
-            if field in OP_LETTERS:
-                letters.append(OP_LETTERS[field])
+        for k in (1, 2):
+            if k < len(fields) and fields[k] in OP_LETTERS:
+                name = os.path.basename(fields[k - 1])
+                if name not in names:
+                    names.append(name)
+                ops.append((OP_LETTERS[fields[k]], names.index(name)))
                 break
-    return "".join(letters)
+    return "".join(op + (str(file) if len(names) > 1 else "") for op, file in ops)
 
 
 def order_comparable(case: str) -> bool:
     """One clone on one file, no random draws that fio and nvsched make differently, and
     no trims (psync cannot trim a file)."""
-    random = re.search(r"^rw=(rand|.*rw|readwrite)|^percentage_random|^bsrange|^bssplit", case, re.M)
-    several = re.search(r"^(numjobs|nrfiles)=|^filename=.*:|^rw=trim", case, re.M)
+    random = re.search(
+        r"^rw=(rand|.*rw|readwrite)|^percentage_random|^bsrange|^bssplit|^file_service_type=random|^filesize=.*-",
+        case,
+        re.M,
+    )
+    several = re.search(r"^numjobs=|^rw=trim", case, re.M)
     return random is None and several is None
 
 

@@ -340,31 +340,31 @@ impl IoLogs {
 }
 
 /// fio's `write_iolog` for one job clone: version 3 iolog lines, `TIME_US FILE ACTION
-/// [OFFSET LENGTH]`, times since the run started, offsets within the clone's file, one
-/// line per I/O as it is issued.
+/// [OFFSET LENGTH]`, times since the run started, offsets within the file, one line per
+/// I/O as it is issued. A clone with several files names each (fio opens each on its
+/// first I/O and closes it when done; here all open at the start and close at the end).
 pub struct IssueLog {
     path: PathBuf,
-    file_name: String,
-    /// Where the clone's file starts on the (simulated) device: offsets are logged
-    /// relative to it, as fio logs file offsets.
-    file_start: u64,
+    /// Each of the clone's files, and where it starts on the (simulated) device: offsets
+    /// are logged relative to it, as fio logs file offsets.
+    files: Vec<(String, u64)>,
     out: BufWriter<File>,
     error: Option<String>,
 }
 
 impl IssueLog {
-    /// Creates (or truncates) `path` and writes the header and the file's `add` and
-    /// `open` lines. Boxed, as [`IoLogs`].
-    pub fn create(path: &Path, file_name: &str, file_start: u64) -> Result<Box<IssueLog>, String> {
+    /// Creates (or truncates) `path` and writes the header and each file's `add` and
+    /// `open` lines; `files` are (name, start on the device). Boxed, as [`IoLogs`].
+    pub fn create(path: &Path, files: Vec<(String, u64)>) -> Result<Box<IssueLog>, String> {
         let file = File::create(path).map_err(|e| format!("cannot create iolog '{}': {e}", path.display()))?;
-        let mut log = Box::new(IssueLog {
-            path: path.to_path_buf(),
-            file_name: file_name.to_string(),
-            file_start,
-            out: BufWriter::new(file),
-            error: None,
-        });
-        let header = writeln!(log.out, "fio version 3 iolog\n0 {file_name} add\n0 {file_name} open");
+        let mut log = Box::new(IssueLog { path: path.to_path_buf(), files, out: BufWriter::new(file), error: None });
+        let mut header = writeln!(log.out, "fio version 3 iolog");
+        for (name, _) in &log.files {
+            header = header.and_then(|()| writeln!(log.out, "0 {name} add"));
+        }
+        for (name, _) in &log.files {
+            header = header.and_then(|()| writeln!(log.out, "0 {name} open"));
+        }
         log.note(header);
         Ok(log)
     }
@@ -376,17 +376,22 @@ impl IssueLog {
         }
     }
 
-    /// One I/O issued at `now` (since the run started).
-    pub fn issue(&mut self, now: Nanos, op: Op, offset_bytes: u64, len_bytes: u32) {
+    /// One I/O to the clone's file `file` issued at `now` (since the run started).
+    pub fn issue(&mut self, now: Nanos, op: Op, file: u16, offset_bytes: u64, len_bytes: u32) {
         let action = op.fio_name();
-        let offset = if op == Op::Flush { 0 } else { offset_bytes.saturating_sub(self.file_start) };
-        let written = writeln!(self.out, "{} {} {action} {offset} {len_bytes}", now.0 / 1_000, self.file_name);
+        let (name, start) = &self.files[usize::from(file).min(self.files.len() - 1)];
+        let offset = if op == Op::Flush { 0 } else { offset_bytes.saturating_sub(*start) };
+        let written = writeln!(self.out, "{} {name} {action} {offset} {len_bytes}", now.0 / 1_000);
         self.note(written);
     }
 
-    /// Writes the `close` line at `end` and flushes; the first write error.
+    /// Writes the `close` lines at `end` and flushes; the first write error.
     pub fn finish(mut self, end: Nanos) -> Result<(), String> {
-        let closed = writeln!(self.out, "{} {} close", end.0 / 1_000, self.file_name).and_then(|()| self.out.flush());
+        let mut closed = Ok(());
+        for (name, _) in &self.files {
+            closed = closed.and_then(|()| writeln!(self.out, "{} {name} close", end.0 / 1_000));
+        }
+        let closed = closed.and_then(|()| self.out.flush());
         self.note(closed);
         match self.error {
             Some(e) => Err(format!("writing iolog '{}': {e}", self.path.display())),
@@ -415,16 +420,26 @@ mod tests {
     fn issue_log_is_fios_version_3_iolog() {
         let dir = temp_dir("issue");
         let path = dir.join("w.iolog");
-        let mut log = IssueLog::create(&path, "f.0.0", 1 << 20).unwrap();
-        log.issue(Nanos(1_500), Op::Read, (1 << 20) + 8192, 4096);
-        log.issue(Nanos(2_600_000), Op::Write, 1 << 20, 8192);
-        log.issue(Nanos(3_000_000), Op::Flush, 0, 0);
+        let mut log = IssueLog::create(&path, vec![("f.0.0".into(), 1 << 20)]).unwrap();
+        log.issue(Nanos(1_500), Op::Read, 0, (1 << 20) + 8192, 4096);
+        log.issue(Nanos(2_600_000), Op::Write, 0, 1 << 20, 8192);
+        log.issue(Nanos(3_000_000), Op::Flush, 0, 0, 0);
         log.finish(Nanos(4_000_999)).unwrap();
         let lines = std::fs::read_to_string(&path).unwrap();
         assert_eq!(
             lines,
             "fio version 3 iolog\n0 f.0.0 add\n0 f.0.0 open\n1 f.0.0 read 8192 4096\n\
              2600 f.0.0 write 0 8192\n3000 f.0.0 sync 0 0\n4000 f.0.0 close\n"
+        );
+        // several files: each is named, with offsets within it
+        let mut log = IssueLog::create(&path, vec![("a".into(), 0), ("b".into(), 1 << 20)]).unwrap();
+        log.issue(Nanos(1_000), Op::Write, 1, (1 << 20) + 4096, 4096);
+        log.issue(Nanos(2_000), Op::Write, 0, 4096, 4096);
+        log.finish(Nanos(3_000)).unwrap();
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "fio version 3 iolog\n0 a add\n0 b add\n0 a open\n0 b open\n1 b write 4096 4096\n\
+             2 a write 4096 4096\n3 a close\n3 b close\n"
         );
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -89,29 +89,30 @@ impl JobRecorder {
         Ok(rec)
     }
 
-    /// Opens clone `clone`'s `write_iolog`, if the job asks for one; its file starts at
-    /// `file_start` on the device (0 on a real file).
+    /// Opens clone `clone`'s `write_iolog`, if the job asks for one; its files start at
+    /// `file_starts` on the device (each 0 on real files).
     /// Refuses a path that is anything but a plain file (a device, a directory) or that is
-    /// the clone's own data file: a log must not overwrite data.
-    pub fn log_issues(&mut self, spec: &JobSpec, clone: u32, file_start: u64) -> Result<(), String> {
+    /// one of the clone's own data files: a log must not overwrite data.
+    pub fn log_issues(&mut self, spec: &JobSpec, clone: u32, file_starts: &[u64]) -> Result<(), String> {
         let Some(path) = spec.write_iolog_path(clone) else { return Ok(()) };
-        let data_file = spec.file_name(clone);
+        let files: Vec<(String, u64)> =
+            file_starts.iter().enumerate().map(|(k, &start)| (spec.file_name_of(clone, k as u32), start)).collect();
         let not_plain = std::fs::metadata(&path).is_ok_and(|m| !m.is_file());
-        if not_plain || Path::new(&path) == Path::new(&data_file) {
+        if not_plain || files.iter().any(|(data_file, _)| Path::new(&path) == Path::new(data_file)) {
             return Err(format!(
                 "job '{}': write_iolog '{path}' is not a plain file of its own (a device, a directory or the job's data file); refusing to overwrite it",
                 spec.name
             ));
         }
-        self.issue_log = Some(IssueLog::create(Path::new(&path), &data_file, file_start)?);
+        self.issue_log = Some(IssueLog::create(Path::new(&path), files)?);
         Ok(())
     }
 
     /// An I/O issued at `now`: into the `write_iolog`, if there is one.
     #[inline]
-    pub fn on_issue(&mut self, now: Nanos, op: Op, offset_bytes: u64, len_bytes: u32) {
+    pub fn on_issue(&mut self, now: Nanos, op: Op, file: u16, offset_bytes: u64, len_bytes: u32) {
         if let Some(log) = &mut self.issue_log {
-            log.issue(now, op, offset_bytes, len_bytes);
+            log.issue(now, op, file, offset_bytes, len_bytes);
         }
     }
 

@@ -239,9 +239,13 @@ impl<'o> Simulation<'o> {
                     LogClock::Unix | LogClock::Id(0) => input.clock_ms,
                     LogClock::Id(_) => 0,
                 });
-                let file_name = spec.file_name(clone);
-                let file_start = files.iter().find(|f| f.name == file_name).map_or(0, |f| f.start);
-                rec.log_issues(spec, clone, file_start).map_err(SimError)?;
+                let file_starts: Vec<u64> = (0..spec.files_per_clone())
+                    .map(|k| {
+                        let name = spec.file_name_of(clone, k);
+                        files.iter().find(|f| f.name == name).map_or(0, |f| f.start)
+                    })
+                    .collect();
+                rec.log_issues(spec, clone, &file_starts).map_err(SimError)?;
                 let prio = spec.ioprio();
                 phases.last_mut().expect("one phase").push(jobs.len() as u32);
                 jobs.push(JobSlot {
@@ -568,7 +572,7 @@ impl<'o> Simulation<'o> {
         let mut parent = NONE;
         for i in 0..self.batch.len() {
             let unit = self.batch[i];
-            self.jobs[j as usize].rec.on_issue(self.now, unit.op, unit.offset_bytes, unit.len_bytes);
+            self.jobs[j as usize].rec.on_issue(self.now, unit.op, unit.file, unit.offset_bytes, unit.len_bytes);
             self.device.prefetch(unit.offset_bytes);
             let slot = self.alloc_slot();
             let rec = &mut self.rqs[slot as usize];

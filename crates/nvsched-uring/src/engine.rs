@@ -460,7 +460,7 @@ fn run_on(
             flows.attach(&mut driver);
             phases.last_mut().expect("one phase").push(clones.len() as u32);
             let mut rec = JobRecorder::for_job(spec, reporting_group, ordinal as u32, per_prio[job_index])?;
-            rec.log_issues(spec, clone, 0)?;
+            rec.log_issues(spec, clone, &vec![0; spec.files_per_clone() as usize])?;
             clones.push(CloneState {
                 driver,
                 rec,
@@ -916,7 +916,7 @@ impl Engine {
         self.requests += 1;
         let clone = &mut self.clones[c as usize];
         clone.rec.stats.record_issue_depth(clone.driver.inflight());
-        clone.rec.on_issue(now, unit.op, unit.offset_bytes, unit.len_bytes);
+        clone.rec.on_issue(now, unit.op, unit.file, unit.offset_bytes, unit.len_bytes);
         let s = &mut self.slots[slot as usize];
         s.generation = s.generation.wrapping_add(1);
         if unit.op == Op::Write && clone.verify {

@@ -343,6 +343,9 @@ pub struct JobSpec {
     pub nrfiles: u32,
     /// `file_service_type`: how a clone with several files picks the next one.
     pub file_service: FileService,
+    /// `openfiles`: how many of a clone's files are open at once (0: all). fio opens
+    /// them in order and the next when one is done, so I/O goes round the open ones.
+    pub openfiles: u32,
     /// `directory`: prefixes of the job's file names (fio's `a:b` list).
     pub directory: Vec<String>,
     pub kb_base: KbBase,
@@ -624,6 +627,7 @@ impl JobSpec {
             more_filenames: Vec::new(),
             nrfiles: 1,
             file_service: FileService::RoundRobin(1),
+            openfiles: 0,
             directory: Vec::new(),
             kb_base: KbBase::Binary,
             precondition: None,
@@ -2143,8 +2147,11 @@ pub static OPTIONS: &[OptionDef] = &[
         "openfiles",
         [],
         None,
-        "accepted: every file of a job stays open while it runs",
-        |_, v| int_in(v, 1, i64::from(u32::MAX)).map(|_| ())
+        "files of a job open at once: I/O goes round them, the next opening when one is done",
+        |j, v| {
+            j.openfiles = int_in(v, 1, i64::from(u32::MAX))? as u32;
+            Ok(())
+        }
     ),
     opt!(
         "file_service_type",
@@ -3143,11 +3150,7 @@ fn finish_job(job: &mut JobSpec, warnings: &mut Vec<String>) -> Result<(), JobFi
     }
     if job.files_per_clone() > 1 {
         let files = if job.filename.is_some() { "filename" } else { "nrfiles" };
-        let clash = [
-            (job.replay.read_iolog.is_some(), "read_iolog"),
-            (job.write_iolog.is_some(), "write_iolog"),
-            (job.pattern.is_trimwrite(), "rw"),
-        ];
+        let clash = [(job.replay.read_iolog.is_some(), "read_iolog"), (job.pattern.is_trimwrite(), "rw")];
         if let Some((_, option)) = clash.iter().find(|(set, _)| *set) {
             return Err(err(
                 Some(option),

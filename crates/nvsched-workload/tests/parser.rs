@@ -335,18 +335,20 @@ fn globals_inherit_and_jobs_override() {
 fn overhead_and_layout_options_are_accepted_without_effect() {
     let body = "gtod_reduce=1\ndisable_lat=1\ndisable_clat\ndisable_slat=1\ndisable_bw=1\nclocksource=cpu\n\
                 fallocate=none\ncreate_serialize=0\nthread\nunlink=1\nrandom_generator=lfsr\n\
-                overwrite=1\nallow_mounted_write=1\nsoftrandommap\nopenfiles=1\nfile_service_type=roundrobin\n\
+                overwrite=1\nallow_mounted_write=1\nsoftrandommap\nfile_service_type=roundrobin\n\
                 pre_read=1\nlockmem=1m\niomem=shmhuge\nmem_align=512\ndisk_util=0\ncpus_allowed=0-3\n\
                 cpumask=0xf\ncpus_allowed_policy=split\nnuma_mem_policy=local\nunit_base=8\nfixedbufs\nregisterfiles=1\n\
                 gtod_cpu=0\nlog_entries=1024\nlog_compression=1m\ncreate_fsync=0\nunique_filename=1";
     let mut with = job(body);
     let without = job("");
-    assert_eq!(with.job_options.len(), 33);
+    assert_eq!(with.job_options.len(), 32);
     with.job_options.clear();
     with.option_lines.clear();
     let mut without = without;
     without.option_lines.clear();
     assert_eq!(format!("{with:?}"), format!("{without:?}"));
+    // openfiles limits the files a job's I/O goes round (the driver's test)
+    assert_eq!(job("openfiles=2").openfiles, 2);
     // invalidate does something on real devices: it is kept (on by default, as in fio)
     assert!(without.invalidate && !job("invalidate=0").invalidate);
     assert!(parse("[job]\nclocksource=tsc\n").unwrap_err().to_string().contains("'tsc' is not one of"));
@@ -758,7 +760,7 @@ fn several_files_per_job_are_named_sized_and_checked() {
     assert_eq!(j.file_service, FileService::Random(4));
     for (bad, why) in [
         ("nrfiles=2\nrw=trimwrite", "rw is not supported with several files per job (nrfiles)"),
-        ("filename=a:b\nwrite_iolog=x", "write_iolog is not supported with several files per job (filename)"),
+        ("filename=a:b\nread_iolog=x", "read_iolog is not supported with several files per job (filename)"),
         ("file_service_type=zipf:1.2", "'zipf' file selection is not supported"),
         ("file_service_type=sequential:2", "sequential takes no ':N'"),
     ] {
