@@ -483,13 +483,13 @@ impl JobDriver {
         } else {
             pass_bytes.saturating_mul(u64::from(spec.loops.max(1)))
         };
-        // fio 3.33 counts number_ios per loop and, once it is reached, starts the next
-        // loop where the last one stopped; a time-based job loops until its runtime, so
-        // number_ios does not end it (a replay is cut short by it: an nvsched extension)
         // fio's do_io ends after `size` bytes or where the file is done, whichever comes
         // first: where the size is the whole region, that is the generator's pass end
         let loops_by_passes =
             files.is_none() && size == regions_len && replay.is_none() && !spec.time_based && gen.counts_passes();
+        // fio 3.33 counts number_ios per loop and, once it is reached, starts the next
+        // loop where the last one stopped; a time-based job loops until its runtime, so
+        // number_ios does not end it (a replay is cut short by it: an nvsched extension)
         let ios_limit = match spec.number_ios {
             0 => u64::MAX,
             _ if spec.time_based && replay.is_none() => u64::MAX,
