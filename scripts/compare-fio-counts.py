@@ -91,6 +91,7 @@ def main() -> int:
     parser.add_argument("--nvsched", default=os.path.join(here, "..", "target", "release", "nvsched"))
     parser.add_argument("--order", action="store_true", help="also compare the order of each job's operations")
     args = parser.parse_args()
+    args.nvsched = os.path.abspath(args.nvsched)  # the tools run in the temporary directory
     if shutil.which("fio") is None:
         print("fio is not installed (apt-get install fio)", file=sys.stderr)
         return 1
@@ -117,7 +118,7 @@ def main() -> int:
             for cmd in (["fio", job, "--output-format=json"], [args.nvsched, "run", job, "--output-format=json", "-q"]):
                 if os.path.exists(log):
                     os.remove(log)
-                run = subprocess.run(cmd, capture_output=True, text=True)
+                run = subprocess.run(cmd, capture_output=True, text=True, cwd=work)  # fio leaves verify state files there
                 try:
                     counts = issued(run.stdout)
                     if with_order:

@@ -520,10 +520,9 @@ impl JobDriver {
             let backlog_batch = if spec.verify_backlog_batch > 0 { spec.verify_backlog_batch } else { backlog };
             // a pass by bytes, unless the generator's passes say where each ends
             let pass_bytes = if spec.verify_only || loops_by_passes { 0 } else { io_size.unwrap_or(size) };
-            let offsets_may_repeat = spec.norandommap
-                || (spec.pattern.is_random() && spec.rw_modifier > 1)
-                || (!spec.pattern.is_random() && spec.rw_modifier != 0);
-            let in_write_order = !offsets_may_repeat;
+            // fio keeps its history as a list only for a file with a random map (random
+            // offsets, each once a pass); otherwise as a tree in (file, offset) order
+            let in_write_order = spec.pattern.is_random() && !spec.norandommap && spec.rw_modifier <= 1;
             VerifyPass { walk, in_write_order, backlog, backlog_batch, pass_bytes, ..VerifyPass::default() }
         });
         Ok(JobDriver {
@@ -719,13 +718,22 @@ impl JobDriver {
     #[cold]
     #[inline(never)]
     fn pass_ends_job(&mut self) -> bool {
-        self.passes_seen = self.gen.passes_completed();
-        if self.spec.time_based || self.files.is_some() || self.passes_seen < u64::from(self.spec.loops.max(1)) {
+        self.passes_seen = self.passes_completed();
+        if self.spec.time_based || self.passes_seen < u64::from(self.spec.loops.max(1)) {
             return false;
         }
         match self.spec.io_size {
             None => true,
             Some(_) => self.pass_bytes.saturating_sub(self.issued_bytes) < u64::from(self.spec.max_bs()),
+        }
+    }
+
+    /// Passes the job has completed: over its region, or over all its files (each file
+    /// has had its pass).
+    fn passes_completed(&self) -> u64 {
+        match &self.files {
+            Some(files) => files.passes,
+            None => self.gen.passes_completed(),
         }
     }
 
@@ -854,7 +862,7 @@ impl JobDriver {
                     } else {
                         let mut unit = self.gen.next_unit();
                         let passes_before = self.passes_seen;
-                        if self.gen.passes_completed() != passes_before && self.pass_ends_job() {
+                        if self.passes_completed() != passes_before && self.pass_ends_job() {
                             self.stop_issuing();
                             break;
                         }
@@ -1466,6 +1474,10 @@ struct FileSet {
     region_len: Vec<u64>,
     /// `openfiles`: how many files are open at once (the first not yet done).
     open_limit: usize,
+    /// The job's smallest block: a file with less than this left has had its pass.
+    min_block: u64,
+    /// Passes over all the files: each has had its pass (fio's files all done).
+    passes: u64,
     rng: SimRng,
 }
 
@@ -1483,12 +1495,16 @@ impl FileSet {
             done_bytes: vec![0; regions.len()],
             region_len: regions.iter().map(|r| r.len).collect(),
             open_limit: if spec.openfiles == 0 { regions.len() } else { spec.openfiles as usize },
+            min_block: u64::from(spec.min_bs()).max(1),
+            passes: 0,
             rng: SimRng::stream(seed, 9),
         })
     }
 
+    /// File `k` has had its pass: less than a smallest block is left of it (fio's pass
+    /// ends where the next block would pass the file's end).
     fn covered(&self, k: usize) -> bool {
-        self.done_bytes[k] >= self.region_len[k]
+        self.region_len[k].saturating_sub(self.done_bytes[k]) < self.min_block
     }
 
     /// After an I/O of `len` bytes to the current file: moves `gen` to the next file
@@ -1505,13 +1521,16 @@ impl FileSet {
         }
         if (0..self.parked.len()).all(|k| self.covered(k)) {
             self.done_bytes.iter_mut().for_each(|b| *b = 0);
+            self.passes += 1;
         }
         let n = self.parked.len();
         let (done, len) = (&self.done_bytes, &self.region_len);
         // fio opens files in order, `openfiles` at most, and the next when one is done:
         // the open ones are the first files not yet done
-        let last_open = (0..n).filter(|&k| done[k] < len[k]).nth(self.open_limit - 1).unwrap_or(n);
-        let open = |k: &usize| done[*k] < len[*k] && *k <= last_open;
+        let min_block = self.min_block;
+        let last_open =
+            (0..n).filter(|&k| len[k].saturating_sub(done[k]) >= min_block).nth(self.open_limit - 1).unwrap_or(n);
+        let open = |k: &usize| len[*k].saturating_sub(done[*k]) >= min_block && *k <= last_open;
         let next = match self.service {
             FileService::Random(_) => {
                 let pick = self.rng.below((0..n).filter(open).count() as u64) as usize;
@@ -1625,6 +1644,37 @@ mod tests {
         // end_fsync then syncs every file, outside the statistics (sync total_ios=1)
         let fio = ["w0:0", "w1:0", "w2:0", "w0:1", "sync1", "w2:1", "w1:1", "end0", "end1", "end2"];
         assert_eq!(seen, fio);
+    }
+
+    /// A job with several files ends when each has had its pass, as fio's does when its
+    /// files are all done (`bs=3k` over two 32 KiB files: 10 blocks each, 60 KiB of the
+    /// 64 KiB size), and `verify` reads back file by file in offset order (fio keeps a
+    /// sequential job's history as a tree): fio 3.33's write_iolog, psync.
+    #[test]
+    fn several_files_end_with_their_passes_and_verify_file_by_file() {
+        let run = |job: &str| -> Vec<(Op, u16)> {
+            let spec = parse_job_str(job, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0);
+            let regions: Vec<Region> = (0..2).map(|k| Region { start: k << 20, len: 32 << 10 }).collect();
+            let mut d = JobDriver::new(Arc::new(spec), 0, &regions, 1).unwrap();
+            d.start(Nanos::ZERO);
+            let mut out = Vec::new();
+            for t in 1..1000u64 {
+                let before = out.len();
+                if d.poll(Nanos(t), &mut out) == Poll::Finished {
+                    break;
+                }
+                for u in &out[before..] {
+                    d.landed(u.op, u.file, u.offset_bytes, u.len_bytes);
+                    d.on_complete(Nanos(t), u.op, u.len_bytes, Nanos::ZERO);
+                }
+            }
+            out.iter().map(|u| (u.op, u.file)).collect()
+        };
+        let reads = run("[j]\nsize=64k\nnrfiles=2\nbs=3k\nrw=read\nfile_service_type=sequential\n");
+        assert_eq!(reads, [[(Op::Read, 0); 10], [(Op::Read, 1); 10]].concat());
+        let verified = run("[j]\nsize=64k\nnrfiles=2\nbs=4k\nrw=write\nverify=crc32c\n");
+        let writes = [(Op::Write, 0), (Op::Write, 1)].repeat(8);
+        assert_eq!(verified, [writes, vec![(Op::Read, 0); 8], vec![(Op::Read, 1); 8]].concat());
     }
 
     /// `openfiles=2` of four files: I/O goes round the first two until both are done,
