@@ -1866,7 +1866,7 @@ mod tests {
             }
         };
         // (job, I/Os as fio, bytes as fio, every 4 KiB block once per pass)
-        let cases: [(&str, Option<usize>, u64, bool); 13] = [
+        let cases: [(&str, Option<usize>, u64, bool); 14] = [
             ("rw=read\nbs=3k", Some(341), 341 * 3072, false),
             ("rw=randread\nbs=3k", Some(341), 341 * 3072, false),
             ("rw=read\nbs=3k\nloops=2", Some(682), 682 * 3072, false),
@@ -1878,6 +1878,8 @@ mod tests {
             // from a block short of the end it goes round again (fio's holed I/O)
             ("rw=write:8k\nbs=4k", Some(86), 86 * 4096, false),
             ("rw=read:4k\nbs=4k", Some(256), 1 << 20, false),
+            // a skip that stops short of the end, where the next block does not fit, ends it
+            ("rw=read:4k\nbs=8k", Some(85), 85 * 8192, false),
             ("rw=read\nbs=4k\nio_size=50%", Some(128), 1 << 19, false),
             ("rw=read\nbssplit=4k/50:64k/50\nloops=2", None, 2 << 20, false),
             ("rw=read\nbsrange=4k-64k", None, 1 << 20, true),

@@ -332,8 +332,12 @@ impl IoGenerator {
     #[inline]
     fn next_sequential(&mut self, d: usize, len: u64) -> u64 {
         let pos = if self.seq_pos[d] + len > self.region.len {
-            let skip_from_short =
-                self.seq_skip > 0 && self.seq_pos[d].saturating_sub(self.seq_skip as u64) < self.region.len;
+            // fio goes round within the pass only when the skip reached the end from a
+            // block that ended short of it; a skip that stops short of the end, where the
+            // next block does not fit, ends the pass (`rw=read:4k bs=8k` over 64 KiB: 5)
+            let skip_from_short = self.seq_skip > 0
+                && self.seq_pos[d] >= self.region.len
+                && self.seq_pos[d].saturating_sub(self.seq_skip as u64) < self.region.len;
             self.sequential_passes += u64::from(!skip_from_short);
             0
         } else {
