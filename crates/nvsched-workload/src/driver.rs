@@ -1646,30 +1646,35 @@ mod tests {
         assert_eq!(seen, fio);
     }
 
+    /// Runs the first job of `text` over `files` files of `file_bytes` each, every request
+    /// completing at once; what it issued.
+    fn run_over_files(text: &str, files: u64, file_bytes: u64) -> Vec<IoUnit> {
+        let spec = parse_job_str(text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0);
+        let regions: Vec<Region> = (0..files).map(|k| Region { start: k << 20, len: file_bytes }).collect();
+        let mut d = JobDriver::new(Arc::new(spec), 0, &regions, 1).unwrap();
+        d.start(Nanos::ZERO);
+        let mut out = Vec::new();
+        for t in 1..1000u64 {
+            let before = out.len();
+            if d.poll(Nanos(t), &mut out) == Poll::Finished {
+                break;
+            }
+            for u in &out[before..] {
+                d.landed(u.op, u.file, u.offset_bytes, u.len_bytes);
+                d.on_complete(Nanos(t), u.op, u.len_bytes, Nanos::ZERO);
+            }
+        }
+        out
+    }
+
     /// A job with several files ends when each has had its pass, as fio's does when its
     /// files are all done (`bs=3k` over two 32 KiB files: 10 blocks each, 60 KiB of the
     /// 64 KiB size), and `verify` reads back file by file in offset order (fio keeps a
     /// sequential job's history as a tree): fio 3.33's write_iolog, psync.
     #[test]
     fn several_files_end_with_their_passes_and_verify_file_by_file() {
-        let run = |job: &str| -> Vec<(Op, u16)> {
-            let spec = parse_job_str(job, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0);
-            let regions: Vec<Region> = (0..2).map(|k| Region { start: k << 20, len: 32 << 10 }).collect();
-            let mut d = JobDriver::new(Arc::new(spec), 0, &regions, 1).unwrap();
-            d.start(Nanos::ZERO);
-            let mut out = Vec::new();
-            for t in 1..1000u64 {
-                let before = out.len();
-                if d.poll(Nanos(t), &mut out) == Poll::Finished {
-                    break;
-                }
-                for u in &out[before..] {
-                    d.landed(u.op, u.file, u.offset_bytes, u.len_bytes);
-                    d.on_complete(Nanos(t), u.op, u.len_bytes, Nanos::ZERO);
-                }
-            }
-            out.iter().map(|u| (u.op, u.file)).collect()
-        };
+        let run =
+            |job: &str| -> Vec<(Op, u16)> { run_over_files(job, 2, 32 << 10).iter().map(|u| (u.op, u.file)).collect() };
         let reads = run("[j]\nsize=64k\nnrfiles=2\nbs=3k\nrw=read\nfile_service_type=sequential\n");
         assert_eq!(reads, [[(Op::Read, 0); 10], [(Op::Read, 1); 10]].concat());
         let verified = run("[j]\nsize=64k\nnrfiles=2\nbs=4k\nrw=write\nverify=crc32c\n");
@@ -1683,22 +1688,7 @@ mod tests {
     fn openfiles_keeps_io_to_the_files_open() {
         let order = |extra: &str| -> Vec<u16> {
             let text = format!("[j]\nsize=96k\nnrfiles=4\nopenfiles=2\nbs=4k\nrw=read\n{extra}\n");
-            let spec =
-                parse_job_str(&text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0);
-            let regions: Vec<Region> = (0..4).map(|k| Region { start: k << 20, len: 24 << 10 }).collect();
-            let mut d = JobDriver::new(Arc::new(spec), 0, &regions, 1).unwrap();
-            d.start(Nanos::ZERO);
-            let mut out = Vec::new();
-            for t in 1..1000u64 {
-                let before = out.len();
-                if d.poll(Nanos(t), &mut out) == Poll::Finished {
-                    break;
-                }
-                for u in &out[before..] {
-                    d.on_complete(Nanos(t), u.op, u.len_bytes, Nanos::ZERO);
-                }
-            }
-            out.iter().map(|u| u.file).collect()
+            run_over_files(&text, 4, 24 << 10).iter().map(|u| u.file).collect()
         };
         let first_two = [0, 1].repeat(6);
         let last_two = [2, 3].repeat(6);
