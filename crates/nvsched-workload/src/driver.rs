@@ -1524,19 +1524,17 @@ impl FileSet {
             self.passes += 1;
         }
         let n = self.parked.len();
-        let (done, len) = (&self.done_bytes, &self.region_len);
         // fio opens files in order, `openfiles` at most, and the next when one is done:
         // the open ones are the first files not yet done
-        let min_block = self.min_block;
-        let last_open =
-            (0..n).filter(|&k| len[k].saturating_sub(done[k]) >= min_block).nth(self.open_limit - 1).unwrap_or(n);
-        let open = |k: &usize| len[*k].saturating_sub(done[*k]) >= min_block && *k <= last_open;
+        let last_open = (0..n).filter(|&k| !self.covered(k)).nth(self.open_limit - 1).unwrap_or(n);
+        let open = |set: &FileSet, k: usize| !set.covered(k) && k <= last_open;
         let next = match self.service {
             FileService::Random(_) => {
-                let pick = self.rng.below((0..n).filter(open).count() as u64) as usize;
-                (0..n).filter(open).nth(pick).expect("an open file")
+                let count = (0..n).filter(|&k| open(self, k)).count() as u64;
+                let pick = self.rng.below(count) as usize;
+                (0..n).filter(|&k| open(self, k)).nth(pick).expect("an open file")
             }
-            _ => (1..=n).map(|step| (self.current + step) % n).find(open).unwrap_or(self.current),
+            _ => (1..=n).map(|step| (self.current + step) % n).find(|&k| open(self, k)).unwrap_or(self.current),
         };
         self.left = self.service.turn();
         if next != self.current {
