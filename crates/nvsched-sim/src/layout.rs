@@ -150,6 +150,11 @@ mod tests {
         assert_eq!(regions[0][1].len(), 3);
         assert_eq!(regions[0][1][2], Region { start: 5 << 20, len: 1 << 20 });
         assert_eq!(regions[1][0], [Region { start: 6 << 20, len: 1 << 20 }, Region { start: 7 << 20, len: 1 << 20 }]);
+        // to the byte, as fio 3.33 lays them out (three files of 34133 bytes), each
+        // starting on the next file boundary
+        let (files, regions) = place(&jobs("[a]\nsize=100k\nnrfiles=3\nbs=4k\n"), 1 << 30).unwrap();
+        assert!(files.iter().all(|f| f.len == 34_133), "{files:?}");
+        assert_eq!(regions[0][0][1], Region { start: FILE_ALIGN, len: 34_133 });
     }
 
     #[test]

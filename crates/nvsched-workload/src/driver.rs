@@ -485,8 +485,7 @@ impl JobDriver {
         };
         // fio's do_io ends after `size` bytes or where the file is done, whichever comes
         // first: where the size is the whole region, that is the generator's pass end
-        let loops_by_passes =
-            files.is_none() && size == regions_len && replay.is_none() && !spec.time_based && gen.counts_passes();
+        let loops_by_passes = size == regions_len && replay.is_none() && !spec.time_based && gen.counts_passes();
         // fio 3.33 counts number_ios per loop and, once it is reached, starts the next
         // loop where the last one stopped; a time-based job loops until its runtime, so
         // number_ios does not end it (a replay is cut short by it: an nvsched extension)
@@ -798,8 +797,7 @@ impl JobDriver {
             (None, _) => 0..1,
             (Some(f), FlushDue::EndOfPass) => 0..f.parked.len() as u16,
             (Some(f), _) => {
-                let file = f.current as u16;
-                f.after(&mut self.gen, 0);
+                let file = f.choose(&mut self.gen) as u16;
                 file..file + 1
             }
         };
@@ -860,18 +858,29 @@ impl JobDriver {
                     let next = if self.replay.is_some() {
                         self.next_replayed()
                     } else {
-                        let mut unit = self.gen.next_unit();
+                        // a pass over several files ends with the I/O that covers the
+                        // last of them, so what comes between passes (a flush taking a
+                        // file's turn, as fio's does) is known before the next is drawn;
+                        // a single region's pass ends where its generator wraps
                         let passes_before = self.passes_seen;
-                        if self.passes_completed() != passes_before && self.pass_ends_job() {
+                        let drawn = match &mut self.files {
+                            Some(files) => files.next_unit(&mut self.gen),
+                            None => Some(self.gen.next_unit()),
+                        };
+                        let pass_ended = self.passes_completed() != passes_before;
+                        if pass_ended && self.pass_ends_job() {
                             self.stop_issuing();
                             break;
                         }
+                        let Some(mut unit) = drawn else {
+                            // several files: their pass ended before anything was drawn
+                            if self.between_passes() {
+                                break;
+                            }
+                            continue;
+                        };
                         unit.prio = self.prio_of(unit.op, unit.len_bytes);
-                        if let Some(files) = &mut self.files {
-                            unit.file = files.current as u16;
-                            files.after(&mut self.gen, unit.len_bytes);
-                        }
-                        if self.passes_seen != passes_before && self.between_passes() {
+                        if pass_ended && self.between_passes() {
                             self.pending = Some(unit);
                             break;
                         }
@@ -1459,24 +1468,37 @@ fn reap_until(depth: u32, low: u32, batch_min: u32) -> u32 {
 }
 
 /// The files of a clone with several: a generator each (the current one lives in the
-/// driver, the others are parked here), and fio's `file_service_type` choosing the
-/// next. A file whose region has been covered this pass is skipped until every file
-/// has been (then a new pass begins), so each gets its share, as fio retires done files.
+/// driver, the others are parked here), and fio's `file_service_type` choosing the next.
+/// As in fio, a file is found done only when the next block is asked of it and its pass
+/// is over (its generator wraps): it is closed, and another is chosen. The pass over the
+/// job's files ends when every one is done; then all are closed and a new pass begins.
+/// Round robin goes on from where it stopped, skipping done files and, with `openfiles`,
+/// files that cannot be opened yet (fio's busy retry).
 #[derive(Debug)]
 struct FileSet {
     parked: Vec<Option<IoGenerator>>,
     current: usize,
     service: FileService,
-    /// I/Os left on the current file before the next is chosen (round robin, random).
+    /// More I/Os the current file keeps before the next is chosen (round robin, random).
     left: u32,
-    /// Bytes issued to each file this pass, and each file's region length.
+    /// Where round robin looks next (fio's next_file).
+    next_rr: usize,
+    open: Vec<bool>,
+    open_count: usize,
+    /// `openfiles`: how many files may be open at once.
+    open_limit: usize,
+    /// This pass: the file's pass is over.
+    done: Vec<bool>,
+    /// The first I/O of a file's next pass, drawn as its generator found this one over.
+    next_pass_first: Vec<Option<IoUnit>>,
+    /// Bytes issued to each file this pass, and each file's region length: where a
+    /// generator does not go over its region a pass at a time (zipf, random runs), a
+    /// file whose bytes cover its region is done.
     done_bytes: Vec<u64>,
     region_len: Vec<u64>,
-    /// `openfiles`: how many files are open at once (the first not yet done).
-    open_limit: usize,
-    /// The job's smallest block: a file with less than this left has had its pass.
+    /// The job's smallest block: such a file with less than this left is done.
     min_block: u64,
-    /// Passes over all the files: each has had its pass (fio's files all done).
+    /// Passes over all the files: each was done (fio's files all done).
     passes: u64,
     rng: SimRng,
 }
@@ -1487,61 +1509,120 @@ impl FileSet {
         for (k, r) in regions.iter().enumerate().skip(1) {
             parked.push(Some(IoGenerator::new(spec, *r, mix64(seed ^ (k as u64).wrapping_mul(0x9e37_79b9)))?));
         }
+        let n = regions.len();
         Ok(FileSet {
             parked,
             current: 0,
             service: spec.file_service,
-            left: spec.file_service.turn(),
-            done_bytes: vec![0; regions.len()],
+            left: 0,
+            next_rr: 0,
+            open: vec![false; n],
+            open_count: 0,
+            open_limit: if spec.openfiles == 0 { n } else { spec.openfiles as usize },
+            done: vec![false; n],
+            next_pass_first: vec![None; n],
+            done_bytes: vec![0; n],
             region_len: regions.iter().map(|r| r.len).collect(),
-            open_limit: if spec.openfiles == 0 { regions.len() } else { spec.openfiles as usize },
             min_block: u64::from(spec.min_bs()).max(1),
             passes: 0,
             rng: SimRng::stream(seed, 9),
         })
     }
 
-    /// File `k` has had its pass: less than a smallest block is left of it (fio's pass
-    /// ends where the next block would pass the file's end).
-    fn covered(&self, k: usize) -> bool {
-        self.region_len[k].saturating_sub(self.done_bytes[k]) < self.min_block
-    }
-
-    /// After an I/O of `len` bytes to the current file: moves `gen` to the next file
-    /// when the service type says so.
-    fn after(&mut self, gen: &mut IoGenerator, len: u32) {
-        self.done_bytes[self.current] += u64::from(len);
-        self.left = self.left.saturating_sub(1);
-        let switch = match self.service {
-            FileService::Sequential => self.covered(self.current),
-            _ => self.left == 0 || self.covered(self.current),
-        };
-        if !switch {
-            return;
-        }
-        if (0..self.parked.len()).all(|k| self.covered(k)) {
-            self.done_bytes.iter_mut().for_each(|b| *b = 0);
-            self.passes += 1;
+    /// The file for the next I/O or flush, which takes its turn (fio's get_next_file):
+    /// the current one while its turn lasts, else the next by the service type. `gen`
+    /// becomes the chosen file's generator. Some file is open and not done when called.
+    fn choose(&mut self, gen: &mut IoGenerator) -> usize {
+        let current = self.current;
+        if self.open[current] && !self.done[current] {
+            if self.service == FileService::Sequential {
+                return current;
+            }
+            if self.left > 0 {
+                self.left -= 1;
+                return current;
+            }
         }
         let n = self.parked.len();
-        // fio opens files in order, `openfiles` at most, and the next when one is done:
-        // the open ones are the first files not yet done
-        let last_open = (0..n).filter(|&k| !self.covered(k)).nth(self.open_limit - 1).unwrap_or(n);
-        let open = |set: &FileSet, k: usize| !set.covered(k) && k <= last_open;
+        // a closed file opens if a slot is free; otherwise fio is busy and tries the next
+        let may_take = |set: &FileSet, k: usize| !set.done[k] && (set.open[k] || set.open_count < set.open_limit);
         let next = match self.service {
             FileService::Random(_) => {
-                let count = (0..n).filter(|&k| open(self, k)).count() as u64;
-                let pick = self.rng.below(count) as usize;
-                (0..n).filter(|&k| open(self, k)).nth(pick).expect("an open file")
+                let count = (0..n).filter(|&k| may_take(self, k)).count() as u64;
+                let pick = self.rng.below(count.max(1)) as usize;
+                (0..n).filter(|&k| may_take(self, k)).nth(pick).unwrap_or(current)
             }
-            _ => (1..=n).map(|step| (self.current + step) % n).find(|&k| open(self, k)).unwrap_or(self.current),
+            _ => {
+                let mut found = current;
+                for _ in 0..n {
+                    let k = self.next_rr;
+                    self.next_rr = (k + 1) % n;
+                    if may_take(self, k) {
+                        found = k;
+                        break;
+                    }
+                }
+                found
+            }
         };
-        self.left = self.service.turn();
-        if next != self.current {
+        if !self.open[next] {
+            self.open[next] = true;
+            self.open_count += 1;
+        }
+        self.left = self.service.turn().saturating_sub(1);
+        if next != current {
             let mut other = self.parked[next].take().expect("a parked generator");
             std::mem::swap(gen, &mut other);
-            self.parked[self.current] = Some(other);
+            self.parked[current] = Some(other);
             self.current = next;
+        }
+        next
+    }
+
+    /// File `k`'s pass is over: it is closed until the next pass.
+    fn retire(&mut self, k: usize) {
+        self.done[k] = true;
+        if std::mem::take(&mut self.open[k]) {
+            self.open_count -= 1;
+        }
+    }
+
+    /// The next I/O, its `file` set; None where the pass over the files has just ended
+    /// (each was done), and the next draw begins a new pass.
+    fn next_unit(&mut self, gen: &mut IoGenerator) -> Option<IoUnit> {
+        loop {
+            if self.done.iter().all(|&d| d) {
+                self.done.iter_mut().for_each(|d| *d = false);
+                self.open.iter_mut().for_each(|o| *o = false);
+                self.open_count = 0;
+                self.done_bytes.iter_mut().for_each(|b| *b = 0);
+                self.passes += 1;
+                return None;
+            }
+            let k = self.choose(gen);
+            let mut unit = match self.next_pass_first[k].take() {
+                Some(unit) => unit,
+                None if !gen.counts_passes() => {
+                    if self.region_len[k].saturating_sub(self.done_bytes[k]) < self.min_block {
+                        self.retire(k);
+                        continue;
+                    }
+                    gen.next_unit()
+                }
+                None => {
+                    let passes = gen.passes_completed();
+                    let unit = gen.next_unit();
+                    if gen.passes_completed() != passes {
+                        self.next_pass_first[k] = Some(unit);
+                        self.retire(k);
+                        continue;
+                    }
+                    unit
+                }
+            };
+            self.done_bytes[k] += u64::from(unit.len_bytes);
+            unit.file = k as u16;
+            return Some(unit);
         }
     }
 }
@@ -1695,6 +1776,46 @@ mod tests {
         let pairs = [0, 0, 1, 1].repeat(3);
         let later = [2, 2, 3, 3].repeat(3);
         assert_eq!(order("file_service_type=roundrobin:2"), [pairs, later].concat());
+    }
+
+    /// The operations `run_over_files` issues, as fio's write_iolog lists them: `w1` a
+    /// write to file 1, `S0` a flush of file 0.
+    fn ops_over_files(text: &str, files: u64, file_bytes: u64) -> String {
+        let op = |u: &IoUnit| match u.op {
+            Op::Read => 'r',
+            Op::Write => 'w',
+            Op::Flush => 'S',
+            _ => 't',
+        };
+        let ops: Vec<String> =
+            run_over_files(text, files, file_bytes).iter().map(|u| format!("{}{}", op(u), u.file)).collect();
+        ops.join(" ")
+    }
+
+    /// fio finds a file done only when it asks it for the next block and none fits:
+    /// closed, it gives its `openfiles` slot to the next, and round robin goes on from
+    /// where it stopped. The orders are fio 3.33's write_iolog (psync).
+    #[test]
+    fn a_file_is_done_when_asked_for_a_block_it_has_not() {
+        // a flush takes the turn of the file it goes to; files 0 and 1 are found done
+        // after it, so file 2 comes before the file 3 just opened
+        let ops = ops_over_files("[j]\nsize=96k\nnrfiles=4\nopenfiles=3\nbs=4k\nrw=write\nfsync=5\n", 4, 24 << 10);
+        let fio = "w0 w1 w2 w0 w1 S2 w0 w1 w2 w0 w1 S2 w0 w1 w2 w0 w1 S2 w2 w3 w2 w3 w2 S3 w3 w3 w3 w3";
+        assert_eq!(ops, fio);
+        // the second flush of a loop's end is the first request of the next, taking the
+        // turn of the file round robin reached
+        let ops = ops_over_files("[j]\nsize=64k\nnrfiles=2\nbs=4k\nrw=write\nfsync=8\nloops=2\n", 2, 32 << 10);
+        let pass = "w0 w1 w0 w1 w0 w1 w0 w1 S0 w1 w0 w1 w0 w1 w0 w1 w0 S1";
+        let second = "S0 w1 w0 w1 w0 w1 w0 w1 w0 S1 w0 w1 w0 w1 w0 w1 w0 w1";
+        assert_eq!(ops, format!("{pass} {second}"));
+        // a forward skip that goes round within each file never finds one done: the job
+        // ends by its size (fio reads 25 blocks of 4 KiB from three files of 34133 bytes)
+        let reads = run_over_files("[j]\nsize=100k\nnrfiles=3\nbs=4k\nrw=read:8k\n", 3, 34_133);
+        assert_eq!(reads.len(), 25);
+        // a flush falls due after the last block of the last file: the job, short of its
+        // size, asks for another block (fio: eight writes to file 2, then S2)
+        let ops = ops_over_files("[j]\nsize=100k\nnrfiles=3\nopenfiles=2\nbs=4k\nrw=write\nfsync=8\n", 3, 34_133);
+        assert!(ops.ends_with("S1 w2 w2 w2 w2 w2 w2 w2 w2 S2"), "{ops}");
     }
 
     #[test]
