@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """Runs small job files through fio and through nvsched's simulator and compares what
-each job issued: I/O counts and bytes per direction. fio runs with psync on a new
+each job issued: I/O counts and bytes per direction. fio runs with psync (by default) on a new
 temporary file, so the counts come from fio's own job logic (sizes, passes, loops, the
 random map), not from any device. A case is the body of one job; cases are separated
 by a line `---`. A case that sets `nrfiles` or `filename` runs in a fresh directory.
 
-    scripts/compare-fio-counts.py [CASES] [--nvsched PATH] [--order]
+    scripts/compare-fio-counts.py [CASES] [--nvsched PATH] [--order] [--engine libaio]
     scripts/compare-fio-counts.py scripts/fio-count-cases.txt
+
+With --engine, both tools run another ioengine (libaio at iodepth 1): fio's passes end
+after `size` bytes only with an engine that queues, so some jobs differ by engine.
 
 With --order, each job also writes an iolog (write_iolog) and the order of its
 operations (reads, writes, trims, flushes) is compared too, for cases of one job clone
@@ -90,6 +93,7 @@ def main() -> int:
     parser.add_argument("cases", nargs="?", default=os.path.join(here, "fio-count-cases.txt"))
     parser.add_argument("--nvsched", default=os.path.join(here, "..", "target", "release", "nvsched"))
     parser.add_argument("--order", action="store_true", help="also compare the order of each job's operations")
+    parser.add_argument("--engine", default="psync", help="the ioengine both tools run (psync; libaio at iodepth 1)")
     args = parser.parse_args()
     args.nvsched = os.path.abspath(args.nvsched)  # the tools run in the temporary directory
     if shutil.which("fio") is None:
@@ -108,7 +112,7 @@ def main() -> int:
             log = os.path.join(work, "ops.log")
             with_order = args.order and order_comparable(case)
             with open(job, "w") as f:
-                f.write(f"[global]\nioengine=psync\n{target}\n" + (f"write_iolog={log}\n" if with_order else "") + f"{case}\n")
+                f.write(f"[global]\nioengine={args.engine}\n{target}\n" + (f"write_iolog={log}\n" if with_order else "") + f"{case}\n")
             if os.path.exists(data):
                 os.remove(data)
             shutil.rmtree(files, ignore_errors=True)

@@ -96,14 +96,26 @@ pub struct JobDriver {
     end_flushes_inflight: u32,
     /// The last unit issued was a flush (fio then skips the end-of-pass one).
     last_was_flush: bool,
-    /// Bytes per pass over the job's size (`loops`), where the end-of-pass flush goes.
+    /// Bytes per `loops` pass: `io_size`, else `size` (fio's keep_running goes on while
+    /// a largest block of it is owed).
+    loop_bytes: u64,
+    /// Bytes after which a pass ends (fio's do_io stops after `size` issued bytes, as an
+    /// asynchronous engine counts them; `u64::MAX`: none), and the issued bytes where the
+    /// running pass ends so.
     pass_bytes: u64,
     next_pass_end: u64,
-    /// Passes end where the generator's passes over the region do (a single-file job
-    /// whose size is its region): the end-of-pass flush and read-back go there, as fio's
-    /// come after each loop or `io_size` wrap, not after a byte count the region may not
-    /// divide into (`bs=3k` over 64 KiB: 21 blocks a pass).
+    /// Where passes ended by bytes, the clone's regions and seed: the next pass starts
+    /// over from the start of each, as fio's clear_io_state puts it back (boxed: rare).
+    restart: Option<Box<(Vec<Region>, u64)>>,
+    /// Passes also end where the generator's passes over the region do (fio finds its
+    /// files done): the end-of-pass flush and read-back go there, not after a byte count
+    /// the region may not divide into (`bs=3k` over 64 KiB: 21 blocks a pass).
     loops_by_passes: bool,
+    /// Passes that have ended (by the files or by bytes).
+    passes_ended: u64,
+    /// The job ended at its byte or I/O limit with `loops` passes to go: fio's next
+    /// do_io issues nothing, but flushes again at its end (`end_fsync`).
+    empty_pass_flush: bool,
     /// The second `fsync=N` flush of a pass end waits for the read-back between passes.
     flush_after_backlog: bool,
     finished_at: Option<Nanos>,
@@ -228,6 +240,8 @@ struct VerifyPass {
     pass_bytes: u64,
     pass_issued: u64,
     pass_ended: bool,
+    /// Bytes the read-backs have read (fio's keep_running counts them toward `io_size`).
+    read_bytes: u64,
 }
 
 impl VerifyPass {
@@ -303,6 +317,7 @@ impl VerifyPass {
                 None => self.list[i],
             };
             out.push(IoUnit { op: Op::Read, offset_bytes, len_bytes, prio, file });
+            self.read_bytes += u64::from(len_bytes);
         }
         self.next += n;
         n as u32
@@ -442,6 +457,26 @@ enum FlushDue {
     EndOfPass,
 }
 
+/// Bytes after which fio's do_io ends a pass of a job that is not time based: `size`
+/// (a random write without a map: `io_size` if larger; with `verify_backlog`, twice, for
+/// the reads), as an asynchronous engine counts what it queues. A sync engine completes
+/// each request as it issues it and counts none, so its passes end only where its files
+/// are done or at the job's limit (`u64::MAX`).
+fn size_pass_bytes(spec: &JobSpec, size: u64, io_size: Option<u64>, sync_engine: bool) -> u64 {
+    if sync_engine || spec.pattern.is_trimwrite() {
+        return u64::MAX;
+    }
+    let writes = spec.pattern.writes();
+    let mut bytes = size;
+    if writes && spec.pattern.is_random() && spec.norandommap {
+        bytes = bytes.max(io_size.unwrap_or(0));
+    }
+    if writes && spec.verify && spec.verify_backlog > 0 {
+        bytes = bytes.saturating_add(size);
+    }
+    bytes
+}
+
 impl JobDriver {
     /// `seed` is specific to this clone; `regions` is where its I/O goes, one per file
     /// (one unless the job has several files).
@@ -471,21 +506,23 @@ impl JobDriver {
         // a replay ends with its trace (or io_size, number_ios, runtime); a percentage
         // io_size is of the job's size, as in fio
         let io_size = spec.io_size.map(|s| s.resolve(size));
-        let pass_bytes =
-            if spec.time_based || replay.is_some() { io_size.unwrap_or(u64::MAX) } else { io_size.unwrap_or(size) };
+        let by_time = spec.time_based || replay.is_some();
+        let loop_bytes = if by_time { io_size.unwrap_or(u64::MAX) } else { io_size.unwrap_or(size) };
         // fio's trimwrite trims and writes `size` (`io_size`, `number_ios`) each
         let pairs = if spec.pattern.is_trimwrite() { 2 } else { 1 };
-        let pass_bytes = pass_bytes.saturating_mul(pairs);
+        let loop_bytes = loop_bytes.saturating_mul(pairs);
         // create_only: the files are laid out, nothing is issued; verify_only: nothing but
         // the read-back
         let io_limit = if spec.create_only || spec.verify_only {
             0
         } else {
-            pass_bytes.saturating_mul(u64::from(spec.loops.max(1)))
+            loop_bytes.saturating_mul(u64::from(spec.loops.max(1)))
         };
-        // fio's do_io ends after `size` bytes or where the file is done, whichever comes
-        // first: where the size is the whole region, that is the generator's pass end
-        let loops_by_passes = size == regions_len && replay.is_none() && !spec.time_based && gen.counts_passes();
+        let sync_engine = spec.engine_kind == EngineKind::Sync;
+        let pass_bytes = if by_time { loop_bytes } else { size_pass_bytes(&spec, size, io_size, sync_engine) };
+        // a pass also ends where the files are done (fio's get_io_u finds no block left)
+        let loops_by_passes = !by_time && gen.counts_passes();
+        let restart = (!by_time && pass_bytes < io_limit).then(|| Box::new((regions.to_vec(), seed)));
         // fio 3.33 counts number_ios per loop and, once it is reached, starts the next
         // loop where the last one stopped; a time-based job loops until its runtime, so
         // number_ios does not end it (a replay is cut short by it: an nvsched extension)
@@ -499,7 +536,6 @@ impl JobDriver {
         let think_every =
             if spec.thinktime > Nanos::ZERO { spec.thinktime_blocks.clamp(1, u32::MAX - 1) } else { u32::MAX };
         let think_iotime = if spec.thinktime > Nanos::ZERO { spec.thinktime_iotime } else { Nanos::ZERO };
-        let sync_engine = spec.engine_kind == EngineKind::Sync;
         let spec_watches = spec.max_latency > Nanos::ZERO
             || spec.latency.target > Nanos::ZERO
             || spec.rate_min_bps[..2] != [0, 0]
@@ -517,8 +553,11 @@ impl JobDriver {
             let walk = spec.verify_only.then(|| RegionWalk::new(regions, bs));
             let backlog = if spec.verify_only { 0 } else { spec.verify_backlog };
             let backlog_batch = if spec.verify_backlog_batch > 0 { spec.verify_backlog_batch } else { backlog };
-            // a pass by bytes, unless the generator's passes say where each ends
-            let pass_bytes = if spec.verify_only || loops_by_passes { 0 } else { io_size.unwrap_or(size) };
+            // a time-based job's passes, by bytes, as an engine that queues counts them (a
+            // sync engine's never end, and its runtime ends the job before any read-back;
+            // the driver says where other passes end)
+            let by_bytes = spec.time_based && replay.is_none() && !sync_engine && !spec.verify_only;
+            let pass_bytes = if by_bytes { io_size.unwrap_or(size) } else { 0 };
             // fio keeps its history as a list only for a file with a random map (random
             // offsets, each once a pass); otherwise as a tree in (file, offset) order
             let in_write_order = spec.pattern.is_random() && !spec.norandommap && spec.rw_modifier <= 1;
@@ -563,10 +602,14 @@ impl JobDriver {
             flush_due: FlushDue::No,
             end_flushes_inflight: 0,
             last_was_flush: false,
+            loop_bytes,
             pass_bytes,
             // the last pass ends with the job's own stop, so one pass needs no check
-            next_pass_end: if io_limit > pass_bytes && !loops_by_passes { pass_bytes } else { u64::MAX },
+            next_pass_end: if io_limit > pass_bytes { pass_bytes } else { u64::MAX },
+            restart,
             loops_by_passes,
+            passes_ended: 0,
+            empty_pass_flush: false,
             flush_after_backlog: false,
             finished_at: None,
             replay,
@@ -671,6 +714,19 @@ impl JobDriver {
         self.owe_end_flush();
     }
 
+    /// The job has issued its bytes (`io_size` or `size` times `loops`) or its
+    /// `number_ios`. Where that came before its last `loops` pass, fio runs one more
+    /// do_io, which issues nothing but flushes at its end again (`end_fsync`), and ends
+    /// the job.
+    #[cold]
+    fn stop_at_limit(&mut self) {
+        self.stop_issuing();
+        let by_time = self.spec.time_based || self.replay.is_some();
+        self.empty_pass_flush = !by_time
+            && self.spec.flushes_at_end()
+            && self.passes_ended.saturating_add(1) < u64::from(self.spec.loops.max(1));
+    }
+
     /// Another job's `exitall` ends this one at `now`: it issues no more data I/O; what is
     /// in flight completes, and a job that was running still owes its end-of-pass flush
     /// (fio's do_io flushes after a termination too).
@@ -681,9 +737,10 @@ impl JobDriver {
                 self.flush_due = FlushDue::No;
             }
         }
-        // fio's exitall (and a fill's ENOSPC) ends the job, read-back and all, also one
-        // that has issued its last write
+        // fio's exitall (and a fill's ENOSPC) ends the job, read-back, later loops and
+        // all, also one that has issued its last write
         self.set_verify_state(VerifyState::Done);
+        self.empty_pass_flush = false;
         self.mark_finished(now);
     }
 
@@ -698,6 +755,7 @@ impl JobDriver {
         if self.stopped
             && self.inflight == 0
             && self.flush_due == FlushDue::No
+            && !self.empty_pass_flush
             && self.finished_at.is_none()
             && self.verify_state().is_none_or(|state| state == VerifyState::Done)
         {
@@ -718,13 +776,25 @@ impl JobDriver {
     #[inline(never)]
     fn pass_ends_job(&mut self) -> bool {
         self.passes_seen = self.passes_completed();
-        if self.spec.time_based || self.passes_seen < u64::from(self.spec.loops.max(1)) {
+        self.done_after_passes(self.passes_ended + 1)
+    }
+
+    /// fio's keep_running once `passes` passes have ended: the first `loops` always run;
+    /// then, with `io_size`, another while a largest block of it is owed, counting the
+    /// bytes the passes' read-backs read (`verify`) as fio counts all the job's bytes.
+    fn done_after_passes(&self, passes: u64) -> bool {
+        if self.spec.time_based || passes < u64::from(self.spec.loops.max(1)) {
             return false;
         }
-        match self.spec.io_size {
-            None => true,
-            Some(_) => self.pass_bytes.saturating_sub(self.issued_bytes) < u64::from(self.spec.max_bs()),
+        if self.spec.io_size.is_none() {
+            return true;
         }
+        let read_back = self.tracked.as_ref().and_then(|t| t.verify.as_ref()).map_or(0, |v| {
+            // what this pass's read-back will read, and what earlier ones read
+            v.read_bytes + v.written.blocks().map(|(_, _, b)| u64::from(b.len)).sum::<u64>()
+        });
+        let done = self.issued_bytes.saturating_add(read_back);
+        self.loop_bytes.saturating_sub(done) < u64::from(self.spec.max_bs())
     }
 
     /// Passes the job has completed: over its region, or over all its files (each file
@@ -755,11 +825,7 @@ impl JobDriver {
         let mut owed = false;
         if self.loops_by_passes {
             owed = self.end_of_pass();
-            if let Some(v) = self.tracked.as_deref_mut().and_then(|t| t.verify.as_mut()) {
-                v.pass_ended = true;
-                self.backlog_due = true;
-                owed = true;
-            }
+            self.next_pass_end = self.pass_end_after(self.pass_bytes);
         }
         if flush_again && self.backlog_due {
             // fio's second flush opens the next do_io, after the read-back
@@ -770,20 +836,73 @@ impl JobDriver {
         owed || flush_again
     }
 
-    /// A `loops` pass (not the last) has ended: fio's end_fsync comes after each pass.
-    /// Returns whether the job now owes that flush. Out of line: once per pass, not per
-    /// I/O.
+    /// Where the next pass ends by bytes, `bytes` from now: never where the job's own
+    /// limit ends it first.
+    fn pass_end_after(&self, bytes: u64) -> u64 {
+        match self.issued_bytes.saturating_add(bytes) {
+            end if end >= self.io_limit => u64::MAX,
+            end => end,
+        }
+    }
+
+    /// A pass (not the last) has ended: fio's end_fsync comes after each, then its
+    /// read-back. Returns whether the job now owes either. Out of line: once per pass,
+    /// not per I/O.
     #[cold]
     fn end_of_pass(&mut self) -> bool {
-        self.next_pass_end = self.next_pass_end.saturating_add(self.pass_bytes);
-        if self.next_pass_end >= self.io_limit {
-            self.next_pass_end = u64::MAX; // the last pass ends with the job's own stop
+        self.passes_ended += 1;
+        let mut owed = false;
+        if self.flush_due == FlushDue::No {
+            self.owe_end_flush();
+            owed = self.flush_due != FlushDue::No;
         }
-        if self.flush_due != FlushDue::No {
-            return false;
+        if let Some(v) = self.tracked.as_deref_mut().and_then(|t| t.verify.as_mut()) {
+            v.pass_ended = true;
+            self.backlog_due = true;
+            owed = true;
         }
-        self.owe_end_flush();
-        self.flush_due != FlushDue::No
+        owed
+    }
+
+    /// The running pass has issued its `size` bytes (an asynchronous engine's do_io
+    /// stops there): the end flush and read-back come between it and the next, which
+    /// starts over at the start of the region. An `fsync=N` flush that fell due on its
+    /// last write opens the next pass, after them. Out of line: once per pass.
+    #[cold]
+    #[inline(never)]
+    fn bytes_pass_end(&mut self) -> bool {
+        self.next_pass_end = self.pass_end_after(self.pass_bytes);
+        if self.restart.is_none() {
+            // a time-based job's `io_size` passes: the end flush (its read-back goes by
+            // its own count)
+            if self.flush_due != FlushDue::No {
+                return false;
+            }
+            self.owe_end_flush();
+            return self.flush_due != FlushDue::No;
+        }
+        if self.done_after_passes(self.passes_ended + 1) {
+            // the job ends with this pass: its end flush and read-back follow
+            self.stop_issuing();
+            return true;
+        }
+        let deferred_flush = std::mem::replace(&mut self.flush_due, FlushDue::No) == FlushDue::Counted;
+        let owed = self.end_of_pass();
+        if deferred_flush {
+            // after the end flush and the read-back (the backlog step takes it up)
+            self.flush_after_backlog = true;
+            self.backlog_due = true;
+        }
+        if let Some((regions, seed)) = self.restart.as_deref() {
+            // fio's clear_io_state: each file's next I/O is at its start again
+            if let Ok(gen) = IoGenerator::new(&self.spec, regions[0], *seed) {
+                self.gen = gen;
+            }
+            if let Some(files) = &mut self.files {
+                files.restart(&self.spec, regions, *seed);
+            }
+        }
+        owed || deferred_flush
     }
 
     /// Issues the flush that is due once nothing is in flight (fio drains first).
@@ -849,7 +968,7 @@ impl JobDriver {
         let limit = self.batch.min(max_units);
         while self.inflight < self.depth && ((out.len() - start_len) as u32) < limit {
             if self.issued_bytes >= self.io_limit || self.issued_ios >= self.ios_limit {
-                self.stop_issuing();
+                self.stop_at_limit();
                 break;
             }
             let unit = match self.pending.take() {
@@ -948,7 +1067,7 @@ impl JobDriver {
                 }
             }
             if self.issued_bytes >= self.next_pass_end {
-                pause |= self.end_of_pass();
+                pause |= self.bytes_pass_end();
             }
             if self.think_every < u32::MAX {
                 self.since_think += 1;
@@ -1193,9 +1312,17 @@ impl JobDriver {
             if waiting && self.inflight == 0 && self.flush_due == FlushDue::No {
                 v.state = if self.failed || timed_out { VerifyState::Done } else { VerifyState::Reading };
                 if !self.spec.verify_only {
-                    let cut_short = v.list.split_off(v.next.min(v.list.len()));
-                    v.list = v.written.blocks().map(|(f, o, b)| (f, o, b.len)).collect();
-                    if v.state == VerifyState::Reading && !cut_short.is_empty() {
+                    let mut cut_short = v.list.split_off(v.next.min(v.list.len()));
+                    if v.state != VerifyState::Reading {
+                        cut_short.clear();
+                    }
+                    if v.in_write_order {
+                        // fio's history list: the oldest first, a backlog cut short too
+                        v.list = cut_short;
+                        v.take_oldest(usize::MAX);
+                        v.list.append(&mut v.written.take_all());
+                    } else {
+                        v.list = v.written.blocks().map(|(f, o, b)| (f, o, b.len)).collect();
                         v.list.extend(cut_short);
                         v.list.sort_unstable();
                     }
@@ -1208,6 +1335,10 @@ impl JobDriver {
                 return poll;
             }
             self.set_verify_state(VerifyState::Done);
+        }
+        if self.inflight == 0 && !self.failed && std::mem::take(&mut self.empty_pass_flush) {
+            self.flush_due = FlushDue::EndOfPass;
+            return self.poll_flush(out);
         }
         self.mark_finished(now);
         if self.inflight == 0 {
@@ -1223,8 +1354,12 @@ impl JobDriver {
     #[inline(never)]
     fn poll_backlog(&mut self, now: Nanos, out: &mut Vec<IoUnit>, max_units: u32) -> Poll {
         let Some(v) = self.tracked.as_deref_mut().and_then(|t| t.verify.as_mut()) else {
+            // no read-back: only a flush that opens the next pass waited here
             self.backlog_due = false;
-            return Poll::Blocked;
+            if std::mem::take(&mut self.flush_after_backlog) {
+                self.flush_due = FlushDue::Counted;
+            }
+            return self.poll_at_most(now, out, max_units);
         };
         if v.state == VerifyState::Pending {
             if self.inflight > 0 {
@@ -1435,6 +1570,7 @@ impl JobDriver {
         self.stopped = true;
         self.pending = None;
         self.flush_due = FlushDue::No;
+        self.empty_pass_flush = false;
         self.draining = false;
         self.set_verify_state(VerifyState::Done); // a failed job reads nothing back
         self.finished_at.get_or_insert(now);
@@ -1577,6 +1713,16 @@ impl FileSet {
             self.current = next;
         }
         next
+    }
+
+    /// A pass ended by bytes: every file starts over from its start and is closed, as
+    /// fio's clear_io_state leaves them; round robin goes on from where it stopped.
+    fn restart(&mut self, spec: &JobSpec, regions: &[Region], seed: u64) {
+        let fresh = match FileSet::new(spec, regions, seed) {
+            Ok(fresh) => fresh,
+            Err(_) => return,
+        };
+        *self = FileSet { next_rr: self.next_rr, passes: self.passes, rng: self.rng.clone(), ..fresh };
     }
 
     /// File `k`'s pass is over: it is closed until the next pass.
@@ -1816,6 +1962,39 @@ mod tests {
         // size, asks for another block (fio: eight writes to file 2, then S2)
         let ops = ops_over_files("[j]\nsize=100k\nnrfiles=3\nopenfiles=2\nbs=4k\nrw=write\nfsync=8\n", 3, 34_133);
         assert!(ops.ends_with("S1 w2 w2 w2 w2 w2 w2 w2 w2 S2"), "{ops}");
+    }
+
+    /// Blocks (4 KiB) of one file the job issues, each completing at once: `w3` a write of
+    /// block 3, `r0` a read, `S` a flush.
+    fn blocks_over_file(text: &str, file_bytes: u64) -> String {
+        let units = run_over_files(text, 1, file_bytes);
+        let op = |u: &IoUnit| match u.op {
+            Op::Read => format!("r{}", (u.offset_bytes & 0xfffff) / 4096),
+            Op::Write => format!("w{}", (u.offset_bytes & 0xfffff) / 4096),
+            _ => "S".to_string(),
+        };
+        units.iter().map(op).collect::<Vec<_>>().join(" ")
+    }
+
+    /// fio's do_io ends a pass where its files are done, at the job's limit, or, with an
+    /// asynchronous engine, after `size` bytes issued (its count leaves out what a sync
+    /// engine completes at once); the next pass starts over at the start of the file, and
+    /// a loop left with nothing to issue still flushes. fio 3.33's write_iolog.
+    #[test]
+    fn passes_end_where_fios_do_io_ends() {
+        let job = "[j]\nrw=write\nbs=4k\nsize=16k\nloops=2\nend_fsync=1\n";
+        assert_eq!(blocks_over_file(job, 32 << 10), "w0 w1 w2 w3 w4 w5 w6 w7 S S");
+        let job = format!("{job}ioengine=libaio\n");
+        assert_eq!(blocks_over_file(&job, 32 << 10), "w0 w1 w2 w3 S w0 w1 w2 w3 S");
+        // keep_running counts the read-back's bytes toward io_size: two passes of 16 KiB
+        // written and read make 64 KiB, past the 40 KiB asked for
+        let job = "[j]\nrw=write\nbs=4k\nsize=16k\nio_size=40k\nverify=crc32c\n";
+        assert_eq!(blocks_over_file(job, 16 << 10), "w0 w1 w2 w3 r0 r1 r2 r3 w0 w1 w2 w3 r0 r1 r2 r3");
+        assert_eq!(blocks_over_file("[j]\nrw=write\nbs=4k\nsize=16k\nio_size=40k\n", 16 << 10).split(' ').count(), 10);
+        // a random job with a map reads back in the order written, at the job's end too
+        let ops = blocks_over_file("[j]\nrw=randwrite\nbs=4k\nsize=32k\nverify=crc32c\n", 32 << 10);
+        let (writes, reads) = ops.split_at(ops.find('r').unwrap());
+        assert_eq!(writes.trim().replace('w', ""), reads.trim().replace('r', ""));
     }
 
     #[test]
@@ -2517,7 +2696,15 @@ mod tests {
         let (ops, _) = run_to_end(&mut driver("[a]\nrw=write\nsize=16k\nend_fsync=1\n"));
         assert_eq!(ops, [w, w, w, w, end_flush]);
         // each loop ends with one (fio runs do_io, and its end_fsync, once per loop)
+        let (ops, _) = run_to_end(&mut driver_over("[a]\nrw=randwrite\nsize=8k\nloops=2\nfsync_on_close=1\n", 8 << 10));
+        assert_eq!(ops, [w, w, end_flush, w, w, end_flush]);
+        // over a larger file a sync engine's pass ends only at the job's limit, and the
+        // next loop issues nothing but flushes again (fio 3.33, psync: `size=8k` over a
+        // 1 GiB file); an asynchronous engine's pass ends after `size` bytes
         let (ops, _) = run_to_end(&mut driver("[a]\nrw=randwrite\nsize=8k\nloops=2\nfsync_on_close=1\n"));
+        assert_eq!(ops, [w, w, w, w, end_flush, end_flush]);
+        let (ops, _) =
+            run_to_end(&mut driver("[a]\nioengine=libaio\nrw=randwrite\nsize=8k\nloops=2\nfsync_on_close=1\n"));
         assert_eq!(ops, [w, w, end_flush, w, w, end_flush]);
         // after an fsync=N flush none is owed (fio's last_was_sync); an fsync=N flush due
         // on the job's last write is not issued, so the end flush comes instead (fio 3.33:
