@@ -901,6 +901,7 @@ impl JobDriver {
             if let Some(files) = &mut self.files {
                 files.restart(&self.spec, regions, *seed);
             }
+            self.passes_seen = self.passes_completed(); // the fresh generator's count
         }
         owed || deferred_flush
     }
