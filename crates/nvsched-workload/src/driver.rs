@@ -73,8 +73,9 @@ pub struct JobDriver {
     /// at most this many are out.
     refill_below: u32,
     refill_wait: bool,
-    /// Data I/Os issued (for `number_ios`).
+    /// Data I/Os issued, and `verify` reads (fio counts both toward `number_ios`).
     issued_ios: u64,
+    read_back_ios: u64,
     rate_next: [Nanos; 3],
     rate_rng: SimRng,
     /// Draws which I/Os get `cmdprio_percentage`'s priority.
@@ -588,6 +589,7 @@ impl JobDriver {
             refill_below: refill_at,
             refill_wait: false,
             issued_ios: 0,
+            read_back_ios: 0,
             passes_seen: 0,
             rate_next: [Nanos::ZERO; 3],
             rate_rng: SimRng::stream(seed, 4),
@@ -780,16 +782,20 @@ impl JobDriver {
     }
 
     /// fio's keep_running once `passes` passes have ended: the first `loops` always run;
-    /// then, with `io_size`, another while a largest block of it is owed, counting the
+    /// then another while a largest block of `io_size` (or `size`) is owed, counting the
     /// bytes the passes' read-backs read (`verify`) as fio counts all the job's bytes.
+    /// Without `io_size` a job whose files are done stops there, unless it reads back:
+    /// fio's read-back leaves its files not done (`rw=write:4k bs=3k size=64k
+    /// verify=crc32c` over four files writes and reads 24 KiB twice).
     fn done_after_passes(&self, passes: u64) -> bool {
         if self.spec.time_based || passes < u64::from(self.spec.loops.max(1)) {
             return false;
         }
-        if self.spec.io_size.is_none() {
+        let verify = self.tracked.as_ref().and_then(|t| t.verify.as_ref());
+        if self.spec.io_size.is_none() && verify.is_none() {
             return true;
         }
-        let read_back = self.tracked.as_ref().and_then(|t| t.verify.as_ref()).map_or(0, |v| {
+        let read_back = verify.map_or(0, |v| {
             // what this pass's read-back will read, and what earlier ones read
             v.read_bytes + v.written.blocks().map(|(_, _, b)| u64::from(b.len)).sum::<u64>()
         });
@@ -968,7 +974,7 @@ impl JobDriver {
         let mut held = false;
         let limit = self.batch.min(max_units);
         while self.inflight < self.depth && ((out.len() - start_len) as u32) < limit {
-            if self.issued_bytes >= self.io_limit || self.issued_ios >= self.ios_limit {
+            if self.issued_bytes >= self.io_limit || self.issued_ios + self.read_back_ios >= self.ios_limit {
                 self.stop_at_limit();
                 break;
             }
@@ -1058,7 +1064,8 @@ impl JobDriver {
                 self.writes_since_flush += 1;
                 // fio decides a flush when it fetches the next I/O: a job that has just
                 // issued its last bytes (or I/Os) owes none
-                let at_limit = self.issued_bytes >= self.io_limit || self.issued_ios >= self.ios_limit;
+                let at_limit =
+                    self.issued_bytes >= self.io_limit || self.issued_ios + self.read_back_ios >= self.ios_limit;
                 if self.writes_since_flush >= self.flush_every {
                     self.writes_since_flush = 0;
                     if !at_limit {
@@ -1385,6 +1392,9 @@ impl JobDriver {
         let room = self.batch.min(max_units).min(self.depth.saturating_sub(self.inflight));
         let v = self.tracked.as_deref_mut()?.verify.as_mut()?;
         let n = v.issue_reads(out, room, self.prio);
+        self.read_back_ios += u64::from(n);
+        // a read after a flush: the next end of a pass flushes again (fio's should_fsync)
+        self.last_was_flush &= n == 0;
         self.inflight += n;
         if n > 0 {
             return Some(Poll::Ready);
@@ -1992,6 +2002,13 @@ mod tests {
         let job = "[j]\nrw=write\nbs=4k\nsize=16k\nio_size=40k\nverify=crc32c\n";
         assert_eq!(blocks_over_file(job, 16 << 10), "w0 w1 w2 w3 r0 r1 r2 r3 w0 w1 w2 w3 r0 r1 r2 r3");
         assert_eq!(blocks_over_file("[j]\nrw=write\nbs=4k\nsize=16k\nio_size=40k\n", 16 << 10).split(' ').count(), 10);
+        // the read-back leaves the file not done, so the job goes on while its size is
+        // owed, its reads counted (fio: 2 blocks written and read, twice, as the skip
+        // leaves no room for a third in 16 KiB); fio's number_ios counts the reads too
+        let job = "[j]\nrw=write:4k\nbs=3k\nsize=16k\nverify=crc32c\n";
+        assert_eq!(blocks_over_file(job, 16 << 10), "w0 w1 r0 r1 w0 w1 r0 r1");
+        let job = "[j]\nrw=write\nbs=4k\nsize=8k\nloops=3\nnumber_ios=3\nverify=crc32c\nend_fsync=1\n";
+        assert_eq!(blocks_over_file(job, 8 << 10), "w0 w1 S r0 r1 w0 w1 S r0 r1 w0 S r0");
         // a random job with a map reads back in the order written, at the job's end too
         let ops = blocks_over_file("[j]\nrw=randwrite\nbs=4k\nsize=32k\nverify=crc32c\n", 32 << 10);
         let (writes, reads) = ops.split_at(ops.find('r').unwrap());
