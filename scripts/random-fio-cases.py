@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Writes random small fio job bodies, in the case format of compare-fio-counts.py, to
+check nvsched's job semantics against fio on cases nobody picked by hand.
+
+    scripts/random-fio-cases.py SEED COUNT [--kind files|sizes] > cases.txt
+    scripts/compare-fio-counts.py cases.txt --order [--engine libaio]
+
+`files` mixes sequential reads and writes (with forward skips) over one to four files
+with loops, io_size, fsync, end_fsync, verify, number_ios, openfiles,
+file_service_type and filesize; `sizes` mixes sequential and random jobs of one file
+whose size is smaller than the file (filesize), with loops, io_size, verify and flushes.
+The same seed gives the same cases.
+"""
+import argparse
+import random
+
+
+def files_case(r: random.Random) -> str:
+    lines = ["[a]"]
+    rw = r.choice(["read", "write", "write", "read", "write:4k", "read:8k"])
+    lines += [f"rw={rw}", f"bs={r.choice(['4k', '3k', '8k'])}", f"size={r.choice(['64k', '96k', '100k', '128k'])}"]
+    if r.random() < 0.4:
+        lines.append(f"loops={r.choice([2, 3])}")
+    if r.random() < 0.25:
+        lines.append(f"io_size={r.choice(['160k', '192k', '256k'])}")
+    if rw.startswith("write"):
+        if r.random() < 0.4:
+            lines.append(f"fsync={r.choice([3, 5, 8])}")
+        if r.random() < 0.3:
+            lines.append("end_fsync=1")
+        if r.random() < 0.3:
+            lines.append("verify=crc32c")
+    if r.random() < 0.2:
+        lines.append(f"number_ios={r.choice([10, 30, 50])}")
+    files = r.choice([1, 2, 3, 4])
+    if files > 1 or r.random() < 0.3:
+        lines.append(f"nrfiles={max(files, 2)}")
+        if r.random() < 0.4:
+            lines.append(f"openfiles={r.choice([1, 2, 3])}")
+        if r.random() < 0.4:
+            lines.append(f"file_service_type={r.choice(['sequential', 'roundrobin:2', 'roundrobin:3'])}")
+        if r.random() < 0.25:
+            lines.append(f"filesize={r.choice(['32k', '48k'])}")
+    return "\n".join(lines)
+
+
+def sizes_case(r: random.Random) -> str:
+    lines = ["[a]"]
+    rw = r.choice(["write", "read", "randwrite", "randread", "write"])
+    lines += [f"rw={rw}", "bs=4k", f"size={r.choice(['16k', '32k'])}"]
+    if r.random() < 0.6:
+        lines.append(f"filesize={r.choice(['32k', '48k', '64k'])}")
+    if r.random() < 0.5:
+        lines.append(f"loops={r.choice([2, 3])}")
+    if r.random() < 0.3:
+        lines.append(f"io_size={r.choice(['8k', '24k', '40k', '80k'])}")
+    if "write" in rw:
+        if r.random() < 0.5:
+            lines.append("end_fsync=1")
+        if r.random() < 0.3:
+            lines.append(f"fsync={r.choice([3, 5])}")
+        if r.random() < 0.4:
+            lines.append("verify=crc32c")
+    if r.random() < 0.15:
+        lines.append(f"number_ios={r.choice([3, 7])}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("seed", type=int)
+    parser.add_argument("count", type=int)
+    parser.add_argument("--kind", choices=["files", "sizes"], default="files")
+    args = parser.parse_args()
+    r = random.Random(args.seed)
+    make = files_case if args.kind == "files" else sizes_case
+    print("\n---\n".join(make(r) for _ in range(args.count)))
+
+
+if __name__ == "__main__":
+    main()
