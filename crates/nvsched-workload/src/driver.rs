@@ -1634,8 +1634,9 @@ struct FileSet {
     open_count: usize,
     /// `openfiles`: how many files may be open at once.
     open_limit: usize,
-    /// This pass: the file's pass is over.
+    /// This pass: the file's pass is over; how many are.
     done: Vec<bool>,
+    done_count: usize,
     /// The first I/O of a file's next pass, drawn as its generator found this one over.
     next_pass_first: Vec<Option<IoUnit>>,
     /// Bytes issued to each file this pass, and each file's region length: where a
@@ -1667,6 +1668,7 @@ impl FileSet {
             open_count: 0,
             open_limit: if spec.openfiles == 0 { n } else { spec.openfiles as usize },
             done: vec![false; n],
+            done_count: 0,
             next_pass_first: vec![None; n],
             done_bytes: vec![0; n],
             region_len: regions.iter().map(|r| r.len).collect(),
@@ -1738,6 +1740,7 @@ impl FileSet {
 
     /// File `k`'s pass is over: it is closed until the next pass.
     fn retire(&mut self, k: usize) {
+        self.done_count += usize::from(!self.done[k]);
         self.done[k] = true;
         if std::mem::take(&mut self.open[k]) {
             self.open_count -= 1;
@@ -1748,8 +1751,9 @@ impl FileSet {
     /// (each was done), and the next draw begins a new pass.
     fn next_unit(&mut self, gen: &mut IoGenerator) -> Option<IoUnit> {
         loop {
-            if self.done.iter().all(|&d| d) {
+            if self.done_count == self.done.len() {
                 self.done.iter_mut().for_each(|d| *d = false);
+                self.done_count = 0;
                 self.open.iter_mut().for_each(|o| *o = false);
                 self.open_count = 0;
                 self.done_bytes.iter_mut().for_each(|b| *b = 0);
