@@ -73,9 +73,8 @@ pub struct JobDriver {
     /// at most this many are out.
     refill_below: u32,
     refill_wait: bool,
-    /// Data I/Os issued, and `verify` reads (fio counts both toward `number_ios`).
+    /// I/Os issued for `number_ios`: data I/Os and `verify` reads, as fio counts both.
     issued_ios: u64,
-    read_back_ios: u64,
     rate_next: [Nanos; 3],
     rate_rng: SimRng,
     /// Draws which I/Os get `cmdprio_percentage`'s priority.
@@ -589,7 +588,6 @@ impl JobDriver {
             refill_below: refill_at,
             refill_wait: false,
             issued_ios: 0,
-            read_back_ios: 0,
             passes_seen: 0,
             rate_next: [Nanos::ZERO; 3],
             rate_rng: SimRng::stream(seed, 4),
@@ -974,7 +972,7 @@ impl JobDriver {
         let mut held = false;
         let limit = self.batch.min(max_units);
         while self.inflight < self.depth && ((out.len() - start_len) as u32) < limit {
-            if self.issued_bytes >= self.io_limit || self.issued_ios + self.read_back_ios >= self.ios_limit {
+            if self.issued_bytes >= self.io_limit || self.issued_ios >= self.ios_limit {
                 self.stop_at_limit();
                 break;
             }
@@ -1064,8 +1062,7 @@ impl JobDriver {
                 self.writes_since_flush += 1;
                 // fio decides a flush when it fetches the next I/O: a job that has just
                 // issued its last bytes (or I/Os) owes none
-                let at_limit =
-                    self.issued_bytes >= self.io_limit || self.issued_ios + self.read_back_ios >= self.ios_limit;
+                let at_limit = self.issued_bytes >= self.io_limit || self.issued_ios >= self.ios_limit;
                 if self.writes_since_flush >= self.flush_every {
                     self.writes_since_flush = 0;
                     if !at_limit {
@@ -1392,7 +1389,7 @@ impl JobDriver {
         let room = self.batch.min(max_units).min(self.depth.saturating_sub(self.inflight));
         let v = self.tracked.as_deref_mut()?.verify.as_mut()?;
         let n = v.issue_reads(out, room, self.prio);
-        self.read_back_ios += u64::from(n);
+        self.issued_ios += u64::from(n);
         // a read after a flush: the next end of a pass flushes again (fio's should_fsync)
         self.last_was_flush &= n == 0;
         self.inflight += n;
@@ -1942,15 +1939,19 @@ mod tests {
     /// The operations `run_over_files` issues, as fio's write_iolog lists them: `w1` a
     /// write to file 1, `S0` a flush of file 0.
     fn ops_over_files(text: &str, files: u64, file_bytes: u64) -> String {
-        let op = |u: &IoUnit| match u.op {
+        let ops: Vec<String> =
+            run_over_files(text, files, file_bytes).iter().map(|u| format!("{}{}", op_letter(u.op), u.file)).collect();
+        ops.join(" ")
+    }
+
+    /// An operation as these tests write it: `r`, `w`, `S` (a flush), `t` (a trim).
+    fn op_letter(op: Op) -> char {
+        match op {
             Op::Read => 'r',
             Op::Write => 'w',
             Op::Flush => 'S',
             _ => 't',
-        };
-        let ops: Vec<String> =
-            run_over_files(text, files, file_bytes).iter().map(|u| format!("{}{}", op(u), u.file)).collect();
-        ops.join(" ")
+        }
     }
 
     /// fio finds a file done only when it asks it for the next block and none fits:
@@ -1984,9 +1985,8 @@ mod tests {
     fn blocks_over_file(text: &str, file_bytes: u64) -> String {
         let units = run_over_files(text, 1, file_bytes);
         let op = |u: &IoUnit| match u.op {
-            Op::Read => format!("r{}", (u.offset_bytes & 0xfffff) / 4096),
-            Op::Write => format!("w{}", (u.offset_bytes & 0xfffff) / 4096),
-            _ => "S".to_string(),
+            Op::Read | Op::Write => format!("{}{}", op_letter(u.op), (u.offset_bytes & 0xfffff) / 4096),
+            _ => op_letter(u.op).to_string(),
         };
         units.iter().map(op).collect::<Vec<_>>().join(" ")
     }
