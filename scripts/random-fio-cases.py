@@ -15,32 +15,29 @@ import argparse
 import random
 
 
+def maybe(r: random.Random, lines: list, chance: float, option: str, values=None) -> None:
+    """With probability `chance`, adds `option`, set to one of `values` when given."""
+    if r.random() < chance:
+        lines.append(option if values is None else f"{option}={r.choice(values)}")
+
+
 def files_case(r: random.Random) -> str:
     lines = ["[a]"]
     rw = r.choice(["read", "write", "write", "read", "write:4k", "read:8k"])
     lines += [f"rw={rw}", f"bs={r.choice(['4k', '3k', '8k'])}", f"size={r.choice(['64k', '96k', '100k', '128k'])}"]
-    if r.random() < 0.4:
-        lines.append(f"loops={r.choice([2, 3])}")
-    if r.random() < 0.25:
-        lines.append(f"io_size={r.choice(['160k', '192k', '256k'])}")
+    maybe(r, lines, 0.4, "loops", [2, 3])
+    maybe(r, lines, 0.25, "io_size", ["160k", "192k", "256k"])
     if rw.startswith("write"):
-        if r.random() < 0.4:
-            lines.append(f"fsync={r.choice([3, 5, 8])}")
-        if r.random() < 0.3:
-            lines.append("end_fsync=1")
-        if r.random() < 0.3:
-            lines.append("verify=crc32c")
-    if r.random() < 0.2:
-        lines.append(f"number_ios={r.choice([10, 30, 50])}")
+        maybe(r, lines, 0.4, "fsync", [3, 5, 8])
+        maybe(r, lines, 0.3, "end_fsync=1")
+        maybe(r, lines, 0.3, "verify=crc32c")
+    maybe(r, lines, 0.2, "number_ios", [10, 30, 50])
     files = r.choice([1, 2, 3, 4])
     if files > 1 or r.random() < 0.3:
         lines.append(f"nrfiles={max(files, 2)}")
-        if r.random() < 0.4:
-            lines.append(f"openfiles={r.choice([1, 2, 3])}")
-        if r.random() < 0.4:
-            lines.append(f"file_service_type={r.choice(['sequential', 'roundrobin:2', 'roundrobin:3'])}")
-        if r.random() < 0.25:
-            lines.append(f"filesize={r.choice(['32k', '48k'])}")
+        maybe(r, lines, 0.4, "openfiles", [1, 2, 3])
+        maybe(r, lines, 0.4, "file_service_type", ["sequential", "roundrobin:2", "roundrobin:3"])
+        maybe(r, lines, 0.25, "filesize", ["32k", "48k"])
     return "\n".join(lines)
 
 
@@ -48,21 +45,14 @@ def sizes_case(r: random.Random) -> str:
     lines = ["[a]"]
     rw = r.choice(["write", "read", "randwrite", "randread", "write"])
     lines += [f"rw={rw}", "bs=4k", f"size={r.choice(['16k', '32k'])}"]
-    if r.random() < 0.6:
-        lines.append(f"filesize={r.choice(['32k', '48k', '64k'])}")
-    if r.random() < 0.5:
-        lines.append(f"loops={r.choice([2, 3])}")
-    if r.random() < 0.3:
-        lines.append(f"io_size={r.choice(['8k', '24k', '40k', '80k'])}")
+    maybe(r, lines, 0.6, "filesize", ["32k", "48k", "64k"])
+    maybe(r, lines, 0.5, "loops", [2, 3])
+    maybe(r, lines, 0.3, "io_size", ["8k", "24k", "40k", "80k"])
     if "write" in rw:
-        if r.random() < 0.5:
-            lines.append("end_fsync=1")
-        if r.random() < 0.3:
-            lines.append(f"fsync={r.choice([3, 5])}")
-        if r.random() < 0.4:
-            lines.append("verify=crc32c")
-    if r.random() < 0.15:
-        lines.append(f"number_ios={r.choice([3, 7])}")
+        maybe(r, lines, 0.5, "end_fsync=1")
+        maybe(r, lines, 0.3, "fsync", [3, 5])
+        maybe(r, lines, 0.4, "verify=crc32c")
+    maybe(r, lines, 0.15, "number_ios", [3, 7])
     return "\n".join(lines)
 
 
