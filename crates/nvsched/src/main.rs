@@ -257,7 +257,7 @@ struct TuneArgs {
     #[arg(long)]
     objective: String,
     /// Job file with one real-time job (prioclass=1) and background jobs
-    /// [default: examples/k2-mix.fio].
+    /// [default: examples/k2-mix.fio, from the working directory or the source tree].
     jobfile: Option<PathBuf>,
     /// Bounds to sweep.
     #[arg(long, default_value = "1,2,4,8,16,32,64", value_delimiter = ',')]
@@ -733,6 +733,16 @@ fn cmd_repro(args: ReproArgs) -> Result<(), String> {
     Ok(())
 }
 
+/// `examples/k2-mix.fio` in the working directory, else beside the binary's sources, as
+/// `repro` finds `experiments/`: `tune` with no job file works from any directory.
+fn default_tune_job() -> PathBuf {
+    let here = PathBuf::from("examples/k2-mix.fio");
+    if here.is_file() {
+        return here;
+    }
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/k2-mix.fio")
+}
+
 fn cmd_tune(args: TuneArgs) -> Result<(), String> {
     if args.policy != "k2" {
         return Err(format!("tune knows the policy 'k2' only (got '{}')", args.policy));
@@ -741,7 +751,8 @@ fn cmd_tune(args: TuneArgs) -> Result<(), String> {
     if args.bounds.is_empty() || args.bounds.contains(&0) {
         return Err("--bounds: give bounds >= 1".into());
     }
-    let path = args.jobfile.as_deref().unwrap_or(Path::new("examples/k2-mix.fio"));
+    let default_job = default_tune_job();
+    let path = args.jobfile.as_deref().unwrap_or(&default_job);
     let (jobs, profile, source, seeds) = args.setup.load(path)?;
     nvsched::tune::check_jobs(&jobs, &source)?;
     if let Some((theirs, at)) = jobs.ioscheduler().map_err(|e| e.to_string())? {

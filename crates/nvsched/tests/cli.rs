@@ -1040,3 +1040,19 @@ fn sweep_compares_policies_job_by_job() {
     assert!(!out.status.success() && err.contains("--sched k2:bond=4") && err.contains("'bond'"), "{err}");
     assert!(!err.contains("runs"), "refused before running: {err}");
 }
+
+/// `tune` with no job file sweeps the K2 example from any working directory, as `repro`
+/// finds its experiments.
+#[test]
+fn tune_without_a_job_file_works_outside_the_repository() {
+    let dir = std::env::temp_dir().join(format!("nvsched-cli-tune-default-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+        .args(["tune", "k2", "--objective", "bandwidth:50%", "--bounds", "64", "-q"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("Use: --sched k2:bound=64"), "{text}");
+}
