@@ -55,7 +55,8 @@ pub static INFO: PolicyInfo = PolicyInfo {
     summary: "fair bandwidth between reads and FUA writes: throttle FUA writes per dispatched read",
     source: "TABS, \"Fair I/O Scheduler for Alleviating Read/Write Interference by Forced Unit Access\"",
     notes: "N_t counts the jobs (submitters) of each type active in the epoch, as the paper's \
-            {N_W}w{N_R}r workloads do; Max.BW_t = N_t * the per-submitter alone bandwidth \
+            {N_W}w{N_R}r workloads do (counting requests instead, with equal request sizes, \
+            makes the factor Max_FUA / Max_read whatever is dispatched); Max.BW_t = N_t * the per-submitter alone bandwidth \
             (read_bw_alone, fua_bw_alone; defaults measured on the 970pro-512g profile with \
             one 4 KiB QD1 job). The factor moves by `step` towards the type with the lower \
             BW/Fair ratio (5% dead band), clamped to [1e-3, 1e3]. At least one FUA write per \
