@@ -104,8 +104,9 @@ pub struct JobDriver {
     /// running pass ends so.
     pass_bytes: u64,
     next_pass_end: u64,
-    /// Where passes ended by bytes, the clone's regions and seed: the next pass starts
-    /// over from the start of each, as fio's clear_io_state puts it back (boxed: rare).
+    /// For a job that is not time-based, the clone's regions and seed: a pass ended by
+    /// bytes starts over from the start of each, as fio's clear_io_state puts it back,
+    /// and every pass (with `randrepeat`) draws what the first drew (boxed: rare).
     restart: Option<Box<(Vec<Region>, u64)>>,
     /// Passes also end where the generator's passes over the region do (fio finds its
     /// files done): the end-of-pass flush and read-back go there, not after a byte count
@@ -522,7 +523,7 @@ impl JobDriver {
         let pass_bytes = if by_time { loop_bytes } else { size_pass_bytes(&spec, size, io_size, sync_engine) };
         // a pass also ends where the files are done (fio's get_io_u finds no block left)
         let loops_by_passes = !by_time && gen.counts_passes();
-        let restart = (!by_time && pass_bytes < io_limit).then(|| Box::new((regions.to_vec(), seed)));
+        let restart = (!by_time).then(|| Box::new((regions.to_vec(), seed)));
         // fio 3.33 counts number_ios per loop and, once it is reached, starts the next
         // loop where the last one stopped; a time-based job loops until its runtime, so
         // number_ios does not end it (a replay is cut short by it: an nvsched extension)
@@ -897,8 +898,16 @@ impl JobDriver {
             self.flush_after_backlog = true;
             self.backlog_due = true;
         }
+        self.start_pass_over();
+        owed || deferred_flush
+    }
+
+    /// fio's clear_io_state before its next do_io: each file's next I/O is at its start
+    /// again, and the random generators start from their seeds (`randrepeat`, on by
+    /// default), so the pass draws what the first pass drew (`rw=randrw size=32k loops=2`
+    /// reads and writes the same 8 blocks in the same order twice).
+    fn start_pass_over(&mut self) {
         if let Some((regions, seed)) = self.restart.as_deref() {
-            // fio's clear_io_state: each file's next I/O is at its start again
             if let Ok(gen) = IoGenerator::new(&self.spec, regions[0], *seed) {
                 self.gen = gen;
             }
@@ -907,7 +916,6 @@ impl JobDriver {
             }
             self.passes_seen = self.passes_completed(); // the fresh generator's count
         }
-        owed || deferred_flush
     }
 
     /// Issues the flush that is due once nothing is in flight (fio drains first).
@@ -987,7 +995,7 @@ impl JobDriver {
                         // file's turn, as fio's does) is known before the next is drawn;
                         // a single region's pass ends where its generator wraps
                         let passes_before = self.passes_seen;
-                        let drawn = match &mut self.files {
+                        let mut drawn = match &mut self.files {
                             Some(files) => files.next_unit(&mut self.gen),
                             None => Some(self.gen.next_unit()),
                         };
@@ -995,6 +1003,14 @@ impl JobDriver {
                         if pass_ended && self.pass_ends_job() {
                             self.stop_issuing();
                             break;
+                        }
+                        if pass_ended && self.spec.randrepeat && self.loops_by_passes {
+                            // the next pass draws afresh from the seeds; what the old
+                            // state drew for it goes
+                            self.start_pass_over();
+                            if drawn.is_some() {
+                                drawn = Some(self.gen.next_unit());
+                            }
                         }
                         let Some(mut unit) = drawn else {
                             // several files: their pass ended before anything was drawn
@@ -1952,6 +1968,42 @@ mod tests {
             Op::Flush => 'S',
             _ => 't',
         }
+    }
+
+    /// With `randrepeat` (fio's default) every loop draws what the first drew, as fio
+    /// re-seeds its generators between two runs of do_io: fio 3.33's write_iolog for
+    /// `rw=randrw size=32k loops=2` (psync) reads and writes the same 8 blocks in the same
+    /// order twice, also over two files; a time-based job's passes do not repeat.
+    #[test]
+    fn every_loop_repeats_the_first_with_randrepeat() {
+        let passes = |text: &str, files: u64| -> Vec<Vec<(Op, u16, u64)>> {
+            let units = run_over_files(text, files, 32 << 10);
+            let per_pass = (32 << 10) * files as usize / 4096;
+            units
+                .iter()
+                .map(|u| (u.op, u.file, u.offset_bytes))
+                .collect::<Vec<_>>()
+                .chunks(per_pass)
+                .map(<[_]>::to_vec)
+                .collect()
+        };
+        for (text, files) in [
+            ("[j]\nsize=32k\nbs=4k\nrw=randrw\nloops=3\n", 1),
+            ("[j]\nsize=64k\nnrfiles=2\nbs=4k\nrw=randread\nloops=2\n", 2),
+            ("[j]\nsize=32k\nbs=4k\nrw=randwrite\nloops=2\nioengine=libaio\niodepth=4\n", 1),
+        ] {
+            let p = passes(text, files);
+            assert!(p.len() >= 2, "{text}");
+            assert!(p.windows(2).all(|w| w[0] == w[1]), "{text}: {p:?}");
+            let mut first = p[0].clone();
+            first.sort_by_key(|&(_, f, o)| (f, o));
+            first.dedup_by_key(|u| (u.1, u.2));
+            assert_eq!(first.len(), p[0].len(), "{text}: a pass covers every block once");
+        }
+        let again = passes("[j]\nsize=32k\nbs=4k\nrw=randread\nloops=2\nrandrepeat=0\n", 1);
+        assert!(again.len() == 2 && again[0] != again[1], "randrepeat=0 draws on");
+        let timed = passes("[j]\nsize=32k\nbs=4k\nrw=randread\ntime_based\nruntime=1s\n", 1);
+        assert!(timed.len() > 2 && timed.windows(2).any(|w| w[0] != w[1]), "a time-based job draws on");
     }
 
     /// fio finds a file done only when it asks it for the next block and none fits:
