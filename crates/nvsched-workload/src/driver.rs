@@ -908,11 +908,14 @@ impl JobDriver {
     /// reads and writes the same 8 blocks in the same order twice).
     fn start_pass_over(&mut self) {
         if let Some((regions, seed)) = self.restart.as_deref() {
-            if let Ok(gen) = IoGenerator::new(&self.spec, regions[0], *seed) {
+            // randrepeat=0: fio's generators go on where they are; a seed of the pass's
+            // own stands in, so each pass draws anew
+            let seed = if self.spec.randrepeat { *seed } else { mix64(*seed ^ self.passes_ended) };
+            if let Ok(gen) = IoGenerator::new(&self.spec, regions[0], seed) {
                 self.gen = gen;
             }
             if let Some(files) = &mut self.files {
-                files.restart(&self.spec, regions, *seed);
+                files.restart(&self.spec, regions, seed);
             }
             self.passes_seen = self.passes_completed(); // the fresh generator's count
         }
@@ -2000,8 +2003,11 @@ mod tests {
             first.dedup_by_key(|u| (u.1, u.2));
             assert_eq!(first.len(), p[0].len(), "{text}: a pass covers every block once");
         }
-        let again = passes("[j]\nsize=32k\nbs=4k\nrw=randread\nloops=2\nrandrepeat=0\n", 1);
-        assert!(again.len() == 2 && again[0] != again[1], "randrepeat=0 draws on");
+        for engine in ["psync", "libaio"] {
+            let text = format!("[j]\nsize=32k\nbs=4k\nrw=randread\nloops=2\nrandrepeat=0\nioengine={engine}\n");
+            let again = passes(&text, 1);
+            assert!(again.len() == 2 && again[0] != again[1], "{engine}: randrepeat=0 draws on");
+        }
         let timed = passes("[j]\nsize=32k\nbs=4k\nrw=randread\ntime_based\nruntime=1s\n", 1);
         assert!(timed.len() > 2 && timed.windows(2).any(|w| w[0] != w[1]), "a time-based job draws on");
     }
