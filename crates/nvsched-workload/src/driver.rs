@@ -1744,14 +1744,15 @@ impl FileSet {
         next
     }
 
-    /// A pass ended by bytes: every file starts over from its start and is closed, as
-    /// fio's clear_io_state leaves them; round robin goes on from where it stopped.
+    /// A new pass: every file starts over from its start and is closed, as fio's
+    /// clear_io_state leaves them; round robin goes on from where it stopped, and a
+    /// random choice of file starts from `seed` again (fio re-seeds it with the others).
     fn restart(&mut self, spec: &JobSpec, regions: &[Region], seed: u64) {
         let fresh = match FileSet::new(spec, regions, seed) {
             Ok(fresh) => fresh,
             Err(_) => return,
         };
-        *self = FileSet { next_rr: self.next_rr, passes: self.passes, rng: self.rng.clone(), ..fresh };
+        *self = FileSet { next_rr: self.next_rr, passes: self.passes, ..fresh };
     }
 
     /// File `k`'s pass is over: it is closed until the next pass.
@@ -1993,6 +1994,9 @@ mod tests {
         for (text, files) in [
             ("[j]\nsize=32k\nbs=4k\nrw=randrw\nloops=3\n", 1),
             ("[j]\nsize=64k\nnrfiles=2\nbs=4k\nrw=randread\nloops=2\n", 2),
+            // fio 3.33: `rw=read nrfiles=3 file_service_type=random loops=2` repeats its
+            // order of files too
+            ("[j]\nsize=96k\nnrfiles=3\nbs=4k\nrw=read\nfile_service_type=random\nloops=2\n", 3),
             ("[j]\nsize=32k\nbs=4k\nrw=randwrite\nloops=2\nioengine=libaio\niodepth=4\n", 1),
         ] {
             let p = passes(text, files);
