@@ -2,7 +2,9 @@
 //! order, and may fail some with ENOSPC: whatever the options, the job ends, never has
 //! more than its depth out, never has overlapping I/Os out under `serialize_overlap`,
 //! issues no data I/O after a failure (a `fill_device` job's ENOSPC ends it, any other
-//! job's fails it), and each block `verify` reads back is one a write left whole.
+//! job's fails it), and each block `verify` reads back is one a write left whole. Jobs
+//! run on io_uring or psync (where a pass can end at a full random map), with or without
+//! `randrepeat`.
 
 use nvsched_core::{Nanos, Op};
 use nvsched_workload::jobfile::Environment;
@@ -37,6 +39,8 @@ fn job() -> impl Strategy<Value = String> {
             "do_verify=0",
             "end_fsync=1",
             "fill_device=1",
+            "ioengine=psync",
+            "randrepeat=0",
         ],
         0..6,
     );
