@@ -19,3 +19,14 @@ pub use nvsched_workload as workload;
 
 /// nvsched's version, written into reports.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// A path of the project (`experiments`, `examples/k2-mix.fio`): in the working directory
+/// where it is there, else beside the binary's sources, so the commands that default to
+/// the project's files work from any directory.
+pub fn project_path(relative: &str) -> std::path::PathBuf {
+    let here = std::path::PathBuf::from(relative);
+    if here.exists() {
+        return here;
+    }
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").join(relative)
+}

@@ -733,16 +733,6 @@ fn cmd_repro(args: ReproArgs) -> Result<(), String> {
     Ok(())
 }
 
-/// `examples/k2-mix.fio` in the working directory, else beside the binary's sources, as
-/// `repro` finds `experiments/`: `tune` with no job file works from any directory.
-fn default_tune_job() -> PathBuf {
-    let here = PathBuf::from("examples/k2-mix.fio");
-    if here.is_file() {
-        return here;
-    }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/k2-mix.fio")
-}
-
 fn cmd_tune(args: TuneArgs) -> Result<(), String> {
     if args.policy != "k2" {
         return Err(format!("tune knows the policy 'k2' only (got '{}')", args.policy));
@@ -751,9 +741,8 @@ fn cmd_tune(args: TuneArgs) -> Result<(), String> {
     if args.bounds.is_empty() || args.bounds.contains(&0) {
         return Err("--bounds: give bounds >= 1".into());
     }
-    let default_job = default_tune_job();
-    let path = args.jobfile.as_deref().unwrap_or(&default_job);
-    let (jobs, profile, source, seeds) = args.setup.load(path)?;
+    let path = args.jobfile.clone().unwrap_or_else(|| nvsched::project_path("examples/k2-mix.fio"));
+    let (jobs, profile, source, seeds) = args.setup.load(&path)?;
     nvsched::tune::check_jobs(&jobs, &source)?;
     if let Some((theirs, at)) = jobs.ioscheduler().map_err(|e| e.to_string())? {
         eprintln!("warning: {at}: ioscheduler={theirs} is not used: tune compares none and k2 bounds");

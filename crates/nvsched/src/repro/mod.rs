@@ -72,16 +72,13 @@ pub struct Verdict {
     pub repetitions_holding: Option<(usize, usize)>,
 }
 
-/// `experiments/` next to the binary's sources, or in the working directory.
+/// `experiments/`: `NVSCHED_EXPERIMENTS`, else in the working directory, else beside the
+/// binary's sources.
 pub fn experiments_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("NVSCHED_EXPERIMENTS") {
         return PathBuf::from(dir);
     }
-    let here = PathBuf::from("experiments");
-    if here.is_dir() {
-        return here;
-    }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../experiments")
+    crate::project_path("experiments")
 }
 
 pub fn list() -> Result<Vec<String>, String> {
