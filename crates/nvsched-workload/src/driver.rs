@@ -104,9 +104,10 @@ pub struct JobDriver {
     /// running pass ends so.
     pass_bytes: u64,
     next_pass_end: u64,
-    /// For a job that is not time-based, the clone's regions and seed: a pass ended by
-    /// bytes starts over from the start of each, as fio's clear_io_state puts it back,
-    /// and every pass (with `randrepeat`) draws what the first drew (boxed: rare).
+    /// For a job that is not time-based (nor a replay), the clone's regions and seed: a
+    /// pass ended by bytes starts over from the start of each, as fio's clear_io_state
+    /// puts it back, and every pass (with `randrepeat`) draws what the first drew
+    /// (boxed: rare). `None`: the job [runs by time](Self::runs_by_time).
     restart: Option<Box<(Vec<Region>, u64)>>,
     /// Passes also end where the generator's passes over the region do (fio finds its
     /// files done): the end-of-pass flush and read-back go there, not after a byte count
@@ -715,6 +716,11 @@ impl JobDriver {
         self.owe_end_flush();
     }
 
+    /// A time-based job or a replay: its runtime or trace ends it, not its passes.
+    fn runs_by_time(&self) -> bool {
+        self.restart.is_none()
+    }
+
     /// The job has issued its bytes (`io_size` or `size` times `loops`) or its
     /// `number_ios`. Where that came before its last `loops` pass, fio runs one more
     /// do_io, which issues nothing but flushes at its end again (`end_fsync`), and ends
@@ -722,8 +728,7 @@ impl JobDriver {
     #[cold]
     fn stop_at_limit(&mut self) {
         self.stop_issuing();
-        let by_time = self.spec.time_based || self.replay.is_some();
-        self.empty_pass_flush = !by_time
+        self.empty_pass_flush = !self.runs_by_time()
             && self.spec.flushes_at_end()
             && self.passes_ended.saturating_add(1) < u64::from(self.spec.loops.max(1));
     }
@@ -877,7 +882,7 @@ impl JobDriver {
     #[inline(never)]
     fn bytes_pass_end(&mut self) -> bool {
         self.next_pass_end = self.pass_end_after(self.pass_bytes);
-        if self.restart.is_none() {
+        if self.runs_by_time() {
             // a time-based job's `io_size` passes: the end flush (its read-back goes by
             // its own count)
             if self.flush_due != FlushDue::No {
