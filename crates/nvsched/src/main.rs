@@ -387,13 +387,18 @@ struct BenchArgs {
 /// --size 1g` with `fio` replaced): fio job options that are not `run`'s own flags move
 /// after `--`, where `run` reads jobs, and `--key value` becomes `--key=value` for options
 /// that take a value (fio's getopt accepts both). Other commands pass unchanged.
+/// Whether `--KEY` is one of `nvsched run`'s own flags.
+fn is_run_flag(key: &str) -> bool {
+    let cli = Cli::command();
+    let run = cli.find_subcommand("run").expect("the run command");
+    let found = run.get_arguments().any(|a| a.get_long() == Some(key));
+    found
+}
+
 fn fio_options_after_dashes(args: Vec<String>) -> Vec<String> {
     if args.get(1).map(String::as_str) != Some("run") {
         return args;
     }
-    let cli = Cli::command();
-    let run = cli.find_subcommand("run").expect("the run command");
-    let own = |key: &str| run.get_arguments().any(|a| a.get_long() == Some(key));
     let mut kept: Vec<String> = args[..2].to_vec();
     let mut moved: Vec<String> = Vec::new();
     let mut rest = args[2..].iter().peekable();
@@ -409,7 +414,7 @@ fn fio_options_after_dashes(args: Vec<String>) -> Vec<String> {
         let key = option.split_once('=').map_or(option, |(k, _)| k);
         // `--name` starts a job; other fio options are in the option table
         let takes_value = match nvsched_workload::find_option(key) {
-            _ if own(key) => None,
+            _ if is_run_flag(key) => None,
             _ if key == "name" => Some(true),
             found => found.map(|o| o.bare.is_none()),
         };
@@ -578,6 +583,18 @@ fn all_run_jobs(args: &RunArgs) -> Result<JobFile, String> {
             options.join(" ")
         )),
         (None, options) => {
+            // after an explicit --, a flag of run's own would otherwise be read as a job
+            // option, and its value as a stray word
+            for (i, arg) in options.iter().enumerate() {
+                let key = arg.strip_prefix("--").map(|o| o.split_once('=').map_or(o, |(k, _)| k));
+                if let Some(key) = key.filter(|k| is_run_flag(k) && nvsched_workload::find_option(k).is_none()) {
+                    return Err(format!(
+                        "option {} after --: '--{key}' is a flag of nvsched run, not a fio job option: \
+                         put it before the -- (or leave the -- out)",
+                        i + 1
+                    ));
+                }
+            }
             let opts = ParseOptions { ignore_unsupported: args.ignore_unsupported };
             let text = command_line_job_text(options)?;
             parse_job_str(&text, Path::new(COMMAND_LINE), &HostEnvironment, opts).map_err(|e| {

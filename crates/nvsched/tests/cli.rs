@@ -780,6 +780,10 @@ fn jobs_on_the_command_line_run_as_their_job_file() {
     assert!(stderr.contains("option 2 after --: option 'iodepht'"), "{stderr}");
     let out = nvsched(&["run", "--", "--rw=read"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("start one with --name=NAME"), "{out:?}");
+    // after an explicit --, run's own flags are named as such, not taken as job options
+    let out = nvsched(&["run", "--", "--name=a", "--size=1m", "--engine", "uring"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("option 3 after --: '--engine' is a flag of nvsched run"), "{stderr}");
 }
 
 /// `iodepth_low`: a full queue drains to the low mark before it is filled again, so the
