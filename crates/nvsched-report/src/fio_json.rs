@@ -7,6 +7,7 @@ use crate::stats::{window_summary, DirStats, JobStats, LatStats};
 use crate::{DiskUtil, RunReport};
 use nvsched_core::Nanos;
 use nvsched_workload::steadystate::SteadyStateReport;
+use nvsched_workload::OptionsAsWritten;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::io;
@@ -170,6 +171,14 @@ fn map_of(pairs: Vec<(String, f64)>) -> Value {
     Value::Object(pairs.into_iter().map(|(k, v)| (k, json!(v))).collect())
 }
 
+/// fio's "job options" or "global options": present when any option was given, holding
+/// those given with a value, as written (fio 3.33 leaves a bare flag such as `time_based`
+/// out, so a job with only bare flags shows an empty object).
+fn options_value(options: &OptionsAsWritten) -> Option<Value> {
+    let valued = options.iter().filter_map(|(k, v)| Some((k.clone(), json!(v.as_ref()?))));
+    (!options.is_empty()).then(|| Value::Object(valued.collect()))
+}
+
 fn job_value(job: &JobStats, group_bw: &[f64; 3], elapsed: Nanos, bins: bool) -> Value {
     let mut m = Map::new();
     m.insert("jobname".into(), json!(job.name));
@@ -178,9 +187,8 @@ fn job_value(job: &JobStats, group_bw: &[f64; 3], elapsed: Nanos, bins: bool) ->
     m.insert("eta".into(), json!(0));
     // fio: seconds since the run began, rounded up (`(ms + 999) / 1000`)
     m.insert("elapsed".into(), json!(elapsed.0.div_ceil(1_000_000_000)));
-    if !job.job_options.is_empty() {
-        let opts: Map<String, Value> = job.job_options.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
-        m.insert("job options".into(), Value::Object(opts));
+    if let Some(opts) = options_value(&job.job_options) {
+        m.insert("job options".into(), opts);
     }
     if let Some(desc) = &job.description {
         m.insert("desc".into(), json!(desc));
@@ -269,9 +277,8 @@ pub fn report_value(r: &RunReport, bins: bool) -> Value {
     top.insert("timestamp".into(), json!(r.timestamp_ms / 1000));
     top.insert("timestamp_ms".into(), json!(r.timestamp_ms));
     top.insert("time".into(), json!(crate::ctime(r.timestamp_ms / 1000)));
-    if !r.global_options.is_empty() {
-        let g: Map<String, Value> = r.global_options.iter().map(|(k, v)| (k.clone(), json!(v))).collect();
-        top.insert("global options".into(), Value::Object(g));
+    if let Some(g) = options_value(&r.global_options) {
+        top.insert("global options".into(), g);
     }
     let jobs: Vec<Value> = r
         .jobs
@@ -413,5 +420,17 @@ mod tests {
         let total: f64 = ns.iter().chain(&us).chain(&ms).map(|(_, v)| v).sum();
         assert!((total - 100.0).abs() < 1e-9, "{total}");
         assert_eq!(ms.last().unwrap(), &(">=2000".to_string(), 20.0));
+    }
+
+    /// fio 3.33: `[global]` with `time_based` and `runtime=100ms` reports only runtime;
+    /// a job whose only line is `time_based` gets an empty "job options"; a job without
+    /// lines gets none.
+    #[test]
+    fn options_leave_out_bare_flags_as_fio_does() {
+        let opt = |k: &str, v: Option<&str>| (k.to_string(), v.map(String::from));
+        let global = options_value(&vec![opt("time_based", None), opt("runtime", Some("100ms"))]);
+        assert_eq!(global, Some(json!({"runtime": "100ms"})));
+        assert_eq!(options_value(&vec![opt("time_based", None)]), Some(json!({})));
+        assert_eq!(options_value(&Vec::new()), None);
     }
 }

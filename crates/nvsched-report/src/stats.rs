@@ -270,7 +270,7 @@ pub struct JobStats {
     /// Clones merged into this entry.
     pub clones: u32,
     pub description: Option<String>,
-    pub job_options: Vec<(String, String)>,
+    pub job_options: nvsched_workload::OptionsAsWritten,
     /// Indexed by [`Op::index`]: read, write, trim.
     pub dirs: [DirStats; 3],
     /// fsync/fdatasync latencies.

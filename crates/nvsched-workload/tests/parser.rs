@@ -326,7 +326,10 @@ fn globals_inherit_and_jobs_override() {
     assert_eq!(f.jobs[2].pattern, Pattern::SeqWrite);
     assert_eq!(f.jobs[2].iodepth, 4, "globals accumulate");
     assert_eq!(f.global_options.len(), 4);
-    assert_eq!(f.jobs[1].job_options, vec![("bs".to_string(), "16k".to_string())]);
+    assert_eq!(f.jobs[1].job_options, vec![("bs".to_string(), Some("16k".to_string()))]);
+    // a bare flag is kept as written, without a value
+    let f = parse("[a]\nnorandommap\nrw=randread\n").unwrap();
+    assert_eq!(f.jobs[0].job_options[0], ("norandommap".to_string(), None));
 }
 
 /// fio's options for its own overhead and file layout parse, are checked, and change

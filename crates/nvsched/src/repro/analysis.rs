@@ -19,8 +19,9 @@ fn bw(j: &JobStats, dir: usize) -> f64 {
     }
 }
 
+/// The value a job gave `key` (a bare flag reads as "1").
 fn option<'a>(j: &'a JobStats, key: &str) -> Option<&'a str> {
-    j.job_options.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    j.job_options.iter().rev().find(|(k, _)| k == key).map(|(_, v)| v.as_deref().unwrap_or("1"))
 }
 
 /// Per-run metrics (and extra data for plots) of one kind of experiment.
