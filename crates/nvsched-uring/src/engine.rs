@@ -21,6 +21,11 @@ use std::time::{Duration, Instant};
 const ALIGN: usize = 4096;
 const NONE: u32 = u32::MAX;
 
+/// The run's clock: time since `start`.
+fn elapsed_since(start: Instant) -> Nanos {
+    Nanos(start.elapsed().as_nanos() as u64)
+}
+
 /// A page-aligned I/O buffer (O_DIRECT needs alignment).
 struct AlignedBuf {
     ptr: *mut u8,
@@ -603,7 +608,7 @@ fn run_on(
 
 impl Engine {
     fn now(&self) -> Nanos {
-        Nanos(self.start.elapsed().as_nanos() as u64)
+        elapsed_since(self.start)
     }
 
     fn start_phase(&mut self, phase: usize, now: Nanos) {
@@ -967,12 +972,15 @@ impl Engine {
         s.len = unit.len_bytes;
         s.offset = unit.offset_bytes;
         s.file = unit.file;
-        s.created = now;
-        s.inserted = now;
+        // fio's slat runs from the I/O's start, once its buffer is filled, to its handing
+        // over (here, to the policy); both clocks are read afresh, as `now` is the loop's
+        s.created = elapsed_since(self.start).max(now);
         s.merged_next = NONE;
         s.state = State::Queued;
         let rq = s.rq;
-        match self.sched.insert(rq, now) {
+        let inserted = self.sched.insert(rq, now);
+        self.slots[slot as usize].inserted = elapsed_since(self.start);
+        match inserted {
             Inserted::Queued => {}
             Inserted::MergedInto(parent) => {
                 let p = parent.0 as u32;

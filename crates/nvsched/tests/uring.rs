@@ -1126,3 +1126,25 @@ fn a_job_with_several_files_writes_each_its_share() {
     assert!(err.contains("verify failed: 1 bad block"), "{err}");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// An asynchronous engine's slat is measured on a real run (fio reports it there too):
+/// some submissions take time, lat = slat + clat, and a synchronous engine has none.
+#[test]
+fn slat_is_measured_for_an_async_engine_and_absent_for_a_sync_one() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let body = "[r]\nsize=4m\nrw=randread\nbs=4k\ndirect=1\nnumber_ios=2000\n";
+    let job = write_job(&d, "a.fio", &format!("{body}ioengine=io_uring\niodepth=4\n"));
+    let v = run_uring_json(&job, &[]);
+    let read = &v["jobs"][0]["read"];
+    let (slat, clat, lat) = (&read["slat_ns"], &read["clat_ns"], &read["lat_ns"]);
+    assert!(slat["max"].as_u64().unwrap() > 0, "{slat}");
+    let mean = |x: &Value| x["mean"].as_f64().unwrap();
+    assert!((mean(slat) + mean(clat) - mean(lat)).abs() < 1.0, "{slat} {clat} {lat}");
+    let job = write_job(&d, "s.fio", &format!("{body}ioengine=psync\n"));
+    let v = run_uring_json(&job, &[]);
+    assert_eq!(v["jobs"][0]["read"]["slat_ns"]["N"], 0, "{}", v["jobs"][0]["read"]["slat_ns"]);
+    std::fs::remove_dir_all(&d).unwrap();
+}
