@@ -47,6 +47,8 @@ pub struct RunReport {
     pub nvsched: serde_json::Value,
     /// Extra summary lines for the normal output.
     pub summary_extra: Vec<String>,
+    /// What fio prints before the run in its normal output ([`normal::run_header`]).
+    pub header: String,
     /// How long the whole run took (simulated, or on the wall clock): fio's `elapsed`,
     /// in whole seconds rounded up, the same in every job.
     pub elapsed: Nanos,
@@ -74,6 +76,32 @@ impl Format {
 }
 
 impl RunReport {
+    /// Renders in every format asked for, in fio's order whatever the order asked: the
+    /// normal output's header (fio prints it before the run), terse, JSON (one document,
+    /// with json+'s bins if either asks for them), the normal output.
+    pub fn render_all(&self, formats: &[Format]) -> String {
+        let normal = formats.contains(&Format::Normal);
+        let json = if formats.contains(&Format::JsonPlus) {
+            Some(Format::JsonPlus)
+        } else {
+            formats.contains(&Format::Json).then_some(Format::Json)
+        };
+        let mut out = String::new();
+        if normal {
+            out.push_str(&self.header);
+        }
+        if formats.contains(&Format::Terse) {
+            out.push_str(&self.render(Format::Terse));
+        }
+        if let Some(json) = json {
+            out.push_str(&self.render(json));
+        }
+        if normal {
+            out.push_str(&self.render(Format::Normal));
+        }
+        out
+    }
+
     /// Renders in one format.
     pub fn render(&self, format: Format) -> String {
         match format {

@@ -5,6 +5,7 @@ use crate::fio_json::{latency_maps, level_percentages, ms_round, LatencyMap};
 use crate::stats::{window_summary, JobStats, LatStats, PrioStats};
 use crate::RunReport;
 use nvsched_workload::steadystate::SsMetric;
+use nvsched_workload::{reporting_groups, JobSpec, KbBase, Pattern};
 use std::fmt::Write;
 
 /// fio's `num2str`: `num` in at most `max_digits` digits, divided by 1000 (1024 with
@@ -287,9 +288,58 @@ fn levels_line(out: &mut String, label: &str, keys: &[&str; 7], levels: &[u64; 7
     let _ = writeln!(out, "{label}: {}", cells.join(", "));
 }
 
+/// fio's name of a job's `rw` (its `ddir_str`: `readwrite` is `rw`).
+fn rw_name(pattern: Pattern) -> &'static str {
+    match pattern {
+        Pattern::SeqRead => "read",
+        Pattern::SeqWrite => "write",
+        Pattern::SeqMixed => "rw",
+        Pattern::SeqTrim => "trim",
+        Pattern::SeqTrimWrite => "trimwrite",
+        Pattern::RandRead => "randread",
+        Pattern::RandWrite => "randwrite",
+        Pattern::RandMixed => "randrw",
+        Pattern::RandTrim => "randtrim",
+        Pattern::RandTrimWrite => "randtrimwrite",
+    }
+}
+
+/// The lines fio prints before a run in its normal output: each job's settings (its
+/// further clones as one `...` line), the version, and what starts (`Starting 1 thread
+/// and 5 processes`), as fio 3.33 prints them.
+pub fn run_header(jobs: &[JobSpec], version: &str) -> String {
+    let mut out = String::new();
+    for (spec, group) in jobs.iter().zip(reporting_groups(jobs)) {
+        let pow2 = spec.kb_base == KbBase::Binary;
+        let size = |bytes: u32| num2str(u64::from(bytes), usize::from(spec.significant_figures), pow2, "B");
+        let sizes = |d: usize| format!("{}-{}", size(spec.bs[d].min()), size(spec.bs[d].max()));
+        let _ = write!(out, "{}: (g={group}): rw={}, ", spec.name, rw_name(spec.pattern));
+        let _ = if spec.bs_is_seq_rand {
+            write!(out, "bs=(R) {}, (W) {}, bs_is_seq_rand, ", sizes(0), sizes(1))
+        } else {
+            write!(out, "bs=(R) {}, (W) {}, (T) {}, ", sizes(0), sizes(1), sizes(2))
+        };
+        let _ = writeln!(out, "ioengine={}, iodepth={}", spec.ioengine, spec.iodepth_given);
+        if spec.numjobs > 1 {
+            out.push_str("...\n");
+        }
+    }
+    let threads: u32 = jobs.iter().filter(|j| j.thread).map(|j| j.numjobs).sum();
+    let processes: u32 = jobs.iter().filter(|j| !j.thread).map(|j| j.numjobs).sum();
+    let plural = |n: u32, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let started: Vec<String> = [(threads, "thread", "threads"), (processes, "process", "processes")]
+        .into_iter()
+        .filter(|(n, ..)| *n > 0)
+        .map(|(n, one, many)| plural(n, one, many))
+        .collect();
+    let _ = writeln!(out, "{version}\nStarting {}", started.join(" and "));
+    out
+}
+
 /// The normal output of a report.
 pub fn render(r: &RunReport) -> String {
-    let mut out = String::new();
+    // fio's normal output opens with an empty line, after whatever came before it
+    let mut out = String::from("\n");
     for job in &r.jobs {
         let _ = writeln!(
             out,
@@ -426,6 +476,58 @@ mod tests {
         include_str!("../tests/fixtures/fio-3.33/normal-and-json.out"),
         include_str!("../tests/fixtures/fio-3.33/percentiles.out"),
     ];
+
+    fn header_of(job_file: &str) -> String {
+        let jobs = nvsched_workload::parse_job_str(
+            job_file,
+            std::path::Path::new("t.fio"),
+            &nvsched_workload::HostEnvironment,
+            nvsched_workload::ParseOptions::default(),
+        )
+        .unwrap();
+        run_header(&jobs.jobs, "fio-3.33")
+    }
+
+    /// The lines before the run: as fio 3.33 printed them for the fixtures' job files
+    /// (less its "Laying out IO file" lines, which nvsched has no files for), and for
+    /// clones, threads, ranges, splits, `bs_is_seq_rand`, `kb_base=1000` and an iodepth a
+    /// synchronous engine caps.
+    #[test]
+    fn header_lines_match_fio_3_33() {
+        let fixtures = [
+            (include_str!("../tests/fixtures/fio-3.33/normal-and-json.fio"), FIO_RUNS[0]),
+            (include_str!("../tests/fixtures/fio-3.33/percentiles.fio"), FIO_RUNS[1]),
+        ];
+        for (job_file, fio) in fixtures {
+            let printed: String = fio[..fio.find("\n{").unwrap() + 1]
+                .lines()
+                .filter(|l| !l.contains("Laying out IO file"))
+                .map(|l| format!("{l}\n"))
+                .collect();
+            assert_eq!(header_of(job_file), printed);
+        }
+        // fio 3.33: fio --size=1m --name=a --ioengine=psync --iodepth=8 --bs=4k,16k
+        // --numjobs=3 --name=b --rw=readwrite --bsrange=512-64k --ioengine=null --thread
+        // --name=c --rw=randtrimwrite --bssplit=4k/50:1m/50 --ioengine=null
+        // --bs_is_seq_rand=1 --name=d --kb_base=1000 --bs=64k --ioengine=null --rw=randtrim
+        let job_file = "[global]\nsize=1m\n[a]\nioengine=psync\niodepth=8\nbs=4k,16k\nnumjobs=3\n\
+                        [b]\nrw=readwrite\nbsrange=512-64k\nioengine=null\nthread\n\
+                        [c]\nrw=randtrimwrite\nbssplit=4k/50:1m/50\nioengine=null\nbs_is_seq_rand=1\n\
+                        [d]\nkb_base=1000\nbs=64k\nioengine=null\nrw=randtrim\n";
+        let fio = "\
+a: (g=0): rw=read, bs=(R) 4096B-4096B, (W) 16.0KiB-16.0KiB, (T) 16.0KiB-16.0KiB, ioengine=psync, iodepth=8
+...
+b: (g=0): rw=rw, bs=(R) 512B-64.0KiB, (W) 512B-64.0KiB, (T) 512B-64.0KiB, ioengine=null, iodepth=1
+c: (g=0): rw=randtrimwrite, bs=(R) 4096B-1024KiB, (W) 4096B-1024KiB, bs_is_seq_rand, ioengine=null, iodepth=1
+d: (g=0): rw=randtrim, bs=(R) 64.0kB-64.0kB, (W) 64.0kB-64.0kB, (T) 64.0kB-64.0kB, ioengine=null, iodepth=1
+fio-3.33
+Starting 1 thread and 5 processes
+";
+        assert_eq!(header_of(job_file), fio);
+        let grouped = header_of("[a]\nsize=1m\n[b]\nsize=1m\nstonewall\n[c]\nsize=1m\nnew_group\n");
+        let groups: Vec<&str> = grouped.lines().filter_map(|l| l.split(": (g=").nth(1)?.get(..1)).collect();
+        assert_eq!(groups, ["0", "1", "2"]);
+    }
 
     fn fio_json_and_text(fio: &'static str) -> (Value, &'static str) {
         let start = fio.find("\n{").expect("JSON half") + 1;

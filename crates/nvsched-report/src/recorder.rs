@@ -66,7 +66,8 @@ impl JobRecorder {
         job_number: u32,
         per_prio: bool,
     ) -> Result<JobRecorder, String> {
-        let mut stats = JobStats::new(spec.name.clone(), reporting_group, spec.percentile_list.clone(), spec.iodepth);
+        let mut stats =
+            JobStats::new(spec.name.clone(), reporting_group, spec.percentile_list.clone(), spec.iodepth_given);
         stats.description = spec.description.clone();
         stats.job_options = spec.job_options.clone();
         stats.flushes_are_datasyncs = spec.fdatasync_every > 0;

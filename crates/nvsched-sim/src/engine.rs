@@ -9,7 +9,7 @@ use nvsched_policy::{Completion, DeviceView, HostCost, Inserted, PolicyReport, R
 use nvsched_report::{CompletedIo, JobRecorder, JobStats};
 use nvsched_ssd::{Command, Device, DeviceCounters, HostPath};
 use nvsched_workload::steadystate::SteadyStates;
-use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, wait_for_targets, Tenants};
+use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, reporting_groups, wait_for_targets, Tenants};
 use nvsched_workload::{ExitWhat, FlowGroups, IoUnit, JobDriver, JobSpec, Poll, ReplayStats};
 use std::collections::VecDeque;
 use std::fmt;
@@ -212,7 +212,7 @@ impl<'o> Simulation<'o> {
         let mut tenants = Tenants::default();
         let mut jobs = Vec::new();
         let mut phases: Vec<Vec<u32>> = vec![Vec::new()];
-        let mut reporting_group = 0u32;
+        let groups = reporting_groups(input.jobs);
         let per_prio = per_prio_reporting(input.jobs);
         let mut ordinal = 0u64;
         let mut flows = FlowGroups::default();
@@ -220,9 +220,7 @@ impl<'o> Simulation<'o> {
             if job_index > 0 && spec.stonewall {
                 phases.push(Vec::new());
             }
-            if job_index > 0 && (spec.stonewall || spec.new_group) {
-                reporting_group += 1;
-            }
+            let reporting_group = groups[job_index];
             let (tenant, tenant_weight) = tenants.tenant_of(spec);
             let spec_arc = Arc::new(spec.clone());
             for clone in 0..spec.numjobs {

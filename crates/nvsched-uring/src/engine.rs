@@ -11,7 +11,7 @@ use nvsched_report::{CompletedIo, CpuUsage, JobError, JobRecorder};
 use nvsched_workload::errors::ErrorKind;
 use nvsched_workload::steadystate::SteadyStates;
 use nvsched_workload::written::{WrittenBlocks, TRIM_GENERATION};
-use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, wait_for_targets, Tenants};
+use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, reporting_groups, wait_for_targets, Tenants};
 use nvsched_workload::{BufferFiller, EngineKind, ExitWhat, FlowGroups, IoUnit, JobDriver, JobSpec, Poll};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::path::{Path, PathBuf};
@@ -431,7 +431,7 @@ fn run_on(
     let mut clones = Vec::new();
     let mut phases: Vec<Vec<u32>> = vec![Vec::new()];
     let mut tenants = Tenants::default();
-    let mut reporting_group = 0;
+    let groups = reporting_groups(jobs);
     let per_prio = per_prio_reporting(jobs);
     let mut ordinal = 0u64;
     let mut flows = FlowGroups::default();
@@ -440,9 +440,7 @@ fn run_on(
         if job_index > 0 && spec.stonewall {
             phases.push(Vec::new());
         }
-        if job_index > 0 && (spec.stonewall || spec.new_group) {
-            reporting_group += 1;
-        }
+        let reporting_group = groups[job_index];
         max_bs = max_bs.max(spec.max_bs() as usize);
         let (tenant, weight) = tenants.tenant_of(spec);
         let arc = Arc::new(spec.clone());

@@ -29,5 +29,5 @@ pub use spec::{
     JobSpec, OptionsAsWritten, ParseOptions, Pattern, RateProcess, SyncMode, VerifyFormat, DEFAULT_PERCENTILES,
     OPTIONS,
 };
-pub use tenants::{clone_seed, exit_targets, per_prio_reporting, wait_for_targets, Tenants};
+pub use tenants::{clone_seed, exit_targets, per_prio_reporting, reporting_groups, wait_for_targets, Tenants};
 pub use units::{KbBase, SizeOrPercent};

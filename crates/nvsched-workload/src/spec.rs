@@ -231,7 +231,11 @@ pub struct JobSpec {
     /// `bs_is_seq_rand`: `bs`'s read entry sizes sequential I/O and its write entry random
     /// I/O, whatever the direction.
     pub bs_is_seq_rand: bool,
+    /// Requests out at once: `iodepth`, 1 for a synchronous engine.
     pub iodepth: u32,
+    /// `iodepth` as the job gave it, which fio reports (`iodepth=8` in its header and
+    /// `latency_depth` even where a synchronous engine caps the queue at 1).
+    pub iodepth_given: u32,
     pub iodepth_batch_submit: u32,
     /// `iodepth_low`: once `iodepth` requests are out, issue again only when no more than
     /// this many are (0, the default, or `iodepth` and above: keep the queue full).
@@ -251,6 +255,9 @@ pub struct JobSpec {
     /// `fsync_on_close`: the same flush at the end of a pass (fio issues it for either).
     pub fsync_on_close: bool,
     pub numjobs: u32,
+    /// `thread`: fio runs the clones as threads rather than processes, which only its
+    /// "Starting" line shows.
+    pub thread: bool,
     pub size: Option<SizeOrPercent>,
     /// `io_size`: bytes, or a share of the job's size (its region).
     pub io_size: Option<SizeOrPercent>,
@@ -563,6 +570,7 @@ impl JobSpec {
             iodepth_batch_complete_min: 1,
             ioengine: "psync".into(),
             engine_kind: EngineKind::Sync,
+            iodepth_given: 1,
             direct: false,
             sync_mode: SyncMode::None,
             fsync_every: 0,
@@ -570,6 +578,7 @@ impl JobSpec {
             end_fsync: false,
             fsync_on_close: false,
             numjobs: 1,
+            thread: false,
             size: None,
             io_size: None,
             offset: SizeOrPercent::Bytes(0),
@@ -1287,6 +1296,7 @@ pub static OPTIONS: &[OptionDef] = &[
     }),
     opt!("iodepth", [], None, "requests in flight for asynchronous engines (1..=65536)", |j, v| {
         j.iodepth = int_in(v, 1, 65_536)? as u32;
+        j.iodepth_given = j.iodepth;
         Ok(())
     }),
     opt!("iodepth_batch_submit", ["iodepth_batch"], None, "requests submitted together (0 = iodepth)", |j, v| {
@@ -2081,7 +2091,16 @@ pub static OPTIONS: &[OptionDef] = &[
         "accepted for compatibility: on real devices nvsched removes the files it laid out after the run unless --keep-files, whatever this says",
         accept_bool
     ),
-    opt!("thread", ["threads"], Some("1"), "accepted for compatibility; no effect in nvsched", accept_bool),
+    opt!(
+        "thread",
+        ["threads"],
+        Some("1"),
+        "clones are threads, not processes (0 or 1): only the normal output's 'Starting' line shows it",
+        |j, v| {
+            j.thread = parse_bool(v)?;
+            Ok(())
+        }
+    ),
     opt!(
         "gtod_reduce",
         [],

@@ -43,25 +43,36 @@ pub fn clone_seed(spec: &JobSpec, ordinal: u64, run_seed: u64) -> u64 {
     mix64(spec.randseed ^ mix64(ordinal)) ^ mix64(run_seed.wrapping_add(0x5eed))
 }
 
+/// Each job's reporting group (fio's `groupid`): a job with `stonewall` or `new_group`
+/// opens the next one.
+pub fn reporting_groups(jobs: &[JobSpec]) -> Vec<u32> {
+    let mut group = 0;
+    (jobs.iter().enumerate())
+        .map(|(i, spec)| {
+            if i > 0 && (spec.stonewall || spec.new_group) {
+                group += 1;
+            }
+            group
+        })
+        .collect()
+}
+
 /// For each job: whether its completion latencies are also reported per priority (fio's
 /// `prios` blocks), which fio does when its reporting group's I/Os carry more than one
 /// priority (jobs with different `prioclass`/`prio`, or `cmdprio_percentage`).
 pub fn per_prio_reporting(jobs: &[JobSpec]) -> Vec<bool> {
-    let mut group_of = Vec::with_capacity(jobs.len());
-    let mut group_prios: Vec<Vec<nvsched_core::IoPrio>> = vec![Vec::new()];
-    for (i, spec) in jobs.iter().enumerate() {
-        if i > 0 && (spec.stonewall || spec.new_group) {
-            group_prios.push(Vec::new());
-        }
-        let prios = group_prios.last_mut().expect("one group");
+    let groups = reporting_groups(jobs);
+    let mut group_prios: Vec<Vec<nvsched_core::IoPrio>> =
+        vec![Vec::new(); groups.last().map_or(0, |g| *g as usize + 1)];
+    for (spec, &g) in jobs.iter().zip(&groups) {
+        let prios = &mut group_prios[g as usize];
         for p in spec.ioprios() {
             if !prios.contains(&p) {
                 prios.push(p);
             }
         }
-        group_of.push(group_prios.len() - 1);
     }
-    group_of.into_iter().map(|g| group_prios[g].len() > 1).collect()
+    groups.iter().map(|&g| group_prios[g as usize].len() > 1).collect()
 }
 
 /// The clones (engine indices `0..count`) that clone `finishing` stops as it ends with

@@ -345,6 +345,8 @@ fn overhead_and_layout_options_are_accepted_without_effect() {
     let mut with = job(body);
     let without = job("");
     assert_eq!(with.job_options.len(), 32);
+    assert!(with.thread, "thread only changes the normal output's 'Starting' line");
+    with.thread = false;
     with.job_options.clear();
     with.option_lines.clear();
     let mut without = without;

@@ -883,11 +883,7 @@ fn write_outputs(
             eprintln!("nvsched: wrote {}", dir.join(name).display());
         }
     }
-    let mut text = String::new();
-    for f in formats {
-        text.push_str(&report.render(f));
-    }
-    emit(&text, &args.output)
+    emit(&report.render_all(&formats), &args.output)
 }
 
 fn emit(text: &str, output: &Option<PathBuf>) -> Result<(), String> {

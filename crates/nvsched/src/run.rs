@@ -218,8 +218,10 @@ pub fn run_sim(
     }
     let mut summary_extra = summary_lines(spec.profile, &policy_spec, spec.seed, &outcome);
     summary_extra.extend(replay_lines);
+    let version = format!("nvsched-{}", crate::VERSION);
     let report = RunReport {
-        version: format!("nvsched-{}", crate::VERSION),
+        header: nvsched_report::normal::run_header(&spec.jobs.jobs, &version),
+        version,
         timestamp_ms,
         global_options: spec.jobs.global_options.clone(),
         jobs: entries,
@@ -502,8 +504,10 @@ pub fn run_uring(
         nvsched.insert("replay".into(), r);
     }
     summary.extend(replay_lines);
+    let version = format!("nvsched-{}", crate::VERSION);
     let report = RunReport {
-        version: format!("nvsched-{}", crate::VERSION),
+        header: nvsched_report::normal::run_header(&jobs.jobs, &version),
+        version,
         timestamp_ms,
         global_options: jobs.global_options.clone(),
         jobs: entries,

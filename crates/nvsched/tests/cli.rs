@@ -653,8 +653,10 @@ fn max_latency_fails_the_job_as_fio_does() {
         stdout.contains("slow: (groupid=0, jobs=1): err=110 (func=max latency exceeded, error=Connection timed out)")
     );
     assert!(stdout.contains("fine: (groupid=0, jobs=1): err= 0:"));
+    // the normal output's header, the JSON, the normal output
+    let json_start = stdout.find("\n{\n").unwrap() + 1;
     let json_end = stdout.find("\nslow: (groupid").unwrap();
-    let v: Value = serde_json::from_str(&stdout[..json_end]).unwrap();
+    let v: Value = serde_json::from_str(&stdout[json_start..json_end]).unwrap();
     assert_eq!((&v["jobs"][0]["error"], &v["jobs"][1]["error"]), (&json!(110), &json!(0)));
     let slow_ms = v["jobs"][0]["read"]["runtime"].as_u64().unwrap();
     assert!(slow_ms < 100, "the failed job stopped early: {slow_ms} ms");
@@ -1059,4 +1061,31 @@ fn tune_without_a_job_file_works_outside_the_repository() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("Use: --sched k2:bound=64"), "{text}");
+}
+
+/// Several formats come out in fio 3.33's order whatever the order asked (the normal
+/// output's header, terse, JSON, normal), and json with json+ is one JSON document.
+/// fio 3.33 with `--output-format=normal,json,terse` on a null job prints the same order.
+#[test]
+fn formats_come_out_in_fios_order() {
+    let run = |formats: &str| {
+        let out = nvsched(&["run", "-q", "--output-format", formats, "--name=a", "--size=64k", "--ioengine=null"]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = run("normal,json,terse");
+    let at = |needle: &str| text.find(needle).unwrap_or_else(|| panic!("no {needle:?} in {text}"));
+    let order = [
+        at("a: (g=0): rw=read, bs=(R) 4096B-4096B"),
+        at("\nStarting 1 process\n"),
+        at("\n3;nvsched-"),
+        at("\n{\n"),
+        // the normal output opens with an empty line, as fio's does
+        at("}\n\na: (groupid=0, jobs=1)"),
+    ];
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}\n{text}");
+    let both = run("json,json+");
+    assert_eq!(both.matches("\"fio version\"").count(), 1, "{both}");
+    assert!(both.contains("\"bins\""), "json+ wins");
+    assert!(!run("json").contains("Starting"), "the header belongs to the normal output");
 }
