@@ -1,7 +1,7 @@
 //! The event loop: one thread, one ring.
 
 use crate::hooks::{self, RunningHook, Stage};
-use crate::targets::{self, Fill, Target};
+use crate::targets::{self, DiskSample, Fill, Target};
 use crate::verify;
 use crate::{CloneOutcome, TargetInfo, UringOptions, UringOutcome};
 use io_uring::{opcode, squeue, types, IoUring};
@@ -510,6 +510,15 @@ fn run_on(
             size: t.size,
         })
         .collect();
+    // fio's disk stats: the counters of each device the targets are on, over the run
+    let mut disk_dirs: Vec<PathBuf> = Vec::new();
+    for dir in targets.iter().filter_map(|t| targets::block_device_dir(&t.path)) {
+        if !disk_dirs.contains(&dir) {
+            disk_dirs.push(dir);
+        }
+    }
+    let disks_before: Vec<(&PathBuf, DiskSample)> =
+        disk_dirs.iter().filter_map(|d| Some((d, DiskSample::read(d)?))).collect();
     let usage_start = usage();
     let clone_count = clones.len();
     let (start, unix_ms) = (Instant::now(), std::time::SystemTime::now());
@@ -556,6 +565,8 @@ fn run_on(
     };
     e.event_loop()?;
     let end = e.now();
+    let disk_util =
+        disks_before.iter().filter_map(|(dir, before)| Some(before.util_until(&DiskSample::read(dir)?))).collect();
     for (k, c) in e.clones.iter_mut().enumerate() {
         c.rec.finish(&c.driver, end, e.steady.report(k as u32))?;
     }
@@ -601,6 +612,7 @@ fn run_on(
         cpu_user: usage_end.user.saturating_sub(usage_start.user),
         cpu_sys: usage_end.sys.saturating_sub(usage_start.sys),
         tenants: tenants.named,
+        disk_util,
     })
 }
 

@@ -106,6 +106,8 @@ pub struct UringOutcome {
     pub cpu_user: Duration,
     pub cpu_sys: Duration,
     pub tenants: Vec<(String, u32)>,
+    /// fio's disk stats of each device the targets are on, over the run.
+    pub disk_util: Vec<nvsched_report::DiskUtil>,
 }
 
 impl UringOutcome {

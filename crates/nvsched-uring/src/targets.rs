@@ -3,6 +3,7 @@
 //! `--allow-destructive`; never touch a mounted block device).
 
 use nvsched_core::SimRng;
+use nvsched_report::DiskUtil;
 use nvsched_workload::buffers::fill_random;
 use nvsched_workload::errors::is_out_of_space;
 use std::fs::{File, OpenOptions};
@@ -10,6 +11,7 @@ use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
+use std::time::Instant;
 
 /// An open target.
 #[derive(Debug)]
@@ -254,19 +256,66 @@ fn write_random(mut f: &File, path: &Path, size: u64, until_full: bool) -> Resul
     Ok(written)
 }
 
-/// The kernel I/O scheduler of the device holding `path` (`/sys/.../queue/scheduler`).
-pub fn kernel_scheduler(path: &Path) -> Option<String> {
+/// The sysfs directory of the block device holding `path` (or of `path`, a block
+/// device): `/sys/dev/block/MAJOR:MINOR`, a disk or a partition.
+pub fn block_device_dir(path: &Path) -> Option<PathBuf> {
     let meta = std::fs::metadata(path).ok()?;
     use std::os::unix::fs::MetadataExt;
     let dev = if meta.file_type().is_block_device() { meta.rdev() } else { meta.dev() };
     let (major, minor) = (libc::major(dev), libc::minor(dev));
-    let base = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    let dir = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
+    dir.exists().then_some(dir)
+}
+
+/// The kernel I/O scheduler of the device holding `path` (`/sys/.../queue/scheduler`).
+pub fn kernel_scheduler(path: &Path) -> Option<String> {
+    let base = block_device_dir(path)?;
     for q in [base.join("queue/scheduler"), base.join("../queue/scheduler")] {
         if let Ok(s) = std::fs::read_to_string(q) {
             return s.split_whitespace().find(|w| w.starts_with('[')).map(|w| w.trim_matches(['[', ']']).to_string());
         }
     }
     None
+}
+
+/// A block device's I/O counters (`/sys/.../stat`) at one moment, for fio's disk stats.
+#[derive(Clone, Debug)]
+pub struct DiskSample {
+    /// The device's name (`vda`, `nvme0n1p2`).
+    pub name: String,
+    /// The first 11 fields: reads, read merges, read sectors, read ticks (ms), the same
+    /// four for writes, in flight, io_ticks (ms), time in queue (ms).
+    fields: [u64; 11],
+    at: Instant,
+}
+
+impl DiskSample {
+    /// Reads the counters of the device whose sysfs directory is `dir`.
+    pub fn read(dir: &Path) -> Option<DiskSample> {
+        let name = dir.canonicalize().ok()?.file_name()?.to_string_lossy().into_owned();
+        let text = std::fs::read_to_string(dir.join("stat")).ok()?;
+        let values: Vec<u64> = text.split_whitespace().map_while(|v| v.parse().ok()).collect();
+        let fields = values.get(..11)?.try_into().ok()?;
+        Some(DiskSample { name, fields, at: Instant::now() })
+    }
+
+    /// What the device did from `self` to `later`, as fio reports it: I/Os, merges and
+    /// ticks per direction, the time in queue, and the share of the time it was busy.
+    pub fn util_until(&self, later: &DiskSample) -> DiskUtil {
+        let d = |i: usize| later.fields[i].saturating_sub(self.fields[i]);
+        let elapsed_ms = later.at.duration_since(self.at).as_secs_f64() * 1e3;
+        DiskUtil {
+            name: self.name.clone(),
+            read_ios: d(0),
+            write_ios: d(4),
+            read_merges: d(1),
+            write_merges: d(5),
+            read_ticks_ms: d(3),
+            write_ticks_ms: d(7),
+            in_queue_ms: d(10),
+            util_pct: if elapsed_ms > 0.0 { (100.0 * d(9) as f64 / elapsed_ms).min(100.0) } else { 0.0 },
+        }
+    }
 }
 
 /// `uname -r`.

@@ -511,7 +511,7 @@ pub fn run_uring(
         timestamp_ms,
         global_options: jobs.global_options.clone(),
         jobs: entries,
-        disk_util: Vec::new(),
+        disk_util: outcome.disk_util.clone(),
         nvsched: Value::Object(nvsched),
         summary_extra: summary,
         elapsed: outcome.end,

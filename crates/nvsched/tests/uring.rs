@@ -1148,3 +1148,30 @@ fn slat_is_measured_for_an_async_engine_and_absent_for_a_sync_one() {
     assert_eq!(v["jobs"][0]["read"]["slat_ns"]["N"], 0, "{}", v["jobs"][0]["read"]["slat_ns"]);
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// fio's disk stats on a real run: the device holding the file, with at least the job's
+/// direct reads among its I/Os (others may share the device); none where the file system
+/// is on no block device (tmpfs, overlay).
+#[test]
+fn disk_stats_come_from_the_device_holding_the_file() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let job = write_job(&d, "r.fio", "[r]\nsize=4m\nrw=randread\nbs=4k\ndirect=1\nnumber_ios=500\n");
+    let v = run_uring_json(&job, &[]);
+    let reads = v["jobs"][0]["read"]["total_ios"].as_u64().unwrap();
+    let Some(sysfs) = nvsched_uring::targets::block_device_dir(&d) else {
+        assert!(v.get("disk_util").is_none() || v["disk_util"].as_array().unwrap().is_empty(), "{}", v["disk_util"]);
+        eprintln!("SKIPPED: {} is on no block device", d.display());
+        std::fs::remove_dir_all(&d).unwrap();
+        return;
+    };
+    let name = sysfs.canonicalize().unwrap().file_name().unwrap().to_string_lossy().into_owned();
+    let disk = &v["disk_util"][0];
+    assert_eq!(disk["name"], name.as_str(), "{disk}");
+    assert!(disk["read_ios"].as_u64().unwrap() >= reads, "{disk} vs {reads} reads");
+    let util = disk["util"].as_f64().unwrap();
+    assert!(util > 0.0 && util <= 100.0, "{disk}");
+    std::fs::remove_dir_all(&d).unwrap();
+}
