@@ -3103,6 +3103,14 @@ fn apply_option(
 fn finish_job(job: &mut JobSpec, warnings: &mut Vec<String>) -> Result<(), JobFileError> {
     let err = |opt: Option<&str>, m: String| JobFileError::new(&job.at, opt, m);
     if job.engine_kind == EngineKind::Sync {
+        if job.iodepth > 1 {
+            warnings.push(format!(
+                "{}: iodepth={} with the synchronous engine {}: the queue depth is capped at 1, as fio notes (an asynchronous engine such as libaio or io_uring queues more)",
+                job.option_line("iodepth"),
+                job.iodepth,
+                job.ioengine
+            ));
+        }
         job.iodepth = 1;
     }
     if let Some(align) = job.blockalign {

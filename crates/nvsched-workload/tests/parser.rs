@@ -793,3 +793,14 @@ fn verify_backlog_and_its_batch_are_read() {
     let e = parse("[a]\nverify_backlog=-1\n").unwrap_err().to_string();
     assert!(e.contains("verify_backlog"), "{e}");
 }
+
+/// fio notes that a synchronous engine caps `iodepth` at 1, and reports the depth as given.
+#[test]
+fn a_sync_engine_caps_iodepth_and_says_so() {
+    let f = parse("[global]\niodepth=8\n[a]\nioengine=psync\n[b]\nioengine=libaio\n").unwrap();
+    assert_eq!((f.jobs[0].iodepth, f.jobs[0].iodepth_given), (1, 8));
+    assert_eq!((f.jobs[1].iodepth, f.jobs[1].iodepth_given), (8, 8));
+    assert_eq!(f.warnings.len(), 1, "{:?}", f.warnings);
+    assert!(f.warnings[0].contains("test.fio:2: iodepth=8 with the synchronous engine psync"), "{:?}", f.warnings);
+    assert!(parse("[a]\nioengine=psync\n").unwrap().warnings.is_empty());
+}
