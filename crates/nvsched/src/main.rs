@@ -133,7 +133,8 @@ struct RunArgs {
     /// Seed mixed into every job's random generators.
     #[arg(long, default_value_t = 0)]
     seed: u64,
-    /// normal, json, json+ or terse; several separated by commas.
+    /// normal, json, json+ or terse; several separated by commas, printed in fio's order
+    /// (terse, JSON, normal) whatever the order given.
     #[arg(long = "output-format", default_value = "normal", value_name = "FORMAT")]
     output_format: String,
     /// Write the report to this file instead of standard output: a regular file is replaced atomically (through a link, its target), a character device or pipe such as /dev/null is written to; a directory or block device is refused before the run.
