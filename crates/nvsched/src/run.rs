@@ -6,8 +6,9 @@ use nvsched_report::{DiskUtil, JobStats, RunReport};
 use nvsched_sim::{simulate, Observer, SimInput, SimOutcome};
 use nvsched_ssd::{load_profile, DeviceProfile, DriveStates, ModelConfig, Precondition};
 use nvsched_workload::jobfile::{Environment, HostEnvironment, JobFileError};
-use nvsched_workload::{JobFile, ReplayStats};
+use nvsched_workload::{JobFile, JobSpec, ReplayStats};
 use serde_json::{json, Map, Value};
+use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// Profile `name` (shipped or a TOML file) with `overrides` applied in order, in drive
@@ -231,6 +232,37 @@ pub fn run_sim(
         elapsed: outcome.end,
     };
     Ok((report, outcome))
+}
+
+/// fio's `Laying out IO file` lines after its header: each clone, for the files it is
+/// the first to name that were laid out for the run (fio 3.33: `a: Laying out IO files (2
+/// files / total 3MiB)`).
+fn layout_lines(jobs: &[JobSpec], targets: &[nvsched_uring::TargetInfo]) -> String {
+    let mut counted: Vec<&Path> = Vec::new();
+    let mut out = String::new();
+    for spec in jobs {
+        for (clone, files) in (0..spec.numjobs).map(|c| (c, spec.files_per_clone())) {
+            let (mut count, mut bytes) = (0u32, 0u64);
+            for filenum in 0..files {
+                let name = spec.file_name_of(clone, filenum);
+                let laid_out = targets.iter().find(|t| t.laid_out && t.path == Path::new(&name));
+                if let Some(t) = laid_out.filter(|t| !counted.contains(&t.path.as_path())) {
+                    counted.push(&t.path);
+                    count += 1;
+                    bytes += t.size;
+                }
+            }
+            let (s, total) = if count > 1 { ("s", "total ") } else { ("", "") };
+            if count > 0 {
+                out.push_str(&format!(
+                    "{}: Laying out IO file{s} ({count} file{s} / {total}{}MiB)\n",
+                    spec.name,
+                    bytes >> 20
+                ));
+            }
+        }
+    }
+    out
 }
 
 /// fio's reporting entries (`__show_run_stats`): a clone joins the entry before it when
@@ -505,8 +537,9 @@ pub fn run_uring(
     }
     summary.extend(replay_lines);
     let version = format!("nvsched-{}", crate::VERSION);
+    let header = nvsched_report::normal::run_header(&jobs.jobs, &version) + &layout_lines(&jobs.jobs, &outcome.targets);
     let report = RunReport {
-        header: nvsched_report::normal::run_header(&jobs.jobs, &version),
+        header,
         version,
         timestamp_ms,
         global_options: jobs.global_options.clone(),

@@ -1175,3 +1175,38 @@ fn disk_stats_come_from_the_device_holding_the_file() {
     assert!(util > 0.0 && util <= 100.0, "{disk}");
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// fio's `Laying out IO file` lines follow its header, one per clone for the files it is
+/// the first to name and nvsched creates (fio 3.33 prints these lines for this job).
+#[test]
+fn laying_out_lines_follow_the_header_as_in_fio() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let job = write_job(
+        &d,
+        "l.fio",
+        "[global]\nioengine=psync\nnumber_ios=1\n[a]\nsize=3m\nnrfiles=2\n[b]\nsize=512k\n\
+         [c]\nsize=1m\nnumjobs=2\nfilename=shared.dat\n",
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+        .args(["run", "l.fio", "--engine", "uring", "-q"])
+        .current_dir(&d)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    let header = stdout.split("\n\n").next().unwrap();
+    let laying: Vec<&str> = header.lines().skip_while(|l| !l.starts_with("Starting")).skip(1).collect();
+    assert_eq!(
+        laying,
+        [
+            "a: Laying out IO files (2 files / total 3MiB)",
+            "b: Laying out IO file (1 file / 0MiB)",
+            "c: Laying out IO file (1 file / 1MiB)"
+        ],
+        "{stdout}"
+    );
+    std::fs::remove_dir_all(&d).unwrap();
+}
