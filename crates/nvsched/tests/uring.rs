@@ -1191,7 +1191,7 @@ fn laying_out_lines_follow_the_header_as_in_fio() {
          [c]\nsize=1m\nnumjobs=2\nfilename=shared.dat\n",
     );
     let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
-        .args(["run", "l.fio", "--engine", "uring", "-q"])
+        .args(["run", job.to_str().unwrap(), "--engine", "uring", "-q"])
         .current_dir(&d)
         .output()
         .unwrap();
