@@ -412,11 +412,11 @@ pub fn render(r: &RunReport) -> String {
             );
         }
     }
-    out.push('\n');
     let mut groups: Vec<u32> = r.jobs.iter().map(|j| j.groupid).collect();
     groups.dedup();
     for g in groups {
-        let _ = writeln!(out, "Run status group {g} (all jobs):");
+        // fio opens every group's block with an empty line, not only the first
+        let _ = writeln!(out, "\nRun status group {g} (all jobs):");
         let unified = r.jobs.iter().any(|j| j.groupid == g && j.unified);
         for d in 0..3 {
             let name = dir_name(d, unified).to_uppercase();

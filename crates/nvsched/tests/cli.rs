@@ -1089,3 +1089,25 @@ fn formats_come_out_in_fios_order() {
     assert!(both.contains("\"bins\""), "json+ wins");
     assert!(!run("json").contains("Starting"), "the header belongs to the normal output");
 }
+
+/// fio 3.33 opens every "Run status group" block with an empty line, the second as well
+/// as the first (its output for `new_group` jobs).
+#[test]
+fn each_run_status_group_follows_an_empty_line() {
+    let out = nvsched(&[
+        "run",
+        "-q",
+        "--name=a",
+        "--size=64k",
+        "--ioengine=null",
+        "--name=b",
+        "--size=64k",
+        "--ioengine=null",
+        "--new_group",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    for g in 0..2 {
+        assert!(text.contains(&format!("\n\nRun status group {g} (all jobs):\n")), "{text}");
+    }
+}
