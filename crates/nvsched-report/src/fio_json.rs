@@ -200,9 +200,12 @@ fn job_value(job: &JobStats, group_bw: &[f64; 3], elapsed: Nanos, bins: bool) ->
         for (i, key) in ["read", "write", "trim"].iter().enumerate() {
             m.insert((*key).into(), ddir_value(&job.dirs[i], job, group_bw[i], bins));
         }
+        // fio: sync percentiles where the job shows clat or lat percentiles
+        let kinds = job.percentile_kinds;
+        let hist = (kinds.clat || kinds.lat).then_some((&job.sync_hist, job.percentile_list.as_slice()));
         m.insert(
             "sync".into(),
-            json!({ "total_ios": job.sync_total_ios(), "lat_ns": lat_value(&job.sync, None, false) }),
+            json!({ "total_ios": job.sync_total_ios(), "lat_ns": lat_value(&job.sync, hist, bins) }),
         );
     }
     m.insert("job_runtime".into(), json!(ms_round(job.runtime.0)));

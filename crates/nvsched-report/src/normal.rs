@@ -95,7 +95,7 @@ fn lat_values(out: &mut String, label: &str, min: u64, max: u64, mean: f64, dev:
 
 /// fio's percentile block: the unit follows the smallest and largest value shown, values
 /// round up into it, and the columns are as wide as the largest value needs.
-fn percentile_block(out: &mut String, title: &str, list: &[f64], values: &[u64]) {
+fn percentile_block(out: &mut String, title: &str, (list, precision): (&[f64], u8), values: &[u64]) {
     let (Some(&min), Some(&max)) = (values.iter().min(), values.iter().max()) else {
         return;
     };
@@ -107,12 +107,13 @@ fn percentile_block(out: &mut String, title: &str, list: &[f64], values: &[u64])
         ("nsec", 0)
     };
     let width = digits(max / 1000u64.pow(steps)).max(5);
-    let per_line = 73 / (12 + width);
+    let precision = usize::from(precision);
+    let per_line = (73 / (precision + 10 + width)).max(1);
     let _ = write!(out, "    {title} percentiles ({unit}):\n     |");
     for (i, (p, &v)) in list.iter().zip(values).enumerate() {
         let shown = (0..steps).fold(v, |v, _| v.div_ceil(1000));
         let end = if i + 1 == values.len() { '\n' } else { ',' };
-        let _ = write!(out, " {p:5.2}th=[{shown:>width$}]{end}");
+        let _ = write!(out, " {p:>pw$.precision$}th=[{shown:>width$}]{end}", pw = precision + 3);
         if end == ',' && i % per_line == per_line - 1 {
             out.push_str("\n     |");
         }
@@ -173,6 +174,7 @@ fn ddir(out: &mut String, d: usize, job: &JobStats, group_bytes_per_sec: u64) {
     lat_line(out, " lat", &dir.lat);
     let kinds = job.percentile_kinds;
     let list = &job.percentile_list;
+    let shown = (list.as_slice(), job.percentile_precision);
     let mut prios: Vec<_> = dir.prios.iter().filter(|p| p.latency.n > 0).collect();
     prios.sort_by_key(|p| (p.prio.class as u8, p.prio.level));
     if prios.len() < 2 {
@@ -183,19 +185,19 @@ fn ddir(out: &mut String, d: usize, job: &JobStats, group_bytes_per_sec: u64) {
         lat_line(out, &prio_name(p), &p.latency);
     }
     if let Some(h) = dir.slat_hist.as_ref().filter(|_| kinds.slat && dir.slat.n > 0) {
-        percentile_block(out, "slat", list, &h.percentiles(list));
+        percentile_block(out, "slat", shown, &h.percentiles(list));
     }
     if kinds.clat {
-        percentile_block(out, "clat", list, &dir.clat_hist.percentiles(list));
+        percentile_block(out, "clat", shown, &dir.clat_hist.percentiles(list));
     }
     if let Some(h) = dir.lat_hist.as_ref().filter(|_| kinds.lat) {
-        percentile_block(out, "lat", list, &h.percentiles(list));
+        percentile_block(out, "lat", shown, &h.percentiles(list));
     }
     if kinds.clat || kinds.lat {
         for p in &prios {
             let share = 100.0 * p.latency.n as f64 / dir.clat.n.max(1) as f64;
             let title = format!("{} ({share:.2}% of IOs)", prio_name(p));
-            percentile_block(out, &title, list, &p.hist.percentiles(list));
+            percentile_block(out, &title, shown, &p.hist.percentiles(list));
         }
     }
     let ((bw_windows, bw_per_sec), (io_windows, io_per_sec)) = (job.bw_samples(), job.iops_samples());
@@ -360,12 +362,16 @@ pub fn render(r: &RunReport) -> String {
             let group_bytes_per_sec = group_rate(&group_members(r, job.groupid, d), d);
             ddir(&mut out, d, job, group_bytes_per_sec);
         }
+        let (ns, us, ms) = latency_maps(&job.all_clat_hist());
+        latency_rows(&mut out, [("nsec", &ns), ("usec", &us), ("msec", &ms)]);
+        // fio: after the latency rows, with percentiles whatever clat_percentiles says
         if job.sync.n > 0 {
             out.push_str("  fsync/fdatasync/sync_file_range:\n");
             lat_line(&mut out, "sync", &job.sync);
+            let list = &job.percentile_list;
+            let shown = (list.as_slice(), job.percentile_precision);
+            percentile_block(&mut out, "sync", shown, &job.sync_hist.percentiles(list));
         }
-        let (ns, us, ms) = latency_maps(&job.all_clat_hist());
-        latency_rows(&mut out, [("nsec", &ns), ("usec", &us), ("msec", &ms)]);
         let (usr, sys) = job.cpu.percentages();
         cpu_line(&mut out, usr, sys, [job.cpu.ctx, job.cpu.majf, job.cpu.minf]);
         levels_line(&mut out, "  IO depths    ", &["1", "2", "4", "8", "16", "32", ">=64"], &job.depth_levels);
@@ -477,6 +483,31 @@ mod tests {
         include_str!("../tests/fixtures/fio-3.33/percentiles.out"),
     ];
 
+    /// fio 3.33's percentile lines for `percentile_list`s written with 0, 1 and 3
+    /// decimals (null engine, the values it measured): each percentile shows as many
+    /// decimals as the list was written with, and the lines hold as many as fit 80 columns.
+    #[test]
+    fn percentiles_show_the_decimals_the_list_was_written_with() {
+        let block = |list: &[f64], precision: u8, values: &[u64]| {
+            let mut out = String::new();
+            percentile_block(&mut out, "clat", (list, precision), values);
+            out
+        };
+        assert_eq!(
+            block(&[50.0, 99.0], 0, &[17, 20]),
+            "    clat percentiles (nsec):\n     |  50th=[   17],  99th=[   20]\n"
+        );
+        assert_eq!(
+            block(&[1.5, 50.0, 99.5], 1, &[16, 17, 22]),
+            "    clat percentiles (nsec):\n     |  1.5th=[   16], 50.0th=[   17], 99.5th=[   22]\n"
+        );
+        assert_eq!(
+            block(&[1.0, 5.0, 10.0, 50.0, 99.0, 99.9, 99.99, 99.999], 3, &[17, 17, 17, 18, 21, 83, 5600, 5600]),
+            "    clat percentiles (nsec):\n     |  1.000th=[   17],  5.000th=[   17], 10.000th=[   17], 50.000th=[   18],\n     \
+             | 99.000th=[   21], 99.900th=[   83], 99.990th=[ 5600], 99.999th=[ 5600]\n"
+        );
+    }
+
     fn header_of(job_file: &str) -> String {
         let jobs = nvsched_workload::parse_job_str(
             job_file,
@@ -565,7 +596,7 @@ Starting 1 thread and 5 processes
         let entries = numeric_entries(&lat["percentile"]);
         let list: Vec<f64> = entries.iter().map(|(k, _)| k.parse().unwrap()).collect();
         let values: Vec<u64> = entries.iter().map(|(_, v)| int(v)).collect();
-        percentile_block(out, title, &list, &values);
+        percentile_block(out, title, (&list, 2), &values);
     }
 
     /// Formats what fio's JSON holds with nvsched's functions; every line must be one of

@@ -68,6 +68,7 @@ impl JobRecorder {
     ) -> Result<JobRecorder, String> {
         let mut stats =
             JobStats::new(spec.name.clone(), reporting_group, spec.percentile_list.clone(), spec.iodepth_given);
+        stats.percentile_precision = spec.percentile_precision;
         stats.description = spec.description.clone();
         stats.job_options = spec.job_options.clone();
         stats.flushes_are_datasyncs = spec.fdatasync_every > 0;

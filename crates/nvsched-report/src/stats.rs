@@ -273,8 +273,9 @@ pub struct JobStats {
     pub job_options: nvsched_workload::OptionsAsWritten,
     /// Indexed by [`Op::index`]: read, write, trim.
     pub dirs: [DirStats; 3],
-    /// fsync/fdatasync latencies.
+    /// fsync/fdatasync latencies, and their histogram for fio's sync percentiles.
     pub sync: LatStats,
+    pub sync_hist: FioHistogram,
     /// The job's counted flushes are `fdatasync=N`'s (set by the recorder), and how many
     /// were recorded: fio 3.33 puts them in the sync latencies but not in `total_ios`.
     pub flushes_are_datasyncs: bool,
@@ -288,6 +289,8 @@ pub struct JobStats {
     /// start plus `ramp_time`; the earliest clone's for merged entries).
     pub stats_start: Nanos,
     pub percentile_list: Vec<f64>,
+    /// Decimals of each percentile in the normal output (fio's `percentile_precision`).
+    pub percentile_precision: u8,
     /// Which latencies get percentiles (set with [`JobStats::set_percentile_kinds`]).
     pub percentile_kinds: PercentileKinds,
     /// The iodepth configured (fio's `latency_depth`).
@@ -460,6 +463,7 @@ impl JobStats {
             job_options: Vec::new(),
             dirs: Default::default(),
             sync: LatStats::default(),
+            sync_hist: FioHistogram::default(),
             flushes_are_datasyncs: false,
             datasyncs: 0,
             depth_levels: [0; 7],
@@ -468,6 +472,7 @@ impl JobStats {
             runtime: Nanos::ZERO,
             stats_start: Nanos::ZERO,
             percentile_list,
+            percentile_precision: 2,
             percentile_kinds: PercentileKinds::default(),
             iodepth,
             ramp_dropped: 0,
@@ -509,6 +514,7 @@ impl JobStats {
         self.dirs = Default::default();
         self.set_percentile_kinds(kinds);
         self.sync = LatStats::default();
+        self.sync_hist = FioHistogram::default();
         self.depth_levels = [0; 7];
         self.submit_levels = [0; 7];
         self.complete_levels = [0; 7];
@@ -543,7 +549,9 @@ impl JobStats {
     #[inline]
     pub fn record(&mut self, op: Op, bytes: u64, slat: Option<Nanos>, clat: Nanos, since_start: Nanos) {
         if op == Op::Flush {
-            self.sync.record(clat.0 + slat.map_or(0, |s| s.0));
+            let latency = clat.0 + slat.map_or(0, |s| s.0);
+            self.sync.record(latency);
+            self.sync_hist.record(latency);
             self.datasyncs += u64::from(self.flushes_are_datasyncs);
             return;
         }
@@ -616,6 +624,7 @@ impl JobStats {
             a.merge(b);
         }
         self.sync.merge(&other.sync);
+        self.sync_hist.merge(&other.sync_hist);
         self.datasyncs += other.datasyncs;
         for i in 0..7 {
             self.depth_levels[i] += other.depth_levels[i];

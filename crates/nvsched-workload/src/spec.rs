@@ -332,6 +332,9 @@ pub struct JobSpec {
     /// `unified_rw_reporting=mixed`: one "mixed" direction in the report.
     pub unified_rw_reporting: bool,
     pub percentile_list: Vec<f64>,
+    /// Decimals the normal output shows of each percentile: the most any entry of
+    /// `percentile_list` was written with (2 for the default list), as fio prints them.
+    pub percentile_precision: u8,
     /// Which latencies get percentiles in the report (fio's defaults: completion only).
     pub slat_percentiles: bool,
     pub clat_percentiles: bool,
@@ -624,6 +627,7 @@ impl JobSpec {
             stats: true,
             unified_rw_reporting: false,
             percentile_list: DEFAULT_PERCENTILES.to_vec(),
+            percentile_precision: 2,
             slat_percentiles: false,
             clat_percentiles: true,
             lat_percentiles: false,
@@ -1987,8 +1991,11 @@ pub static OPTIONS: &[OptionDef] = &[
         "completion-latency percentiles, a:b:c (at most 20, each in (0, 100])",
         |j, v| {
             let mut list = Vec::new();
+            let mut precision = 0;
             for part in v.split(':') {
                 let p: f64 = part.trim().parse().map_err(|_| format!("'{part}' is not a number"))?;
+                let decimals = part.trim().split_once('.').map_or(0, |(_, frac)| frac.len());
+                precision = precision.max(decimals.min(usize::from(u8::MAX)) as u8);
                 if !(p > 0.0 && p <= 100.0) {
                     return Err(format!("percentile {part} is out of range (0, 100]"));
                 }
@@ -1999,6 +2006,7 @@ pub static OPTIONS: &[OptionDef] = &[
             }
             list.sort_by(f64::total_cmp);
             j.percentile_list = list;
+            j.percentile_precision = precision;
             Ok(())
         }
     ),

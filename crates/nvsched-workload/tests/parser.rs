@@ -804,3 +804,15 @@ fn a_sync_engine_caps_iodepth_and_says_so() {
     assert!(f.warnings[0].contains("test.fio:2: iodepth=8 with the synchronous engine psync"), "{:?}", f.warnings);
     assert!(parse("[a]\nioengine=psync\n").unwrap().warnings.is_empty());
 }
+
+/// A percentile list's entries show as many decimals as the most precise was written
+/// with (fio's percentile_precision); the default list shows two.
+#[test]
+fn percentile_precision_follows_the_list_as_written() {
+    let precision = |line: &str| job(line).percentile_precision;
+    assert_eq!(precision(""), 2);
+    assert_eq!(precision("percentile_list=50:99"), 0);
+    assert_eq!(precision("percentile_list=99.5:1"), 1);
+    assert_eq!(precision("percentile_list=99.999:50"), 3);
+    assert_eq!(job("percentile_list=99.999:50").percentile_list, vec![50.0, 99.999], "sorted, as fio does");
+}

@@ -1111,3 +1111,22 @@ fn each_run_status_group_follows_an_empty_line() {
         assert!(text.contains(&format!("\n\nRun status group {g} (all jobs):\n")), "{text}");
     }
 }
+
+/// fsync latencies get fio's percentile block, after the latency rows, whatever
+/// clat_percentiles says; the JSON's sync entry has percentiles where the job shows clat
+/// or lat percentiles (fio 3.33 on the same jobs).
+#[test]
+fn sync_latencies_get_percentiles_as_in_fio() {
+    let job = "[a]\nrw=randwrite\nsize=4m\nfsync=4\nioengine=psync\n";
+    let (_, v) = run_json(&temp_job("sync-pct.fio", job), &[]);
+    let sync = &v["jobs"][0]["sync"]["lat_ns"];
+    assert!(sync["percentile"]["99.000000"].as_u64().unwrap() > 0, "{sync}");
+    let quiet = format!("{job}clat_percentiles=0\npercentile_list=50:99\n");
+    let (_, v) = run_json(&temp_job("sync-pct-off.fio", &quiet), &[]);
+    assert!(v["jobs"][0]["sync"]["lat_ns"].get("percentile").is_none(), "{}", v["jobs"][0]["sync"]);
+    let out = nvsched(&["run", "-q", temp_job("sync-pct-off2.fio", &quiet).to_str().unwrap()]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    let (rows, sync_block) = (text.find("  lat (").unwrap(), text.find("  fsync/fdatasync/sync_file_range:").unwrap());
+    assert!(rows < sync_block, "{text}");
+    assert!(text[sync_block..].contains("    sync percentiles (") && text.contains("|  50th=["), "{text}");
+}
