@@ -3,7 +3,7 @@
 //! `json.c` prints (two-space indent, `"key" : value`, floats with six decimals).
 
 use crate::hist::FioHistogram;
-use crate::stats::{window_summary, DirStats, JobStats, LatStats};
+use crate::stats::{DirStats, JobStats, LatStats};
 use crate::{DiskUtil, RunReport};
 use nvsched_core::Nanos;
 use nvsched_workload::steadystate::SteadyStateReport;
@@ -39,18 +39,16 @@ fn lat_value(stats: &LatStats, hist: Option<(&FioHistogram, &[f64])>, bins: bool
     Value::Object(m)
 }
 
-fn ddir_value(d: &DirStats, job: &JobStats, group_bw_bytes: f64, bins: bool) -> Value {
+fn ddir_value(dir: usize, job: &JobStats, group_bw_bytes: f64, bins: bool) -> Value {
+    let d = &job.dirs[dir];
     let runtime_ns = if d.total_ios > 0 { job.runtime.0.max(1) } else { 0 };
     let (bw_bytes, iops) = if runtime_ns > 0 {
         ((d.io_bytes as u128 * 1_000_000_000 / runtime_ns as u128) as u64, d.total_ios as f64 * 1e9 / runtime_ns as f64)
     } else {
         (0, 0.0)
     };
-    let ((bw_windows, bw_per_sec), (io_windows, io_per_sec)) = (job.bw_samples(), job.iops_samples());
-    let (bw_min, bw_max, bw_mean, bw_dev, bw_samples) =
-        window_summary(&d.bw_windows.bytes, bw_windows, bw_per_sec / 1024.0);
-    let (io_min, io_max, io_mean, io_dev, io_samples) =
-        window_summary(d.ios_per_iops_window(job.bw_window, job.iops_window), io_windows, io_per_sec);
+    let (bw_min, bw_max, bw_mean, bw_dev, bw_samples) = job.bw_summary(dir);
+    let (io_min, io_max, io_mean, io_dev, io_samples) = job.iops_summary(dir);
     let mut m = Map::new();
     m.insert("io_bytes".into(), json!(d.io_bytes));
     m.insert("io_kbytes".into(), json!(d.io_bytes >> 10));
@@ -195,10 +193,10 @@ fn job_value(job: &JobStats, group_bw: &[f64; 3], elapsed: Nanos, bins: bool) ->
     }
     if job.unified {
         // fio's unified_rw_reporting=mixed: one direction, and no sync entry
-        m.insert("mixed".into(), ddir_value(&job.dirs[0], job, group_bw[0], bins));
+        m.insert("mixed".into(), ddir_value(0, job, group_bw[0], bins));
     } else {
         for (i, key) in ["read", "write", "trim"].iter().enumerate() {
-            m.insert((*key).into(), ddir_value(&job.dirs[i], job, group_bw[i], bins));
+            m.insert((*key).into(), ddir_value(i, job, group_bw[i], bins));
         }
         // fio: sync percentiles where the job shows clat or lat percentiles
         let kinds = job.percentile_kinds;

@@ -2,7 +2,7 @@
 //! lines at the end.
 
 use crate::fio_json::{latency_maps, level_percentages, ms_round, LatencyMap};
-use crate::stats::{window_summary, JobStats, LatStats, PrioStats};
+use crate::stats::{JobStats, LatStats, PrioStats};
 use crate::RunReport;
 use nvsched_workload::steadystate::SsMetric;
 use nvsched_workload::{reporting_groups, JobSpec, KbBase, Pattern};
@@ -200,16 +200,10 @@ fn ddir(out: &mut String, d: usize, job: &JobStats, group_bytes_per_sec: u64) {
             percentile_block(out, &title, shown, &p.hist.percentiles(list));
         }
     }
-    let ((bw_windows, bw_per_sec), (io_windows, io_per_sec)) = (job.bw_samples(), job.iops_samples());
-    let bw = window_summary(&dir.bw_windows.bytes, bw_windows, bw_per_sec / 1024.0);
+    let bw = job.bw_summary(d);
     if bw.4 > 0 {
         let share = group_share_pct(bw.2, group_bytes_per_sec);
-        bw_lines(
-            out,
-            bw,
-            share,
-            window_summary(dir.ios_per_iops_window(job.bw_window, job.iops_window), io_windows, io_per_sec),
-        );
+        bw_lines(out, bw, share, job.iops_summary(d));
     }
 }
 

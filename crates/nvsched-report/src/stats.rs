@@ -273,6 +273,9 @@ pub struct JobStats {
     pub job_options: nvsched_workload::OptionsAsWritten,
     /// Indexed by [`Op::index`]: read, write, trim.
     pub dirs: [DirStats; 3],
+    /// A group's bandwidth and IOPS samples per direction, summed over its members as
+    /// fio sums them; `None` for a single job, whose windows give them.
+    pub group_samples: Option<[[SampleSum; 2]; 3]>,
     /// fsync/fdatasync latencies, and their histogram for fio's sync percentiles.
     pub sync: LatStats,
     pub sync_hist: FioHistogram,
@@ -462,6 +465,7 @@ impl JobStats {
             description: None,
             job_options: Vec::new(),
             dirs: Default::default(),
+            group_samples: None,
             sync: LatStats::default(),
             sync_hist: FioHistogram::default(),
             flushes_are_datasyncs: false,
@@ -611,6 +615,35 @@ impl JobStats {
         self.complete_levels[batch_bucket(n)] += 1;
     }
 
+    /// Bandwidth samples of direction `d` in KiB/s: the job's own windows, or a group's
+    /// sums ([`SampleSum`]).
+    pub fn bw_summary(&self, d: usize) -> SampleSummary {
+        match &self.group_samples {
+            Some(sums) => sums[d][0].summary(),
+            None => {
+                let (windows, per_sec) = self.bw_samples();
+                window_summary(&self.dirs[d].bw_windows.bytes, windows, per_sec / 1024.0)
+            }
+        }
+    }
+
+    /// IOPS samples of direction `d`, as [`JobStats::bw_summary`].
+    pub fn iops_summary(&self, d: usize) -> SampleSummary {
+        match &self.group_samples {
+            Some(sums) => sums[d][1].summary(),
+            None => {
+                let (windows, per_sec) = self.iops_samples();
+                window_summary(self.dirs[d].ios_per_iops_window(self.bw_window, self.iops_window), windows, per_sec)
+            }
+        }
+    }
+
+    fn sample_sums(&self) -> [[SampleSum; 2]; 3] {
+        self.group_samples.unwrap_or_else(|| {
+            std::array::from_fn(|d| [SampleSum::of(self.bw_summary(d)), SampleSum::of(self.iops_summary(d))])
+        })
+    }
+
     /// Folds another clone or job into this entry (group reporting).
     pub fn merge(&mut self, other: &JobStats) {
         if self.unified != other.unified {
@@ -620,6 +653,12 @@ impl JobStats {
             unified.unify_directions();
             return self.merge(&unified);
         }
+        let mut sums = self.sample_sums();
+        for (mine, theirs) in sums.iter_mut().zip(other.sample_sums()) {
+            mine[0].add(theirs[0]);
+            mine[1].add(theirs[1]);
+        }
+        self.group_samples = Some(sums);
         for (a, b) in self.dirs.iter_mut().zip(&other.dirs) {
             a.merge(b);
         }
@@ -665,7 +704,49 @@ impl JobStats {
 
 /// min, max, mean, sample stddev and count of the complete windows of a series, scaled
 /// by `scale` (e.g. bytes per window → KiB/s).
-pub fn window_summary(values: &[u64], complete: usize, scale: f64) -> (f64, f64, f64, f64, u64) {
+/// (min, max, mean, standard deviation, samples) of a series of samples.
+pub type SampleSummary = (f64, f64, f64, f64, u64);
+
+/// Bandwidth or IOPS samples as fio adds them up over a `group_reporting` entry (its
+/// `sum_stat` with `pure_sum`): the members' minima, maxima, means, squared deviations
+/// and sample counts each summed, so the entry shows the group's total, not the spread
+/// of its members.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct SampleSum {
+    min: f64,
+    max: f64,
+    mean: f64,
+    squares: f64,
+    samples: u64,
+}
+
+impl SampleSum {
+    fn of((min, max, mean, dev, samples): SampleSummary) -> SampleSum {
+        SampleSum { min, max, mean, squares: dev * dev * samples.saturating_sub(1) as f64, samples }
+    }
+
+    fn add(&mut self, other: SampleSum) {
+        if other.samples == 0 {
+            return;
+        }
+        if self.samples == 0 {
+            *self = other;
+            return;
+        }
+        self.min += other.min;
+        self.max += other.max;
+        self.mean += other.mean;
+        self.squares += other.squares;
+        self.samples += other.samples;
+    }
+
+    fn summary(&self) -> SampleSummary {
+        let dev = if self.samples > 1 { (self.squares / (self.samples - 1) as f64).sqrt() } else { 0.0 };
+        (self.min, self.max, self.mean, dev, self.samples)
+    }
+}
+
+pub fn window_summary(values: &[u64], complete: usize, scale: f64) -> SampleSummary {
     let xs: Vec<f64> = values.iter().take(complete).map(|&v| v as f64 * scale).collect();
     if xs.is_empty() {
         return (0.0, 0.0, 0.0, 0.0, 0);
@@ -773,6 +854,36 @@ mod tests {
         group.merge(&j);
         assert!(group.unified);
         assert_eq!((group.dirs[0].total_ios, group.dirs[1].total_ios), (4, 0));
+    }
+
+    /// fio 3.33 sums a group's bandwidth samples member by member: two clones with one
+    /// 500 ms sample each (571 and 571 MiB/s) show min = max = 1142, samples = 2.
+    #[test]
+    fn a_groups_bandwidth_samples_are_its_members_summed() {
+        let clone = |kib_per_window: [u64; 3]| {
+            let mut j = JobStats::new("a", 0, vec![50.0], 1);
+            j.bw_window = Nanos::from_ms(500);
+            j.iops_window = Nanos::from_ms(500);
+            for (w, kib) in kib_per_window.iter().enumerate() {
+                let at = Nanos::from_ms(500 * w as u64 + 100);
+                j.record(Op::Read, kib * 1024, None, Nanos(1000), at);
+            }
+            j.runtime = Nanos::from_ms(1500);
+            j
+        };
+        let (a, b) = (clone([100, 300, 999]), clone([200, 200, 999]));
+        // each clone: two whole windows before its end, in KiB/s
+        assert_eq!(a.bw_summary(0), (200.0, 600.0, 400.0, (2.0f64 * 200.0 * 200.0).sqrt(), 2));
+        let mut group = a.clone();
+        group.merge(&b);
+        let (min, max, mean, dev, samples) = group.bw_summary(0);
+        assert_eq!((min, max, mean, samples), (600.0, 1000.0, 800.0, 4));
+        // squared deviations add: (80,000 + 0) over 3 degrees of freedom
+        assert!((dev - (80_000.0f64 / 3.0).sqrt()).abs() < 1e-9, "{dev}");
+        assert_eq!(group.iops_summary(0).4, 4);
+        let mut three = group.clone();
+        three.merge(&clone([50, 50, 999]));
+        assert_eq!(three.bw_summary(0).0, 700.0, "every member adds its minimum");
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! job; latencies in microseconds.
 
 use crate::fio_json::{dir_bw_bytes, group_bandwidths, latency_maps, level_percentages};
-use crate::stats::{window_summary, DirStats, JobStats, LatStats};
+use crate::stats::{JobStats, LatStats};
 use crate::RunReport;
 use std::fmt::Write;
 
@@ -10,7 +10,8 @@ fn us_stats(out: &mut String, s: &LatStats) {
     let _ = write!(out, ";{};{};{:.6};{:.6}", s.min / 1000, s.max / 1000, s.mean() / 1000.0, s.stddev() / 1000.0);
 }
 
-fn ddir(out: &mut String, d: &DirStats, job: &JobStats, group_bw: f64) {
+fn ddir(out: &mut String, dir: usize, job: &JobStats, group_bw: f64) {
+    let d = &job.dirs[dir];
     let runtime_ns = if d.total_ios > 0 { job.runtime.0.max(1) } else { 0 };
     let bw_bytes = dir_bw_bytes(d, runtime_ns);
     let iops = if runtime_ns > 0 { d.total_ios as f64 * 1e9 / runtime_ns as f64 } else { 0.0 };
@@ -44,8 +45,7 @@ fn ddir(out: &mut String, d: &DirStats, job: &JobStats, group_bw: f64) {
         }
     }
     us_stats(out, &d.lat);
-    let (windows, per_sec) = job.bw_samples();
-    let (min, max, mean, dev, _) = window_summary(&d.bw_windows.bytes, windows, per_sec / 1024.0);
+    let (min, max, mean, dev, _) = job.bw_summary(dir);
     let agg = if group_bw > 0.0 { 100.0 * bw_bytes.floor() / group_bw } else { 0.0 };
     let _ = write!(out, ";{};{};{agg:.6}%;{mean:.6};{dev:.6}", min as u64, max as u64);
 }
@@ -57,10 +57,10 @@ pub fn render(r: &RunReport) -> String {
     for job in &r.jobs {
         let bw = groups.iter().find(|(g, _)| *g == job.groupid).map_or([0.0; 3], |(_, b)| *b);
         let _ = write!(out, "3;{};{};{};{}", r.version, job.name, job.groupid, job.errno());
-        ddir(&mut out, &job.dirs[0], job, bw[0]);
+        ddir(&mut out, 0, job, bw[0]);
         if !job.unified {
             // under unified_rw_reporting=mixed fio's line has the one mixed direction
-            ddir(&mut out, &job.dirs[1], job, bw[1]);
+            ddir(&mut out, 1, job, bw[1]);
         }
         let (usr, sys) = job.cpu.percentages();
         let _ = write!(out, ";{usr:.6}%;{sys:.6}%;{};{};{}", job.cpu.ctx, job.cpu.majf, job.cpu.minf);
