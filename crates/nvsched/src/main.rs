@@ -384,22 +384,23 @@ struct BenchArgs {
     reps: u32,
 }
 
+/// The long names of `nvsched run`'s own flags (`engine`, `sched`, ...).
+fn run_flags() -> Vec<String> {
+    let cli = Cli::command();
+    let run = cli.find_subcommand("run").expect("the run command");
+    run.get_arguments().filter_map(|a| a.get_long()).map(String::from).collect()
+}
+
 /// Lets `nvsched run` take a fio command line as it is (`fio --name=r --rw=randread
 /// --size 1g` with `fio` replaced): fio job options that are not `run`'s own flags move
 /// after `--`, where `run` reads jobs, and `--key value` becomes `--key=value` for options
 /// that take a value (fio's getopt accepts both). Other commands pass unchanged.
-/// Whether `--KEY` is one of `nvsched run`'s own flags.
-fn is_run_flag(key: &str) -> bool {
-    let cli = Cli::command();
-    let run = cli.find_subcommand("run").expect("the run command");
-    let found = run.get_arguments().any(|a| a.get_long() == Some(key));
-    found
-}
-
 fn fio_options_after_dashes(args: Vec<String>) -> Vec<String> {
     if args.get(1).map(String::as_str) != Some("run") {
         return args;
     }
+    let own = run_flags();
+    let is_run_flag = |key: &str| own.iter().any(|f| f == key);
     let mut kept: Vec<String> = args[..2].to_vec();
     let mut moved: Vec<String> = Vec::new();
     let mut rest = args[2..].iter().peekable();
@@ -586,6 +587,8 @@ fn all_run_jobs(args: &RunArgs) -> Result<JobFile, String> {
         (None, options) => {
             // after an explicit --, a flag of run's own would otherwise be read as a job
             // option, and its value as a stray word
+            let own = run_flags();
+            let is_run_flag = |key: &str| own.iter().any(|f| f == key);
             for (i, arg) in options.iter().enumerate() {
                 let key = arg.strip_prefix("--").map(|o| o.split_once('=').map_or(o, |(k, _)| k));
                 if let Some(key) = key.filter(|k| is_run_flag(k) && nvsched_workload::find_option(k).is_none()) {
