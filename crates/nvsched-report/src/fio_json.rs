@@ -153,9 +153,10 @@ pub fn latency_maps(h: &FioHistogram) -> (LatencyMap, LatencyMap, LatencyMap) {
     )
 }
 
-/// Percentages of a depth/batch distribution, fio style (non-zero below 0.1 → 0.1).
-pub fn level_percentages(levels: &[u64; 7]) -> [f64; 7] {
-    let total: u64 = levels.iter().sum();
+/// Percentages of a depth/batch distribution of `total`, fio style (non-zero below
+/// 0.1 → 0.1). Batches are shares of their own count; depths are shares of the reads,
+/// writes and trims issued ([`JobStats::depth_percentages`]).
+pub fn level_percentages(levels: &[u64; 7], total: u64) -> [f64; 7] {
     let mut out = [0.0; 7];
     for (o, &c) in out.iter_mut().zip(levels) {
         if total > 0 && c > 0 {
@@ -163,6 +164,11 @@ pub fn level_percentages(levels: &[u64; 7]) -> [f64; 7] {
         }
     }
     out
+}
+
+/// A submit or complete batch distribution in percent of its batches.
+pub fn batch_percentages(levels: &[u64; 7]) -> [f64; 7] {
+    level_percentages(levels, levels.iter().sum())
 }
 
 fn map_of(pairs: Vec<(String, f64)>) -> Value {
@@ -215,12 +221,10 @@ fn job_value(job: &JobStats, group_bw: &[f64; 3], elapsed: Nanos, bins: bool) ->
     m.insert("minf".into(), json!(job.cpu.minf));
     let depth_keys = ["1", "2", "4", "8", "16", "32", ">=64"];
     let batch_keys = ["0", "4", "8", "16", "32", "64", ">=64"];
-    let levels = |keys: [&str; 7], lv: &[u64; 7]| {
-        map_of(keys.iter().map(|k| k.to_string()).zip(level_percentages(lv)).collect())
-    };
-    m.insert("iodepth_level".into(), levels(depth_keys, &job.depth_levels));
-    m.insert("iodepth_submit".into(), levels(batch_keys, &job.submit_levels));
-    m.insert("iodepth_complete".into(), levels(batch_keys, &job.complete_levels));
+    let levels = |keys: [&str; 7], pct: [f64; 7]| map_of(keys.iter().map(|k| k.to_string()).zip(pct).collect());
+    m.insert("iodepth_level".into(), levels(depth_keys, job.depth_percentages()));
+    m.insert("iodepth_submit".into(), levels(batch_keys, batch_percentages(&job.submit_levels)));
+    m.insert("iodepth_complete".into(), levels(batch_keys, batch_percentages(&job.complete_levels)));
     let (ns, us, ms) = latency_maps(&job.all_clat_hist());
     m.insert("latency_ns".into(), map_of(ns));
     m.insert("latency_us".into(), map_of(us));

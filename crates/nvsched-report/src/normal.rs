@@ -1,7 +1,7 @@
 //! fio's human-readable output (`--output-format=normal`), plus nvsched's own summary
 //! lines at the end.
 
-use crate::fio_json::{latency_maps, level_percentages, ms_round, LatencyMap};
+use crate::fio_json::{batch_percentages, latency_maps, ms_round, LatencyMap};
 use crate::stats::{JobStats, LatStats, PrioStats};
 use crate::RunReport;
 use nvsched_workload::steadystate::SsMetric;
@@ -272,15 +272,15 @@ fn group_line(out: &mut String, name: &str, g: &GroupLine) {
     );
 }
 
-/// One line of fio's depth or batch distribution: `label: k=x.x%, ...`.
 /// fio's `cpu` line: user and system time in % of the runtime, then context switches,
 /// major and minor faults.
 fn cpu_line(out: &mut String, usr_pct: f64, sys_pct: f64, [ctx, majf, minf]: [u64; 3]) {
     let _ = writeln!(out, "  cpu          : usr={usr_pct:.2}%, sys={sys_pct:.2}%, ctx={ctx}, majf={majf}, minf={minf}");
 }
 
-fn levels_line(out: &mut String, label: &str, keys: &[&str; 7], levels: &[u64; 7]) {
-    let cells: Vec<String> = keys.iter().zip(level_percentages(levels)).map(|(k, v)| format!("{k}={v:3.1}%")).collect();
+/// One line of fio's depth or batch distribution: `label: k=x.x%, ...`.
+fn levels_line(out: &mut String, label: &str, keys: &[&str; 7], percentages: [f64; 7]) {
+    let cells: Vec<String> = keys.iter().zip(percentages).map(|(k, v)| format!("{k}={v:3.1}%")).collect();
     let _ = writeln!(out, "{label}: {}", cells.join(", "));
 }
 
@@ -368,10 +368,10 @@ pub fn render(r: &RunReport) -> String {
         }
         let (usr, sys) = job.cpu.percentages();
         cpu_line(&mut out, usr, sys, [job.cpu.ctx, job.cpu.majf, job.cpu.minf]);
-        levels_line(&mut out, "  IO depths    ", &["1", "2", "4", "8", "16", "32", ">=64"], &job.depth_levels);
+        levels_line(&mut out, "  IO depths    ", &["1", "2", "4", "8", "16", "32", ">=64"], job.depth_percentages());
         let batch_keys = ["0", "4", "8", "16", "32", "64", ">=64"];
-        levels_line(&mut out, "     submit    ", &batch_keys, &job.submit_levels);
-        levels_line(&mut out, "     complete  ", &batch_keys, &job.complete_levels);
+        levels_line(&mut out, "     submit    ", &batch_keys, batch_percentages(&job.submit_levels));
+        levels_line(&mut out, "     complete  ", &batch_keys, batch_percentages(&job.complete_levels));
         let _ = writeln!(
             out,
             "     issued rwts: total={},{},{},{} short=0,0,0,0 dropped=0,0,0,0",

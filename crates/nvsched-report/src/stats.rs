@@ -451,6 +451,13 @@ pub fn strerror(errno: i32) -> String {
 }
 
 impl JobStats {
+    /// fio's `IO depths`: each issued I/O counted at the depth it was issued at, flushes
+    /// included, in percent of the reads, writes and trims issued, so a job with
+    /// `fsync=4` shows `1=125.0%` as fio does.
+    pub fn depth_percentages(&self) -> [f64; 7] {
+        crate::fio_json::level_percentages(&self.depth_levels, self.dirs.iter().map(|d| d.total_ios).sum())
+    }
+
     /// Flushes fio counts as issued (`sync.total_ios`, the fourth of "issued rwts"):
     /// fsyncs, not fdatasyncs.
     pub fn sync_total_ios(&self) -> u64 {
@@ -823,6 +830,23 @@ mod tests {
         j.record(Op::Read, 4096, None, Nanos(1), Nanos::from_ms(600));
         let d = &j.dirs[0];
         assert_eq!((d.bw_windows.bytes.len(), d.ios_per_iops_window(j.bw_window, j.iops_window).len()), (3, 1));
+    }
+
+    #[test]
+    fn depths_are_shares_of_the_reads_writes_and_trims_issued() {
+        let mut j = JobStats::new("a", 0, vec![50.0], 1);
+        for i in 0..16 {
+            j.record_issue_depth(1);
+            j.record(Op::Write, 4096, None, Nanos(1000), Nanos(i));
+        }
+        // four flushes, issued at depth 1 too, are not in fio's denominator
+        for _ in 0..4 {
+            j.record_issue_depth(1);
+        }
+        j.record_issue_depth(2);
+        assert_eq!(j.depth_percentages(), [125.0, 6.25, 0.0, 0.0, 0.0, 0.0, 0.0]);
+        j.submit_levels = [0, 3, 0, 0, 0, 0, 1];
+        assert_eq!(crate::fio_json::batch_percentages(&j.submit_levels), [0.0, 75.0, 0.0, 0.0, 0.0, 0.0, 25.0]);
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! fio's terse format, version 3 (`--output-format=terse`): one `;`-separated line per
 //! job; latencies in microseconds.
 
-use crate::fio_json::{dir_bw_bytes, group_bandwidths, latency_maps, level_percentages};
+use crate::fio_json::{dir_bw_bytes, group_bandwidths, latency_maps};
 use crate::stats::{JobStats, LatStats};
 use crate::RunReport;
 use std::fmt::Write;
@@ -64,7 +64,7 @@ pub fn render(r: &RunReport) -> String {
         }
         let (usr, sys) = job.cpu.percentages();
         let _ = write!(out, ";{usr:.6}%;{sys:.6}%;{};{};{}", job.cpu.ctx, job.cpu.majf, job.cpu.minf);
-        for p in level_percentages(&job.depth_levels) {
+        for p in job.depth_percentages() {
             let _ = write!(out, ";{p:.1}%");
         }
         let (ns, us, ms) = latency_maps(&job.all_clat_hist());
