@@ -137,10 +137,12 @@ impl JobRecorder {
     }
 
     /// The clone stopped at `end`: its statistics cover the time from the warm-up's end
-    /// (`ramp_end`, on the run's clock) to then.
-    pub fn stopped(&mut self, ramp_end: Nanos, end: Nanos) {
+    /// (`ramp_end`, on the run's clock) to then; `runtime_end` is where its `runtime`
+    /// limit fell, if it has one.
+    pub fn stopped(&mut self, ramp_end: Nanos, end: Nanos, runtime_end: Option<Nanos>) {
         self.stats.stats_start = ramp_end;
         self.stats.runtime = end.saturating_sub(ramp_end);
+        self.stats.runtime_limit = runtime_end.map(|t| t.saturating_sub(ramp_end));
     }
 
     /// `n` of the clone's requests completed at one instant: one reap in fio's
@@ -284,7 +286,7 @@ mod tests {
         r.record(&io(Op::Write, IoPrio::rt(0)), Nanos(30_000), Nanos(20_000));
         assert_eq!(r.stats.dirs[1].total_ios, 1);
         assert_eq!(r.stats.dirs[1].prios.len(), 1, "per-priority latency recorded");
-        r.stopped(Nanos(20_000), Nanos(50_000));
+        r.stopped(Nanos(20_000), Nanos(50_000), None);
         assert_eq!(r.stats.stats_start, Nanos(20_000), "statistics start when the warm-up ends, on the run's clock");
         assert_eq!(r.stats.runtime, Nanos(30_000));
         let mut r = recorder(false, false);

@@ -288,6 +288,9 @@ pub struct JobStats {
     pub complete_levels: [u64; 7],
     /// Time the statistics cover (after ramp), longest clone for merged entries.
     pub runtime: Nanos,
+    /// Where the job's `runtime` limit falls within `runtime`, if it has one: fio takes
+    /// no bandwidth or IOPS sample after it, though the last I/Os complete later.
+    pub runtime_limit: Option<Nanos>,
     /// When the statistics and the per-second series start on the run's clock (the job's
     /// start plus `ramp_time`; the earliest clone's for merged entries).
     pub stats_start: Nanos,
@@ -481,6 +484,7 @@ impl JobStats {
             submit_levels: [0; 7],
             complete_levels: [0; 7],
             runtime: Nanos::ZERO,
+            runtime_limit: None,
             stats_start: Nanos::ZERO,
             percentile_list,
             percentile_precision: 2,
@@ -502,15 +506,21 @@ impl JobStats {
     }
 
     /// How many bandwidth windows give a sample, and the factor from a window's count to
-    /// a rate per second: the whole windows that end before the job does. fio takes a
-    /// sample when a window has passed and the job goes on, so a window that ends with
-    /// the job gives none (3 s at the default 500 ms: 5 samples, as fio 3.33 reports).
+    /// a rate per second: the whole windows that end before the job does, or before its
+    /// `runtime` limit if that comes first. fio takes a sample when a window has passed
+    /// and the job goes on, so a window that ends with the job gives none (a 3 s
+    /// time-based job at the default 500 ms: 5 samples, as fio 3.33 reports, though its
+    /// last I/Os complete after 3 s).
     pub fn bw_samples(&self) -> (usize, f64) {
-        samples(self.runtime, self.bw_window)
+        samples(self.sampled_time(), self.bw_window)
     }
     /// The same for IOPS windows (`iopsavgtime`).
     pub fn iops_samples(&self) -> (usize, f64) {
-        samples(self.runtime, self.iops_window)
+        samples(self.sampled_time(), self.iops_window)
+    }
+
+    fn sampled_time(&self) -> Nanos {
+        self.runtime_limit.map_or(self.runtime, |limit| self.runtime.min(limit))
     }
 
     /// fio's `error`: the failed job's errno, 0 when it did not fail.
@@ -530,6 +540,7 @@ impl JobStats {
         self.submit_levels = [0; 7];
         self.complete_levels = [0; 7];
         self.runtime = Nanos::ZERO;
+        self.runtime_limit = None;
     }
 
     /// fio's `unified_rw_reporting=mixed`: reads, writes and trims become one direction,
@@ -678,6 +689,7 @@ impl JobStats {
             self.complete_levels[i] += other.complete_levels[i];
         }
         self.runtime = self.runtime.max(other.runtime);
+        self.runtime_limit = self.runtime_limit.zip(other.runtime_limit).map(|(a, b)| a.max(b));
         self.stats_start = self.stats_start.min(other.stats_start);
         self.clones += other.clones;
         self.ramp_dropped += other.ramp_dropped;
@@ -823,6 +835,11 @@ mod tests {
             j.runtime = Nanos::from_ms(runtime_ms);
             assert_eq!(j.bw_samples().0, samples, "{runtime_ms} ms");
         }
+        // a 3 s time-based job whose last I/Os complete after its runtime: fio 3.33 gives 5
+        j.runtime = Nanos::from_ms(3000) + Nanos(40_000);
+        assert_eq!(j.bw_samples().0, 6);
+        j.runtime_limit = Some(Nanos::from_secs(3));
+        assert_eq!(j.bw_samples().0, 5);
         j.runtime = Nanos::from_secs(3);
         (j.bw_window, j.iops_window) = (Nanos::from_ms(250), Nanos::from_secs(1));
         assert_eq!((j.bw_samples(), j.iops_samples()), ((11, 4.0), (2, 1.0)));

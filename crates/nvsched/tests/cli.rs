@@ -904,6 +904,10 @@ fn bandwidth_samples_follow_bwavgtime_and_iopsavgtime_as_in_fio() {
     };
     assert_eq!(samples("avg-default.fio", base), (5, 5, 1000.0));
     assert_eq!(samples("avg-set.fio", &format!("{base}bwavgtime=250\niopsavgtime=1000\n")), (11, 2, 1000.0));
+    // a busy queue: the last I/Os complete after the 3 s, and fio takes no sample then
+    let busy =
+        samples("avg-busy.fio", "[a]\nioengine=libaio\niodepth=32\nsize=64m\nrw=randread\nruntime=3\ntime_based\n");
+    assert_eq!((busy.0, busy.1), (5, 5));
     let out = nvsched(&[
         "run",
         temp_job("avg-group.fio", &format!("[global]\ngroup_reporting\n{}[a]\n[b]\nbwavgtime=100\n", &base[4..]))
