@@ -41,7 +41,7 @@ fn lat_value(stats: &LatStats, hist: Option<(&FioHistogram, &[f64])>, bins: bool
 
 fn ddir_value(dir: usize, job: &JobStats, group_bw_bytes: f64, bins: bool) -> Value {
     let d = &job.dirs[dir];
-    let runtime_ns = if d.total_ios > 0 { job.runtime.0.max(1) } else { 0 };
+    let runtime_ns = if d.total_ios > 0 { job.dir_runtime(dir).0.max(1) } else { 0 };
     let (bw_bytes, iops) = if runtime_ns > 0 {
         ((d.io_bytes as u128 * 1_000_000_000 / runtime_ns as u128) as u64, d.total_ios as f64 * 1e9 / runtime_ns as f64)
     } else {
@@ -247,7 +247,7 @@ fn job_value(job: &JobStats, group_bw: &[f64; 3], elapsed: Nanos, bins: bool) ->
 pub fn group_bandwidths(jobs: &[JobStats]) -> Vec<(u32, [f64; 3])> {
     let mut out: Vec<(u32, [f64; 3])> = Vec::new();
     for j in jobs {
-        let bws: [f64; 3] = std::array::from_fn(|d| dir_bw_bytes(&j.dirs[d], j.runtime.0).floor());
+        let bws: [f64; 3] = std::array::from_fn(|d| dir_bw_bytes(&j.dirs[d], j.dir_runtime(d).0).floor());
         match out.iter_mut().find(|(g, _)| *g == j.groupid) {
             Some((_, acc)) => {
                 for d in 0..3 {

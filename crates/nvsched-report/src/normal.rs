@@ -120,9 +120,10 @@ fn percentile_block(out: &mut String, title: &str, (list, precision): (&[f64], u
     }
 }
 
-/// A job's run time in milliseconds, as fio keeps it (and the JSON's `runtime`).
-fn runtime_ms(job: &JobStats) -> u64 {
-    ms_round(job.runtime.0)
+/// How long a job's direction `d` ran in milliseconds, as fio keeps it (and the JSON's
+/// `runtime`).
+fn runtime_ms(job: &JobStats, d: usize) -> u64 {
+    ms_round(job.dir_runtime(d).0)
 }
 
 /// Bytes per second of one direction of a job, fio's integer way (bytes x 1000 / ms).
@@ -138,7 +139,7 @@ fn group_members(r: &RunReport, group: u32, d: usize) -> Vec<&JobStats> {
 /// A group's aggregate bandwidth in one direction: all its bytes over its longest run.
 fn group_rate(members: &[&JobStats], d: usize) -> u64 {
     let bytes = members.iter().map(|j| j.dirs[d].io_bytes).sum();
-    dir_rate(bytes, members.iter().map(|j| runtime_ms(j)).max().unwrap_or(0))
+    dir_rate(bytes, members.iter().map(|j| runtime_ms(j, d)).max().unwrap_or(0))
 }
 
 /// `  read: IOPS=.., BW=..(..)(io/runtime)`, fio's first line of a direction.
@@ -168,7 +169,7 @@ fn ddir(out: &mut String, d: usize, job: &JobStats, group_bytes_per_sec: u64) {
     if dir.total_ios == 0 {
         return;
     }
-    ddir_header(out, dir_name(d, job.unified), dir.total_ios, dir.io_bytes, runtime_ms(job), job.sig_figs.into());
+    ddir_header(out, dir_name(d, job.unified), dir.total_ios, dir.io_bytes, runtime_ms(job, d), job.sig_figs.into());
     lat_line(out, "slat", &dir.slat);
     lat_line(out, "clat", &dir.clat);
     lat_line(out, " lat", &dir.lat);
@@ -421,8 +422,8 @@ pub fn render(r: &RunReport) -> String {
         for d in 0..3 {
             let name = dir_name(d, unified).to_uppercase();
             let members = group_members(r, g, d);
-            let run_ms: Vec<u64> = members.iter().map(|j| runtime_ms(j)).collect();
-            let rates: Vec<u64> = members.iter().map(|j| dir_rate(j.dirs[d].io_bytes, runtime_ms(j))).collect();
+            let run_ms: Vec<u64> = members.iter().map(|j| runtime_ms(j, d)).collect();
+            let rates: Vec<u64> = members.iter().map(|j| dir_rate(j.dirs[d].io_bytes, runtime_ms(j, d))).collect();
             let (Some(&min_run_ms), Some(&max_run_ms)) = (run_ms.iter().min(), run_ms.iter().max()) else {
                 continue;
             };

@@ -137,12 +137,15 @@ impl JobRecorder {
     }
 
     /// The clone stopped at `end`: its statistics cover the time from the warm-up's end
-    /// (`ramp_end`, on the run's clock) to then; `runtime_end` is where its `runtime`
-    /// limit fell, if it has one.
-    pub fn stopped(&mut self, ramp_end: Nanos, end: Nanos, runtime_end: Option<Nanos>) {
-        self.stats.stats_start = ramp_end;
-        self.stats.runtime = end.saturating_sub(ramp_end);
-        self.stats.runtime_limit = runtime_end.map(|t| t.saturating_sub(ramp_end));
+    /// (on the run's clock) to then, its samples stop at its `runtime` limit, and its
+    /// directions ran as long as its driver's phases say.
+    pub fn stopped(&mut self, driver: &JobDriver, end: Nanos) {
+        let ramp_end = driver.ramp_end();
+        let s = &mut self.stats;
+        s.stats_start = ramp_end;
+        s.runtime = end.saturating_sub(ramp_end);
+        s.runtime_limit = driver.end().map(|t| t.saturating_sub(ramp_end));
+        s.dir_runtimes = driver.direction_runtimes(s.runtime);
     }
 
     /// `n` of the clone's requests completed at one instant: one reap in fio's
@@ -286,9 +289,20 @@ mod tests {
         r.record(&io(Op::Write, IoPrio::rt(0)), Nanos(30_000), Nanos(20_000));
         assert_eq!(r.stats.dirs[1].total_ios, 1);
         assert_eq!(r.stats.dirs[1].prios.len(), 1, "per-priority latency recorded");
-        r.stopped(Nanos(20_000), Nanos(50_000), None);
+        let text = "[j]\nrw=write\nramp_time=20us\nruntime=1ms\n";
+        let spec = nvsched_workload::parse_job_str(
+            text,
+            Path::new("t.fio"),
+            &nvsched_workload::HostEnvironment,
+            Default::default(),
+        );
+        let spec = std::sync::Arc::new(spec.unwrap().jobs.remove(0));
+        let mut driver = JobDriver::new(spec, 0, &[nvsched_workload::Region { start: 0, len: 1 << 20 }], 1).unwrap();
+        driver.start(Nanos::ZERO);
+        r.stopped(&driver, Nanos(50_000));
         assert_eq!(r.stats.stats_start, Nanos(20_000), "statistics start when the warm-up ends, on the run's clock");
         assert_eq!(r.stats.runtime, Nanos(30_000));
+        assert_eq!((r.stats.runtime_limit, r.stats.dir_runtimes), (Some(Nanos::from_ms(1)), None));
         let mut r = recorder(false, false);
         r.record(&io(Op::Write, IoPrio::rt(0)), Nanos(30_000), Nanos(20_000));
         assert!(r.stats.dirs[1].prios.is_empty());

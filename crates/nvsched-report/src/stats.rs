@@ -291,6 +291,9 @@ pub struct JobStats {
     /// Where the job's `runtime` limit falls within `runtime`, if it has one: fio takes
     /// no bandwidth or IOPS sample after it, though the last I/Os complete later.
     pub runtime_limit: Option<Nanos>,
+    /// How long each direction ran, where that is not `runtime` (fio times a verifying
+    /// job's reads over its read-backs, its writes over its write phases).
+    pub dir_runtimes: Option<[Nanos; 3]>,
     /// When the statistics and the per-second series start on the run's clock (the job's
     /// start plus `ramp_time`; the earliest clone's for merged entries).
     pub stats_start: Nanos,
@@ -485,6 +488,7 @@ impl JobStats {
             complete_levels: [0; 7],
             runtime: Nanos::ZERO,
             runtime_limit: None,
+            dir_runtimes: None,
             stats_start: Nanos::ZERO,
             percentile_list,
             percentile_precision: 2,
@@ -519,6 +523,11 @@ impl JobStats {
         samples(self.sampled_time(), self.iops_window)
     }
 
+    /// How long direction `d` ran: its rates are its bytes and I/Os over this.
+    pub fn dir_runtime(&self, d: usize) -> Nanos {
+        self.dir_runtimes.map_or(self.runtime, |r| r[d])
+    }
+
     fn sampled_time(&self) -> Nanos {
         self.runtime_limit.map_or(self.runtime, |limit| self.runtime.min(limit))
     }
@@ -541,6 +550,7 @@ impl JobStats {
         self.complete_levels = [0; 7];
         self.runtime = Nanos::ZERO;
         self.runtime_limit = None;
+        self.dir_runtimes = None;
     }
 
     /// fio's `unified_rw_reporting=mixed`: reads, writes and trims become one direction,
@@ -687,6 +697,10 @@ impl JobStats {
             self.depth_levels[i] += other.depth_levels[i];
             self.submit_levels[i] += other.submit_levels[i];
             self.complete_levels[i] += other.complete_levels[i];
+        }
+        if self.dir_runtimes.is_some() || other.dir_runtimes.is_some() {
+            // fio's group entry: each direction's longest
+            self.dir_runtimes = Some(std::array::from_fn(|d| self.dir_runtime(d).max(other.dir_runtime(d))));
         }
         self.runtime = self.runtime.max(other.runtime);
         self.runtime_limit = self.runtime_limit.zip(other.runtime_limit).map(|(a, b)| a.max(b));
@@ -847,6 +861,20 @@ mod tests {
         j.record(Op::Read, 4096, None, Nanos(1), Nanos::from_ms(600));
         let d = &j.dirs[0];
         assert_eq!((d.bw_windows.bytes.len(), d.ios_per_iops_window(j.bw_window, j.iops_window).len()), (3, 1));
+    }
+
+    #[test]
+    fn a_group_entry_takes_each_directions_longest_runtime() {
+        let mut a = JobStats::new("a", 0, vec![50.0], 1);
+        let mut b = a.clone();
+        (a.runtime, b.runtime) = (Nanos::from_ms(10), Nanos::from_ms(8));
+        b.dir_runtimes = Some([Nanos::from_ms(5), Nanos::from_ms(3), Nanos::ZERO]);
+        assert_eq!(b.dir_runtime(0), Nanos::from_ms(5));
+        a.merge(&b);
+        assert_eq!(a.dir_runtimes, Some([Nanos::from_ms(10), Nanos::from_ms(10), Nanos::from_ms(10)]));
+        let mut c = b.clone();
+        c.merge(&b);
+        assert_eq!((c.dir_runtimes, c.runtime), (b.dir_runtimes, Nanos::from_ms(8)));
     }
 
     #[test]

@@ -12,7 +12,7 @@ fn us_stats(out: &mut String, s: &LatStats) {
 
 fn ddir(out: &mut String, dir: usize, job: &JobStats, group_bw: f64) {
     let d = &job.dirs[dir];
-    let runtime_ns = if d.total_ios > 0 { job.runtime.0.max(1) } else { 0 };
+    let runtime_ns = if d.total_ios > 0 { job.dir_runtime(dir).0.max(1) } else { 0 };
     let bw_bytes = dir_bw_bytes(d, runtime_ns);
     let iops = if runtime_ns > 0 { d.total_ios as f64 * 1e9 / runtime_ns as f64 } else { 0.0 };
     let _ = write!(

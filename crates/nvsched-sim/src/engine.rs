@@ -482,7 +482,7 @@ impl<'o> Simulation<'o> {
                     }
                     let job = &mut self.jobs[j as usize];
                     let end = job.driver.finished_at().unwrap_or(self.now);
-                    job.rec.stopped(job.driver.ramp_end(), end, job.driver.end());
+                    job.rec.stopped(&job.driver, end);
                     if let Some(what) = job.driver.spec.exit_on_finish(job.rec.stats.error.is_some()) {
                         self.exit_others(j, what);
                     }

@@ -856,7 +856,7 @@ impl Engine {
                     }
                     let clone = &mut self.clones[c as usize];
                     let end = clone.driver.finished_at().unwrap_or(now);
-                    clone.rec.stopped(clone.driver.ramp_end(), end, clone.driver.end());
+                    clone.rec.stopped(&clone.driver, end);
                     // as in fio: after the clone's I/O and its verify
                     match hooks::start(&clone.driver.spec, Stage::Postrun) {
                         Ok(Some(hook)) => self.postruns.push(hook),

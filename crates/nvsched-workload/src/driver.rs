@@ -244,9 +244,24 @@ struct VerifyPass {
     pass_ended: bool,
     /// Bytes the read-backs have read (fio's keep_running counts them toward `io_size`).
     read_bytes: u64,
+    /// Time spent in fio's verify phases (the read-backs after a pass and at the end, not
+    /// `verify_backlog`'s within one), and when the one under way began.
+    phase_time: Nanos,
+    phase_since: Option<Nanos>,
 }
 
 impl VerifyPass {
+    /// A verify phase begins at `now`.
+    fn phase_begins(&mut self, now: Nanos) {
+        self.phase_since.get_or_insert(now);
+    }
+    /// The verify phase under way, if any, ends at `now`.
+    fn phase_ends(&mut self, now: Nanos) {
+        if let Some(since) = self.phase_since.take() {
+            self.phase_time += now.saturating_sub(since);
+        }
+    }
+
     /// A write was issued: whether a backlog read-back is now due.
     fn wrote(&mut self, file: u16, offset_bytes: u64, len_bytes: u32) -> bool {
         self.written.issued(file, offset_bytes, len_bytes, 0);
@@ -745,6 +760,7 @@ impl JobDriver {
         }
         // fio's exitall (and a fill's ENOSPC) ends the job, read-back, later loops and
         // all, also one that has issued its last write
+        self.end_verify_phase(now);
         self.set_verify_state(VerifyState::Done);
         self.empty_pass_flush = false;
         self.mark_finished(now);
@@ -1340,6 +1356,9 @@ impl JobDriver {
             let waiting = matches!(v.state, VerifyState::Pending | VerifyState::Backlog);
             if waiting && self.inflight == 0 && self.flush_due == FlushDue::No {
                 v.state = if self.failed || timed_out { VerifyState::Done } else { VerifyState::Reading };
+                if v.state == VerifyState::Reading {
+                    v.phase_begins(now.max(self.ramp_end));
+                }
                 if !self.spec.verify_only {
                     let mut cut_short = v.list.split_off(v.next.min(v.list.len()));
                     if v.state != VerifyState::Reading {
@@ -1363,6 +1382,7 @@ impl JobDriver {
             if let Some(poll) = self.issue_verify_reads(out, max_units) {
                 return poll;
             }
+            self.end_verify_phase(now);
             self.set_verify_state(VerifyState::Done);
         }
         if self.inflight == 0 && !self.failed && std::mem::take(&mut self.empty_pass_flush) {
@@ -1394,11 +1414,16 @@ impl JobDriver {
             if self.inflight > 0 {
                 return Poll::Blocked; // let the writes land first
             }
+            if v.pass_ended {
+                // the read-back between two passes: one of fio's verify phases
+                v.phase_begins(now.max(self.ramp_end));
+            }
             v.begin_backlog();
         }
         if let Some(poll) = self.issue_verify_reads(out, max_units) {
             return poll;
         }
+        self.end_verify_phase(now);
         self.set_verify_state(VerifyState::Pending);
         self.backlog_due = false;
         if std::mem::take(&mut self.flush_after_backlog) {
@@ -1421,6 +1446,27 @@ impl JobDriver {
             return Some(Poll::Ready);
         }
         (v.next < v.listed() || self.inflight > 0).then_some(Poll::Blocked)
+    }
+
+    fn end_verify_phase(&mut self, now: Nanos) {
+        let since_ramp = now.max(self.ramp_end);
+        if let Some(v) = self.tracked.as_deref_mut().and_then(|t| t.verify.as_mut()) {
+            v.phase_ends(since_ramp);
+        }
+    }
+
+    /// How long each direction ran by fio's clock, of the `runtime` after the warm-up,
+    /// where the job read back what it wrote (`None` otherwise: all ran the whole time).
+    /// fio times its verify phases (the read-backs after a pass and at the end) as reads
+    /// only, and the I/O phases as the directions the job's `rw` names: a write job that
+    /// verifies reports its writes over its write phases and its reads over its read-backs.
+    pub fn direction_runtimes(&self, runtime: Nanos) -> Option<[Nanos; 3]> {
+        let v = self.tracked.as_ref()?.verify.as_ref()?;
+        let read_back = v.phase_time.min(runtime);
+        let io = runtime - read_back;
+        let [reads, writes, trims] = self.spec.pattern.directions();
+        let phases = |does: bool| if does { io } else { Nanos::ZERO };
+        Some([phases(reads) + read_back, phases(writes), phases(trims)])
     }
 
     fn set_verify_state(&mut self, state: VerifyState) {
@@ -1604,6 +1650,7 @@ impl JobDriver {
         self.flush_due = FlushDue::No;
         self.empty_pass_flush = false;
         self.draining = false;
+        self.end_verify_phase(now);
         self.set_verify_state(VerifyState::Done); // a failed job reads nothing back
         self.finished_at.get_or_insert(now);
     }
@@ -2320,6 +2367,12 @@ mod tests {
 
     /// Runs a job to its end, completing each batch as it is issued; returns its I/Os.
     fn run_batches(text: &str) -> Vec<IoUnit> {
+        run_batches_to_end(text).1
+    }
+
+    /// Runs the first job of `text`, each batch completing 1 µs after it is issued: the
+    /// driver, what it issued, and when it finished.
+    fn run_batches_to_end(text: &str) -> (JobDriver, Vec<IoUnit>, Nanos) {
         let mut d = driver(text);
         let (mut all, mut out, mut t) = (Vec::new(), Vec::new(), 0u64);
         while t < 1 << 40 {
@@ -2338,7 +2391,31 @@ mod tests {
             }
         }
         assert!(out.is_empty() && d.finished_at().is_some());
-        all
+        let end = d.finished_at().unwrap();
+        (d, all, end)
+    }
+
+    #[test]
+    fn a_verifying_job_times_its_writes_over_its_write_phases_and_its_reads_over_its_read_backs() {
+        let job = "[a]\nioengine=io_uring\niodepth=4\nrw=write\nsize=64k\nverify=crc32c\nloops=2\n";
+        let (d, ios, end) = run_batches_to_end(job);
+        // two passes of 16 writes, each read back: 4 batches each, 1 µs apart
+        assert_eq!(runs(&ios), [(Op::Write, 16), (Op::Read, 16)].repeat(2));
+        let [reads, writes, trims] = d.direction_runtimes(end).unwrap();
+        assert_eq!((reads + writes, trims), (end, Nanos::ZERO));
+        assert!(reads >= Nanos::from_us(6) && writes >= Nanos::from_us(6), "{reads:?} {writes:?} of {end:?}");
+        // a job that reads as well reads the whole time
+        let (d, _, end) = run_batches_to_end("[a]\nioengine=io_uring\niodepth=4\nrw=randrw\nsize=64k\nverify=crc32c\n");
+        let [reads, writes, _] = d.direction_runtimes(end).unwrap();
+        assert!(reads == end && writes < end && writes > Nanos::ZERO, "{reads:?} {writes:?} of {end:?}");
+        // verify_backlog's read-backs within a pass are part of it; only the end's is not
+        let (d, ios, end) = run_batches_to_end(&format!("{job}verify_backlog=4\n"));
+        let [reads, _, _] = d.direction_runtimes(end).unwrap();
+        assert!(ios.iter().filter(|u| u.op == Op::Read).count() >= 32);
+        assert!(reads <= Nanos::from_us(4), "the read-backs between and after the passes: {reads:?} of {end:?}");
+        // without a read-back every direction runs the whole time
+        let (d, _, end) = run_batches_to_end("[a]\nioengine=io_uring\niodepth=4\nrw=write\nsize=64k\n");
+        assert_eq!(d.direction_runtimes(end), None);
     }
 
     #[test]
