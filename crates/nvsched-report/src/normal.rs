@@ -316,7 +316,7 @@ pub fn run_header(jobs: &[JobSpec], version: &str) -> String {
         } else {
             write!(out, "bs=(R) {}, (W) {}, (T) {}, ", sizes(0), sizes(1), sizes(2))
         };
-        let _ = writeln!(out, "ioengine={}, iodepth={}", spec.ioengine, spec.iodepth_given);
+        let _ = writeln!(out, "ioengine={}, iodepth={}", spec.ioengine, spec.iodepth);
         if spec.numjobs > 1 {
             out.push_str("...\n");
         }

@@ -66,8 +66,7 @@ impl JobRecorder {
         job_number: u32,
         per_prio: bool,
     ) -> Result<JobRecorder, String> {
-        let mut stats =
-            JobStats::new(spec.name.clone(), reporting_group, spec.percentile_list.clone(), spec.iodepth_given);
+        let mut stats = JobStats::new(spec.name.clone(), reporting_group, spec.percentile_list.clone(), spec.iodepth);
         stats.percentile_precision = spec.percentile_precision;
         stats.description = spec.description.clone();
         stats.job_options = spec.job_options.clone();

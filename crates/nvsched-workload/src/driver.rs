@@ -559,7 +559,7 @@ impl JobDriver {
             || spec.rate_iops_min[..2] != [0, 0];
         let prio = spec.ioprio();
         let cmdprio = [spec.cmdprio(Op::Read), spec.cmdprio(Op::Write)];
-        let refill_at = refill_below(if sync_engine { 1 } else { spec.iodepth }, &spec);
+        let refill_at = refill_below(spec.queue_depth(), &spec);
         let split = [spec.cmdprio_split(Op::Read), spec.cmdprio_split(Op::Write)];
         let cmdprio_split = split.iter().any(|l| !l.is_empty()).then(|| Box::new(split));
         let serialize_overlap = spec.serialize_overlap;
@@ -581,7 +581,7 @@ impl JobDriver {
             VerifyPass { walk, in_write_order, backlog, backlog_batch, pass_bytes, ..VerifyPass::default() }
         });
         Ok(JobDriver {
-            depth: if sync_engine { 1 } else { spec.iodepth },
+            depth: spec.queue_depth(),
             batch: spec.iodepth_batch_submit.max(1),
             flush_every: spec.fsync_every.max(spec.fdatasync_every),
             spec,

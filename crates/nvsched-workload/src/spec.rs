@@ -239,11 +239,10 @@ pub struct JobSpec {
     /// `bs_is_seq_rand`: `bs`'s read entry sizes sequential I/O and its write entry random
     /// I/O, whatever the direction.
     pub bs_is_seq_rand: bool,
-    /// Requests out at once: `iodepth`, 1 for a synchronous engine.
-    pub iodepth: u32,
     /// `iodepth` as the job gave it, which fio reports (`iodepth=8` in its header and
-    /// `latency_depth` even where a synchronous engine caps the queue at 1).
-    pub iodepth_given: u32,
+    /// `latency_depth` even where a synchronous engine caps the queue at 1); the depth
+    /// the job queues at is [`JobSpec::queue_depth`].
+    pub iodepth: u32,
     pub iodepth_batch_submit: u32,
     /// `iodepth_low`: once `iodepth` requests are out, issue again only when no more than
     /// this many are (0, the default, or `iodepth` and above: keep the queue full).
@@ -581,7 +580,6 @@ impl JobSpec {
             iodepth_batch_complete_min: 1,
             ioengine: "psync".into(),
             engine_kind: EngineKind::Sync,
-            iodepth_given: 1,
             direct: false,
             sync_mode: SyncMode::None,
             fsync_every: 0,
@@ -978,6 +976,14 @@ impl JobSpec {
         }
     }
 
+    /// Requests out at once: `iodepth`, 1 for a synchronous engine.
+    pub fn queue_depth(&self) -> u32 {
+        if self.engine_kind == EngineKind::Sync {
+            1
+        } else {
+            self.iodepth
+        }
+    }
     pub fn writes_fua(&self) -> bool {
         self.sync_mode != SyncMode::None
     }
@@ -1308,7 +1314,6 @@ pub static OPTIONS: &[OptionDef] = &[
     }),
     opt!("iodepth", [], None, "requests in flight for asynchronous engines (1..=65536)", |j, v| {
         j.iodepth = int_in(v, 1, 65_536)? as u32;
-        j.iodepth_given = j.iodepth;
         Ok(())
     }),
     opt!("iodepth_batch_submit", ["iodepth_batch"], None, "requests submitted together (0 = iodepth)", |j, v| {
@@ -3127,7 +3132,6 @@ fn finish_job(job: &mut JobSpec, warnings: &mut Vec<String>) -> Result<(), JobFi
                 job.ioengine
             ));
         }
-        job.iodepth = 1;
     }
     if let Some(align) = job.blockalign {
         // fio: a random map is kept in blocks of the smallest size, so offsets off that
@@ -3147,8 +3151,8 @@ fn finish_job(job: &mut JobSpec, warnings: &mut Vec<String>) -> Result<(), JobFi
             job.option_line("number_ios")
         ));
     }
-    if job.iodepth_batch_submit == 0 || job.iodepth_batch_submit > job.iodepth {
-        job.iodepth_batch_submit = job.iodepth;
+    if job.iodepth_batch_submit == 0 || job.iodepth_batch_submit > job.queue_depth() {
+        job.iodepth_batch_submit = job.queue_depth();
     }
     let lines = &job.option_lines;
     job.buffers.settle(|option| lines.contains_key(option));
@@ -3254,7 +3258,7 @@ fn finish_job(job: &mut JobSpec, warnings: &mut Vec<String>) -> Result<(), JobFi
     if z.range == 0 {
         z.range = z.size;
     }
-    if job.serialize_overlap && job.replay.read_iolog.is_none() && (!job.writes_data() || job.iodepth == 1) {
+    if job.serialize_overlap && job.replay.read_iolog.is_none() && (!job.writes_data() || job.queue_depth() == 1) {
         // fio: nothing to serialise when the job changes no data or has one I/O out
         job.serialize_overlap = false;
     }

@@ -110,7 +110,7 @@ proptest! {
                 }
                 in_flight.push(u);
             }
-            prop_assert!(in_flight.len() as u32 <= spec.iodepth.max(1), "{text}: {} out", in_flight.len());
+            prop_assert!(in_flight.len() as u32 <= spec.queue_depth(), "{text}: {} out", in_flight.len());
             if poll == Poll::Finished {
                 prop_assert!(in_flight.is_empty());
                 return Ok(());

@@ -156,7 +156,7 @@ fn depth_engine_and_batching() {
     let j = job("ioengine=io_uring\niodepth=32\niodepth_batch_submit=8");
     assert_eq!((j.engine_kind, j.iodepth, j.iodepth_batch_submit), (EngineKind::Async, 32, 8));
     assert_eq!(job("ioengine=libaio\niodepth=4\niodepth_batch=0").iodepth_batch_submit, 4);
-    assert_eq!(job("ioengine=psync\niodepth=32").iodepth, 1, "sync engines are depth 1");
+    assert_eq!(job("ioengine=psync\niodepth=32").queue_depth(), 1, "sync engines are depth 1");
     assert_eq!(job("ioengine=libaio\niodepth=${DEPTH}").iodepth, 16);
     for e in ["sync", "psync", "vsync", "pvsync", "pvsync2"] {
         assert_eq!(job(&format!("ioengine={e}")).engine_kind, EngineKind::Sync);
@@ -798,8 +798,8 @@ fn verify_backlog_and_its_batch_are_read() {
 #[test]
 fn a_sync_engine_caps_iodepth_and_says_so() {
     let f = parse("[global]\niodepth=8\n[a]\nioengine=psync\n[b]\nioengine=libaio\n").unwrap();
-    assert_eq!((f.jobs[0].iodepth, f.jobs[0].iodepth_given), (1, 8));
-    assert_eq!((f.jobs[1].iodepth, f.jobs[1].iodepth_given), (8, 8));
+    assert_eq!((f.jobs[0].iodepth, f.jobs[0].queue_depth()), (8, 1));
+    assert_eq!((f.jobs[1].iodepth, f.jobs[1].queue_depth()), (8, 8));
     assert_eq!(f.warnings.len(), 1, "{:?}", f.warnings);
     assert!(f.warnings[0].contains("test.fio:2: iodepth=8 with the synchronous engine psync"), "{:?}", f.warnings);
     assert!(parse("[a]\nioengine=psync\n").unwrap().warnings.is_empty());
