@@ -39,7 +39,7 @@ fn lat_value(stats: &LatStats, hist: Option<(&FioHistogram, &[f64])>, bins: bool
     Value::Object(m)
 }
 
-fn ddir_value(dir: usize, job: &JobStats, group_bw_bytes: f64, bins: bool) -> Value {
+fn ddir_value(dir: usize, job: &JobStats, group_bytes_per_sec: u64, bins: bool) -> Value {
     let d = &job.dirs[dir];
     let runtime_ns = if d.total_ios > 0 { job.dir_runtime(dir).0.max(1) } else { 0 };
     let (bw_bytes, iops) = if runtime_ns > 0 {
@@ -83,7 +83,8 @@ fn ddir_value(dir: usize, job: &JobStats, group_bw_bytes: f64, bins: bool) -> Va
             .collect();
         m.insert("prios".into(), Value::Array(prios));
     }
-    let agg = if group_bw_bytes > 0.0 { 100.0 * bw_bytes as f64 / group_bw_bytes } else { 0.0 };
+    // fio: no samples, no share
+    let agg = if bw_samples > 0 { group_share_pct(bw_mean, group_bytes_per_sec) } else { 0.0 };
     m.insert("bw_min".into(), json!(bw_min as u64));
     m.insert("bw_max".into(), json!(bw_max as u64));
     m.insert("bw_agg".into(), json!(agg));
@@ -183,7 +184,7 @@ fn options_value(options: &OptionsAsWritten) -> Option<Value> {
     (!options.is_empty()).then(|| Value::Object(valued.collect()))
 }
 
-fn job_value(job: &JobStats, group_bw: &[f64; 3], elapsed: Nanos, bins: bool) -> Value {
+fn job_value(job: &JobStats, group_bw: &[u64; 3], elapsed: Nanos, bins: bool) -> Value {
     let mut m = Map::new();
     m.insert("jobname".into(), json!(job.name));
     m.insert("groupid".into(), json!(job.groupid));
@@ -211,6 +212,10 @@ fn job_value(job: &JobStats, group_bw: &[f64; 3], elapsed: Nanos, bins: bool) ->
             "sync".into(),
             json!({ "total_ios": job.sync_total_ios(), "lat_ns": lat_value(&job.sync, hist, bins) }),
         );
+    }
+    if job.also_mixed {
+        // fio's unified_rw_reporting=both; its share of the group is of the group's reads
+        m.insert("mixed".into(), ddir_value(0, &job.mixed(), group_bw[0], bins));
     }
     m.insert("job_runtime".into(), json!(ms_round(job.runtime.0)));
     let (usr, sys) = job.cpu.percentages();
@@ -243,21 +248,51 @@ fn job_value(job: &JobStats, group_bw: &[f64; 3], elapsed: Nanos, bins: bool) ->
     Value::Object(m)
 }
 
-/// Bandwidth totals per group and direction, for `bw_agg`.
-pub fn group_bandwidths(jobs: &[JobStats]) -> Vec<(u32, [f64; 3])> {
-    let mut out: Vec<(u32, [f64; 3])> = Vec::new();
-    for j in jobs {
-        let bws: [f64; 3] = std::array::from_fn(|d| dir_bw_bytes(&j.dirs[d], j.dir_runtime(d).0).floor());
-        match out.iter_mut().find(|(g, _)| *g == j.groupid) {
-            Some((_, acc)) => {
-                for d in 0..3 {
-                    acc[d] += bws[d];
-                }
-            }
-            None => out.push((j.groupid, bws)),
-        }
+/// Each group's bandwidth per direction in bytes/s (fio's `agg`, which `bw_agg` and
+/// `per=` are shares of).
+pub fn group_bandwidths(jobs: &[JobStats]) -> Vec<(u32, [u64; 3])> {
+    let mut groups: Vec<u32> = jobs.iter().map(|j| j.groupid).collect();
+    groups.dedup();
+    groups
+        .into_iter()
+        .map(|g| {
+            let rates = std::array::from_fn(|d| {
+                let members: Vec<&JobStats> =
+                    jobs.iter().filter(|j| j.groupid == g && j.dirs[d].total_ios > 0).collect();
+                group_rate(&members, d)
+            });
+            (g, rates)
+        })
+        .collect()
+}
+
+/// How long a job's direction `d` ran in milliseconds, as fio keeps it (and the JSON's
+/// `runtime`).
+pub(crate) fn runtime_ms(job: &JobStats, d: usize) -> u64 {
+    ms_round(job.dir_runtime(d).0)
+}
+
+/// Bytes per second of one direction of a job, fio's integer way (bytes x 1000 / ms).
+pub(crate) fn dir_rate(bytes: u64, ms: u64) -> u64 {
+    bytes.saturating_mul(1000) / ms.max(1)
+}
+
+/// A group's bandwidth in one direction (fio's `agg`): all its members' bytes over their
+/// longest run.
+pub(crate) fn group_rate(members: &[&JobStats], d: usize) -> u64 {
+    let bytes = members.iter().map(|j| j.dirs[d].io_bytes).sum();
+    dir_rate(bytes, members.iter().map(|j| runtime_ms(j, d)).max().unwrap_or(0))
+}
+
+/// A job's share of its group's bandwidth as fio works it out for `bw_agg` and `per=`:
+/// the job's mean sample in whole KiB/s over the group's rate, at most 100%; 100% for a
+/// group under 1 KiB/s.
+pub(crate) fn group_share_pct(mean_kib_per_sec: f64, group_bytes_per_sec: u64) -> f64 {
+    if group_bytes_per_sec > 1024 {
+        (mean_kib_per_sec.trunc() * 100.0 / (group_bytes_per_sec as f64 / 1024.0)).min(100.0)
+    } else {
+        100.0
     }
-    out
 }
 
 fn disk_value(d: &DiskUtil) -> Value {
@@ -289,7 +324,7 @@ pub fn report_value(r: &RunReport, bins: bool) -> Value {
         .jobs
         .iter()
         .map(|j| {
-            let bw = groups.iter().find(|(g, _)| *g == j.groupid).map_or([0.0; 3], |(_, b)| *b);
+            let bw = groups.iter().find(|(g, _)| *g == j.groupid).map_or([0; 3], |(_, b)| *b);
             job_value(j, &bw, r.elapsed, bins)
         })
         .collect();

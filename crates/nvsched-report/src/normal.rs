@@ -1,7 +1,7 @@
 //! fio's human-readable output (`--output-format=normal`), plus nvsched's own summary
 //! lines at the end.
 
-use crate::fio_json::{batch_percentages, latency_maps, ms_round, LatencyMap};
+use crate::fio_json::{batch_percentages, dir_rate, group_rate, group_share_pct, latency_maps, runtime_ms, LatencyMap};
 use crate::stats::{JobStats, LatStats, PrioStats};
 use crate::RunReport;
 use nvsched_workload::steadystate::SsMetric;
@@ -120,26 +120,9 @@ fn percentile_block(out: &mut String, title: &str, (list, precision): (&[f64], u
     }
 }
 
-/// How long a job's direction `d` ran in milliseconds, as fio keeps it (and the JSON's
-/// `runtime`).
-fn runtime_ms(job: &JobStats, d: usize) -> u64 {
-    ms_round(job.dir_runtime(d).0)
-}
-
-/// Bytes per second of one direction of a job, fio's integer way (bytes x 1000 / ms).
-fn dir_rate(bytes: u64, ms: u64) -> u64 {
-    bytes.saturating_mul(1000) / ms.max(1)
-}
-
 /// The jobs of `group` that did I/O in direction `d`.
 fn group_members(r: &RunReport, group: u32, d: usize) -> Vec<&JobStats> {
     r.jobs.iter().filter(|j| j.groupid == group && j.dirs[d].total_ios > 0).collect()
-}
-
-/// A group's aggregate bandwidth in one direction: all its bytes over its longest run.
-fn group_rate(members: &[&JobStats], d: usize) -> u64 {
-    let bytes = members.iter().map(|j| j.dirs[d].io_bytes).sum();
-    dir_rate(bytes, members.iter().map(|j| runtime_ms(j, d)).max().unwrap_or(0))
 }
 
 /// `  read: IOPS=.., BW=..(..)(io/runtime)`, fio's first line of a direction.
@@ -208,16 +191,6 @@ fn ddir(out: &mut String, d: usize, job: &JobStats, group_bytes_per_sec: u64) {
     }
 }
 
-/// A job's share of its group's bandwidth as fio works it out: the job's mean in whole
-/// KiB/s over the group's rate, at most 100%.
-fn group_share_pct(mean_kib_per_sec: f64, group_bytes_per_sec: u64) -> f64 {
-    if group_bytes_per_sec > 1024 {
-        (mean_kib_per_sec.trunc() * 100.0 / (group_bytes_per_sec as f64 / 1024.0)).min(100.0)
-    } else {
-        100.0
-    }
-}
-
 /// fio's `bw` and `iops` lines from (min, max, mean, stdev, samples) of the per-window
 /// KiB/s and IOPS; bandwidth over 1 GiB/s is shown in MiB/s.
 fn bw_lines(out: &mut String, kib: (f64, f64, f64, f64, u64), share_pct: f64, iops: (f64, f64, f64, f64, u64)) {
@@ -258,6 +231,21 @@ struct GroupLine {
     min_run_ms: u64,
     max_run_ms: u64,
     sig_figs: usize,
+}
+
+/// fio's `MIXED` group line (`unified_rw_reporting=both`) from the directions' lines:
+/// their bytes and bandwidths summed, the slowest and fastest job of any, the shortest
+/// and longest run.
+fn mixed_group_line(lines: &[GroupLine]) -> Option<GroupLine> {
+    Some(GroupLine {
+        bytes_per_sec: lines.iter().map(|l| l.bytes_per_sec).sum(),
+        min_job_bytes_per_sec: lines.iter().map(|l| l.min_job_bytes_per_sec).min()?,
+        max_job_bytes_per_sec: lines.iter().map(|l| l.max_job_bytes_per_sec).max()?,
+        io_bytes: lines.iter().map(|l| l.io_bytes).sum(),
+        min_run_ms: lines.iter().map(|l| l.min_run_ms).min()?,
+        max_run_ms: lines.iter().map(|l| l.max_run_ms).max()?,
+        sig_figs: lines.last()?.sig_figs,
+    })
 }
 
 fn group_line(out: &mut String, name: &str, g: &GroupLine) {
@@ -353,9 +341,14 @@ pub fn render(r: &RunReport) -> String {
         if let Some(desc) = &job.description {
             let _ = writeln!(out, "  Description  : [{desc}]");
         }
-        for d in 0..3 {
-            let group_bytes_per_sec = group_rate(&group_members(r, job.groupid, d), d);
+        let group_rates: [u64; 3] = std::array::from_fn(|d| group_rate(&group_members(r, job.groupid, d), d));
+        for (d, &group_bytes_per_sec) in group_rates.iter().enumerate() {
             ddir(&mut out, d, job, group_bytes_per_sec);
+        }
+        if job.also_mixed {
+            // unified_rw_reporting=both (fio 3.33 prints this line's IOPS, BW and io as 0;
+            // its JSON has the sums shown here)
+            ddir(&mut out, 0, &job.mixed(), group_rates[0]);
         }
         let (ns, us, ms) = latency_maps(&job.all_clat_hist());
         latency_rows(&mut out, [("nsec", &ns), ("usec", &us), ("msec", &ms)]);
@@ -419,6 +412,7 @@ pub fn render(r: &RunReport) -> String {
         // fio opens every group's block with an empty line, not only the first
         let _ = writeln!(out, "\nRun status group {g} (all jobs):");
         let unified = r.jobs.iter().any(|j| j.groupid == g && j.unified);
+        let mut lines = Vec::new();
         for d in 0..3 {
             let name = dir_name(d, unified).to_uppercase();
             let members = group_members(r, g, d);
@@ -438,6 +432,12 @@ pub fn render(r: &RunReport) -> String {
                 sig_figs: members.last().map_or(4, |j| j.sig_figs.into()),
             };
             group_line(&mut out, &name, &line);
+            lines.push(line);
+        }
+        if r.jobs.iter().any(|j| j.groupid == g && j.also_mixed) {
+            if let Some(line) = mixed_group_line(&lines) {
+                group_line(&mut out, "MIXED", &line);
+            }
         }
     }
     for d in &r.disk_util {

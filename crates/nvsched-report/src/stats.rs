@@ -308,6 +308,9 @@ pub struct JobStats {
     pub ramp_dropped: u64,
     /// `unified_rw_reporting=mixed`: every direction was folded into `dirs[0]`.
     pub unified: bool,
+    /// fio's `unified_rw_reporting=both`: the directions apart, then their sum as
+    /// "mixed" ([`JobStats::mixed`]).
+    pub also_mixed: bool,
     /// `latency_target` (ns), `latency_window` (µs) and `latency_percentile`, as fio
     /// reports them beside `latency_depth`.
     pub latency_target_ns: u64,
@@ -496,6 +499,7 @@ impl JobStats {
             iodepth,
             ramp_dropped: 0,
             unified: false,
+            also_mixed: false,
             latency_target_ns: 0,
             latency_window_us: 0,
             latency_percentile: 100.0,
@@ -559,6 +563,16 @@ impl JobStats {
         if self.unified {
             return;
         }
+        // fio sums the directions' bandwidth and IOPS samples as it sums a group's
+        // (read and write one sample each: samples=2, min = the two minima's sum)
+        let [mut mixed, rest @ ..] = self.sample_sums();
+        for [bw, iops] in rest {
+            mixed[0].add(bw);
+            mixed[1].add(iops);
+        }
+        self.group_samples = Some([mixed, Default::default(), Default::default()]);
+        // and runs it as long as its longest direction
+        self.dir_runtimes = self.dir_runtimes.map(|r| [r.into_iter().max().unwrap_or(Nanos::ZERO); 3]);
         let [first, rest @ ..] = &mut self.dirs;
         for d in rest.iter_mut() {
             first.merge(d);
@@ -672,8 +686,17 @@ impl JobStats {
         })
     }
 
+    /// The entry with its directions summed into one, "mixed" (`unified_rw_reporting=both`
+    /// shows it after the directions).
+    pub fn mixed(&self) -> JobStats {
+        let mut mixed = self.clone();
+        mixed.unify_directions();
+        mixed
+    }
+
     /// Folds another clone or job into this entry (group reporting).
     pub fn merge(&mut self, other: &JobStats) {
+        self.also_mixed |= other.also_mixed;
         if self.unified != other.unified {
             // a group with unified and separate jobs reports unified
             self.unify_directions();

@@ -10,7 +10,7 @@ fn us_stats(out: &mut String, s: &LatStats) {
     let _ = write!(out, ";{};{};{:.6};{:.6}", s.min / 1000, s.max / 1000, s.mean() / 1000.0, s.stddev() / 1000.0);
 }
 
-fn ddir(out: &mut String, dir: usize, job: &JobStats, group_bw: f64) {
+fn ddir(out: &mut String, dir: usize, job: &JobStats, group_bytes_per_sec: u64) {
     let d = &job.dirs[dir];
     let runtime_ns = if d.total_ios > 0 { job.dir_runtime(dir).0.max(1) } else { 0 };
     let bw_bytes = dir_bw_bytes(d, runtime_ns);
@@ -45,8 +45,13 @@ fn ddir(out: &mut String, dir: usize, job: &JobStats, group_bw: f64) {
         }
     }
     us_stats(out, &d.lat);
-    let (min, max, mean, dev, _) = job.bw_summary(dir);
-    let agg = if group_bw > 0.0 { 100.0 * bw_bytes.floor() / group_bw } else { 0.0 };
+    let (min, max, mean, dev, samples) = job.bw_summary(dir);
+    // fio's terse share: the mean over the group's rate in whole KiB/s, at most 100%
+    let agg = match group_bytes_per_sec / 1024 {
+        _ if samples == 0 => 0.0,
+        0 => 100.0,
+        group_kib => (mean * 100.0 / group_kib as f64).min(100.0),
+    };
     let _ = write!(out, ";{};{};{agg:.6}%;{mean:.6};{dev:.6}", min as u64, max as u64);
 }
 
@@ -55,12 +60,16 @@ pub fn render(r: &RunReport) -> String {
     let groups = group_bandwidths(&r.jobs);
     let mut out = String::new();
     for job in &r.jobs {
-        let bw = groups.iter().find(|(g, _)| *g == job.groupid).map_or([0.0; 3], |(_, b)| *b);
+        let bw = groups.iter().find(|(g, _)| *g == job.groupid).map_or([0; 3], |(_, b)| *b);
         let _ = write!(out, "3;{};{};{};{}", r.version, job.name, job.groupid, job.errno());
         ddir(&mut out, 0, job, bw[0]);
         if !job.unified {
             // under unified_rw_reporting=mixed fio's line has the one mixed direction
             ddir(&mut out, 1, job, bw[1]);
+        }
+        if job.also_mixed {
+            // unified_rw_reporting=both: the mixed direction follows
+            ddir(&mut out, 0, &job.mixed(), bw[0]);
         }
         let (usr, sys) = job.cpu.percentages();
         let _ = write!(out, ";{usr:.6}%;{sys:.6}%;{};{};{}", job.cpu.ctx, job.cpu.majf, job.cpu.minf);

@@ -182,6 +182,17 @@ pub enum EngineKind {
     Async,
 }
 
+/// fio's `unified_rw_reporting`: how a job's report shows its directions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum UnifiedRw {
+    /// Reads, writes and trims apart.
+    None,
+    /// One "mixed" direction, their sum.
+    Mixed,
+    /// Apart, and their sum as "mixed" after them.
+    Both,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SyncMode {
     None,
@@ -336,8 +347,8 @@ pub struct JobSpec {
     /// `stats=0`: the job runs but is left out of the report (e.g. a fill before the
     /// measured jobs).
     pub stats: bool,
-    /// `unified_rw_reporting=mixed`: one "mixed" direction in the report.
-    pub unified_rw_reporting: bool,
+    /// `unified_rw_reporting`: how the report shows the directions.
+    pub unified_rw_reporting: UnifiedRw,
     pub percentile_list: Vec<f64>,
     /// Decimals the normal output shows of each percentile: the most any entry of
     /// `percentile_list` was written with (2 for the default list), as fio prints them.
@@ -631,7 +642,7 @@ impl JobSpec {
             new_group: false,
             group_reporting: false,
             stats: true,
-            unified_rw_reporting: false,
+            unified_rw_reporting: UnifiedRw::None,
             percentile_list: DEFAULT_PERCENTILES.to_vec(),
             percentile_precision: 2,
             slat_percentiles: false,
@@ -1970,15 +1981,17 @@ pub static OPTIONS: &[OptionDef] = &[
         "unified_rw_reporting",
         [],
         Some("1"),
-        "none (0) or mixed (1): report reads, writes and trims together as one \"mixed\" direction",
+        "none (0): reads, writes and trims apart; mixed (1): together as one \"mixed\" direction; both (2): apart, then mixed",
         |j, v| {
             j.unified_rw_reporting = match v {
-                "none" | "0" => false,
-                "mixed" | "1" => true,
-                "both" | "2" => {
-                    return Err("'both' is not supported; use mixed, or none for the separate directions".into())
+                "none" | "0" => UnifiedRw::None,
+                "mixed" | "1" => UnifiedRw::Mixed,
+                "both" | "2" => UnifiedRw::Both,
+                other => {
+                    return Err(format!(
+                        "'{other}' is not a unified_rw_reporting mode; accepted: none, 0, mixed, 1, both, 2"
+                    ))
                 }
-                other => return Err(format!("'{other}' is not a unified_rw_reporting mode; accepted: none, 0, mixed, 1")),
             };
             Ok(())
         }
@@ -3123,15 +3136,13 @@ fn apply_option(
 /// Cross-option checks and fio's derived defaults.
 fn finish_job(job: &mut JobSpec, warnings: &mut Vec<String>) -> Result<(), JobFileError> {
     let err = |opt: Option<&str>, m: String| JobFileError::new(&job.at, opt, m);
-    if job.engine_kind == EngineKind::Sync {
-        if job.iodepth > 1 {
-            warnings.push(format!(
-                "{}: iodepth={} with the synchronous engine {}: the queue depth is capped at 1, as fio notes (an asynchronous engine such as libaio or io_uring queues more)",
-                job.option_line("iodepth"),
-                job.iodepth,
-                job.ioengine
-            ));
-        }
+    if job.queue_depth() < job.iodepth {
+        warnings.push(format!(
+            "{}: iodepth={} with the synchronous engine {}: the queue depth is capped at 1, as fio notes (an asynchronous engine such as libaio or io_uring queues more)",
+            job.option_line("iodepth"),
+            job.iodepth,
+            job.ioengine
+        ));
     }
     if let Some(align) = job.blockalign {
         // fio: a random map is kept in blocks of the smallest size, so offsets off that

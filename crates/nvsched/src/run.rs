@@ -6,7 +6,7 @@ use nvsched_report::{DiskUtil, JobStats, RunReport};
 use nvsched_sim::{simulate, Observer, SimInput, SimOutcome};
 use nvsched_ssd::{load_profile, DeviceProfile, DriveStates, ModelConfig, Precondition};
 use nvsched_workload::jobfile::{Environment, HostEnvironment, JobFileError};
-use nvsched_workload::{JobFile, JobSpec, ReplayStats};
+use nvsched_workload::{JobFile, JobSpec, ReplayStats, UnifiedRw};
 use serde_json::{json, Map, Value};
 use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -280,8 +280,10 @@ pub fn reporting_entries(jobs: &JobFile, clones: &[(u32, usize, &JobStats)]) -> 
             continue; // `stats=0`
         }
         let mut stats = stats.clone();
-        if spec.unified_rw_reporting {
-            stats.unify_directions();
+        match spec.unified_rw_reporting {
+            UnifiedRw::None => {}
+            UnifiedRw::Mixed => stats.unify_directions(),
+            UnifiedRw::Both => stats.also_mixed = true,
         }
         match entries.last_mut() {
             Some(entry) if spec.group_reporting && previous_group == Some(group) => entry.merge(&stats),

@@ -220,6 +220,10 @@ fn unified_rw_reporting_reports_one_mixed_direction_as_fio() {
     let (_, separate) = run_json(&temp_job("separate.fio", &text.replace("=mixed", "=none")), &[]);
     let n = |v: &Value, d: &str| v["jobs"][0][d]["total_ios"].as_u64().unwrap();
     assert_eq!(n(&ours, "mixed"), n(&separate, "read") + n(&separate, "write"));
+    // fio sums the directions' samples, one each here (fio 3.33: bw_samples=2)
+    let samples = |v: &Value, d: &str| v["jobs"][0][d]["bw_samples"].as_u64().unwrap();
+    assert_eq!(samples(&ours, "mixed"), samples(&separate, "read") + samples(&separate, "write"));
+    assert_eq!(samples(&fixture("mixed-unified.json"), "mixed"), 2);
     assert!(n(&separate, "read") > 0 && n(&separate, "write") > 0);
     let normal = String::from_utf8(nvsched(&["run", job.to_str().unwrap(), "-q"]).stdout).unwrap();
     assert!(normal.contains("\n  mixed: IOPS=") && normal.contains("\n  MIXED: bw="), "{normal}");
@@ -228,6 +232,72 @@ fn unified_rw_reporting_reports_one_mixed_direction_as_fio() {
         String::from_utf8(nvsched(&["run", job.to_str().unwrap(), "--output-format=terse", "-q"]).stdout).unwrap();
     let fio_terse = std::fs::read_to_string(job.with_extension("terse")).unwrap();
     assert_eq!(terse.trim().split(';').count(), fio_terse.trim().split(';').count(), "one direction, as fio's");
+}
+
+/// `unified_rw_reporting=both`: the directions apart, then their sum as "mixed" (after
+/// `sync` in the JSON, after the directions in the normal and terse outputs, a `MIXED`
+/// group line), as fio 3.33 reports it (`mixed-both.*`). fio sums the directions'
+/// bandwidth samples: one each gives `samples=2`, min = the two minima's sum.
+#[test]
+fn unified_rw_reporting_both_adds_the_mixed_sum_as_fio() {
+    let job = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/fio-3.33/mixed-both.fio");
+    let (_, ours) = run_json(&job, &[]);
+    let ours = &ours["jobs"][0];
+    assert_same_structure(&fixture("mixed-both.json")["jobs"][0], ours, "jobs[0]");
+    let keys: Vec<&String> = ours.as_object().unwrap().keys().collect();
+    let at = |k: &str| keys.iter().position(|x| *x == k).unwrap();
+    assert_eq!(at("mixed"), at("sync") + 1, "{keys:?}");
+    let n = |d: &str, k: &str| ours[d][k].as_f64().unwrap();
+    for k in ["total_ios", "io_bytes", "bw_samples", "bw_min", "iops_samples", "iops_mean"] {
+        assert_eq!(n("mixed", k), n("read", k) + n("write", k), "{k}");
+    }
+    assert!(n("read", "total_ios") > 0.0 && n("write", "total_ios") > 0.0);
+    assert_eq!(ours["mixed"]["clat_ns"]["N"].as_u64().unwrap(), n("mixed", "total_ios") as u64);
+    let normal = String::from_utf8(nvsched(&["run", job.to_str().unwrap(), "-q"]).stdout).unwrap();
+    let order: Vec<usize> = [
+        "\n  read: IOPS=",
+        "\n  write: IOPS=",
+        "\n  mixed: IOPS=",
+        "\n   READ: bw=",
+        "\n  WRITE: bw=",
+        "\n  MIXED: bw=",
+    ]
+    .iter()
+    .map(|l| normal.find(l).unwrap_or_else(|| panic!("{l} in {normal}")))
+    .collect();
+    assert!(order.windows(2).all(|w| w[0] < w[1]), "{normal}");
+    let terse =
+        String::from_utf8(nvsched(&["run", job.to_str().unwrap(), "--output-format=terse", "-q"]).stdout).unwrap();
+    let fio_terse = std::fs::read_to_string(job.with_extension("terse")).unwrap();
+    assert_eq!(terse.trim().split(';').count(), fio_terse.trim().split(';').count(), "three directions, as fio's");
+}
+
+/// A job's share of its group's bandwidth (`bw_agg`, terse's `bw_agg%`) is its mean
+/// sample over the group's rate, at most 100%, 0 without samples: fio 3.33's terse
+/// `mixed.terse` shows 94.200801% for a mean of 3754680 KiB/s over 3985826 KiB/s.
+#[test]
+fn bandwidth_shares_are_the_mean_sample_over_the_groups_rate_as_in_fio() {
+    let text = "[global]\nioengine=null\nsize=1g\nrw=randread\nruntime=2\ntime_based\n[a]\nrate_iops=1000\n[b]\nrate_iops=3000\n";
+    let job = temp_job("bw-agg.fio", text);
+    let (_, v) = run_json(&job, &[]);
+    // the group's rate as fio works it out: its bytes over its longest run in ms
+    let jobs = v["jobs"].as_array().unwrap();
+    let bytes: u64 = jobs.iter().map(|j| j["read"]["io_bytes"].as_u64().unwrap()).sum();
+    let longest_ms = jobs.iter().map(|j| j["read"]["runtime"].as_u64().unwrap()).max().unwrap();
+    let group_kib = (bytes * 1000 / longest_ms) as f64 / 1024.0;
+    let terse =
+        String::from_utf8(nvsched(&["run", job.to_str().unwrap(), "--output-format=terse", "-q"]).stdout).unwrap();
+    for (j, line) in jobs.iter().zip(terse.lines()) {
+        let mean = j["read"]["bw_mean"].as_f64().unwrap();
+        let expected = (mean.trunc() * 100.0 / group_kib).min(100.0);
+        assert!((j["read"]["bw_agg"].as_f64().unwrap() - expected).abs() < 0.01, "{j}");
+        let share: f64 = line.split(';').nth(43).unwrap().trim_end_matches('%').parse().unwrap();
+        assert!((share - expected).abs() < 0.05, "{line}");
+        assert!(share > 20.0 && share < 80.0, "a quarter and three quarters: {share}");
+    }
+    // no samples (shorter than a window): no share
+    let (_, v) = run_json(&temp_job("bw-agg-short.fio", &text.replace("runtime=2", "runtime=100ms")), &[]);
+    assert_eq!(v["jobs"][0]["read"]["bw_agg"], 0.0);
 }
 
 /// Which clones share a report entry, as fio 3.33 groups them (checked against fio's JSON
