@@ -13,6 +13,12 @@ pub mod terse;
 
 pub use hist::FioHistogram;
 pub use recorder::{CompletedIo, JobRecorder};
+
+/// A clone's statistics so far, as `--status-interval` dumps them: (reporting group, job
+/// index, statistics).
+pub type CloneStatus = (u32, usize, stats::JobStats);
+/// Where `--status-interval` dumps go: the time into the run, and every clone's status.
+pub type StatusDump = Box<dyn FnMut(nvsched_core::Nanos, Vec<CloneStatus>)>;
 pub use stats::{CpuUsage, DirStats, JobError, JobStats, LatStats, PercentileKinds};
 
 use nvsched_core::Nanos;

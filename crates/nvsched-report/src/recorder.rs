@@ -41,11 +41,22 @@ pub struct JobRecorder {
     /// `log_unix_epoch` or `log_alternate_epoch`: the clock's time, in milliseconds, at the
     /// engine's time zero (its logs count from it); `None` without.
     log_clock_ms: Option<u64>,
+    /// The clone has stopped: its statistics' times are final.
+    has_stopped: bool,
 }
 
 impl JobRecorder {
     pub fn new(stats: JobStats, logs: Option<Box<IoLogs>>, per_prio: bool, sync_engine: bool) -> JobRecorder {
-        JobRecorder { stats, logs, issue_log: None, per_prio, sync_engine, reap_pending: 0, log_clock_ms: None }
+        JobRecorder {
+            stats,
+            logs,
+            issue_log: None,
+            per_prio,
+            sync_engine,
+            reap_pending: 0,
+            log_clock_ms: None,
+            has_stopped: false,
+        }
     }
 
     /// A job with `log_unix_epoch` or `log_alternate_epoch` writes its log times from its
@@ -139,12 +150,18 @@ impl JobRecorder {
     /// (on the run's clock) to then, its samples stop at its `runtime` limit, and its
     /// directions ran as long as its driver's phases say.
     pub fn stopped(&mut self, driver: &JobDriver, end: Nanos) {
-        let ramp_end = driver.ramp_end();
-        let s = &mut self.stats;
-        s.stats_start = ramp_end;
-        s.runtime = end.saturating_sub(ramp_end);
-        s.runtime_limit = driver.end().map(|t| t.saturating_sub(ramp_end));
-        s.dir_runtimes = driver.direction_runtimes(s.runtime);
+        set_times(&mut self.stats, driver, end);
+        self.has_stopped = true;
+    }
+
+    /// The clone's statistics so far, at `now` (`--status-interval`): a stopped clone's as
+    /// they are, a running one's as if it stopped now.
+    pub fn snapshot(&self, driver: &JobDriver, now: Nanos) -> JobStats {
+        let mut stats = self.stats.clone();
+        if !self.has_stopped {
+            set_times(&mut stats, driver, now);
+        }
+        stats
     }
 
     /// `n` of the clone's requests completed at one instant: one reap in fio's
@@ -246,6 +263,15 @@ impl JobRecorder {
             logs.record(since_start, io.op, io.len_bytes, io.offset_bytes, io.prio, slat, clat);
         }
     }
+}
+
+/// The times of statistics that run from the clone's warm-up end to `end`.
+fn set_times(s: &mut JobStats, driver: &JobDriver, end: Nanos) {
+    let ramp_end = driver.ramp_end();
+    s.stats_start = ramp_end;
+    s.runtime = end.saturating_sub(ramp_end);
+    s.runtime_limit = driver.end().map(|t| t.saturating_sub(ramp_end));
+    s.dir_runtimes = driver.direction_runtimes(s.runtime);
 }
 
 #[cfg(test)]

@@ -23,6 +23,13 @@ pub trait Observer {
     fn on_complete(&mut self, _now: Nanos, _rq: &Request, _latency: Nanos) {}
     /// Every few thousand events.
     fn on_progress(&mut self, _now: Nanos) {}
+    /// How often, in simulated time, to call [`Observer::on_status`] (`--status-interval`).
+    fn status_every(&self) -> Option<Nanos> {
+        None
+    }
+    /// Every clone's statistics so far, at each `status_every`: (reporting group, job
+    /// index, statistics).
+    fn on_status(&mut self, _now: Nanos, _clones: Vec<nvsched_report::CloneStatus>) {}
 }
 
 /// An observer that does nothing.
@@ -203,6 +210,8 @@ pub struct Simulation<'o> {
     files: Vec<PlacedFile>,
     tenants: Vec<(String, u32)>,
     observer: &'o mut dyn Observer,
+    /// When the observer's next status is due.
+    next_status: Option<Nanos>,
 }
 
 impl<'o> Simulation<'o> {
@@ -304,6 +313,7 @@ impl<'o> Simulation<'o> {
             device_series: [Vec::new(), Vec::new()],
             files,
             tenants: tenants.named,
+            next_status: observer.status_every().filter(|every| *every > Nanos::ZERO),
             observer,
         })
     }
@@ -343,11 +353,28 @@ impl<'o> Simulation<'o> {
             if self.events.processed() & 0xffff == 0 {
                 self.observer.on_progress(self.now);
             }
+            if self.next_status.is_some_and(|at| self.now >= at) {
+                self.status();
+            }
         }
         if self.phase < self.phases.len() || self.in_system > 0 {
             return Err(self.stall_error());
         }
         self.finish(wall.elapsed())
+    }
+
+    /// Hands the observer every clone's statistics so far; the next status is due an
+    /// interval after the one just passed.
+    #[cold]
+    fn status(&mut self) {
+        let now = self.now;
+        let clones =
+            self.jobs.iter().map(|j| (j.reporting_group, j.job_index, j.rec.snapshot(&j.driver, now))).collect();
+        self.observer.on_status(now, clones);
+        if let (Some(at), Some(every)) = (self.next_status, self.observer.status_every()) {
+            let passed = (now.0 - at.0) / every.0.max(1) + 1;
+            self.next_status = Some(Nanos(at.0 + passed * every.0.max(1)));
+        }
     }
 
     fn stall_error(&self) -> SimError {

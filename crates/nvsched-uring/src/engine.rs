@@ -180,6 +180,8 @@ struct Engine {
     completions: u64,
     batch: Vec<IoUnit>,
     waits: u64,
+    /// `--status-interval`: when the next status is due, and where it goes.
+    status: Option<(Nanos, StatusHook)>,
 }
 
 /// The process's CPU time, context switches and page faults so far (getrusage).
@@ -247,8 +249,25 @@ struct Wanted {
     invalidate: bool,
 }
 
+/// `--status-interval`: every `every` of the run (wall-clock), every clone's statistics
+/// so far go to `dump`, as (reporting group, job index, statistics).
+pub struct StatusHook {
+    pub every: Nanos,
+    pub dump: nvsched_report::StatusDump,
+}
+
 /// Runs the jobs on real files or devices.
 pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions) -> Result<UringOutcome, String> {
+    run_with_status(jobs, scheduler, opts, None)
+}
+
+/// [`run`], handing `status` the statistics so far at its intervals.
+pub fn run_with_status(
+    jobs: &[JobSpec],
+    scheduler: Box<dyn Scheduler>,
+    opts: &UringOptions,
+    status: Option<StatusHook>,
+) -> Result<UringOutcome, String> {
     // targets: one per distinct file name, sized for every clone using it
     let mut wanted: Vec<Wanted> = Vec::new();
     for spec in jobs {
@@ -347,7 +366,7 @@ pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions)
             return Err(e);
         }
     }
-    let result = run_on(jobs, scheduler, opts, &targets_open);
+    let result = run_on(jobs, scheduler, opts, &targets_open, status);
     cleanup(&targets_open, opts.keep_files);
     result
 }
@@ -409,6 +428,7 @@ fn run_on(
     scheduler: Box<dyn Scheduler>,
     opts: &UringOptions,
     targets: &[Target],
+    status: Option<StatusHook>,
 ) -> Result<UringOutcome, String> {
     // One thread submits and reaps: completions need no interrupting task work
     // (COOP_TASKRUN), and the kernel may skip issuer checks (SINGLE_ISSUER). Older
@@ -563,6 +583,7 @@ fn run_on(
         completions: 0,
         batch: Vec::with_capacity(64),
         waits: 0,
+        status: status.filter(|s| s.every > Nanos::ZERO).map(|s| (s.every, s)),
     };
     e.event_loop()?;
     let end = e.now();
@@ -727,10 +748,26 @@ impl Engine {
         }
     }
 
+    /// Hands the status hook every clone's statistics so far; the next is due an interval
+    /// after the one just passed.
+    #[cold]
+    fn status(&mut self, now: Nanos) {
+        let clones =
+            self.clones.iter().map(|c| (c.reporting_group, c.job_index, c.rec.snapshot(&c.driver, now))).collect();
+        if let Some((due, hook)) = &mut self.status {
+            (hook.dump)(now, clones);
+            let every = hook.every.0.max(1);
+            *due = Nanos(due.0 + ((now.0 - due.0) / every + 1) * every);
+        }
+    }
+
     fn event_loop(&mut self) -> Result<(), String> {
         self.start_phase(0, Nanos::ZERO);
         loop {
             let now = self.now();
+            if self.status.as_ref().is_some_and(|(due, _)| now >= *due) {
+                self.status(now);
+            }
             if !self.waiting.is_empty() {
                 self.start_waiters(now);
             }

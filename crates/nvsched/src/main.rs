@@ -6,7 +6,7 @@ use nvsched::figures::RunSeries;
 use nvsched::run::{run_sim, RunSpec};
 use nvsched_core::Nanos;
 use nvsched_policy::{Request, ALIASES, COMMON_PARAMS, POLICIES};
-use nvsched_report::Format;
+use nvsched_report::{CloneStatus, Format, StatusDump};
 use nvsched_sim::Observer;
 use nvsched_ssd::{builtin_profiles, load_profile, DeviceProfile};
 use nvsched_workload::jobfile::HostEnvironment;
@@ -185,6 +185,50 @@ struct RunArgs {
     /// uring: ring size (the most requests at the device at once).
     #[arg(long, default_value_t = 256)]
     ring_entries: u32,
+    /// Print the report of every job so far (from its start, in the output formats, without
+    /// the header) every TIME of the run, as fio's --status-interval: simulated time in
+    /// simulation, wall-clock time on real devices. Seconds unless a unit is given
+    /// (500ms, 2s, 1m); at least 1ms. The dumps go to standard output, also with --output.
+    #[arg(long, value_name = "TIME", value_parser = parse_status_interval)]
+    status_interval: Option<Nanos>,
+}
+
+/// `--status-interval TIME`: seconds by default, as fio reads it, and at least 1 ms.
+fn parse_status_interval(v: &str) -> Result<Nanos, String> {
+    let every = nvsched_workload::units::parse_time(v, Nanos::from_secs(1))?;
+    if every < Nanos::from_ms(1) {
+        return Err(format!("'{v}' is too small: the status interval is at least 1ms"));
+    }
+    Ok(every)
+}
+
+/// With `--status-interval` and the normal report on standard output, its header goes
+/// out before the run, as fio prints it before its status dumps; returns what was printed.
+fn header_before_status(args: &RunArgs, formats: &[Format], jobs: &JobFile) -> Option<String> {
+    if args.status_interval.is_none() || args.output.is_some() || !formats.contains(&Format::Normal) {
+        return None;
+    }
+    let header = nvsched_report::normal::run_header(&jobs.jobs, &format!("nvsched-{}", nvsched::VERSION));
+    print!("{header}");
+    Some(header)
+}
+
+/// The report's header less what [`header_before_status`] printed already.
+fn without_shown_header(mut report: nvsched_report::RunReport, shown: Option<String>) -> nvsched_report::RunReport {
+    if let Some(rest) = shown.and_then(|h| report.header.strip_prefix(&h).map(str::to_string)) {
+        report.header = rest;
+    }
+    report
+}
+
+/// `--status-interval`: prints the report of the statistics so far, in `formats`.
+fn status_printer(jobs: &JobFile, formats: &[Format]) -> StatusDump {
+    let (jobs, formats) = (jobs.clone(), formats.to_vec());
+    Box::new(move |now, clones| {
+        let text = nvsched::run::status_report(&jobs, &clones, now).render_all(&formats);
+        let mut out = std::io::stdout().lock();
+        let _ = std::io::Write::write_all(&mut out, text.as_bytes()).and_then(|()| std::io::Write::flush(&mut out));
+    })
 }
 
 #[derive(Args)]
@@ -491,6 +535,8 @@ struct Progress {
     started: Instant,
     shown: bool,
     enabled: bool,
+    /// `--status-interval`: how often, and where the statistics so far go.
+    status: Option<(Nanos, StatusDump)>,
 }
 
 impl Progress {
@@ -511,7 +557,7 @@ impl Progress {
                 b
             }
         };
-        Progress { bar, started: Instant::now(), shown: false, enabled }
+        Progress { bar, started: Instant::now(), shown: false, enabled, status: None }
     }
 }
 
@@ -527,6 +573,14 @@ impl Observer for Progress {
         self.bar.set_position(now.0 / 1_000_000);
     }
     fn on_dispatch(&mut self, _: Nanos, _: &Request, _: u32) {}
+    fn status_every(&self) -> Option<Nanos> {
+        self.status.as_ref().map(|(every, _)| *every)
+    }
+    fn on_status(&mut self, now: Nanos, clones: Vec<CloneStatus>) {
+        if let Some((_, dump)) = &mut self.status {
+            self.bar.suspend(|| dump(now, clones));
+        }
+    }
 }
 
 /// Expected simulated length when every job is time based.
@@ -673,12 +727,15 @@ fn cmd_run(args: RunArgs) -> Result<(), String> {
     prepare_outputs(&args)?;
     let show = !args.quiet && std::io::stderr().is_terminal();
     let mut progress = Progress::new(expected_length(&jobs), show);
+    progress.status = args.status_interval.map(|every| (every, status_printer(&jobs, &formats)));
+    let shown = header_before_status(&args, &formats, &jobs);
     let wall = Instant::now();
     let (report, outcome) = run_sim(
         RunSpec { jobs: &jobs, policy, profile: &profile, seed: args.seed, drive_states: None },
         &mut progress,
         nvsched::run::timestamp_ms(),
     )?;
+    let report = without_shown_header(report, shown);
     progress.bar.finish_and_clear();
     let series = RunSeries { policy_id: outcome.policy_id, policy: &outcome.policy, device: Some(&outcome.device) };
     write_outputs(&report, &series, formats, &args)?;
@@ -916,7 +973,12 @@ fn cmd_run_uring(args: RunArgs) -> Result<(), String> {
         inject_errors: args.inject_errors,
     };
     prepare_outputs(&args)?;
-    let (report, outcome) = nvsched::run::run_uring(&jobs, policy, &opts, nvsched::run::timestamp_ms())?;
+    let status =
+        args.status_interval.map(|every| nvsched_uring::StatusHook { every, dump: status_printer(&jobs, &formats) });
+    let shown = header_before_status(&args, &formats, &jobs);
+    let (report, outcome) =
+        nvsched::run::run_uring_with_status(&jobs, policy, &opts, nvsched::run::timestamp_ms(), status)?;
+    let report = without_shown_header(report, shown);
     let series = RunSeries { policy_id: outcome.policy_id, policy: &outcome.policy, device: None };
     write_outputs(&report, &series, formats, &args)?;
     for w in jobs.warnings.iter().chain(&override_warning) {

@@ -234,6 +234,24 @@ pub fn run_sim(
     Ok((report, outcome))
 }
 
+/// A `--status-interval` dump: the report of every clone's statistics so far, `elapsed`
+/// into the run, as fio prints it at each interval (no header, disk statistics or
+/// nvsched section).
+pub fn status_report(jobs: &JobFile, clones: &[nvsched_report::CloneStatus], elapsed: Nanos) -> RunReport {
+    let clones: Vec<(u32, usize, &JobStats)> = clones.iter().map(|(g, j, s)| (*g, *j, s)).collect();
+    RunReport {
+        header: String::new(),
+        version: format!("nvsched-{}", crate::VERSION),
+        timestamp_ms: timestamp_ms(),
+        global_options: jobs.global_options.clone(),
+        jobs: reporting_entries(jobs, &clones),
+        disk_util: Vec::new(),
+        nvsched: Value::Null,
+        summary_extra: Vec::new(),
+        elapsed,
+    }
+}
+
 /// fio's `Laying out IO file` lines after its header: each clone, for the files it is
 /// the first to name that were laid out for the run (fio 3.33: `a: Laying out IO files (2
 /// files / total 3MiB)`).
@@ -448,11 +466,22 @@ pub fn run_uring(
     opts: &nvsched_uring::UringOptions,
     timestamp_ms: u64,
 ) -> Result<(RunReport, nvsched_uring::UringOutcome), String> {
+    run_uring_with_status(jobs, policy, opts, timestamp_ms, None)
+}
+
+/// [`run_uring`] with `--status-interval` dumps.
+pub fn run_uring_with_status(
+    jobs: &JobFile,
+    policy: BuiltPolicy,
+    opts: &nvsched_uring::UringOptions,
+    timestamp_ms: u64,
+    status: Option<nvsched_uring::StatusHook>,
+) -> Result<(RunReport, nvsched_uring::UringOutcome), String> {
     let policy_spec = policy.spec.clone();
     let policy_id = policy.info.id;
     let given = policy.params.given.clone();
     let host_cost = policy.host_cost;
-    let outcome = nvsched_uring::run(&jobs.jobs, policy.scheduler, opts)?;
+    let outcome = nvsched_uring::run_with_status(&jobs.jobs, policy.scheduler, opts, status)?;
     let clones: Vec<(u32, usize, &JobStats)> =
         outcome.clones.iter().map(|c| (c.reporting_group, c.job_index, &c.stats)).collect();
     let entries = reporting_entries(jobs, &clones);

@@ -300,6 +300,34 @@ fn bandwidth_shares_are_the_mean_sample_over_the_groups_rate_as_in_fio() {
     assert_eq!(v["jobs"][0]["read"]["bw_agg"], 0.0);
 }
 
+/// `--status-interval`: the report so far at each interval of simulated time, as fio
+/// dumps its status, then the final report; in JSON, one document each.
+#[test]
+fn status_interval_dumps_the_report_so_far_at_each_interval() {
+    let job =
+        temp_job("status.fio", "[a]\nioengine=libaio\niodepth=8\nsize=64m\nrw=randread\nruntime=2500ms\ntime_based\n");
+    let out = nvsched(&["run", job.to_str().unwrap(), "--status-interval", "1", "--output-format=json", "-q"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let docs: Vec<Value> =
+        serde_json::Deserializer::from_slice(&out.stdout).into_iter::<Value>().map(|d| d.unwrap()).collect();
+    let read = |d: &Value, k: &str| d["jobs"][0]["read"][k].as_u64().unwrap();
+    let runtimes: Vec<u64> = docs.iter().map(|d| read(d, "runtime")).collect();
+    assert_eq!(runtimes, [1000, 2000, 2500], "two dumps, then the final report");
+    assert!(
+        read(&docs[0], "io_bytes") < read(&docs[1], "io_bytes")
+            && read(&docs[1], "io_bytes") < read(&docs[2], "io_bytes")
+    );
+    assert!(docs[0].get("nvsched").is_none() && docs[2].get("nvsched").is_some());
+    // the normal output: its header once, before the dumps
+    let out = nvsched(&["run", job.to_str().unwrap(), "--status-interval", "1", "-q"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.matches("Starting 1 process").count(), 1);
+    assert!(text.find("Starting 1 process") < text.find("(groupid=0"), "{text}");
+    assert_eq!(text.matches("(groupid=0").count(), 3, "{text}");
+    let out = nvsched(&["run", job.to_str().unwrap(), "--status-interval", "100us"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("at least 1ms"));
+}
+
 /// Which clones share a report entry, as fio 3.33 groups them (checked against fio's JSON
 /// for each of these job files): a clone joins the entry before it when its job has
 /// `group_reporting` and the previous clone is of the same group. The entry takes its

@@ -294,6 +294,38 @@ fn create_only_lays_out_and_keeps_the_file() {
 /// Trims on a file punch holes through the policy (fio 3.33's io_uring engine fails them
 /// on a file, with BLKDISCARD's ENOTTY); a trim is a write in the safety rules; trimmed
 /// blocks are not read back, and `trimwrite` with `serialize_overlap` verifies its writes.
+/// `--status-interval` on a real run: the report so far every interval of wall-clock
+/// time, then the final one.
+#[test]
+fn status_interval_dumps_the_report_so_far_on_real_runs_too() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let body = format!(
+        "[s]\nfilename={}\nsize=4m\nrw=randread\nioengine=io_uring\niodepth=4\nruntime=350ms\ntime_based\n",
+        d.join("s.dat").display()
+    );
+    let job = write_job(&d, "s.fio", &body);
+    let out = nvsched(&[
+        "run",
+        job.to_str().unwrap(),
+        "--engine",
+        "uring",
+        "--status-interval",
+        "100ms",
+        "--output-format=json",
+        "-q",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let docs: Vec<Value> =
+        serde_json::Deserializer::from_slice(&out.stdout).into_iter::<Value>().map(|d| d.unwrap()).collect();
+    let ios: Vec<u64> = docs.iter().map(|d| d["jobs"][0]["read"]["total_ios"].as_u64().unwrap()).collect();
+    assert!(docs.len() >= 3 && ios.windows(2).all(|w| w[0] <= w[1]), "{ios:?}");
+    assert!(docs.last().unwrap().get("nvsched").is_some() && docs[0].get("nvsched").is_none());
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 #[test]
 fn trims_punch_holes_and_count_as_fios_trim_direction() {
     use std::os::unix::fs::MetadataExt;
