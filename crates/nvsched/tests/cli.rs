@@ -228,10 +228,15 @@ fn unified_rw_reporting_reports_one_mixed_direction_as_fio() {
     let normal = String::from_utf8(nvsched(&["run", job.to_str().unwrap(), "-q"]).stdout).unwrap();
     assert!(normal.contains("\n  mixed: IOPS=") && normal.contains("\n  MIXED: bw="), "{normal}");
     assert!(!normal.contains("  read:") && !normal.contains("zone resets"));
+    assert_terse_fields_as_fio(&job, "one direction, as fio's");
+}
+
+/// nvsched's terse line for `job` has as many fields as fio's beside it (`.terse`).
+fn assert_terse_fields_as_fio(job: &Path, why: &str) {
     let terse =
         String::from_utf8(nvsched(&["run", job.to_str().unwrap(), "--output-format=terse", "-q"]).stdout).unwrap();
     let fio_terse = std::fs::read_to_string(job.with_extension("terse")).unwrap();
-    assert_eq!(terse.trim().split(';').count(), fio_terse.trim().split(';').count(), "one direction, as fio's");
+    assert_eq!(terse.trim().split(';').count(), fio_terse.trim().split(';').count(), "{why}");
 }
 
 /// `unified_rw_reporting=both`: the directions apart, then their sum as "mixed" (after
@@ -266,10 +271,7 @@ fn unified_rw_reporting_both_adds_the_mixed_sum_as_fio() {
     .map(|l| normal.find(l).unwrap_or_else(|| panic!("{l} in {normal}")))
     .collect();
     assert!(order.windows(2).all(|w| w[0] < w[1]), "{normal}");
-    let terse =
-        String::from_utf8(nvsched(&["run", job.to_str().unwrap(), "--output-format=terse", "-q"]).stdout).unwrap();
-    let fio_terse = std::fs::read_to_string(job.with_extension("terse")).unwrap();
-    assert_eq!(terse.trim().split(';').count(), fio_terse.trim().split(';').count(), "three directions, as fio's");
+    assert_terse_fields_as_fio(&job, "three directions, as fio's");
 }
 
 /// A job's share of its group's bandwidth (`bw_agg`, terse's `bw_agg%`) is its mean
