@@ -271,7 +271,7 @@ fn set_times(s: &mut JobStats, driver: &JobDriver, end: Nanos) {
     s.stats_start = ramp_end;
     s.runtime = end.saturating_sub(ramp_end);
     s.runtime_limit = driver.end().map(|t| t.saturating_sub(ramp_end));
-    s.dir_runtimes = driver.direction_runtimes(s.runtime);
+    s.dir_runtimes = driver.direction_runtimes(s.runtime, end);
 }
 
 #[cfg(test)]

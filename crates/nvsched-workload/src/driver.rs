@@ -1455,14 +1455,16 @@ impl JobDriver {
         }
     }
 
-    /// How long each direction ran by fio's clock, of the `runtime` after the warm-up,
-    /// where the job read back what it wrote (`None` otherwise: all ran the whole time).
+    /// How long each direction ran by fio's clock, of the `runtime` after the warm-up that
+    /// ends at `now`, where the job read back what it wrote (`None` otherwise: all ran the
+    /// whole time); a read-back under way counts up to `now`.
     /// fio times its verify phases (the read-backs after a pass and at the end) as reads
     /// only, and the I/O phases as the directions the job's `rw` names: a write job that
     /// verifies reports its writes over its write phases and its reads over its read-backs.
-    pub fn direction_runtimes(&self, runtime: Nanos) -> Option<[Nanos; 3]> {
+    pub fn direction_runtimes(&self, runtime: Nanos, now: Nanos) -> Option<[Nanos; 3]> {
         let v = self.tracked.as_ref()?.verify.as_ref()?;
-        let read_back = v.phase_time.min(runtime);
+        let under_way = v.phase_since.map_or(Nanos::ZERO, |since| now.saturating_sub(since));
+        let read_back = (v.phase_time + under_way).min(runtime);
         let io = runtime - read_back;
         let [reads, writes, trims] = self.spec.pattern.directions();
         let phases = |does: bool| if does { io } else { Nanos::ZERO };
@@ -2401,21 +2403,35 @@ mod tests {
         let (d, ios, end) = run_batches_to_end(job);
         // two passes of 16 writes, each read back: 4 batches each, 1 µs apart
         assert_eq!(runs(&ios), [(Op::Write, 16), (Op::Read, 16)].repeat(2));
-        let [reads, writes, trims] = d.direction_runtimes(end).unwrap();
+        let [reads, writes, trims] = d.direction_runtimes(end, end).unwrap();
         assert_eq!((reads + writes, trims), (end, Nanos::ZERO));
         assert!(reads >= Nanos::from_us(6) && writes >= Nanos::from_us(6), "{reads:?} {writes:?} of {end:?}");
         // a job that reads as well reads the whole time
         let (d, _, end) = run_batches_to_end("[a]\nioengine=io_uring\niodepth=4\nrw=randrw\nsize=64k\nverify=crc32c\n");
-        let [reads, writes, _] = d.direction_runtimes(end).unwrap();
+        let [reads, writes, _] = d.direction_runtimes(end, end).unwrap();
         assert!(reads == end && writes < end && writes > Nanos::ZERO, "{reads:?} {writes:?} of {end:?}");
         // verify_backlog's read-backs within a pass are part of it; only the end's is not
         let (d, ios, end) = run_batches_to_end(&format!("{job}verify_backlog=4\n"));
-        let [reads, _, _] = d.direction_runtimes(end).unwrap();
+        let [reads, _, _] = d.direction_runtimes(end, end).unwrap();
         assert!(ios.iter().filter(|u| u.op == Op::Read).count() >= 32);
         assert!(reads <= Nanos::from_us(4), "the read-backs between and after the passes: {reads:?} of {end:?}");
         // without a read-back every direction runs the whole time
         let (d, _, end) = run_batches_to_end("[a]\nioengine=io_uring\niodepth=4\nrw=write\nsize=64k\n");
-        assert_eq!(d.direction_runtimes(end), None);
+        assert_eq!(d.direction_runtimes(end, end), None);
+        // a read-back under way (`--status-interval`) counts up to the moment asked
+        let mut d = driver("[a]\nioengine=io_uring\niodepth=4\nrw=write\nsize=16k\nverify=crc32c\n");
+        let mut out = Vec::new();
+        let mut t = Nanos::ZERO;
+        while !out.iter().any(|u: &IoUnit| u.op == Op::Read) {
+            for u in out.drain(..) {
+                d.landed(u.op, u.file, u.offset_bytes, u.len_bytes);
+                d.on_complete(t, u.op, u.len_bytes, Nanos::ZERO);
+            }
+            t += Nanos::from_us(1);
+            while d.poll(t, &mut out) == Poll::Ready {}
+        }
+        let later = t + Nanos::from_us(5);
+        assert_eq!(d.direction_runtimes(later, later).unwrap()[0], Nanos::from_us(5));
     }
 
     #[test]
