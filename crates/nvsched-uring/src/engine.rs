@@ -525,7 +525,7 @@ fn run_on(
             path: t.path.clone(),
             block_device: t.block_device,
             created: t.created,
-            laid_out: t.created && !t.grows,
+            laid_out: (t.created && !t.grows) || t.extended,
             kept: t.keep || opts.keep_files,
             kernel_scheduler: targets::kernel_scheduler(&t.path),
             size: t.size,

@@ -71,7 +71,8 @@ pub struct TargetInfo {
     pub path: PathBuf,
     pub block_device: bool,
     pub created: bool,
-    /// nvsched created it at its size before the run (not a fill that grows it).
+    /// nvsched created it at its size before the run (not a fill that grows it), or
+    /// extended a shorter file to it (`--allow-destructive`).
     pub laid_out: bool,
     /// A file nvsched created stays after the run (`--keep-files`, or a `create_only`
     /// job laid it out).

@@ -27,6 +27,9 @@ pub struct Target {
     pub writes: bool,
     /// A `fill_device` job's writes grow it during the run ([`Fill::Grow`]).
     pub grows: bool,
+    /// A file shorter than the jobs need, extended with random data before the run
+    /// (`--allow-destructive`), as fio lays it out again.
+    pub extended: bool,
 }
 
 impl Target {
@@ -100,6 +103,21 @@ pub fn open(path: &Path, size: u64, writes: bool, safety: Safety, fill: Fill) ->
         return Err(format!("'{}' does not exist", path.display()));
     }
     let created = !exists;
+    let short_file = meta.as_ref().ok().filter(|m| m.is_file() && fill != Fill::Grow && m.len() < size);
+    let extended = match short_file {
+        Some(m) if safety.allow_destructive => {
+            extend(path, m.len(), size)?;
+            true
+        }
+        Some(m) => {
+            return Err(format!(
+                "'{}' holds {} bytes but the jobs need {size}; pass --allow-destructive to extend it with random data, as fio lays it out",
+                path.display(),
+                m.len()
+            ))
+        }
+        None => false,
+    };
     if created {
         match fill {
             Fill::No => layout(path, size)?,
@@ -131,7 +149,17 @@ pub fn open(path: &Path, size: u64, writes: bool, safety: Safety, fill: Fill) ->
         _ => actual,
     };
     let grows = fill == Fill::Grow && !block;
-    Ok(Target { path: path.to_path_buf(), file, size, block_device: block, created, keep: false, writes, grows })
+    Ok(Target {
+        path: path.to_path_buf(),
+        file,
+        size,
+        block_device: block,
+        created,
+        keep: false,
+        writes,
+        grows,
+        extended,
+    })
 }
 
 /// Drops the target's pages from the page cache (`posix_fadvise(POSIX_FADV_DONTNEED)`, as
@@ -210,6 +238,21 @@ pub fn layout(path: &Path, size: u64) -> Result<(), String> {
             let _ = std::fs::remove_file(path);
         })
         .map(drop)
+}
+
+/// Extends the file at `path` from `len` to `size` bytes of random data.
+fn extend(path: &Path, len: u64, size: u64) -> Result<(), String> {
+    if let Some(free) = free_bytes(parent_dir(path)) {
+        if size - len > free {
+            return Err(format!(
+                "cannot extend '{}' to {size} bytes: its file system has {free} free (set a smaller size)",
+                path.display()
+            ));
+        }
+    }
+    let f =
+        OpenOptions::new().append(true).open(path).map_err(|e| format!("cannot extend '{}': {e}", path.display()))?;
+    write_random(&f, path, size - len, false).map(drop)
 }
 
 /// Bytes an unprivileged writer may still use on the file system holding `dir`.

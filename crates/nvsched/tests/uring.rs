@@ -81,6 +81,30 @@ fn refuses_to_write_an_existing_file_and_leaves_it_unchanged() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// A file shorter than a job needs: refused (even to read) unless --allow-destructive,
+/// which extends it with random data, keeping what it held, and says so as fio does
+/// (`Laying out IO file`).
+#[test]
+fn a_short_file_is_extended_only_with_allow_destructive() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let (data, before) = precious_file(&d, 16 << 10);
+    let job = write_job(&d, "r.fio", &format!("[r]\nfilename={}\nsize=64k\nrw=read\nbs=4k\n", data.display()));
+    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "-q"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("holds 16384 bytes but the jobs need 65536") && err.contains("--allow-destructive"), "{err}");
+    assert_eq!(checksum(&data), before, "the file is unchanged");
+    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "--allow-destructive", "-q"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8(out.stdout).unwrap().contains("r: Laying out IO file (1 file / 0MiB)"));
+    let held = std::fs::read(&data).unwrap();
+    assert_eq!((held.len(), crc32c::crc32c(&held[..16 << 10])), (64 << 10, before));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 #[test]
 fn refuses_a_mounted_block_device() {
     if skip() {
