@@ -58,6 +58,16 @@ fn precious_file(d: &Path, len: usize) -> (PathBuf, u32) {
     (data, before)
 }
 
+/// `job` on the io_uring engine is refused with an error naming each of `needles`, and
+/// leaves `data` as its checksum `before` says.
+fn assert_refused(job: &Path, data: &Path, before: u32, needles: &[&str]) {
+    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "-q"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(needles.iter().all(|n| err.contains(n)), "{err}");
+    assert_eq!(checksum(data), before, "the file is unchanged");
+}
+
 #[test]
 fn refuses_to_write_an_existing_file_and_leaves_it_unchanged() {
     if skip() {
@@ -67,11 +77,7 @@ fn refuses_to_write_an_existing_file_and_leaves_it_unchanged() {
     let (data, before) = precious_file(&d, 1 << 20);
     let job =
         write_job(&d, "w.fio", &format!("[w]\nfilename={}\nsize=1m\nrw=randwrite\nbs=4k\ndirect=1\n", data.display()));
-    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring"]);
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.contains("refusing to write to") && err.contains("--allow-destructive"), "{err}");
-    assert_eq!(checksum(&data), before, "the file is unchanged");
+    assert_refused(&job, &data, before, &["refusing to write to", "--allow-destructive"]);
     // reading it is fine
     let job =
         write_job(&d, "r.fio", &format!("[r]\nfilename={}\nsize=1m\nrw=randread\nbs=4k\ndirect=1\n", data.display()));
@@ -92,11 +98,7 @@ fn a_short_file_is_extended_only_with_allow_destructive() {
     let d = dir();
     let (data, before) = precious_file(&d, 16 << 10);
     let job = write_job(&d, "r.fio", &format!("[r]\nfilename={}\nsize=64k\nrw=read\nbs=4k\n", data.display()));
-    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "-q"]);
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8(out.stderr).unwrap();
-    assert!(err.contains("holds 16384 bytes but the jobs need 65536") && err.contains("--allow-destructive"), "{err}");
-    assert_eq!(checksum(&data), before, "the file is unchanged");
+    assert_refused(&job, &data, before, &["holds 16384 bytes but the jobs need 65536", "--allow-destructive"]);
     let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "--allow-destructive", "-q"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8(out.stdout).unwrap().contains("r: Laying out IO file (1 file / 0MiB)"));
