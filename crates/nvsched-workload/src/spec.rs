@@ -3136,6 +3136,15 @@ fn apply_option(
 /// Cross-option checks and fio's derived defaults.
 fn finish_job(job: &mut JobSpec, warnings: &mut Vec<String>) -> Result<(), JobFileError> {
     let err = |opt: Option<&str>, m: String| JobFileError::new(&job.at, opt, m);
+    if job.verify && job.writes_data() && job.numjobs > 1 && job.file_name_of(0, 0) == job.file_name_of(1, 0) {
+        // fio 3.33 prints the same warning for a job whose clones write one file
+        warnings.push(format!(
+            "{}: numjobs={} clones write and verify the same file '{}': each may overwrite blocks another wrote, so verification can fail, as fio warns (give each clone its own file, e.g. with directory= and no filename=)",
+            job.option_line("numjobs"),
+            job.numjobs,
+            job.file_name_of(0, 0)
+        ));
+    }
     if job.queue_depth() < job.iodepth {
         warnings.push(format!(
             "{}: iodepth={} with the synchronous engine {}: the queue depth is capped at 1, as fio notes (an asynchronous engine such as libaio or io_uring queues more)",

@@ -794,6 +794,21 @@ fn verify_backlog_and_its_batch_are_read() {
     assert!(e.contains("verify_backlog"), "{e}");
 }
 
+/// fio 3.33 warns when a job's clones write and verify one file (not when each has its
+/// own, or they only read, or do not verify).
+#[test]
+fn clones_verifying_one_file_are_warned_of() {
+    let warned = |opts: &str| {
+        let f = parse(&format!("[a]\nsize=64k\nnumjobs=2\n{opts}\n")).unwrap();
+        f.warnings.iter().any(|w| w.contains("test.fio:3: numjobs=2 clones write and verify the same file"))
+    };
+    assert!(warned("filename=/tmp/x.dat\nrw=randwrite\nverify=crc32c"));
+    assert!(warned("filename=/tmp/x.dat\nrw=randrw\nverify=crc32c"));
+    assert!(!warned("filename=/tmp/x.dat\nrw=read\nverify=crc32c"));
+    assert!(!warned("filename=/tmp/x.dat\nrw=write"));
+    assert!(!warned("directory=/tmp\nrw=write\nverify=crc32c"));
+}
+
 /// fio notes that a synchronous engine caps `iodepth` at 1, and reports the depth as given.
 #[test]
 fn a_sync_engine_caps_iodepth_and_says_so() {
