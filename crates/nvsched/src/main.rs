@@ -188,7 +188,8 @@ struct RunArgs {
     /// Print the report of every job so far (from its start, in the output formats, without
     /// the header) every TIME of the run, as fio's --status-interval: simulated time in
     /// simulation, wall-clock time on real devices. Seconds unless a unit is given
-    /// (500ms, 2s, 1m); at least 1ms. The dumps go to standard output, also with --output.
+    /// (500ms, 2s, 1m); at least 1ms. The dumps go where the report goes: standard output,
+    /// or the --output file, rewritten with everything so far at each dump.
     #[arg(long, value_name = "TIME", value_parser = parse_status_interval)]
     status_interval: Option<Nanos>,
 }
@@ -202,33 +203,65 @@ fn parse_status_interval(v: &str) -> Result<Nanos, String> {
     Ok(every)
 }
 
-/// With `--status-interval` and the normal report on standard output, its header goes
-/// out before the run, as fio prints it before its status dumps; returns what was printed.
-fn header_before_status(args: &RunArgs, formats: &[Format], jobs: &JobFile) -> Option<String> {
-    if args.status_interval.is_none() || args.output.is_some() || !formats.contains(&Format::Normal) {
-        return None;
-    }
-    let header = nvsched_report::normal::run_header(&jobs.jobs, &format!("nvsched-{}", nvsched::VERSION));
-    print!("{header}");
-    Some(header)
+/// Where `--status-interval` output goes before the final report: standard output, or
+/// with `--output FILE` that file, rewritten (atomically) with everything so far at each
+/// dump; the final report then follows it there, as fio writes its dumps into its output
+/// file. A normal report's header comes first, before the run, as fio prints it.
+#[derive(Clone, Default)]
+struct StatusSink {
+    file: Option<PathBuf>,
+    /// What went to the file so far.
+    written: std::rc::Rc<std::cell::RefCell<String>>,
+    /// The header that already went out.
+    header: Option<String>,
 }
 
-/// The report's header less what [`header_before_status`] printed already.
-fn without_shown_header(mut report: nvsched_report::RunReport, shown: Option<String>) -> nvsched_report::RunReport {
-    if let Some(rest) = shown.and_then(|h| report.header.strip_prefix(&h).map(str::to_string)) {
-        report.header = rest;
+impl StatusSink {
+    /// `None` without `--status-interval`; sends the header out at once.
+    fn open(args: &RunArgs, formats: &[Format], jobs: &JobFile) -> Option<StatusSink> {
+        args.status_interval?;
+        let mut sink = StatusSink { file: args.output.clone(), ..StatusSink::default() };
+        if formats.contains(&Format::Normal) {
+            let header = nvsched_report::normal::run_header(&jobs.jobs, &format!("nvsched-{}", nvsched::VERSION));
+            sink.emit(&header);
+            sink.header = Some(header);
+        }
+        Some(sink)
     }
-    report
-}
 
-/// `--status-interval`: prints the report of the statistics so far, in `formats`.
-fn status_printer(jobs: &JobFile, formats: &[Format]) -> StatusDump {
-    let (jobs, formats) = (jobs.clone(), formats.to_vec());
-    Box::new(move |now, clones| {
-        let text = nvsched::run::status_report(&jobs, &clones, now).render_all(&formats);
-        let mut out = std::io::stdout().lock();
-        let _ = std::io::Write::write_all(&mut out, text.as_bytes()).and_then(|()| std::io::Write::flush(&mut out));
-    })
+    fn emit(&self, text: &str) {
+        match &self.file {
+            Some(path) => {
+                let mut written = self.written.borrow_mut();
+                written.push_str(text);
+                if let Err(e) = nvsched_report::write_atomic(path, written.as_bytes()) {
+                    eprintln!("nvsched: cannot write '{}': {e}", path.display());
+                }
+            }
+            None => {
+                let mut out = std::io::stdout().lock();
+                let _ =
+                    std::io::Write::write_all(&mut out, text.as_bytes()).and_then(|()| std::io::Write::flush(&mut out));
+            }
+        }
+    }
+
+    /// The dump of the report so far, in `formats`, at each interval.
+    fn dumps(&self, jobs: &JobFile, formats: &[Format]) -> StatusDump {
+        let (sink, jobs, formats) = (self.clone(), jobs.clone(), formats.to_vec());
+        Box::new(move |now, clones| sink.emit(&nvsched::run::status_report(&jobs, &clones, now).render_all(&formats)))
+    }
+
+    /// The final report's text, less the header that went out already; after what went
+    /// to the file.
+    fn finish(sink: Option<StatusSink>, report: &mut nvsched_report::RunReport, formats: &[Format]) -> String {
+        let Some(sink) = sink else { return report.render_all(formats) };
+        if let Some(rest) = sink.header.as_ref().and_then(|h| report.header.strip_prefix(h.as_str())) {
+            report.header = rest.to_string();
+        }
+        let before = sink.written.borrow().clone();
+        before + &report.render_all(formats)
+    }
 }
 
 #[derive(Args)]
@@ -727,18 +760,18 @@ fn cmd_run(args: RunArgs) -> Result<(), String> {
     prepare_outputs(&args)?;
     let show = !args.quiet && std::io::stderr().is_terminal();
     let mut progress = Progress::new(expected_length(&jobs), show);
-    progress.status = args.status_interval.map(|every| (every, status_printer(&jobs, &formats)));
-    let shown = header_before_status(&args, &formats, &jobs);
+    let sink = StatusSink::open(&args, &formats, &jobs);
+    progress.status = sink.as_ref().zip(args.status_interval).map(|(s, every)| (every, s.dumps(&jobs, &formats)));
     let wall = Instant::now();
-    let (report, outcome) = run_sim(
+    let (mut report, outcome) = run_sim(
         RunSpec { jobs: &jobs, policy, profile: &profile, seed: args.seed, drive_states: None },
         &mut progress,
         nvsched::run::timestamp_ms(),
     )?;
-    let report = without_shown_header(report, shown);
     progress.bar.finish_and_clear();
     let series = RunSeries { policy_id: outcome.policy_id, policy: &outcome.policy, device: Some(&outcome.device) };
-    write_outputs(&report, &series, formats, &args)?;
+    write_figures(&report, &series, &args)?;
+    emit(&StatusSink::finish(sink, &mut report, &formats), &args.output)?;
     if !args.quiet {
         let secs = wall.elapsed().as_secs_f64();
         eprintln!(
@@ -932,19 +965,14 @@ fn check_directory_of(flag: &str, path: &Path) -> Result<(), String> {
     nvsched_report::check_output_path(path).map_err(|e| format!("{flag} '{}': {e}", path.display()))
 }
 
-/// Writes a run's figures (`--plot`) and its report in each format (`--output`, or stdout).
-fn write_outputs(
-    report: &nvsched_report::RunReport,
-    series: &RunSeries,
-    formats: Vec<Format>,
-    args: &RunArgs,
-) -> Result<(), String> {
+/// Writes a run's figures (`--plot`).
+fn write_figures(report: &nvsched_report::RunReport, series: &RunSeries, args: &RunArgs) -> Result<(), String> {
     if let Some(dir) = &args.plot {
         for name in nvsched::figures::run_figures(report, series, dir)? {
             eprintln!("nvsched: wrote {}", dir.join(name).display());
         }
     }
-    emit(&report.render_all(&formats), &args.output)
+    Ok(())
 }
 
 fn emit(text: &str, output: &Option<PathBuf>) -> Result<(), String> {
@@ -973,14 +1001,16 @@ fn cmd_run_uring(args: RunArgs) -> Result<(), String> {
         inject_errors: args.inject_errors,
     };
     prepare_outputs(&args)?;
-    let status =
-        args.status_interval.map(|every| nvsched_uring::StatusHook { every, dump: status_printer(&jobs, &formats) });
-    let shown = header_before_status(&args, &formats, &jobs);
-    let (report, outcome) =
+    let sink = StatusSink::open(&args, &formats, &jobs);
+    let status = sink
+        .as_ref()
+        .zip(args.status_interval)
+        .map(|(s, every)| nvsched_uring::StatusHook { every, dump: s.dumps(&jobs, &formats) });
+    let (mut report, outcome) =
         nvsched::run::run_uring_with_status(&jobs, policy, &opts, nvsched::run::timestamp_ms(), status)?;
-    let report = without_shown_header(report, shown);
     let series = RunSeries { policy_id: outcome.policy_id, policy: &outcome.policy, device: None };
-    write_outputs(&report, &series, formats, &args)?;
+    write_figures(&report, &series, &args)?;
+    emit(&StatusSink::finish(sink, &mut report, &formats), &args.output)?;
     for w in jobs.warnings.iter().chain(&override_warning) {
         eprintln!("warning: {w}");
     }

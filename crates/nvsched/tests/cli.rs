@@ -326,6 +326,22 @@ fn status_interval_dumps_the_report_so_far_at_each_interval() {
     assert_eq!(text.matches("Starting 1 process").count(), 1);
     assert!(text.find("Starting 1 process") < text.find("(groupid=0"), "{text}");
     assert_eq!(text.matches("(groupid=0").count(), 3, "{text}");
+    // with --output, the file holds the dumps and then the final report
+    let file = job.with_extension("out.json");
+    let out = nvsched(&[
+        "run",
+        job.to_str().unwrap(),
+        "--status-interval",
+        "1",
+        "--output-format=json",
+        "-q",
+        "--output",
+        file.to_str().unwrap(),
+    ]);
+    assert!(out.status.success() && out.stdout.is_empty(), "{out:?}");
+    let written = std::fs::read(&file).unwrap();
+    let in_file = serde_json::Deserializer::from_slice(&written).into_iter::<Value>().count();
+    assert_eq!(in_file, 3);
     let out = nvsched(&["run", job.to_str().unwrap(), "--status-interval", "100us"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("at least 1ms"));
 }
