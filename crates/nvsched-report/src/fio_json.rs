@@ -253,17 +253,17 @@ fn job_value(job: &JobStats, group_bw: &[u64; 3], elapsed: Nanos, bins: bool) ->
 pub fn group_bandwidths(jobs: &[JobStats]) -> Vec<(u32, [u64; 3])> {
     let mut groups: Vec<u32> = jobs.iter().map(|j| j.groupid).collect();
     groups.dedup();
-    groups
-        .into_iter()
-        .map(|g| {
-            let rates = std::array::from_fn(|d| {
-                let members: Vec<&JobStats> =
-                    jobs.iter().filter(|j| j.groupid == g && j.dirs[d].total_ios > 0).collect();
-                group_rate(&members, d)
-            });
-            (g, rates)
-        })
-        .collect()
+    groups.into_iter().map(|g| (g, std::array::from_fn(|d| group_rate(&group_members(jobs, g, d), d)))).collect()
+}
+
+/// The entries of `group` that did I/O in direction `d`.
+pub(crate) fn group_members(jobs: &[JobStats], group: u32, d: usize) -> Vec<&JobStats> {
+    jobs.iter().filter(|j| j.groupid == group && j.dirs[d].total_ios > 0).collect()
+}
+
+/// The bandwidths of `group_bandwidths` for the group of `job`.
+pub(crate) fn group_bandwidth_of(groups: &[(u32, [u64; 3])], job: &JobStats) -> [u64; 3] {
+    groups.iter().find(|(g, _)| *g == job.groupid).map_or([0; 3], |(_, b)| *b)
 }
 
 /// How long a job's direction `d` ran in milliseconds, as fio keeps it (and the JSON's
@@ -320,14 +320,8 @@ pub fn report_value(r: &RunReport, bins: bool) -> Value {
     if let Some(g) = options_value(&r.global_options) {
         top.insert("global options".into(), g);
     }
-    let jobs: Vec<Value> = r
-        .jobs
-        .iter()
-        .map(|j| {
-            let bw = groups.iter().find(|(g, _)| *g == j.groupid).map_or([0; 3], |(_, b)| *b);
-            job_value(j, &bw, r.elapsed, bins)
-        })
-        .collect();
+    let jobs: Vec<Value> =
+        r.jobs.iter().map(|j| job_value(j, &group_bandwidth_of(&groups, j), r.elapsed, bins)).collect();
     top.insert("jobs".into(), Value::Array(jobs));
     if !r.disk_util.is_empty() {
         top.insert("disk_util".into(), Value::Array(r.disk_util.iter().map(disk_value).collect()));

@@ -13,17 +13,40 @@ pub mod terse;
 
 pub use hist::FioHistogram;
 pub use recorder::{CompletedIo, JobRecorder};
-
-/// A clone's statistics so far, as `--status-interval` dumps them: (reporting group, job
-/// index, statistics).
-pub type CloneStatus = (u32, usize, stats::JobStats);
-/// Where `--status-interval` dumps go: the time into the run, and every clone's status.
-pub type StatusDump = Box<dyn FnMut(nvsched_core::Nanos, Vec<CloneStatus>)>;
 pub use stats::{CpuUsage, DirStats, JobError, JobStats, LatStats, PercentileKinds};
 
 use nvsched_core::Nanos;
 use std::io::Write;
 use std::path::Path;
+
+/// A clone's statistics so far, as `--status-interval` dumps them: (reporting group, job
+/// index, statistics).
+pub type CloneStatus = (u32, usize, JobStats);
+/// Where `--status-interval` dumps go: the time into the run, and every clone's status.
+pub type StatusDump = Box<dyn FnMut(Nanos, Vec<CloneStatus>)>;
+
+/// When `--status-interval` dumps fall due, on either engine's clock: every `every`,
+/// the next an interval after the last one due (a late dump does not shift the rest).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatusClock {
+    every: Nanos,
+    due: Nanos,
+}
+
+impl StatusClock {
+    /// `None` for no interval.
+    pub fn new(every: Nanos) -> Option<StatusClock> {
+        (every > Nanos::ZERO).then_some(StatusClock { every, due: every })
+    }
+    pub fn is_due(&self, now: Nanos) -> bool {
+        now >= self.due
+    }
+    /// A dump went out at `now`: the next falls due at the first interval after it.
+    pub fn advance(&mut self, now: Nanos) {
+        let passed = now.0.saturating_sub(self.due.0) / self.every.0 + 1;
+        self.due = Nanos(self.due.0 + passed * self.every.0);
+    }
+}
 
 /// fio's `disk_util` entry.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -227,6 +250,18 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn status_dumps_fall_due_every_interval_whatever_the_lateness() {
+        assert_eq!(StatusClock::new(Nanos::ZERO), None);
+        let mut clock = StatusClock::new(Nanos(100)).unwrap();
+        assert!(!clock.is_due(Nanos(99)) && clock.is_due(Nanos(100)));
+        clock.advance(Nanos(130));
+        assert!(!clock.is_due(Nanos(199)) && clock.is_due(Nanos(200)));
+        // a dump 2.5 intervals late skips the intervals it missed
+        clock.advance(Nanos(450));
+        assert!(!clock.is_due(Nanos(499)) && clock.is_due(Nanos(500)));
+    }
 
     #[test]
     fn ctime_matches_fio_sample() {

@@ -1,7 +1,10 @@
 //! fio's human-readable output (`--output-format=normal`), plus nvsched's own summary
 //! lines at the end.
 
-use crate::fio_json::{batch_percentages, dir_rate, group_rate, group_share_pct, latency_maps, runtime_ms, LatencyMap};
+use crate::fio_json::{
+    batch_percentages, dir_rate, group_bandwidth_of, group_bandwidths, group_members, group_rate, group_share_pct,
+    latency_maps, runtime_ms, LatencyMap,
+};
 use crate::stats::{JobStats, LatStats, PrioStats};
 use crate::RunReport;
 use nvsched_workload::steadystate::SsMetric;
@@ -120,12 +123,6 @@ fn percentile_block(out: &mut String, title: &str, (list, precision): (&[f64], u
     }
 }
 
-/// The jobs of `group` that did I/O in direction `d`.
-fn group_members(r: &RunReport, group: u32, d: usize) -> Vec<&JobStats> {
-    r.jobs.iter().filter(|j| j.groupid == group && j.dirs[d].total_ios > 0).collect()
-}
-
-/// `  read: IOPS=.., BW=..(..)(io/runtime)`, fio's first line of a direction.
 /// A direction's name in fio's report: read, write, trim, or mixed when unified.
 fn dir_name(d: usize, unified: bool) -> &'static str {
     if unified {
@@ -135,6 +132,7 @@ fn dir_name(d: usize, unified: bool) -> &'static str {
     }
 }
 
+/// `  read: IOPS=.., BW=..(..)(io/runtime)`, fio's first line of a direction.
 fn ddir_header(out: &mut String, name: &str, total_ios: u64, io_bytes: u64, runtime_ms: u64, sig_figs: usize) {
     let ms = runtime_ms.max(1);
     let zone_resets = if name == "write" { "; 0 zone resets" } else { "" };
@@ -325,6 +323,7 @@ pub fn run_header(jobs: &[JobSpec], version: &str) -> String {
 pub fn render(r: &RunReport) -> String {
     // fio's normal output opens with an empty line, after whatever came before it
     let mut out = String::from("\n");
+    let groups = group_bandwidths(&r.jobs);
     for job in &r.jobs {
         let _ = writeln!(
             out,
@@ -341,7 +340,7 @@ pub fn render(r: &RunReport) -> String {
         if let Some(desc) = &job.description {
             let _ = writeln!(out, "  Description  : [{desc}]");
         }
-        let group_rates: [u64; 3] = std::array::from_fn(|d| group_rate(&group_members(r, job.groupid, d), d));
+        let group_rates = group_bandwidth_of(&groups, job);
         for (d, &group_bytes_per_sec) in group_rates.iter().enumerate() {
             ddir(&mut out, d, job, group_bytes_per_sec);
         }
@@ -415,7 +414,7 @@ pub fn render(r: &RunReport) -> String {
         let mut lines = Vec::new();
         for d in 0..3 {
             let name = dir_name(d, unified).to_uppercase();
-            let members = group_members(r, g, d);
+            let members = group_members(&r.jobs, g, d);
             let run_ms: Vec<u64> = members.iter().map(|j| runtime_ms(j, d)).collect();
             let rates: Vec<u64> = members.iter().map(|j| dir_rate(j.dirs[d].io_bytes, runtime_ms(j, d))).collect();
             let (Some(&min_run_ms), Some(&max_run_ms)) = (run_ms.iter().min(), run_ms.iter().max()) else {

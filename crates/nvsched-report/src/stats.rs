@@ -758,8 +758,6 @@ impl JobStats {
     }
 }
 
-/// min, max, mean, sample stddev and count of the complete windows of a series, scaled
-/// by `scale` (e.g. bytes per window → KiB/s).
 /// (min, max, mean, standard deviation, samples) of a series of samples.
 pub type SampleSummary = (f64, f64, f64, f64, u64);
 
@@ -802,6 +800,8 @@ impl SampleSum {
     }
 }
 
+/// min, max, mean, sample stddev and count of the complete windows of a series, scaled
+/// by `scale` (e.g. bytes per window → KiB/s).
 pub fn window_summary(values: &[u64], complete: usize, scale: f64) -> SampleSummary {
     let xs: Vec<f64> = values.iter().take(complete).map(|&v| v as f64 * scale).collect();
     if xs.is_empty() {

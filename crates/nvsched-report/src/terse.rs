@@ -1,7 +1,7 @@
 //! fio's terse format, version 3 (`--output-format=terse`): one `;`-separated line per
 //! job; latencies in microseconds.
 
-use crate::fio_json::{dir_bw_bytes, group_bandwidths, latency_maps};
+use crate::fio_json::{dir_bw_bytes, group_bandwidth_of, group_bandwidths, latency_maps};
 use crate::stats::{JobStats, LatStats};
 use crate::RunReport;
 use std::fmt::Write;
@@ -60,7 +60,7 @@ pub fn render(r: &RunReport) -> String {
     let groups = group_bandwidths(&r.jobs);
     let mut out = String::new();
     for job in &r.jobs {
-        let bw = groups.iter().find(|(g, _)| *g == job.groupid).map_or([0; 3], |(_, b)| *b);
+        let bw = group_bandwidth_of(&groups, job);
         let _ = write!(out, "3;{};{};{};{}", r.version, job.name, job.groupid, job.errno());
         ddir(&mut out, 0, job, bw[0]);
         if !job.unified {

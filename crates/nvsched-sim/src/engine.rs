@@ -211,7 +211,7 @@ pub struct Simulation<'o> {
     tenants: Vec<(String, u32)>,
     observer: &'o mut dyn Observer,
     /// When the observer's next status is due.
-    next_status: Option<Nanos>,
+    status_clock: Option<nvsched_report::StatusClock>,
 }
 
 impl<'o> Simulation<'o> {
@@ -313,7 +313,7 @@ impl<'o> Simulation<'o> {
             device_series: [Vec::new(), Vec::new()],
             files,
             tenants: tenants.named,
-            next_status: observer.status_every().filter(|every| *every > Nanos::ZERO),
+            status_clock: observer.status_every().and_then(nvsched_report::StatusClock::new),
             observer,
         })
     }
@@ -353,7 +353,7 @@ impl<'o> Simulation<'o> {
             if self.events.processed() & 0xffff == 0 {
                 self.observer.on_progress(self.now);
             }
-            if self.next_status.is_some_and(|at| self.now >= at) {
+            if self.status_clock.is_some_and(|c| c.is_due(self.now)) {
                 self.status();
             }
         }
@@ -371,9 +371,8 @@ impl<'o> Simulation<'o> {
         let clones =
             self.jobs.iter().map(|j| (j.reporting_group, j.job_index, j.rec.snapshot(&j.driver, now))).collect();
         self.observer.on_status(now, clones);
-        if let (Some(at), Some(every)) = (self.next_status, self.observer.status_every()) {
-            let passed = (now.0 - at.0) / every.0.max(1) + 1;
-            self.next_status = Some(Nanos(at.0 + passed * every.0.max(1)));
+        if let Some(clock) = &mut self.status_clock {
+            clock.advance(now);
         }
     }
 

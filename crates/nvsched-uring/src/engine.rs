@@ -181,7 +181,7 @@ struct Engine {
     batch: Vec<IoUnit>,
     waits: u64,
     /// `--status-interval`: when the next status is due, and where it goes.
-    status: Option<(Nanos, StatusHook)>,
+    status: Option<(nvsched_report::StatusClock, nvsched_report::StatusDump)>,
 }
 
 /// The process's CPU time, context switches and page faults so far (getrusage).
@@ -583,7 +583,7 @@ fn run_on(
         completions: 0,
         batch: Vec::with_capacity(64),
         waits: 0,
-        status: status.filter(|s| s.every > Nanos::ZERO).map(|s| (s.every, s)),
+        status: status.and_then(|s| Some((nvsched_report::StatusClock::new(s.every)?, s.dump))),
     };
     e.event_loop()?;
     let end = e.now();
@@ -754,10 +754,9 @@ impl Engine {
     fn status(&mut self, now: Nanos) {
         let clones =
             self.clones.iter().map(|c| (c.reporting_group, c.job_index, c.rec.snapshot(&c.driver, now))).collect();
-        if let Some((due, hook)) = &mut self.status {
-            (hook.dump)(now, clones);
-            let every = hook.every.0.max(1);
-            *due = Nanos(due.0 + ((now.0 - due.0) / every + 1) * every);
+        if let Some((clock, dump)) = &mut self.status {
+            dump(now, clones);
+            clock.advance(now);
         }
     }
 
@@ -765,7 +764,7 @@ impl Engine {
         self.start_phase(0, Nanos::ZERO);
         loop {
             let now = self.now();
-            if self.status.as_ref().is_some_and(|(due, _)| now >= *due) {
+            if self.status.as_ref().is_some_and(|(clock, _)| clock.is_due(now)) {
                 self.status(now);
             }
             if !self.waiting.is_empty() {

@@ -222,7 +222,7 @@ impl StatusSink {
         args.status_interval?;
         let mut sink = StatusSink { file: args.output.clone(), ..StatusSink::default() };
         if formats.contains(&Format::Normal) {
-            let header = nvsched_report::normal::run_header(&jobs.jobs, &format!("nvsched-{}", nvsched::VERSION));
+            let header = nvsched_report::normal::run_header(&jobs.jobs, &nvsched::run::report_version());
             sink.emit(&header);
             sink.header = Some(header);
         }

@@ -42,6 +42,11 @@ pub fn timestamp_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
+/// The version the reports carry where fio prints its own (`fio-3.33`).
+pub fn report_version() -> String {
+    format!("nvsched-{}", crate::VERSION)
+}
+
 /// Job-file variables (`${NAME}`) from `vars` first, then from the process environment.
 struct VarsThenHost<'a>(&'a [(String, String)]);
 
@@ -219,7 +224,7 @@ pub fn run_sim(
     }
     let mut summary_extra = summary_lines(spec.profile, &policy_spec, spec.seed, &outcome);
     summary_extra.extend(replay_lines);
-    let version = format!("nvsched-{}", crate::VERSION);
+    let version = report_version();
     let report = RunReport {
         header: nvsched_report::normal::run_header(&spec.jobs.jobs, &version),
         version,
@@ -241,7 +246,7 @@ pub fn status_report(jobs: &JobFile, clones: &[nvsched_report::CloneStatus], ela
     let clones: Vec<(u32, usize, &JobStats)> = clones.iter().map(|(g, j, s)| (*g, *j, s)).collect();
     RunReport {
         header: String::new(),
-        version: format!("nvsched-{}", crate::VERSION),
+        version: report_version(),
         timestamp_ms: timestamp_ms(),
         global_options: jobs.global_options.clone(),
         jobs: reporting_entries(jobs, &clones),
@@ -567,7 +572,7 @@ pub fn run_uring_with_status(
         nvsched.insert("replay".into(), r);
     }
     summary.extend(replay_lines);
-    let version = format!("nvsched-{}", crate::VERSION);
+    let version = report_version();
     let header = nvsched_report::normal::run_header(&jobs.jobs, &version) + &layout_lines(&jobs.jobs, &outcome.targets);
     let report = RunReport {
         header,
