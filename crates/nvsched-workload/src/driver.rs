@@ -1466,9 +1466,9 @@ impl JobDriver {
         let under_way = v.phase_since.map_or(Nanos::ZERO, |since| now.saturating_sub(since));
         let read_back = (v.phase_time + under_way).min(runtime);
         let io = runtime - read_back;
-        let [reads, writes, trims] = self.spec.pattern.directions();
-        let phases = |does: bool| if does { io } else { Nanos::ZERO };
-        Some([phases(reads) + read_back, phases(writes), phases(trims)])
+        // the directions the job does (fio's td_read, td_write, td_trim)
+        let phases = |op: Op| if self.spec.active_ops().any(|o| o == op) { io } else { Nanos::ZERO };
+        Some([phases(Op::Read) + read_back, phases(Op::Write), phases(Op::Discard)])
     }
 
     fn set_verify_state(&mut self, state: VerifyState) {

@@ -71,14 +71,6 @@ impl Pattern {
             Pattern::SeqMixed | Pattern::RandMixed | Pattern::SeqTrimWrite | Pattern::RandTrimWrite => None,
         }
     }
-    /// Whether the pattern reads, writes and trims (fio's td_read, td_write, td_trim).
-    pub fn directions(self) -> [bool; 3] {
-        match self {
-            Pattern::SeqMixed | Pattern::RandMixed => [true, true, false],
-            Pattern::SeqTrimWrite | Pattern::RandTrimWrite => [false, true, true],
-            single => [Op::Read, Op::Write, Op::Discard].map(|op| single.single_op() == Some(op)),
-        }
-    }
     pub fn writes(self) -> bool {
         self.is_mixed()
             || self.is_trimwrite()
