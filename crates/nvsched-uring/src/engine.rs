@@ -254,6 +254,9 @@ struct Wanted {
 pub struct StatusHook {
     pub every: Nanos,
     pub dump: nvsched_report::StatusDump,
+    /// Told the targets once they are ready, before the first I/O and the first dump
+    /// (fio prints its `Laying out IO file` lines then).
+    pub targets_ready: Option<Box<dyn FnOnce(&[TargetInfo])>>,
 }
 
 /// Runs the jobs on real files or devices.
@@ -428,7 +431,7 @@ fn run_on(
     scheduler: Box<dyn Scheduler>,
     opts: &UringOptions,
     targets: &[Target],
-    status: Option<StatusHook>,
+    mut status: Option<StatusHook>,
 ) -> Result<UringOutcome, String> {
     // One thread submits and reaps: completions need no interrupting task work
     // (COOP_TASKRUN), and the kernel may skip issuer checks (SINGLE_ISSUER). Older
@@ -531,6 +534,9 @@ fn run_on(
             size: t.size,
         })
         .collect();
+    if let Some(ready) = status.as_mut().and_then(|s| s.targets_ready.take()) {
+        ready(&target_info);
+    }
     // fio's disk stats: the counters of each device the targets are on, over the run
     let mut disk_dirs: Vec<PathBuf> = Vec::new();
     for dir in targets.iter().filter_map(|t| targets::block_device_dir(&t.path)) {

@@ -11,9 +11,11 @@ use nvsched_sim::Observer;
 use nvsched_ssd::{builtin_profiles, load_profile, DeviceProfile};
 use nvsched_workload::jobfile::HostEnvironment;
 use nvsched_workload::{parse_job_file, parse_job_str, JobFile, ParseOptions};
+use std::cell::RefCell;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::rc::Rc;
 use std::time::Instant;
 
 /// Design, compare and tune host I/O schedulers for NVMe SSDs.
@@ -206,27 +208,35 @@ fn parse_status_interval(v: &str) -> Result<Nanos, String> {
 /// Where `--status-interval` output goes before the final report: standard output, or
 /// with `--output FILE` that file, rewritten (atomically) with everything so far at each
 /// dump; the final report then follows it there, as fio writes its dumps into its output
-/// file. A normal report's header comes first, before the run, as fio prints it.
+/// file. A normal report's header comes first, before the run, and on real devices its
+/// `Laying out IO file` lines once the files are ready, before the first dump, as fio
+/// prints them.
 #[derive(Clone, Default)]
 struct StatusSink {
     file: Option<PathBuf>,
     /// What went to the file so far.
-    written: std::rc::Rc<std::cell::RefCell<String>>,
-    /// The header that already went out.
-    header: Option<String>,
+    written: Rc<RefCell<String>>,
+    /// The part of the normal report's header that already went out (empty without the
+    /// normal format).
+    header: Rc<RefCell<String>>,
+    normal: bool,
 }
 
 impl StatusSink {
     /// `None` without `--status-interval`; sends the header out at once.
     fn open(args: &RunArgs, formats: &[Format], jobs: &JobFile) -> Option<StatusSink> {
         args.status_interval?;
-        let mut sink = StatusSink { file: args.output.clone(), ..StatusSink::default() };
-        if formats.contains(&Format::Normal) {
-            let header = nvsched_report::normal::run_header(&jobs.jobs, &nvsched::run::report_version());
-            sink.emit(&header);
-            sink.header = Some(header);
+        let normal = formats.contains(&Format::Normal);
+        let sink = StatusSink { file: args.output.clone(), normal, ..StatusSink::default() };
+        if normal {
+            sink.emit_header(nvsched_report::normal::run_header(&jobs.jobs, &nvsched::run::report_version()));
         }
         Some(sink)
+    }
+
+    fn emit_header(&self, text: String) {
+        self.emit(&text);
+        self.header.borrow_mut().push_str(&text);
     }
 
     fn emit(&self, text: &str) {
@@ -252,11 +262,23 @@ impl StatusSink {
         Box::new(move |now, clones| sink.emit(&nvsched::run::status_report(&jobs, &clones, now).render_all(&formats)))
     }
 
+    /// The io_uring status hook: the dumps, and the header's layout lines once the
+    /// targets are ready.
+    fn uring_hook(&self, jobs: &JobFile, formats: &[Format], every: Nanos) -> nvsched_uring::StatusHook {
+        let (sink, specs) = (self.clone(), jobs.jobs.clone());
+        let targets_ready: Box<dyn FnOnce(&[nvsched_uring::TargetInfo])> = Box::new(move |targets| {
+            if sink.normal {
+                sink.emit_header(nvsched::run::layout_lines(&specs, targets));
+            }
+        });
+        nvsched_uring::StatusHook { every, dump: self.dumps(jobs, formats), targets_ready: Some(targets_ready) }
+    }
+
     /// The final report's text, less the header that went out already; after what went
     /// to the file.
     fn finish(sink: Option<StatusSink>, report: &mut nvsched_report::RunReport, formats: &[Format]) -> String {
         let Some(sink) = sink else { return report.render_all(formats) };
-        if let Some(rest) = sink.header.as_ref().and_then(|h| report.header.strip_prefix(h.as_str())) {
+        if let Some(rest) = report.header.strip_prefix(sink.header.borrow().as_str()) {
             report.header = rest.to_string();
         }
         let before = sink.written.borrow().clone();
@@ -1002,10 +1024,7 @@ fn cmd_run_uring(args: RunArgs) -> Result<(), String> {
     };
     prepare_outputs(&args)?;
     let sink = StatusSink::open(&args, &formats, &jobs);
-    let status = sink
-        .as_ref()
-        .zip(args.status_interval)
-        .map(|(s, every)| nvsched_uring::StatusHook { every, dump: s.dumps(&jobs, &formats) });
+    let status = sink.as_ref().zip(args.status_interval).map(|(s, every)| s.uring_hook(&jobs, &formats, every));
     let (mut report, outcome) =
         nvsched::run::run_uring_with_status(&jobs, policy, &opts, nvsched::run::timestamp_ms(), status)?;
     let series = RunSeries { policy_id: outcome.policy_id, policy: &outcome.policy, device: None };

@@ -260,7 +260,7 @@ pub fn status_report(jobs: &JobFile, clones: &[nvsched_report::CloneStatus], ela
 /// fio's `Laying out IO file` lines after its header: each clone, for the files it is
 /// the first to name that were laid out for the run (fio 3.33: `a: Laying out IO files (2
 /// files / total 3MiB)`).
-fn layout_lines(jobs: &[JobSpec], targets: &[nvsched_uring::TargetInfo]) -> String {
+pub fn layout_lines(jobs: &[JobSpec], targets: &[nvsched_uring::TargetInfo]) -> String {
     let mut counted: Vec<&Path> = Vec::new();
     let mut out = String::new();
     for spec in jobs {

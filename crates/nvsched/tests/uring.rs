@@ -317,11 +317,9 @@ fn create_only_lays_out_and_keeps_the_file() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
-/// Trims on a file punch holes through the policy (fio 3.33's io_uring engine fails them
-/// on a file, with BLKDISCARD's ENOTTY); a trim is a write in the safety rules; trimmed
-/// blocks are not read back, and `trimwrite` with `serialize_overlap` verifies its writes.
 /// `--status-interval` on a real run: the report so far every interval of wall-clock
-/// time, then the final one.
+/// time, then the final one; in the normal format the file's `Laying out` line comes
+/// once, before the first dump, as fio prints it.
 #[test]
 fn status_interval_dumps_the_report_so_far_on_real_runs_too() {
     if skip() {
@@ -349,9 +347,19 @@ fn status_interval_dumps_the_report_so_far_on_real_runs_too() {
     let ios: Vec<u64> = docs.iter().map(|d| d["jobs"][0]["read"]["total_ios"].as_u64().unwrap()).collect();
     assert!(docs.len() >= 3 && ios.windows(2).all(|w| w[0] <= w[1]), "{ios:?}");
     assert!(docs.last().unwrap().get("nvsched").is_some() && docs[0].get("nvsched").is_none());
+    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "--status-interval", "100ms", "-q"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let layout: Vec<_> = text.match_indices("s: Laying out IO file (1 file / 4MiB)").collect();
+    let first_dump = text.find("s: (groupid=0").unwrap();
+    assert!(layout.len() == 1 && layout[0].0 < first_dump, "{text}");
+    assert!(text.matches("s: (groupid=0").count() >= 3, "{text}");
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// Trims on a file punch holes through the policy (fio 3.33's io_uring engine fails them
+/// on a file, with BLKDISCARD's ENOTTY); a trim is a write in the safety rules; trimmed
+/// blocks are not read back, and `trimwrite` with `serialize_overlap` verifies its writes.
 #[test]
 fn trims_punch_holes_and_count_as_fios_trim_direction() {
     use std::os::unix::fs::MetadataExt;
