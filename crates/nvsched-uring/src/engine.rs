@@ -256,8 +256,11 @@ pub struct StatusHook {
     pub dump: nvsched_report::StatusDump,
     /// Told the targets once they are ready, before the first I/O and the first dump
     /// (fio prints its `Laying out IO file` lines then).
-    pub targets_ready: Option<Box<dyn FnOnce(&[TargetInfo])>>,
+    pub targets_ready: Option<TargetsReady>,
 }
+
+/// [`StatusHook::targets_ready`].
+pub type TargetsReady = Box<dyn FnOnce(&[TargetInfo])>;
 
 /// Runs the jobs on real files or devices.
 pub fn run(jobs: &[JobSpec], scheduler: Box<dyn Scheduler>, opts: &UringOptions) -> Result<UringOutcome, String> {

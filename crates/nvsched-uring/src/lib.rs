@@ -12,7 +12,7 @@ pub mod targets;
 pub mod verify;
 
 #[cfg(target_os = "linux")]
-pub use engine::{run, run_with_status, StatusHook};
+pub use engine::{run, run_with_status, StatusHook, TargetsReady};
 
 use nvsched_core::Nanos;
 use nvsched_policy::PolicyReport;

@@ -266,7 +266,7 @@ impl StatusSink {
     /// targets are ready.
     fn uring_hook(&self, jobs: &JobFile, formats: &[Format], every: Nanos) -> nvsched_uring::StatusHook {
         let (sink, specs) = (self.clone(), jobs.jobs.clone());
-        let targets_ready: Box<dyn FnOnce(&[nvsched_uring::TargetInfo])> = Box::new(move |targets| {
+        let targets_ready: nvsched_uring::TargetsReady = Box::new(move |targets| {
             if sink.normal {
                 sink.emit_header(nvsched::run::layout_lines(&specs, targets));
             }
