@@ -92,7 +92,8 @@ pub fn place(jobs: &[JobSpec], capacity: u64) -> Result<(Vec<PlacedFile>, Vec<Ve
             for filenum in 0..spec.files_per_clone() {
                 let name = spec.file_name_of(clone, filenum);
                 let file = files.iter().find(|f| f.name == name).expect("placed above");
-                let r = spec.clone_region(clone, filenum, &file.name, file.len)?;
+                // every simulated file is new: an appending job starts at 0
+                let r = spec.region_in(clone, filenum, &file.name, !is_device_path(&name), 0, file.len)?;
                 regions.push(Region { start: file.start + r.start, len: r.len });
             }
             clone_regions.push(regions);

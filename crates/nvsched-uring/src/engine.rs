@@ -294,7 +294,12 @@ pub fn run_with_status(
                     spec.name
                 ));
             }
-            let need = spec.needed_file_bytes(clone, filenum, None);
+            // file_append: the region starts where the file ends now
+            let appended_at = match std::fs::metadata(&name) {
+                Ok(m) if spec.file_append && m.is_file() => m.len(),
+                _ => 0,
+            };
+            let need = spec.needed_file_bytes(clone, filenum, None).map(|n| n + appended_at);
             let k = match wanted.iter().position(|w| w.name == name) {
                 Some(k) => k,
                 None => {
@@ -477,7 +482,8 @@ fn run_on(
             for filenum in 0..spec.files_per_clone() {
                 let name = spec.file_name_of(clone, filenum);
                 let target = targets.iter().position(|t| t.path.as_path() == Path::new(&name)).expect("opened above");
-                regions.push(spec.clone_region(clone, filenum, &name, targets[target].size)?);
+                let t = &targets[target];
+                regions.push(spec.region_in(clone, filenum, &name, !t.block_device, t.len_before, t.size)?);
                 file_targets.push(target);
             }
             let seed = clone_seed(spec, ordinal, opts.seed);

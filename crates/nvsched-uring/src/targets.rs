@@ -30,6 +30,9 @@ pub struct Target {
     /// A file shorter than the jobs need, extended with random data before the run
     /// (`--allow-destructive`), as fio lays it out again.
     pub extended: bool,
+    /// A regular file's length before the run (0 for one the run created): where a
+    /// `file_append` job starts.
+    pub len_before: u64,
 }
 
 impl Target {
@@ -103,6 +106,7 @@ pub fn open(path: &Path, size: u64, writes: bool, safety: Safety, fill: Fill) ->
         return Err(format!("'{}' does not exist", path.display()));
     }
     let created = !exists;
+    let len_before = meta.as_ref().map_or(0, |m| if m.is_file() { m.len() } else { 0 });
     let short_file = meta.as_ref().ok().filter(|m| m.is_file() && fill != Fill::Grow && m.len() < size);
     let extended = match short_file {
         Some(m) if safety.allow_destructive => {
@@ -159,6 +163,7 @@ pub fn open(path: &Path, size: u64, writes: bool, safety: Safety, fill: Fill) ->
         writes,
         grows,
         extended,
+        len_before,
     })
 }
 

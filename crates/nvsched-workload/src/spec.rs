@@ -395,6 +395,10 @@ pub struct JobSpec {
     /// `create_only`: the job's files are laid out (and kept, as fio keeps them) and the
     /// job issues nothing.
     pub create_only: bool,
+    /// `file_append`: each regular file's region starts at its end as the run finds it
+    /// (0 for a file the run creates), whatever `offset` says, and is `size` bytes long,
+    /// so the job grows the file, as fio's get_start_offset does.
+    pub file_append: bool,
     /// `fill_device` (`fill_fs`): the job writes until its file system (or device) is
     /// full, an ENOSPC that ends the job without an error. Without a size, its file
     /// takes the free space: on a real file system what `statvfs` says is free, in
@@ -663,6 +667,7 @@ impl JobSpec {
             verify_backlog_batch: 0,
             serialize_overlap: false,
             create_only: false,
+            file_append: false,
             verify_format: VerifyFormat::default(),
             fill_device: false,
             write_hint: None,
@@ -871,6 +876,36 @@ impl JobSpec {
         Ok(crate::Region { start: offset, len })
     }
 
+    /// Clone `clone`'s region in file `filenum`, which held `len_before` bytes before the
+    /// run and holds `file_len` now: [`clone_region`]'s, or with `file_append` (a
+    /// regular file, not a block device) `size` bytes from where the file ended.
+    ///
+    /// [`clone_region`]: JobSpec::clone_region
+    pub fn region_in(
+        &self,
+        clone: u32,
+        filenum: u32,
+        file_name: &str,
+        regular_file: bool,
+        len_before: u64,
+        file_len: u64,
+    ) -> Result<crate::Region, String> {
+        if !(self.file_append && regular_file) {
+            return self.clone_region(clone, filenum, file_name, file_len);
+        }
+        let len = match self.size_per_file() {
+            Some(SizeOrPercent::Bytes(b)) => b.min(file_len.saturating_sub(len_before)),
+            _ => 0,
+        };
+        if len == 0 {
+            return Err(format!(
+                "job '{}' ({}): file_append finds no room after the end of '{file_name}' ({file_len} bytes)",
+                self.name, self.at
+            ));
+        }
+        Ok(crate::Region { start: len_before, len })
+    }
+
     /// The size of file `filenum` of clone `clone` under `filesize`: fixed, or drawn from
     /// the range (a multiple of the smallest block, as fio draws it) by a generator seeded
     /// with `randseed`, the clone and the file, so the layout does not depend on the run.
@@ -903,8 +938,9 @@ impl JobSpec {
         if let Some(fs) = self.filesize {
             return Some(self.drawn_file_size(fs, clone, filenum));
         }
-        // a percentage offset needs the file's size first: it counts from 0 here
-        let offset = self.clone_offset(clone, 0);
+        // a percentage offset needs the file's size first: it counts from 0 here; an
+        // appending job's region starts at the file's end, which its caller adds
+        let offset = if self.file_append { 0 } else { self.clone_offset(clone, 0) };
         if let Some(bytes) = self.replay_bytes() {
             return Some(offset + bytes);
         }
@@ -2668,6 +2704,16 @@ pub static OPTIONS: &[OptionDef] = &[
         }
     ),
     opt!(
+        "file_append",
+        [],
+        Some("1"),
+        "work after the end of each file as the run finds it (a new file: from 0) for size bytes, growing it, whatever offset says; on real devices an existing file grows only with --allow-destructive",
+        |j, v| {
+            j.file_append = parse_bool(v)?;
+            Ok(())
+        }
+    ),
+    opt!(
         "fill_device",
         ["fill_fs"],
         Some("1"),
@@ -2958,7 +3004,6 @@ const VERIFY_CHECKSUMS: &[&str] = &[
 /// fio 3.33 lists (`fio --cmdhelp=all`, and `--enghelp` of io_uring and libaio).
 const FIO_UNSUPPORTED: &[(&str, &str)] = &[
     ("opendir", "a job's files are named by filename or nrfiles, not found in a directory tree"),
-    ("file_append", "nvsched does not grow files; set offset= past the data instead"),
     ("bs_unaligned", "blocks are multiples of 512 bytes, as direct I/O needs"),
     ("dedupe_global", "dedupe_mode=working_set is not supported; dedupe_mode=repeat repeats pieces within each job"),
     (
@@ -3136,6 +3181,27 @@ fn finish_job(job: &mut JobSpec, warnings: &mut Vec<String>) -> Result<(), JobFi
             job.numjobs,
             job.file_name_of(0, 0)
         ));
+    }
+    if job.file_append {
+        // fio appends `size` bytes (its io_size) after each file's end
+        let why = if job.filesize.is_some() {
+            Some("filesize= sizes the whole file, so it leaves no amount to append; set size= instead")
+        } else if !matches!(job.size, Some(SizeOrPercent::Bytes(_))) {
+            Some("it needs size= in bytes: how much to append after each file's end")
+        } else if job.fill_device {
+            Some("fill_device already writes until the file system is full; drop one of them")
+        } else if job.replay.read_iolog.is_some() {
+            Some("a replay's offsets come from its trace")
+        } else {
+            None
+        };
+        if let Some(why) = why {
+            return Err(JobFileError::new(
+                job.option_line("file_append"),
+                Some("file_append"),
+                format!("job '{}': file_append: {why}", job.name),
+            ));
+        }
     }
     if job.queue_depth() < job.iodepth {
         warnings.push(format!(

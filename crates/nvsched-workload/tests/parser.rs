@@ -752,6 +752,31 @@ fn a_filesize_range_draws_each_file_size() {
     assert!(parse("[j]\nfilesize=0-4k\n").unwrap_err().to_string().contains("filesize must be greater than 0"));
 }
 
+/// `file_append`: each regular file's region is `size` bytes from where the file ended,
+/// whatever `offset` says (fio's get_start_offset); a block device's is as without it;
+/// the job must say how much to append.
+#[test]
+fn file_append_starts_at_the_end_of_the_file() {
+    let j = job("size=32k\noffset=16k\nbs=4k\nfile_append=1\nnrfiles=2");
+    assert!(j.file_append);
+    assert_eq!(j.needed_file_bytes(0, 1, None), Some(16 << 10), "the file's end is added by the caller");
+    let r = j.region_in(0, 1, "x", true, 64 << 10, 80 << 10).unwrap();
+    assert_eq!((r.start, r.len), (64 << 10, 16 << 10));
+    let r = j.region_in(0, 1, "/dev/x", false, 0, 1 << 20).unwrap();
+    assert_eq!((r.start, r.len), (16 << 10, 16 << 10), "a block device works from the offset");
+    let full = j.region_in(0, 0, "x", true, 64 << 10, 64 << 10).unwrap_err();
+    assert!(full.contains("no room after the end of 'x'"), "{full}");
+    for (body, why) in [
+        ("file_append=1\n", "needs size= in bytes"),
+        ("file_append=1\nsize=50%\n", "needs size= in bytes"),
+        ("file_append=1\nsize=1m\nfilesize=1m\n", "filesize= sizes the whole file"),
+        ("file_append=1\nsize=1m\nfill_device=1\n", "fill_device already writes"),
+    ] {
+        let e = parse(&format!("[a]\n{body}")).unwrap_err().to_string();
+        assert!(e.contains(why) && e.contains("test.fio:2: option 'file_append'"), "{body}: {e}");
+    }
+}
+
 #[test]
 fn several_files_per_job_are_named_sized_and_checked() {
     let f = parse("[j]\nnrfiles=3\nsize=3m\nnumjobs=2\nfilename_format=$jobname.$jobnum.$filenum.dat\n").unwrap();

@@ -107,6 +107,30 @@ fn a_short_file_is_extended_only_with_allow_destructive() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// `file_append`: the job writes `size` bytes after the file's end, whatever `offset`
+/// says, as fio does; growing a file nvsched did not create needs --allow-destructive,
+/// and what the file held stays.
+#[test]
+fn file_append_writes_after_the_end_of_the_file() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let (data, before) = precious_file(&d, 64 << 10);
+    let body = format!(
+        "[a]\nfilename={}\nsize=32k\noffset=16k\nrw=write\nbs=4k\nfile_append=1\nbuffer_pattern=0x55\n",
+        data.display()
+    );
+    let job = write_job(&d, "a.fio", &body);
+    assert_refused(&job, &data, before, &["refusing to write to", "--allow-destructive"]);
+    let v = run_uring_json(&job, &["--allow-destructive"]);
+    assert_eq!(v["jobs"][0]["write"]["io_bytes"], 32 << 10);
+    let held = std::fs::read(&data).unwrap();
+    assert_eq!((held.len(), crc32c::crc32c(&held[..64 << 10])), (96 << 10, before));
+    assert!(held[64 << 10..].iter().all(|&b| b == 0x55), "the appended blocks hold the job's pattern");
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 #[test]
 fn refuses_a_mounted_block_device() {
     if skip() {
