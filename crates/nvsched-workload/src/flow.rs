@@ -8,7 +8,7 @@
 
 use crate::driver::JobDriver;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 
 /// The counts one `flow_id` shares. Atomics let the drivers that share it stay `Send`;
@@ -17,12 +17,14 @@ use std::sync::Arc;
 pub struct FlowGroup {
     /// I/Os issued by its members, plus one (fio's starting value).
     issued: AtomicU64,
-    total_weight: AtomicU64,
+    /// The members' weights, modulo 2^32 as fio's `unsigned int` sums them (a negative
+    /// `flow`, stored as a weight near 2^32, makes it wrap).
+    total_weight: AtomicU32,
 }
 
 impl Default for FlowGroup {
     fn default() -> FlowGroup {
-        FlowGroup { issued: AtomicU64::new(1), total_weight: AtomicU64::new(0) }
+        FlowGroup { issued: AtomicU64::new(1), total_weight: AtomicU32::new(0) }
     }
 }
 
@@ -30,14 +32,14 @@ impl Default for FlowGroup {
 #[derive(Debug)]
 pub struct FlowShare {
     group: Arc<FlowGroup>,
-    weight: u64,
+    weight: u32,
     issued: u64,
     joined: bool,
 }
 
 impl FlowShare {
     pub fn new(group: Arc<FlowGroup>, weight: u32) -> FlowShare {
-        FlowShare { group, weight: u64::from(weight), issued: 0, joined: false }
+        FlowShare { group, weight, issued: 0, joined: false }
     }
 
     /// The clone starts: its weight counts from now on.
@@ -62,7 +64,8 @@ impl FlowShare {
     pub fn held(&self) -> bool {
         let group_issued = self.group.issued.load(Ordering::Relaxed);
         let total_weight = self.group.total_weight.load(Ordering::Relaxed);
-        // issued / group_issued > weight / total_weight, without division
+        // issued / group_issued > weight / total_weight, without division (a total of 0
+        // is fio's infinite weight share: never held)
         u128::from(self.issued) * u128::from(total_weight) > u128::from(self.weight) * u128::from(group_issued)
     }
 
@@ -132,5 +135,27 @@ mod tests {
         assert!(!a.held(), "alone in the group");
         assert!(!other.held(), "flow_id 2 is a group of its own");
         assert!(groups.share(1, 0).is_none(), "flow=0: no flow control");
+    }
+
+    /// fio 3.33 stores flow=-2 as 2^32-2 and sums weights in an unsigned int: with a
+    /// member of weight 2 the total wraps to 0 and neither is ever held; when the other
+    /// leaves, the total is the weight again.
+    #[test]
+    fn weights_add_up_modulo_2_to_the_32_as_in_fio() {
+        let mut groups = FlowGroups::default();
+        let (mut a, mut b) = (groups.share(0, 2).unwrap(), groups.share(0, -2i32 as u32).unwrap());
+        a.join();
+        b.join();
+        for _ in 0..100 {
+            assert!(!a.held() && !b.held());
+            a.count();
+        }
+        a.leave();
+        assert!(!b.held());
+        let mut c = groups.share(0, 1).unwrap();
+        c.join();
+        c.count();
+        c.count();
+        assert!(c.held(), "weight 1 of 2^32-1 and 2 of 3 counted I/Os");
     }
 }

@@ -1600,14 +1600,15 @@ pub static OPTIONS: &[OptionDef] = &[
         "flow",
         [],
         None,
-        "weight among the jobs of its flow_id (0-1000): they issue I/Os in proportion to their weights (0: no flow control)",
+        "weight among the jobs of its flow_id (0-1000): they issue I/Os in proportion to their weights (0: no flow control; a negative value, older fio's signed counter, is taken as fio 3.33 takes it, see README)",
         |j, v| {
-            if v.trim_start().starts_with('-') {
-                return Err(format!(
-                    "'{v}': flow is a weight from 0 to 1000 (fio 3.x); the signed flow counter of older fio is not supported"
-                ));
+            // fio 3.33 checks only the upper bound and stores the value in an unsigned
+            // int, so -2 (older fio's syntax, still in its examples) is the weight 2^32-2
+            let weight = int_in(v, i64::from(i32::MIN), i64::from(i32::MAX))?;
+            if weight > 1000 {
+                return Err(format!("{weight} is out of range 0..=1000"));
             }
-            j.flow = int_in(v, 0, 1000)? as u32;
+            j.flow = weight as u32;
             Ok(())
         }
     ),
@@ -3122,7 +3123,38 @@ pub fn build_jobs(sections: &[RawSection], opts: ParseOptions) -> Result<JobFile
     }
     check_sample_windows_agree(&jobs)?;
     check_wait_for(&jobs)?;
+    warn_negative_flows(&jobs, &mut warnings);
     Ok(JobFile { jobs, global_options, warnings })
+}
+
+/// A negative `flow` (older fio's signed flow counter) is, as fio 3.33 stores it, a weight
+/// near 2^32, and a flow group's weights add up modulo 2^32 (fio's `unsigned int`): say
+/// what that makes of each group, since it is rarely what the job meant.
+fn warn_negative_flows(jobs: &[JobSpec], warnings: &mut Vec<String>) {
+    let mut groups: BTreeMap<u32, (u32, Vec<&JobSpec>)> = BTreeMap::new();
+    for job in jobs.iter().filter(|j| j.flow > 0) {
+        let (sum, members) = groups.entry(job.flow_id).or_default();
+        *sum = (0..job.numjobs).fold(*sum, |s, _| s.wrapping_add(job.flow));
+        members.push(job);
+    }
+    for (flow_id, (sum, members)) in groups {
+        for job in members.iter().filter(|j| j.flow > 1000) {
+            let effect = if sum == 0 {
+                "here they add up to 0, so flow control is off for the group (each job issues freely)".to_string()
+            } else if job.flow >= sum {
+                format!("here they add up to {sum}, no more than its own weight, so flow control never holds it back")
+            } else {
+                let share = f64::from(job.flow) / f64::from(sum) * 100.0;
+                format!("here they add up to {sum}, so the job issues about {share:.3}% of the group's I/Os")
+            };
+            warnings.push(format!(
+                "{}: flow={} is older fio's signed flow counter; fio 3.33, and nvsched as it, take it as the weight {} and add up the weights of flow_id {flow_id} modulo 2^32: {effect}",
+                job.option_line("flow"),
+                job.flow as i32,
+                job.flow,
+            ));
+        }
+    }
 }
 
 fn apply_option(

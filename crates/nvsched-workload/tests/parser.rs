@@ -439,7 +439,6 @@ const BAD: &[(&str, &str)] = &[
     ("thinktime_spin=20\nthinktime=10", "thinktime_spin (20us) is longer than thinktime (10us)"),
     ("wait_for=nobody", "waits for 'nobody', but no job has that name"),
     ("wait_for=job", "which comes after it"),
-    ("flow=-2", "the signed flow counter of older fio is not supported"),
     ("verify=pattern", "verify=pattern needs a verify_pattern"),
     ("verify_interval=64", "64 is out of range (80 bytes or more"),
     ("verify_pattern=%o", "pattern format specifiers (such as %o, the offset) are not supported"),
@@ -750,6 +749,23 @@ fn a_filesize_range_draws_each_file_size() {
     // a file already outside the range is taken at the job's own size, as fio resizes it
     assert_eq!(fixed.clone_region(0, 0, "x", 1 << 20).unwrap().len, 192 << 10);
     assert!(parse("[j]\nfilesize=0-4k\n").unwrap_err().to_string().contains("filesize must be greater than 0"));
+}
+
+/// A negative `flow` (older fio's signed counter, still in fio's butterfly example) is
+/// taken as fio 3.33 takes it: an unsigned weight near 2^32, summed per flow group modulo
+/// 2^32; a warning says what that makes of the group.
+#[test]
+fn a_negative_flow_is_an_unsigned_weight_as_in_fio() {
+    let f = parse("[global]\nbs=4k\nsize=1m\n[fwd]\nrw=read\nflow=2\n[back]\nrw=read:-8k\nflow=-2\n").unwrap();
+    assert_eq!(f.jobs[1].flow, u32::MAX - 1);
+    assert_eq!(f.warnings.len(), 1, "{:?}", f.warnings);
+    let w = &f.warnings[0];
+    assert!(w.contains("test.fio:9: flow=-2") && w.contains("weight 4294967294"), "{w}");
+    assert!(w.contains("add up to 0, so flow control is off"), "{w}");
+    let f = parse("[a]\nsize=1m\nflow=-2\n[b]\nsize=1m\nflow=3\n[c]\nsize=1m\nflow=-5\nflow_id=1\n[d]\nsize=1m\nflow=5\nflow_id=1\n").unwrap();
+    assert!(f.warnings[0].contains("add up to 1, no more than its own weight"), "{:?}", f.warnings);
+    assert!(f.warnings[1].contains("flow_id 1") && f.warnings[1].contains("add up to 0"), "{:?}", f.warnings);
+    assert!(parse("[a]\nflow=2\nsize=1m\n").unwrap().warnings.is_empty());
 }
 
 /// `file_append`: each regular file's region is `size` bytes from where the file ended,
