@@ -3043,6 +3043,29 @@ const FIO_UNSUPPORTED: &[(&str, &str)] = &[
     ("read_beyond_wp", "zoned block devices (zonemode=zbd) are not modelled"),
 ];
 
+/// Options fio 3.33 still knows by name but deprecated, each with whether fio only
+/// warns (and ignores it) or refuses the job, and what to write instead. Found by trying
+/// every option-like string in the fio 3.33 binary with `--parse-only`.
+const FIO_DEPRECATED: &[(&str, Deprecation)] = &[
+    ("verifysort", Deprecation::Ignored),
+    ("verifysort_nr", Deprecation::Ignored),
+    ("flow_watermark", Deprecation::Ignored),
+    ("rwmixcycle", Deprecation::Refused("rwmixread/rwmixwrite set the mix; nothing sets its cycle")),
+    ("percentage_sequential", Deprecation::Refused("set percentage_random instead")),
+];
+
+#[derive(Clone, Copy)]
+enum Deprecation {
+    /// fio prints "Option X is deprecated" and goes on without it.
+    Ignored,
+    /// fio prints that and drops the job file; with what to write instead.
+    Refused(&'static str),
+}
+
+fn deprecation(key: &str) -> Option<Deprecation> {
+    FIO_DEPRECATED.iter().find(|(name, _)| *name == key).map(|(_, d)| *d)
+}
+
 /// Why nvsched does not take `key`, a fio option it knows of, if it is one.
 pub fn unsupported_reason(key: &str) -> Option<&'static str> {
     FIO_UNSUPPORTED.iter().find(|(name, _)| *name == key).map(|(_, why)| *why)
@@ -3056,7 +3079,9 @@ pub fn find_option(key: &str) -> Option<&'static OptionDef> {
 /// Why `key` is not an option nvsched takes: a fio option it does not support, or no
 /// option at all (with the closest name, if one is close).
 pub fn why_not_an_option(key: &str) -> String {
-    if let Some(why) = unsupported_reason(key) {
+    if let Some(Deprecation::Refused(instead)) = deprecation(key) {
+        format!("is deprecated: fio 3.33 refuses it too ('Option {key} is deprecated'); {instead}")
+    } else if let Some(why) = unsupported_reason(key) {
         format!("is a fio option nvsched does not support: {why}")
     } else {
         match closest_option(key) {
@@ -3164,6 +3189,13 @@ fn apply_option(
     warnings: &mut Vec<String>,
 ) -> Result<(), JobFileError> {
     let key = opt.key.as_str();
+    if let Some(Deprecation::Ignored) = deprecation(key) {
+        warnings.push(format!(
+            "{}: option '{key}' is deprecated and has no effect; ignored, as fio 3.33 ignores it ('Option {key} is deprecated')",
+            opt.at
+        ));
+        return Ok(());
+    }
     let Some(def) = find_option(key) else {
         let why = why_not_an_option(key);
         if opts.ignore_unsupported {

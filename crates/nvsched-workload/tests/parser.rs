@@ -751,6 +751,23 @@ fn a_filesize_range_draws_each_file_size() {
     assert!(parse("[j]\nfilesize=0-4k\n").unwrap_err().to_string().contains("filesize must be greater than 0"));
 }
 
+/// fio 3.33's deprecated options: `verifysort`, `verifysort_nr` and `flow_watermark` are
+/// ignored with a warning (and kept in the job's options, as fio's JSON keeps them);
+/// `rwmixcycle` and `percentage_sequential` are refused, as fio refuses them.
+#[test]
+fn deprecated_fio_options_are_ignored_or_refused_as_fio_does() {
+    let f = parse("[a]\nsize=1m\nverifysort=1\nflow_watermark=8\n").unwrap();
+    assert_eq!(f.warnings.len(), 2, "{:?}", f.warnings);
+    assert!(f.warnings[0].contains("test.fio:3: option 'verifysort' is deprecated and has no effect"));
+    assert!(f.jobs[0].job_options.iter().any(|(k, _)| k == "flow_watermark"));
+    let e = parse("[a]\nsize=1m\npercentage_sequential=50\n").unwrap_err().to_string();
+    assert!(
+        e.contains("test.fio:3") && e.contains("fio 3.33 refuses it too") && e.contains("percentage_random"),
+        "{e}"
+    );
+    assert!(parse("[a]\nrwmixcycle=40\n").unwrap_err().to_string().contains("'rwmixcycle' is deprecated"));
+}
+
 /// A negative `flow` (older fio's signed counter, still in fio's butterfly example) is
 /// taken as fio 3.33 takes it: an unsigned weight near 2^32, summed per flow group modulo
 /// 2^32; a warning says what that makes of the group.
