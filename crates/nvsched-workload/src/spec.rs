@@ -1466,7 +1466,7 @@ pub static OPTIONS: &[OptionDef] = &[
         j.io_size = Some(parse_size_or_percent(v, j.kb_base)?);
         Ok(())
     }),
-    opt!("offset", [], None, "start of the region within the file/device (bytes or N%)", |j, v| {
+    opt!("offset", ["fileoffset"], None, "start of the region within the file/device (bytes or N%)", |j, v| {
         j.offset = parse_size_or_percent(v, j.kb_base).map_err(|e| e.replace("(0, 100]", "[0, 100]"))?;
         Ok(())
     }),
@@ -2496,6 +2496,13 @@ pub static OPTIONS: &[OptionDef] = &[
         |_, v| int_in(v, 0, 1024).map(|_| ())
     ),
     opt!(
+        "verify_async_cpus",
+        [],
+        None,
+        "accepted: nvsched checks read-backs in its one thread, so there are no verify threads to pin",
+        |_, _| Ok(())
+    ),
+    opt!(
         "verify_state_save",
         [],
         Some("1"),
@@ -3006,6 +3013,7 @@ const VERIFY_CHECKSUMS: &[&str] = &[
 const FIO_UNSUPPORTED: &[(&str, &str)] = &[
     ("opendir", "a job's files are named by filename or nrfiles, not found in a directory tree"),
     ("bs_unaligned", "blocks are multiples of 512 bytes, as direct I/O needs"),
+    ("blocksize_unaligned", "blocks are multiples of 512 bytes, as direct I/O needs"),
     ("dedupe_global", "dedupe_mode=working_set is not supported; dedupe_mode=repeat repeats pieces within each job"),
     (
         "dedupe_working_set_percentage",
