@@ -31,6 +31,14 @@ impl JobFileError {
     pub fn new(at: &Location, option: Option<&str>, message: impl Into<String>) -> JobFileError {
         JobFileError { at: Some(at.clone()), option: option.map(str::to_string), message: message.into() }
     }
+
+    /// An error about the whole of job file `path` (no line to name) names the file.
+    pub fn in_file(mut self, path: &Path) -> JobFileError {
+        if self.at.is_none() {
+            self.message = format!("{}: {}", path.display(), self.message);
+        }
+        self
+    }
 }
 
 impl fmt::Display for JobFileError {

@@ -3102,7 +3102,7 @@ pub fn why_not_an_option(key: &str) -> String {
 /// Parses a fio job file from disk.
 pub fn parse_job_file(path: &Path, env: &dyn Environment, opts: ParseOptions) -> Result<JobFile, JobFileError> {
     let sections = crate::jobfile::read_job_file(path, env)?;
-    build_jobs(&sections, opts)
+    build_jobs(&sections, opts).map_err(|e| e.in_file(path))
 }
 
 /// Parses job-file text (named `path` in errors).
@@ -3113,7 +3113,7 @@ pub fn parse_job_str(
     opts: ParseOptions,
 ) -> Result<JobFile, JobFileError> {
     let sections = crate::jobfile::parse_job_text(text, path, env)?;
-    build_jobs(&sections, opts)
+    build_jobs(&sections, opts).map_err(|e| e.in_file(path))
 }
 
 /// Applies `[global]` inheritance and every option, then checks each job as a whole.

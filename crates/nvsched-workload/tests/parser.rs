@@ -520,8 +520,8 @@ fn bad_inputs_give_precise_errors() {
 fn structural_errors() {
     for (text, expected) in [
         ("bs=4k\n", "test.fio:1: option 'bs': option outside of a [] job section"),
-        ("[global]\nbs=4k\n", "defines no jobs"),
-        ("", "defines no jobs"),
+        ("[global]\nbs=4k\n", "test.fio:1: the job file defines no jobs (only [global] sections)"),
+        ("", "test.fio: the job file defines no jobs"),
         ("[job\n", "test.fio:1: section header '[job' has no closing ']'"),
         ("[job]\ninclude /nonexistent/x.fio\n", "test.fio:2: cannot read included file"),
     ] {
