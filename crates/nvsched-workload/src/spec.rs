@@ -3089,6 +3089,9 @@ pub fn find_option(key: &str) -> Option<&'static OptionDef> {
 pub fn why_not_an_option(key: &str) -> String {
     if let Some(Deprecation::Refused(instead)) = deprecation(key) {
         format!("is deprecated: fio 3.33 refuses it too ('Option {key} is deprecated'); {instead}")
+    } else if let Some(Deprecation::Ignored) = deprecation(key) {
+        "is deprecated and has no effect: a job may give it, and nvsched ignores it with a warning, as fio 3.33 does"
+            .to_string()
     } else if let Some(why) = unsupported_reason(key) {
         format!("is a fio option nvsched does not support: {why}")
     } else {

@@ -766,6 +766,8 @@ fn deprecated_fio_options_are_ignored_or_refused_as_fio_does() {
         "{e}"
     );
     assert!(parse("[a]\nrwmixcycle=40\n").unwrap_err().to_string().contains("'rwmixcycle' is deprecated"));
+    // what `nvsched options NAME` says of them
+    assert!(spec::why_not_an_option("verifysort").contains("deprecated and has no effect"));
 }
 
 /// A negative `flow` (older fio's signed counter, still in fio's butterfly example) is
