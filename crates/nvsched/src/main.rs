@@ -18,6 +18,9 @@ use std::process::ExitCode;
 use std::rc::Rc;
 use std::time::Instant;
 
+/// Where `calibrate` writes its profile and `compare` looks for one by default.
+const CALIBRATED: &str = "calibrated.toml";
+
 /// Design, compare and tune host I/O schedulers for NVMe SSDs.
 ///
 /// nvsched runs fio job files, and the block traces they replay (read_iolog=), against a
@@ -447,7 +450,7 @@ struct CalibrateArgs {
     #[arg(long)]
     allow_destructive: bool,
     /// Where to write the fitted profile.
-    #[arg(long, default_value = "calibrated.toml")]
+    #[arg(long, default_value = CALIBRATED)]
     output: PathBuf,
 }
 
@@ -459,7 +462,7 @@ struct CompareArgs {
     #[arg(long)]
     filename: PathBuf,
     /// Simulator profile (e.g. the output of `nvsched calibrate`).
-    #[arg(long, default_value = "calibrated.toml")]
+    #[arg(long, default_value = CALIBRATED)]
     device: String,
     /// Scheduling policy for both runs, ID or ID:key=value,... (see `nvsched policies`);
     /// default: the job file's `ioscheduler=`, else none.
@@ -1096,6 +1099,12 @@ fn cmd_calibrate(args: CalibrateArgs) -> Result<(), String> {
 
 fn cmd_compare(args: CompareArgs) -> Result<(), String> {
     let jobs = load_jobs(&args.jobfile, false)?;
+    if args.device == CALIBRATED && !Path::new(CALIBRATED).exists() {
+        return Err(format!(
+            "no {CALIBRATED} here to simulate with: run `nvsched calibrate --filename {}` first to fit one to the device, or pass --device with a shipped profile (`nvsched devices` lists them)",
+            args.filename.display()
+        ));
+    }
     let profile = load_profile(&args.device, &[]).map_err(|e| e.to_string())?;
     let (policy, override_warning) = nvsched::run::choose_policy(args.sched.as_deref(), "--sched", &jobs)?;
     if let Some(w) = override_warning {

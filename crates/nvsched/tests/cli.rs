@@ -465,6 +465,14 @@ fn errors_name_what_is_wrong() {
         let err = String::from_utf8(out.stderr).unwrap();
         assert!(err.contains(expected), "{a:?}: {err}");
     }
+    // compare without a calibrated profile says how to get one (run where there is none)
+    let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+        .args(["compare", job.to_str().unwrap(), "--filename", "/tmp/nvsched-never-made.dat"])
+        .current_dir(job.parent().unwrap())
+        .output()
+        .unwrap();
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("no calibrated.toml here") && err.contains("nvsched calibrate --filename"), "{err}");
     // tune refuses a job file without a real-time job before it sweeps
     let no_rt = temp_job("no-rt.fio", "[a]\nrw=randread\nsize=1g\n");
     let out = nvsched(&["tune", "k2", "--objective", "latency:50%", no_rt.to_str().unwrap()]);
