@@ -1600,7 +1600,7 @@ pub static OPTIONS: &[OptionDef] = &[
         "flow",
         [],
         None,
-        "weight among the jobs of its flow_id (0-1000): they issue I/Os in proportion to their weights (0: no flow control; a negative value, older fio's signed counter, is taken as fio 3.33 takes it, see README)",
+        "weight among the jobs of its flow_id (0-1000): they issue I/Os in proportion to their weights (0: no flow control; a negative value, older fio's signed counter, is taken as fio 3.33 takes it, see docs/job-files.md)",
         |j, v| {
             // fio 3.33 checks only the upper bound and stores the value in an unsigned
             // int, so -2 (older fio's syntax, still in its examples) is the weight 2^32-2

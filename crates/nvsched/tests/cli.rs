@@ -615,16 +615,17 @@ fn normal_output_reads_like_fio() {
     assert!(text.contains("nvsched: policy none on 970evoplus-250g (nand model)"), "{text}");
 }
 
-/// The README's list of supported job options names every option the parser accepts.
+/// docs/job-files.md's list of supported job options names every option the parser
+/// accepts.
 #[test]
 fn readme_lists_every_job_option() {
-    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let readme = std::fs::read_to_string(repo_root().join("docs/job-files.md")).unwrap();
     let missing: Vec<&str> = nvsched::workload::OPTIONS
         .iter()
         .map(|o| o.name)
         .filter(|name| !readme.contains(&format!("`{name}`")) && !readme.contains(&format!("`{name}=")))
         .collect();
-    assert!(missing.is_empty(), "README.md does not mention the job options {missing:?}");
+    assert!(missing.is_empty(), "docs/job-files.md does not mention the job options {missing:?}");
 }
 
 /// `write_lat_log`/`write_bw_log`/`write_iops_log` write fio's files, named as fio names
@@ -1101,7 +1102,7 @@ fn exitall_on_error_stops_the_running_jobs_when_one_fails() {
     assert_eq!(v["jobs"][1]["job_runtime"], json!(2000));
 }
 
-/// `examples/rt-bursts.fio` as the README shows it: under `k2:bound=8` the bursty
+/// `examples/rt-bursts.fio` as docs/job-files.md shows it: under `k2:bound=8` the bursty
 /// real-time reader gets the 4000 IOPS it asks for 80% of the time; `flow` keeps the
 /// background jobs at 3:1 I/Os; the reader's histogram log has a line per second.
 #[test]

@@ -1,4 +1,4 @@
-//! README.md's simulated examples print what README.md shows.
+//! The simulated examples of README.md and docs/job-files.md print what they show.
 //!
 //! Every `$ nvsched run|sweep examples/...`, `$ nvsched tune ... examples/...` and
 //! `$ nvsched repro NAME --quick` line in a fenced block is run (in simulation, so the output is deterministic) and each output
@@ -82,9 +82,6 @@ fn without_wall_clock(line: &str) -> String {
 #[test]
 fn readme_examples_print_what_readme_shows() {
     let root = repo_root().canonicalize().unwrap();
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
-    let examples = simulated_examples(&readme);
-    assert!(examples.len() >= 6, "README's examples were not found: {}", examples.len());
     // a scratch directory, so the log files some examples write stay out of the checkout
     let dir = std::env::temp_dir().join(format!("nvsched-readme-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -93,28 +90,33 @@ fn readme_examples_print_what_readme_shows() {
         std::os::unix::fs::symlink(root.join("examples"), &link).unwrap();
     }
     let mut mismatches = Vec::new();
-    for example in &examples {
-        let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
-            .args(&example.args)
-            .current_dir(&dir)
-            .output()
-            .expect("nvsched runs");
-        let printed = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        let printed_lines: Vec<String> = printed.lines().map(|l| without_wall_clock(l.trim())).collect();
-        for shown in &example.shown {
-            let shown = without_wall_clock(shown);
-            let fragments = shown.split("...").map(str::trim).filter(|f| !f.is_empty());
-            for fragment in fragments {
-                if !printed_lines.iter().any(|l| l.contains(fragment)) {
-                    mismatches.push(format!(
-                        "README.md:{} `nvsched {}`: not printed: {fragment}",
-                        example.readme_line,
-                        example.args.join(" ")
-                    ));
+    for (doc, at_least) in [("README.md", 6), ("docs/job-files.md", 1)] {
+        let text = std::fs::read_to_string(root.join(doc)).unwrap();
+        let examples = simulated_examples(&text);
+        assert!(examples.len() >= at_least, "{doc}'s examples were not found: {}", examples.len());
+        for example in &examples {
+            let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+                .args(&example.args)
+                .current_dir(&dir)
+                .output()
+                .expect("nvsched runs");
+            let printed = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+            let printed_lines: Vec<String> = printed.lines().map(|l| without_wall_clock(l.trim())).collect();
+            for shown in &example.shown {
+                let shown = without_wall_clock(shown);
+                let fragments = shown.split("...").map(str::trim).filter(|f| !f.is_empty());
+                for fragment in fragments {
+                    if !printed_lines.iter().any(|l| l.contains(fragment)) {
+                        mismatches.push(format!(
+                            "{doc}:{} `nvsched {}`: not printed: {fragment}",
+                            example.readme_line,
+                            example.args.join(" ")
+                        ));
+                    }
                 }
             }
         }
     }
     std::fs::remove_dir_all(&dir).unwrap();
-    assert!(mismatches.is_empty(), "README shows output nvsched no longer prints:\n{}", mismatches.join("\n"));
+    assert!(mismatches.is_empty(), "the docs show output nvsched no longer prints:\n{}", mismatches.join("\n"));
 }
