@@ -299,7 +299,7 @@ pub fn run_with_status(
                 Ok(m) if spec.file_append && m.is_file() => m.len(),
                 _ => 0,
             };
-            let need = spec.needed_file_bytes(clone, filenum, None).map(|n| n + appended_at);
+            let need = spec.needed_file_bytes(clone, filenum, None).map(|n| n.saturating_add(appended_at));
             let k = match wanted.iter().position(|w| w.name == name) {
                 Some(k) => k,
                 None => {
