@@ -3800,8 +3800,9 @@ fn parse_zones(raw: &str, absolute: bool, kb: KbBase) -> Result<Distribution, St
 fn parse_distribution(raw: &str, kb: KbBase) -> Result<Distribution, String> {
     let mut parts = raw.split(':');
     let kind = parts.next().unwrap_or("");
-    let num = |s: Option<&str>, what: &str| -> Result<f64, String> {
-        let s = s.ok_or_else(|| format!("{kind} needs a {what} ({kind}:VALUE)"))?;
+    // without a value, fio takes its defaults: zipf 1.1, pareto 0.2, normal 0
+    let num = |s: Option<&str>, default: f64| -> Result<f64, String> {
+        let Some(s) = s else { return Ok(default) };
         s.trim().parse::<f64>().map_err(|_| format!("'{s}' is not a number")).and_then(|v| {
             if v.is_finite() {
                 Ok(v)
@@ -3826,21 +3827,21 @@ fn parse_distribution(raw: &str, kb: KbBase) -> Result<Distribution, String> {
     let d = match kind {
         "random" => Distribution::Uniform,
         "zipf" => {
-            let theta = num(parts.next(), "theta")?;
+            let theta = num(parts.next(), 1.1)?;
             if theta <= 0.0 || theta == 1.0 {
                 return Err(format!("zipf theta {theta} must be > 0 and not 1"));
             }
             Distribution::Zipf { theta, center: center(parts.next())? }
         }
         "pareto" => {
-            let h = num(parts.next(), "h")?;
+            let h = num(parts.next(), 0.2)?;
             if !(h > 0.0 && h < 1.0) {
                 return Err(format!("pareto h {h} must be in (0, 1)"));
             }
             Distribution::Pareto { h, center: center(parts.next())? }
         }
         "normal" | "gauss" => {
-            let dev = num(parts.next(), "deviation")?;
+            let dev = num(parts.next(), 0.0)?;
             if !(0.0..=100.0).contains(&dev) {
                 return Err(format!("normal deviation {dev} must be in 0..=100 (percent)"));
             }

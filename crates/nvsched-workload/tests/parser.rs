@@ -289,6 +289,10 @@ fn percentiles_distributions_seeds() {
     assert_eq!(job("random_distribution=random").distribution, Distribution::Uniform);
     assert_eq!(job("random_distribution=zipf:1.2").distribution, Distribution::Zipf { theta: 1.2, center: 0.0 });
     assert_eq!(job("random_distribution=pareto:0.9:0.5").distribution, Distribution::Pareto { h: 0.9, center: 0.5 });
+    // without a value, fio 3.33's defaults (FIO_DEF_ZIPF, FIO_DEF_PARETO, a deviation of 0)
+    assert_eq!(job("random_distribution=zipf").distribution, Distribution::Zipf { theta: 1.1, center: 0.0 });
+    assert_eq!(job("random_distribution=pareto").distribution, Distribution::Pareto { h: 0.2, center: 0.0 });
+    assert_eq!(job("random_distribution=normal").distribution, Distribution::Normal { dev_pct: 0.0, center: 0.5 });
     assert_eq!(job("random_distribution=normal:20").distribution, Distribution::Normal { dev_pct: 20.0, center: 0.5 });
     assert!(job("norandommap").norandommap);
     assert_eq!(job("randseed=1234").randseed, 1234);
@@ -458,7 +462,6 @@ const BAD: &[(&str, &str)] = &[
     ("percentile_list=50:101", "percentile 101 is out of range"),
     ("percentile_list=1:2:3:4:5:6:7:8:9:10:11:12:13:14:15:16:17:18:19:20:21", "21 percentiles given; at most 20"),
     ("random_distribution=zipf:1", "zipf theta 1 must be > 0 and not 1"),
-    ("random_distribution=zipf", "zipf needs a theta"),
     ("random_distribution=pareto:1.5", "pareto h 1.5 must be in (0, 1)"),
     ("random_distribution=normal:200", "normal deviation 200 must be in 0..=100"),
     ("random_distribution=sequence", "'sequence' distributions are not supported"),
