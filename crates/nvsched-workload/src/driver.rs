@@ -5,7 +5,7 @@
 use crate::flow::FlowShare;
 use crate::gen::{IoGenerator, IoUnit, Region};
 use crate::latency_target::{LatencyProbe, Verdict};
-use crate::spec::{EngineKind, FileService, JobSpec, RateProcess};
+use crate::spec::{EngineKind, FileService, JobSpec, RateProcess, ThinktimeCounts};
 use crate::trace::{place, DeviceSpan, Placement};
 use crate::units::SizeOrPercent;
 use crate::written::{WrittenBlocks, TRIM_GENERATION};
@@ -63,6 +63,12 @@ pub struct JobDriver {
     think_until: Nanos,
     /// Data I/Os issued since the last `thinktime` pause.
     since_think: u32,
+    /// `thinktime_blocks_type=complete`: data I/Os completed, and that count at the last
+    /// pause; a check a full queue put off until a completion makes room (fio checks
+    /// after the reaping).
+    think_completed: u64,
+    think_last: u64,
+    think_check_due: bool,
     /// `thinktime_iotime` (0: pauses come by count only) and when the current stretch of
     /// issuing began (the job's start or the end of its last pause).
     think_iotime: Nanos,
@@ -601,6 +607,9 @@ impl JobDriver {
             stopped: false,
             think_until: Nanos::ZERO,
             since_think: 0,
+            think_completed: 0,
+            think_last: 0,
+            think_check_due: false,
             quiescing: None,
             refill_below: refill_at,
             refill_wait: false,
@@ -999,6 +1008,19 @@ impl JobDriver {
         if now < self.think_until {
             return self.wait_until(self.think_until);
         }
+        if self.think_check_due && self.inflight < self.depth {
+            // the check a full queue put off: fio makes it once the reaping returns
+            self.think_check_due = false;
+            if self.think_blocks_completed() {
+                self.start_think();
+                if self.inflight > 0 {
+                    return Poll::Blocked;
+                }
+                self.quiescing = None;
+                self.begin_pause(now, Pause::Think);
+                return self.wait_until(self.think_until);
+            }
+        }
         let start_len = out.len();
         let mut wake = None;
         let mut held = false;
@@ -1118,11 +1140,20 @@ impl JobDriver {
                 self.since_think += 1;
                 let issued_long_enough =
                     self.think_iotime > Nanos::ZERO && now.saturating_sub(self.issuing_since) >= self.think_iotime;
-                if self.since_think >= self.think_every || issued_long_enough {
+                let blocks_done = match self.spec.thinktime_counts {
+                    ThinktimeCounts::Issued => self.since_think >= self.think_every,
+                    // a full queue: fio reaps before it checks, so the check waits for a
+                    // completion (at the top of the next poll)
+                    ThinktimeCounts::Completed if self.inflight >= self.depth => {
+                        self.think_check_due = true;
+                        false
+                    }
+                    ThinktimeCounts::Completed => self.think_blocks_completed(),
+                };
+                if blocks_done || issued_long_enough {
                     // fio: after `thinktime_blocks` I/Os (or `thinktime_iotime`), wait for
                     // all in flight, then pause
-                    self.since_think = 0;
-                    self.quiescing = Some(Pause::Think);
+                    self.start_think();
                     pause = true;
                 }
             }
@@ -1170,6 +1201,21 @@ impl JobDriver {
         }
         self.begin_pause(now, Pause::FlowSleep);
         self.wait_until(self.think_until)
+    }
+
+    /// `thinktime_blocks_type=complete`: `thinktime_blocks` I/Os have completed since the
+    /// last pause.
+    fn think_blocks_completed(&self) -> bool {
+        self.think_completed >= self.think_last + u64::from(self.think_every)
+    }
+
+    /// A thinktime pause is due: it starts once what is out has completed. What completes
+    /// meanwhile counts toward the next one, as fio takes the count before it waits.
+    fn start_think(&mut self) {
+        self.since_think = 0;
+        self.think_last = self.think_completed;
+        self.think_check_due = false;
+        self.quiescing = Some(Pause::Think);
     }
 
     /// What was out has completed: the pause starts now. After a `thinktime` pause the
@@ -1485,6 +1531,9 @@ impl JobDriver {
             Completed { counted: self.end_flushes_inflight == 0 && !self.failed, restart_stats: false, failed: None };
         self.end_flushes_inflight = self.end_flushes_inflight.saturating_sub(1);
         self.inflight = self.inflight.saturating_sub(1);
+        if op != Op::Flush {
+            self.think_completed += 1;
+        }
         // fio judges latencies only of what it accounts: not during ramp_time
         if self.watches && done.counted && now >= self.ramp_end {
             done.failed = self.watch(now, op, len_bytes, latency);
@@ -2156,7 +2205,7 @@ mod tests {
 
     #[test]
     fn thinktime_blocks_issue_then_wait_for_completion_then_pause() {
-        let mut d = driver("[a]\nioengine=io_uring\niodepth=32\nrw=randread\nthinktime=1000\nthinktime_blocks=8\nruntime=1\ntime_based\n");
+        let mut d = driver("[a]\nioengine=io_uring\niodepth=32\nrw=randread\nthinktime=1000\nthinktime_blocks=8\nthinktime_blocks_type=issue\nruntime=1\ntime_based\n");
         let mut out = Vec::new();
         while d.poll(Nanos::ZERO, &mut out) == Poll::Ready {}
         assert_eq!(out.len(), 8, "thinktime_blocks caps what is out, not iodepth");
@@ -2169,6 +2218,44 @@ mod tests {
         out.clear();
         while d.poll(Nanos(1_009_000), &mut out) == Poll::Ready {}
         assert_eq!(out.len(), 8);
+    }
+
+    /// fio's default `thinktime_blocks_type=complete`: the queue fills, the job issues
+    /// one more per completion until 8 have completed, then waits for the rest and
+    /// pauses; what completed while it waited counts toward the next pause, which comes
+    /// after one more I/O (fio's handle_thinktime takes the count before it quiesces).
+    #[test]
+    fn thinktime_blocks_completed_lets_the_queue_fill_and_counts_what_completes_while_waiting() {
+        let mut d = driver("[a]\nioengine=io_uring\niodepth=32\nrw=randread\nthinktime=1000\nthinktime_blocks=8\nruntime=1\ntime_based\n");
+        let mut out = Vec::new();
+        while d.poll(Nanos::ZERO, &mut out) == Poll::Ready {}
+        assert_eq!(out.len(), 32, "nothing has completed: the queue fills");
+        for i in 1..=8u64 {
+            d.on_complete(Nanos(i * 1000), Op::Read, 4096, Nanos::ZERO);
+            let poll = d.poll(Nanos(i * 1000), &mut out);
+            assert_eq!(poll == Poll::Ready, i < 8, "completion {i}: one more goes out until 8 have come back");
+        }
+        assert_eq!(out.len(), 32 + 7);
+        for i in 9..=39u64 {
+            d.on_complete(Nanos(i * 1000), Op::Read, 4096, Nanos::ZERO);
+            let poll = d.poll(Nanos(i * 1000), &mut out);
+            if i < 39 {
+                assert_eq!(poll, Poll::Blocked, "waits for all out (fio's quiesce)");
+            } else {
+                assert_eq!(poll, Poll::WaitUntil(Nanos(1_039_000)), "then thinks");
+            }
+        }
+        out.clear();
+        assert_eq!(d.poll(Nanos(1_039_000), &mut out), Poll::Ready);
+        assert_eq!(out.len(), 1, "31 completed while it waited: the next pause is due after one more");
+        d.on_complete(Nanos(1_040_000), Op::Read, 4096, Nanos::ZERO);
+        assert_eq!(d.poll(Nanos(1_040_000), &mut out), Poll::WaitUntil(Nanos(2_040_000)));
+        // a synchronous engine: its I/O completes before fio checks, one I/O per pause
+        let mut d = driver("[a]\nrw=randread\nthinktime=1000\nruntime=1\ntime_based\n");
+        out.clear();
+        assert_eq!(d.poll(Nanos::ZERO, &mut out), Poll::Ready);
+        d.on_complete(Nanos(100), Op::Read, 4096, Nanos::ZERO);
+        assert_eq!(d.poll(Nanos(100), &mut out), Poll::WaitUntil(Nanos(1_000_100)), "one I/O, then the pause");
     }
 
     #[test]

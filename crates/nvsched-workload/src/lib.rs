@@ -26,7 +26,7 @@ pub use jobfile::{Environment, HostEnvironment, JobFileError, Location};
 pub use spec::{find_option, why_not_an_option};
 pub use spec::{
     parse_job_file, parse_job_str, BlockSizes, Distribution, EngineKind, ExitWhat, FileService, FileSize, JobFile,
-    JobSpec, OptionsAsWritten, ParseOptions, Pattern, RateProcess, SyncMode, UnifiedRw, VerifyFormat,
+    JobSpec, OptionsAsWritten, ParseOptions, Pattern, RateProcess, SyncMode, ThinktimeCounts, UnifiedRw, VerifyFormat,
     DEFAULT_PERCENTILES, OPTIONS,
 };
 pub use tenants::{clone_seed, exit_targets, per_prio_reporting, reporting_groups, wait_for_targets, Tenants};

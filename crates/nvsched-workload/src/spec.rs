@@ -145,6 +145,18 @@ impl BlockSizes {
     }
 }
 
+/// What `thinktime_blocks` counts (fio's `thinktime_blocks_type`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ThinktimeCounts {
+    /// I/Os completed since the last pause (fio's default): an engine that queues keeps
+    /// issuing until that many have come back, checking after each issue (after the
+    /// reaping a full queue forces), and what completes while the job waits for the rest
+    /// before its pause counts toward the next one, as in fio's handle_thinktime.
+    Completed,
+    /// I/Os issued since the last pause.
+    Issued,
+}
+
 /// `random_distribution=`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Distribution {
@@ -288,6 +300,9 @@ pub struct JobSpec {
     pub thinktime: Nanos,
     /// `thinktime_blocks`: I/Os between pauses (fio waits for them to complete first).
     pub thinktime_blocks: u32,
+    /// `thinktime_blocks_type`: whether `thinktime_blocks` counts completed I/Os (fio's
+    /// default) or issued ones.
+    pub thinktime_counts: ThinktimeCounts,
     /// `thinktime_iotime`: a pause also comes after issuing for this long (0: not by time).
     pub thinktime_iotime: Nanos,
     /// `thinktime_spin`: the part of the pause fio spends spinning (the pause is
@@ -607,6 +622,7 @@ impl JobSpec {
             startdelay: Nanos::ZERO,
             thinktime: Nanos::ZERO,
             thinktime_blocks: 1,
+            thinktime_counts: ThinktimeCounts::Completed,
             thinktime_iotime: Nanos::ZERO,
             thinktime_spin: Nanos::ZERO,
             rate_ignore_thinktime: false,
@@ -1733,14 +1749,20 @@ pub static OPTIONS: &[OptionDef] = &[
         j.zones.skip = parse_size(v, j.kb_base)?;
         Ok(())
     }),
-    opt!("thinktime_blocks_type", [], None, "issue: thinktime_blocks counts issued I/Os (the only way nvsched counts)", |_, v| {
-        match v {
-            "issue" => Ok(()),
-            other => Err(format!(
-                "'{other}' is not modelled; accepted: issue (thinktime_blocks counts I/Os as issued, then waits for them)"
-            )),
+    opt!(
+        "thinktime_blocks_type",
+        [],
+        None,
+        "complete (fio's default): a pause comes once thinktime_blocks I/Os have completed since the last; issue: once that many were issued",
+        |j, v| {
+            j.thinktime_counts = match v {
+                "complete" => ThinktimeCounts::Completed,
+                "issue" => ThinktimeCounts::Issued,
+                other => return Err(format!("'{other}' is not one of complete, issue")),
+            };
+            Ok(())
         }
-    }),
+    ),
     opt!("write_lat_log", [], Some(""), "log each I/O's latency: PREFIX_lat|clat|slat.N.log (bare: the job's name)", |j, v| {
         j.logs.lat = Some(v.to_string());
         Ok(())

@@ -491,7 +491,7 @@ const BAD: &[(&str, &str)] = &[
     ("cmdprio=8", "out of range"),
     ("cmdprio_percentage=30", "cmdprio_percentage needs ioengine=io_uring or libaio"),
     ("thinktime_blocks=0", "out of range"),
-    ("thinktime_blocks_type=complete", "'complete' is not modelled; accepted: issue"),
+    ("thinktime_blocks_type=completed", "'completed' is not one of complete, issue"),
     ("loops=0", "out of range"),
     ("number_ios=-1", "out of range"),
 ];
