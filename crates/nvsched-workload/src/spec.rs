@@ -2542,20 +2542,21 @@ pub static OPTIONS: &[OptionDef] = &[
         "verify",
         [],
         None,
-        "written blocks carry a checksummed header, read back and checked (uring engine): crc32c; fio's other checksums (md5, sha256, xxhash, crc64, ..., meta) are checked with crc32c, as nvsched's header is its own",
+        "written blocks carry a checksummed header, read back and checked (uring engine): crc32c; fio's other checksums (md5, sha256, xxhash, crc64, ..., meta) are checked with crc32c, as nvsched's header is its own; null: read back without headers or checks, as fio pretends",
         |j, v| {
             j.verify = match v {
                 "0" | "none" => false,
                 _ if VERIFY_CHECKSUMS.contains(&v) => true,
-                "pattern" => true,
+                "pattern" | "null" => true,
                 other => {
                     return Err(format!(
-                        "'{other}' is not a verify method nvsched takes; accepted: none, pattern, {}",
+                        "'{other}' is not a verify method nvsched takes; accepted: none, pattern, null, {}",
                         VERIFY_CHECKSUMS.join(", ")
                     ))
                 }
             };
             j.verify_format.pattern_only = v == "pattern";
+            j.verify_format.pretend = v == "null";
             Ok(())
         }
     ),
@@ -3007,6 +3008,9 @@ pub struct VerifyFormat {
     /// `verify=pattern`: no headers, every byte is checked against the pattern (so a
     /// stale or misplaced block passes, as in fio).
     pub pattern_only: bool,
+    /// `verify=null`: fio only pretends: writes carry no headers and the blocks read
+    /// back are not checked.
+    pub pretend: bool,
 }
 
 /// fio's checksum verify methods: nvsched checks each with its own crc32c header.
@@ -3255,7 +3259,7 @@ fn apply_option(
         JobFileError::new(&opt.at, Some(key), message)
     })?;
     job.option_lines.insert(def.name, opt.at.clone());
-    if def.name == "verify" && job.verify && !value.starts_with("crc32c") && value != "pattern" {
+    if def.name == "verify" && job.verify && !value.starts_with("crc32c") && value != "pattern" && value != "null" {
         warnings.push(format!(
             "{}: verify={value} is checked with crc32c (nvsched's verify header is its own, not fio's)",
             opt.at

@@ -754,6 +754,14 @@ fn a_filesize_range_draws_each_file_size() {
     assert!(parse("[j]\nfilesize=0-4k\n").unwrap_err().to_string().contains("filesize must be greater than 0"));
 }
 
+/// `verify=null` is taken, as fio's pretend verify, without the crc32c warning.
+#[test]
+fn verify_null_pretends() {
+    let f = parse("[a]\nsize=1m\nrw=write\nverify=null\n").unwrap();
+    assert!(f.jobs[0].verify && f.jobs[0].verify_format.pretend && f.warnings.is_empty(), "{:?}", f.warnings);
+    assert!(!parse("[a]\nsize=1m\nverify=md5\n").unwrap().jobs[0].verify_format.pretend);
+}
+
 /// fio 3.33's deprecated options: `verifysort`, `verifysort_nr` and `flow_watermark` are
 /// ignored with a warning (and kept in the job's options, as fio's JSON keeps them);
 /// `rwmixcycle` and `percentage_sequential` are refused, as fio refuses them.

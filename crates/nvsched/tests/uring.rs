@@ -159,6 +159,29 @@ fn refuses_a_mounted_block_device() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// `verify=null`, as fio's: the blocks are read back, but the writes carry no headers
+/// and nothing is checked, so even a file of zeros passes a verify_only run.
+#[test]
+fn verify_null_reads_back_without_headers_or_checks() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let data = d.join("n.dat");
+    let body = |extra: &str| {
+        format!(
+            "[n]\nfilename={}\nsize=256k\nrw=write\nbs=4k\ndirect=1\nverify=null\nzero_buffers=1\n{extra}",
+            data.display()
+        )
+    };
+    let v = run_uring_json(&write_job(&d, "n.fio", &body("")), &["--keep-files"]);
+    assert_eq!((&v["jobs"][0]["write"]["total_ios"], &v["jobs"][0]["read"]["total_ios"]), (&64.into(), &64.into()));
+    assert!(std::fs::read(&data).unwrap().iter().all(|&b| b == 0), "no verify headers were written");
+    let v = run_uring_json(&write_job(&d, "c.fio", &body("verify_only=1\n")), &[]);
+    assert_eq!(v["jobs"][0]["read"]["total_ios"], 64);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 #[test]
 fn verify_passes_then_catches_a_corrupted_block() {
     if skip() {
