@@ -110,18 +110,8 @@ impl IoGenerator {
                     OffsetChooser::Map(Box::new(RandomMap::new(blocks)))
                 }
                 Distribution::Uniform => OffsetChooser::Permutation(Permutation::new(blocks, seed)),
-                Distribution::Zipf { theta, center } => OffsetChooser::Zipf(Zipf::new(blocks, theta, center)),
-                Distribution::Pareto { h, center } => OffsetChooser::Pareto {
-                    blocks,
-                    power: h.ln() / (1.0 - h).ln(),
-                    offset: (blocks as f64 * center) as u64,
-                },
-                Distribution::Normal { dev_pct, center } => OffsetChooser::Normal {
-                    blocks,
-                    stddev: (blocks as f64 * dev_pct / 100.0) as u64,
-                    offset: (blocks as f64 * center) as u64,
-                },
                 Distribution::Zoned(ref zones) => OffsetChooser::Zoned(zoned_layout(zones, blocks, align)),
+                ref skewed => OffsetChooser::skewed(skewed, blocks),
             }
         };
         // with random runs, backward skips, zones or sequential stretches the offsets are
@@ -511,6 +501,22 @@ fn scatter(rank: u64) -> u64 {
 }
 
 impl OffsetChooser {
+    /// A zipf, pareto or normal draw below `n` (uniform for any other distribution).
+    fn skewed(distribution: &Distribution, n: u64) -> OffsetChooser {
+        match *distribution {
+            Distribution::Zipf { theta, center } => OffsetChooser::Zipf(Zipf::new(n, theta, center)),
+            Distribution::Pareto { h, center } => {
+                OffsetChooser::Pareto { blocks: n, power: h.ln() / (1.0 - h).ln(), offset: (n as f64 * center) as u64 }
+            }
+            Distribution::Normal { dev_pct, center } => OffsetChooser::Normal {
+                blocks: n,
+                stddev: (n as f64 * dev_pct / 100.0) as u64,
+                offset: (n as f64 * center) as u64,
+            },
+            _ => OffsetChooser::Uniform { blocks: n },
+        }
+    }
+
     /// Passes the random map has started after its first (0 without a map).
     #[inline]
     fn passes(&self) -> u64 {
@@ -530,21 +536,10 @@ impl OffsetChooser {
             OffsetChooser::Map(m) => m.draw(rng),
             OffsetChooser::Zipf(z) => z.next(rng),
             OffsetChooser::Pareto { blocks, power, offset } => {
-                let n = ((*blocks - 1) as f64 * rng.unit_f64().powf(*power)) as u64;
-                scatter(n).wrapping_add(*offset) % *blocks
+                scatter(pareto_rank(*blocks, *power, rng)).wrapping_add(*offset) % *blocks
             }
             OffsetChooser::Normal { blocks, stddev, offset } => {
-                // fio's gauss.c: mean of 12 uniform draws over [0, n], plus a uniform
-                // jitter of +-stddev/2, then scattered.
-                let n = *blocks;
-                let mut sum = 0u64;
-                for _ in 0..12 {
-                    sum += rng.below(n + 1);
-                }
-                let mean = sum.div_ceil(12);
-                let jitter = if *stddev > 0 { rng.below(*stddev) as i64 - (*stddev / 2) as i64 } else { 0 };
-                let v = (mean as i64 + jitter).max(0) as u64;
-                scatter(v).wrapping_add(*offset) % n
+                scatter(normal_rank(*blocks, *stddev, rng)).wrapping_add(*offset) % *blocks
             }
             OffsetChooser::Zoned(zones) => {
                 let u = rng.unit_f64();
@@ -552,6 +547,56 @@ impl OffsetChooser {
                 zone.first_block + rng.below(zone.blocks)
             }
         }
+    }
+}
+
+/// A pareto rank below `n` (0 the most likely).
+#[inline]
+fn pareto_rank(n: u64, power: f64, rng: &mut SimRng) -> u64 {
+    ((n - 1) as f64 * rng.unit_f64().powf(power)) as u64
+}
+
+/// fio's gauss.c: the mean of 12 uniform draws over [0, n], plus a uniform jitter of
+/// +-stddev/2 (around n/2, before any scatter).
+#[inline]
+fn normal_rank(n: u64, stddev: u64, rng: &mut SimRng) -> u64 {
+    let mut sum = 0u64;
+    for _ in 0..12 {
+        sum += rng.below(n + 1);
+    }
+    let mean = sum.div_ceil(12);
+    let jitter = if stddev > 0 { rng.below(stddev) as i64 - (stddev / 2) as i64 } else { 0 };
+    (mean as i64 + jitter).max(0) as u64
+}
+
+/// `file_service_type=zipf|pareto|normal`: which file the next I/O goes to, drawn as fio
+/// draws it: over the files scaled up by 2^10 (its FIO_FSERVICE_SHIFT), with its hash
+/// turned off, so neighbouring ranks share a file and the hottest ranks all land in one.
+#[derive(Debug)]
+pub struct SkewedFiles {
+    chooser: OffsetChooser,
+}
+
+impl SkewedFiles {
+    const SHIFT: u32 = 10;
+
+    pub fn new(distribution: &Distribution, files: usize) -> SkewedFiles {
+        SkewedFiles { chooser: OffsetChooser::skewed(distribution, (files as u64).max(1) << Self::SHIFT) }
+    }
+
+    /// The next file's index.
+    pub fn draw(&mut self, rng: &mut SimRng) -> usize {
+        let rank = match &mut self.chooser {
+            OffsetChooser::Zipf(z) => z.rank(rng).wrapping_add(z.offset) % z.blocks,
+            OffsetChooser::Pareto { blocks, power, offset } => {
+                pareto_rank(*blocks, *power, rng).wrapping_add(*offset) % *blocks
+            }
+            OffsetChooser::Normal { blocks, stddev, offset } => {
+                normal_rank(*blocks, *stddev, rng).wrapping_add(*offset) % *blocks
+            }
+            other => other.draw(rng),
+        };
+        (rank >> Self::SHIFT) as usize
     }
 }
 
@@ -579,6 +624,12 @@ impl Zipf {
     }
 
     fn next(&mut self, rng: &mut SimRng) -> u64 {
+        scatter(self.rank(rng)).wrapping_add(self.offset) % self.blocks
+    }
+
+    /// A rank below `blocks`, 0 the most likely (before any scatter).
+    #[inline]
+    fn rank(&self, rng: &mut SimRng) -> u64 {
         let u = rng.unit_f64();
         let uz = u * self.zetan;
         let rank = if uz < 1.0 {
@@ -589,7 +640,7 @@ impl Zipf {
             let v = 1.0 + self.blocks as f64 * (self.eta * u - self.eta + 1.0).powf(self.alpha);
             (v as u64).clamp(1, self.blocks)
         };
-        scatter(rank - 1).wrapping_add(self.offset) % self.blocks
+        rank - 1
     }
 }
 

@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 /// `file_service_type`: which of a clone's files the next I/O goes to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum FileService {
     /// The next file after this many I/Os.
     RoundRobin(u32),
@@ -20,13 +20,18 @@ pub enum FileService {
     Sequential,
     /// A file drawn at random after this many I/Os.
     Random(u32),
+    /// `zipf`, `pareto` or `normal` (`gauss`): each I/O's file drawn from that
+    /// distribution (a zipf, pareto or normal [`Distribution`]), as fio draws it over
+    /// the files scaled up by 2^10.
+    Skewed(Distribution),
 }
 
 impl FileService {
     /// I/Os a file gets before the next is chosen (sequential: until it is done).
-    pub fn turn(self) -> u32 {
+    pub fn turn(&self) -> u32 {
         match self {
-            FileService::RoundRobin(n) | FileService::Random(n) => n,
+            FileService::RoundRobin(n) | FileService::Random(n) => *n,
+            FileService::Skewed(_) => 1,
             FileService::Sequential => u32::MAX,
         }
     }
@@ -2263,21 +2268,26 @@ pub static OPTIONS: &[OptionDef] = &[
         "file_service_type",
         [],
         None,
-        "how a clone with several files picks the next: roundrobin[:N] (the default: the next file after N I/Os, 1 by default), sequential (each file to its end in turn) or random[:N] (a file at random after N I/Os); zipf, pareto, normal and gauss are not supported",
+        "how a clone with several files picks the next: roundrobin[:N] (the default: the next file after N I/Os, 1 by default), sequential (each file to its end in turn), random[:N] (a file at random after N I/Os), or zipf[:THETA], pareto[:H], normal[:DEV] (gauss) with an optional :CENTER (each I/O's file drawn from that distribution, as random_distribution draws offsets)",
         |j, v| {
-            let (kind, n) = match v.split_once(':') {
-                Some((k, n)) => (k, Some(int_in(n, 1, i64::from(u32::MAX))? as u32)),
-                None => (v, None),
+            let kind = v.split(':').next().unwrap_or(v);
+            if matches!(kind, "zipf" | "pareto" | "normal" | "gauss") {
+                // fio's defaults and ':CENTER' as random_distribution takes them
+                j.file_service = FileService::Skewed(parse_distribution(v, j.kb_base)?);
+                return Ok(());
+            }
+            let n = match v.split_once(':') {
+                Some((_, n)) => Some(int_in(n, 1, i64::from(u32::MAX))? as u32),
+                None => None,
             };
             j.file_service = match kind {
                 "roundrobin" => FileService::RoundRobin(n.unwrap_or(1)),
                 "random" => FileService::Random(n.unwrap_or(1)),
                 "sequential" if n.is_none() => FileService::Sequential,
                 "sequential" => return Err("sequential takes no ':N'".into()),
-                "zipf" | "pareto" | "normal" | "gauss" => {
-                    return Err(format!("'{kind}' file selection is not supported; use roundrobin, sequential or random"))
+                other => {
+                    return Err(format!("'{other}' is not one of roundrobin, sequential, random, zipf, pareto, normal, gauss"))
                 }
-                other => return Err(format!("'{other}' is not one of roundrobin, sequential, random")),
             };
             Ok(())
         }

@@ -834,10 +834,19 @@ fn several_files_per_job_are_named_sized_and_checked() {
     let j = &f.jobs[0];
     assert_eq!(((0..3).map(|k| j.file_name_of(0, k)).collect::<Vec<_>>()), ["a", "b:c", "d"]);
     assert_eq!(j.file_service, FileService::Random(4));
+    // zipf, pareto and normal (gauss) take random_distribution's values and defaults
+    let skewed = |v: &str| job(&format!("nrfiles=2\nsize=2m\nfile_service_type={v}")).file_service;
+    assert_eq!(skewed("zipf:1.2"), FileService::Skewed(Distribution::Zipf { theta: 1.2, center: 0.0 }));
+    assert_eq!(skewed("gauss"), FileService::Skewed(Distribution::Normal { dev_pct: 0.0, center: 0.5 }));
+    let e = parse("[j]\nfile_service_type=zipf:1\n").unwrap_err().to_string();
+    assert!(e.contains("zipf theta 1 must be > 0 and not 1"), "{e}");
     for (bad, why) in [
         ("nrfiles=2\nrw=trimwrite", "rw is not supported with several files per job (nrfiles)"),
         ("filename=a:b\nread_iolog=x", "read_iolog is not supported with several files per job (filename)"),
-        ("file_service_type=zipf:1.2", "'zipf' file selection is not supported"),
+        (
+            "file_service_type=lumpy",
+            "'lumpy' is not one of roundrobin, sequential, random, zipf, pareto, normal, gauss",
+        ),
         ("file_service_type=sequential:2", "sequential takes no ':N'"),
     ] {
         let e = parse(&format!("[j]\nsize=1m\n{bad}\n")).unwrap_err().to_string();
