@@ -1902,19 +1902,26 @@ impl FileSet {
                 return None;
             }
             let k = self.choose(gen);
+            // fio's skewed file services start a file over when its pass is used up
+            // (get_next_rand_block resets the file), so no file is ever done and the
+            // job ends by its bytes
+            let starts_over = matches!(self.service, FileService::Skewed(_));
             let mut unit = match self.next_pass_first[k].take() {
                 Some(unit) => unit,
                 None if !gen.counts_passes() => {
                     if self.region_len[k].saturating_sub(self.done_bytes[k]) < self.min_block {
-                        self.retire(k);
-                        continue;
+                        if !starts_over {
+                            self.retire(k);
+                            continue;
+                        }
+                        self.done_bytes[k] = 0;
                     }
                     gen.next_unit()
                 }
                 None => {
                     let passes = gen.passes_completed();
                     let unit = gen.next_unit();
-                    if gen.passes_completed() != passes {
+                    if gen.passes_completed() != passes && !starts_over {
                         self.next_pass_first[k] = Some(unit);
                         self.retire(k);
                         continue;
@@ -2257,6 +2264,27 @@ mod tests {
         assert!(normal[0] > 0.35 && normal[1] > 0.35 && normal[2] + normal[3] > 0.1 && normal[4] < 0.01, "{normal:?}");
         let uniform = shares("random");
         assert!(uniform[0] < 0.16, "{uniform:?}");
+        // a hot file whose pass is used up starts over, as fio resets it: a size-based
+        // job of eight 1 MiB files still ends after its 2048 I/Os, 90% of them in one
+        // file (fio 3.33: 2048 reads, 90.9% in one file)
+        let text = "[j]\nsize=8m\nnrfiles=8\nbs=4k\nrw=randread\nfile_service_type=zipf:1.2\n";
+        let spec = parse_job_str(text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0);
+        let regions: Vec<Region> = (0..8).map(|k| Region { start: k << 20, len: 1 << 20 }).collect();
+        let mut d = JobDriver::new(Arc::new(spec), 0, &regions, 7).unwrap();
+        d.start(Nanos::ZERO);
+        let (mut out, mut counts) = (Vec::new(), [0u32; 8]);
+        for t in 1..10_000u64 {
+            out.clear();
+            if d.poll(Nanos(t), &mut out) == Poll::Finished {
+                break;
+            }
+            for u in &out {
+                counts[u.file as usize] += 1;
+                d.on_complete(Nanos(t), u.op, u.len_bytes, Nanos::ZERO);
+            }
+        }
+        assert_eq!(counts.iter().sum::<u32>(), 2048, "{counts:?}");
+        assert!(*counts.iter().max().unwrap() > 1800, "{counts:?}");
     }
 
     #[test]
