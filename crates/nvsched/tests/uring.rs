@@ -176,6 +176,7 @@ fn verify_null_reads_back_without_headers_or_checks() {
     };
     let v = run_uring_json(&write_job(&d, "n.fio", &body("")), &["--keep-files"]);
     assert_eq!((&v["jobs"][0]["write"]["total_ios"], &v["jobs"][0]["read"]["total_ios"]), (&64.into(), &64.into()));
+    assert_eq!(v["nvsched"]["engine_counters"]["verified_blocks"], 0, "nothing was checked");
     assert!(std::fs::read(&data).unwrap().iter().all(|&b| b == 0), "no verify headers were written");
     let v = run_uring_json(&write_job(&d, "c.fio", &body("verify_only=1\n")), &[]);
     assert_eq!(v["jobs"][0]["read"]["total_ios"], 64);
