@@ -2231,6 +2231,27 @@ mod tests {
         assert_ne!(random, rr, "random is not round robin");
     }
 
+    /// I/Os per file of eight-file job `text` whose files are `file_len` bytes each,
+    /// completing each at once, over at most `ticks` polls or until the job finishes.
+    fn ios_per_file(text: &str, file_len: u64, ticks: u64) -> [u32; 8] {
+        let spec = parse_job_str(text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0);
+        let regions: Vec<Region> = (0..8).map(|k| Region { start: k * file_len, len: file_len }).collect();
+        let mut d = JobDriver::new(Arc::new(spec), 0, &regions, 7).unwrap();
+        d.start(Nanos::ZERO);
+        let (mut out, mut counts) = (Vec::new(), [0u32; 8]);
+        for t in 1..=ticks {
+            out.clear();
+            if d.poll(Nanos(t), &mut out) == Poll::Finished {
+                break;
+            }
+            for u in &out {
+                counts[u.file as usize] += 1;
+                d.on_complete(Nanos(t), u.op, u.len_bytes, Nanos::ZERO);
+            }
+        }
+        counts
+    }
+
     /// `file_service_type=zipf|pareto|normal`: each I/O's file drawn from the distribution
     /// without fio's hash, so the hot ranks share a file. fio 3.33, eight 10 MiB files,
     /// 2000 random reads (write_iolog), files by share: zipf:1.2 90.8%, 3.4%, ...;
@@ -2239,20 +2260,7 @@ mod tests {
     fn skewed_file_service_draws_each_file_from_the_distribution() {
         let shares = |service: &str| -> Vec<f64> {
             let text = format!("[j]\nsize=80m\nnrfiles=8\nbs=4k\nrw=randread\nfile_service_type={service}\n");
-            let spec =
-                parse_job_str(&text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0);
-            let regions: Vec<Region> = (0..8).map(|k| Region { start: k * (10 << 20), len: 10 << 20 }).collect();
-            let mut d = JobDriver::new(Arc::new(spec), 0, &regions, 7).unwrap();
-            d.start(Nanos::ZERO);
-            let (mut out, mut counts) = (Vec::new(), [0u32; 8]);
-            for t in 1..=2000u64 {
-                out.clear();
-                d.poll(Nanos(t), &mut out);
-                for u in &out {
-                    counts[u.file as usize] += 1;
-                    d.on_complete(Nanos(t), u.op, u.len_bytes, Nanos::ZERO);
-                }
-            }
+            let counts = ios_per_file(&text, 10 << 20, 2000);
             let total: u32 = counts.iter().sum();
             let mut shares: Vec<f64> = counts.iter().map(|&c| f64::from(c) / f64::from(total)).collect();
             shares.sort_by(|a, b| b.total_cmp(a));
@@ -2268,21 +2276,7 @@ mod tests {
         // job of eight 1 MiB files still ends after its 2048 I/Os, 90% of them in one
         // file (fio 3.33: 2048 reads, 90.9% in one file)
         let text = "[j]\nsize=8m\nnrfiles=8\nbs=4k\nrw=randread\nfile_service_type=zipf:1.2\n";
-        let spec = parse_job_str(text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0);
-        let regions: Vec<Region> = (0..8).map(|k| Region { start: k << 20, len: 1 << 20 }).collect();
-        let mut d = JobDriver::new(Arc::new(spec), 0, &regions, 7).unwrap();
-        d.start(Nanos::ZERO);
-        let (mut out, mut counts) = (Vec::new(), [0u32; 8]);
-        for t in 1..10_000u64 {
-            out.clear();
-            if d.poll(Nanos(t), &mut out) == Poll::Finished {
-                break;
-            }
-            for u in &out {
-                counts[u.file as usize] += 1;
-                d.on_complete(Nanos(t), u.op, u.len_bytes, Nanos::ZERO);
-            }
-        }
+        let counts = ios_per_file(text, 1 << 20, 10_000);
         assert_eq!(counts.iter().sum::<u32>(), 2048, "{counts:?}");
         assert!(*counts.iter().max().unwrap() > 1800, "{counts:?}");
     }
