@@ -1561,7 +1561,7 @@ pub static OPTIONS: &[OptionDef] = &[
         "thinktime_blocks",
         [],
         None,
-        "I/Os issued between thinktime pauses (default 1), which must complete first (caps iodepth); counted as issued, as fio's thinktime_blocks_type=issue",
+        "I/Os between thinktime pauses (default 1), counted as thinktime_blocks_type says (completed, by default); what is out completes before each pause",
         |j, v| {
             j.thinktime_blocks = int_in(v, 1, i64::from(u32::MAX))? as u32;
             Ok(())
@@ -2875,7 +2875,7 @@ pub static OPTIONS: &[OptionDef] = &[
         "read_iolog",
         [],
         None,
-        "replay this block trace (fio iolog v2/v3, DiskSim, SPC, MSR, blkparse or ftrace text); relative to the job file",
+        "replay this block trace (fio iolog v2/v3, DiskSim, SPC, MSR, blkparse or ftrace text, or a blktrace binary); relative to the job file",
         |j, v| {
             j.replay.read_iolog = Some(non_empty(v, "read_iolog needs a trace file")?);
             Ok(())
@@ -2895,7 +2895,7 @@ pub static OPTIONS: &[OptionDef] = &[
         "trace_format",
         [],
         None,
-        "nvsched: the format of read_iolog's trace: auto, fio, disksim (ns), disksim-ms, spc, msr, blkparse, ftrace",
+        "nvsched: the format of read_iolog's trace: auto, fio, disksim (ns), disksim-ms, spc, msr, blktrace (binary), blkparse, ftrace",
         |j, v| {
             j.replay.format = TraceFormat::parse(v.trim())?;
             Ok(())
@@ -3558,6 +3558,22 @@ fn load_replay(job: &mut JobSpec, traces: &mut TraceCache, warnings: &mut Vec<St
     }
     if t.empty > 0 {
         warnings.push(format!("{what}: {} records of length 0 left out", t.empty));
+    }
+    if t.cut_off_bytes > 0 {
+        warnings.push(format!(
+            "{what}: the file ends {} bytes into an event (a capture cut off); the events before it are replayed",
+            t.cut_off_bytes
+        ));
+    }
+    if let Some(depth) = t.queue_depth.filter(|_| !job.option_lines.contains_key("iodepth")) {
+        // as fio does for a blktrace: replay at the depth the trace was captured at
+        job.iodepth = depth;
+        if job.queue_depth() > 1 {
+            warnings.push(format!(
+                "{what}: job '{}' replays at iodepth={depth}, the deepest its queue went (as fio takes it from a blktrace); set iodepth to choose",
+                job.name
+            ));
+        }
     }
     job.replay.trace = Some(trace);
     Ok(())

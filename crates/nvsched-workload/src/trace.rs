@@ -1,9 +1,13 @@
 //! Block traces for replay (`read_iolog=`): fio's iolog v2/v3, DiskSim ASCII (MQSim's
 //! nanosecond variant and DiskSim's milliseconds), SPC/UMass CSV, MSR Cambridge CSV,
-//! blkparse text and the kernel's ftrace block events. Each becomes one list of records
-//! with times relative to the first record; where a record lands in the job's file is
-//! the replaying driver's business ([`Trace::device_spans`], [`place`]).
+//! blktrace's binary events, blkparse text and the kernel's ftrace block events. Each
+//! becomes one list of records with times relative to the first record; where a record
+//! lands in the job's file is the replaying driver's business ([`Trace::device_spans`],
+//! [`place`]).
 
+mod blktrace;
+
+use blktrace::{Action, ByteOrder, DepthProbe, Events, Stop};
 use nvsched_core::{IoPrio, Op, PrioClass};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -28,6 +32,9 @@ pub enum TraceFormat {
     Msr,
     /// blkparse's default text output; the `Q` (queued) events are the requests.
     Blkparse,
+    /// blktrace's binary events (version 7, either byte order), as fio replays them; read
+    /// as blkparse would print them.
+    Blktrace,
     /// The kernel's ftrace text (`/sys/kernel/tracing/trace`) with block events: the
     /// first of `block_bio_queue` (as blkparse's `Q`), `block_rq_insert` or
     /// `block_rq_issue` seen is the kind taken; the others are left out.
@@ -35,7 +42,7 @@ pub enum TraceFormat {
 }
 
 impl TraceFormat {
-    pub const NAMES: &'static str = "auto, fio, disksim, disksim-ms, spc, msr, blkparse, ftrace";
+    pub const NAMES: &'static str = "auto, fio, disksim, disksim-ms, spc, msr, blktrace, blkparse, ftrace";
 
     /// `None` for `auto`.
     pub fn parse(name: &str) -> Result<Option<TraceFormat>, String> {
@@ -47,6 +54,7 @@ impl TraceFormat {
             "spc" => TraceFormat::Spc,
             "msr" => TraceFormat::Msr,
             "blkparse" => TraceFormat::Blkparse,
+            "blktrace" => TraceFormat::Blktrace,
             "ftrace" => TraceFormat::Ftrace,
             _ => return Err(format!("'{name}' is not a trace format; accepted: {}", TraceFormat::NAMES)),
         }))
@@ -60,6 +68,7 @@ impl TraceFormat {
             TraceFormat::Spc => "spc",
             TraceFormat::Msr => "msr",
             TraceFormat::Blkparse => "blkparse",
+            TraceFormat::Blktrace => "blktrace",
             TraceFormat::Ftrace => "ftrace",
         }
     }
@@ -141,6 +150,13 @@ pub struct Trace {
     pub max_len_bytes: u32,
     /// The I/O priorities the trace's requests carry, in order of first appearance.
     pub prios: Vec<IoPrio>,
+    /// blktrace and blkparse: the depth the trace was captured at, as fio guesses it for a
+    /// blktrace (requests queued, less merged, between completions, at the deepest; 1 to
+    /// 1024). A replay that does not set `iodepth` takes it.
+    pub queue_depth: Option<u32>,
+    /// blktrace: the bytes of an event cut off at the file's end (a capture stopped while
+    /// writing); the events before it stand.
+    pub cut_off_bytes: u64,
 }
 
 /// A trace that cannot be read, with the file and line.
@@ -296,17 +312,75 @@ pub fn place(r: &TraceRecord, span: DeviceSpan, outside: Outside) -> Placement {
     }
 }
 
-/// Reads a trace file, line by line; `format` `None` detects it from the first record line.
+/// Reads a trace file: blktrace's binary events, told by their first word, or text line
+/// by line; `format` `None` detects the text's format from its first record line.
 pub fn load_trace(path: &Path, format: Option<TraceFormat>) -> Result<Trace, TraceError> {
-    use std::io::BufRead;
-    let cannot = |line: usize, e: std::io::Error| TraceError {
-        path: path.to_path_buf(),
-        line,
-        message: format!("cannot read trace: {e}"),
-    };
-    let file = std::fs::File::open(path).map_err(|e| cannot(0, e))?;
-    let lines = std::io::BufReader::with_capacity(1 << 20, file).lines();
-    read_lines(lines.enumerate().map(|(i, l)| l.map_err(|e| cannot(i + 1, e))), path, format)
+    use std::io::{BufRead, Read, Seek};
+    let err = |line: usize, message: String| TraceError { path: path.to_path_buf(), line, message };
+    let cannot = |line: usize, e: std::io::Error| err(line, format!("cannot read trace: {e}"));
+    let mut file = std::fs::File::open(path).map_err(|e| cannot(0, e))?;
+    let mut first = [0u8; 4];
+    let first_read = file.read_exact(&mut first);
+    file.rewind().map_err(|e| cannot(0, e))?;
+    let binary = first_read.ok().and_then(|()| ByteOrder::of_magic(first));
+    match (binary, format) {
+        (Some(order), None | Some(TraceFormat::Blktrace)) => {
+            let events = Events::new(std::io::BufReader::with_capacity(1 << 20, file), order);
+            read_blktrace(events, path).map_err(|m| err(0, m))
+        }
+        (Some(_), Some(text)) => Err(err(
+            0,
+            format!("the file holds blktrace's binary events, not {} text; set trace_format=blktrace (or auto)", text.name()),
+        )),
+        (None, Some(TraceFormat::Blktrace)) => Err(err(
+            0,
+            format!(
+                "not blktrace's binary events: a blktrace file begins with the bytes 07 74 61 65 (or 65 61 74 07), this one with {}",
+                first.map(|b| format!("{b:02x}")).join(" ")
+            ),
+        )),
+        (None, _) => {
+            let lines = std::io::BufReader::with_capacity(1 << 20, file).lines();
+            read_lines(lines.enumerate().map(|(i, l)| l.map_err(|e| cannot(i + 1, e))), path, format)
+        }
+    }
+}
+
+/// A blktrace's requests, as blkparse would print them and [`parse_blkparse`] reads them:
+/// the queue (`Q`) events other than passthrough commands; every event but messages feeds
+/// the depth probe.
+fn read_blktrace(mut events: Events<impl std::io::Read>, path: &Path) -> Result<Trace, String> {
+    let mut b = Builder::new(path.to_path_buf(), TraceFormat::Blktrace);
+    let mut probe = DepthProbe::default();
+    loop {
+        let (number, start_byte) = (events.count + 1, events.offset_bytes);
+        let event = match events.next_event() {
+            Ok(Some(event)) => event,
+            Ok(None) => break,
+            Err(Stop::CutOff { event_bytes }) => {
+                b.trace.cut_off_bytes = event_bytes;
+                break;
+            }
+            Err(Stop::Invalid(why)) => return Err(why),
+            Err(Stop::Io(e)) => return Err(format!("cannot read trace: {e}")),
+        };
+        if event.is_notify() {
+            continue;
+        }
+        let (preflush, main) = event.rwbs();
+        probe.note(event.action(), main);
+        if event.action() != Action::Queue || event.is_passthrough() {
+            continue;
+        }
+        let device = event.device_name();
+        let line = block_line(event.time_ns, &device, preflush, main, || {
+            let offset_bytes = event.sector.checked_mul(SECTOR_BYTES).ok_or("its sector is too large")?;
+            Ok((offset_bytes, u64::from(event.bytes), None))
+        });
+        line.and_then(|line| b.take(line)).map_err(|m| format!("event {number} (byte {start_byte}): {m}"))?;
+    }
+    b.trace.queue_depth = Some(probe.depth());
+    b.finish()
 }
 
 /// Reads trace text (named `path` in errors).
@@ -362,26 +436,17 @@ fn read_lines(
             TraceFormat::DisksimNs | TraceFormat::DisksimMs => parse_disksim(line, format == TraceFormat::DisksimMs),
             TraceFormat::Spc => parse_spc(line),
             TraceFormat::Msr => parse_msr(line),
-            TraceFormat::Blkparse => parse_blkparse(line),
+            TraceFormat::Blkparse => parse_blkparse(line, b.depth_probe.get_or_insert_with(DepthProbe::default)),
+            TraceFormat::Blktrace => Err("blktrace's events are binary, not lines of text".into()),
             TraceFormat::Ftrace => parse_ftrace(line, &mut b.ftrace_event),
         };
-        match parsed.map_err(|m| err(at, m))? {
-            Line::Request { time_ns, device, op, offset_bytes, len_bytes, preflush, prio } => {
-                if preflush {
-                    b.push(time_ns, device, Op::Flush, 0, 0, prio).map_err(|m| err(at, m))?
-                }
-                b.push(time_ns, device, op, offset_bytes, len_bytes, prio).map_err(|m| err(at, m))?
-            }
-            Line::WaitUntil(time_ns) => b.wait_until(time_ns),
-            Line::Other => {}
-        }
+        parsed.and_then(|line| b.take(line)).map_err(|m| err(at, m))?;
     }
     let Some(mut b) = b else { return Err(err(0, "the trace has no records".into())) };
-    if b.trace.records.is_empty() {
-        return Err(err(0, format!("no requests in the trace (read as {})", b.trace.format.name())));
+    if let Some(probe) = &b.depth_probe {
+        b.trace.queue_depth = Some(probe.depth());
     }
-    settle_lowest(&mut b.trace.lowest_bytes);
-    Ok(b.trace)
+    b.finish().map_err(|m| err(0, m))
 }
 
 /// What one line of a trace says.
@@ -414,6 +479,8 @@ struct Builder {
     last_abs_ns: u64,
     /// ftrace: the block event taken as the requests, once one is seen.
     ftrace_event: Option<&'static str>,
+    /// blkparse: the depth its events show.
+    depth_probe: Option<DepthProbe>,
 }
 
 impl Builder {
@@ -432,12 +499,40 @@ impl Builder {
                 has_op: [false; 4],
                 max_len_bytes: 0,
                 prios: Vec::new(),
+                queue_depth: None,
+                cut_off_bytes: 0,
             },
             first_ns: None,
             last_ns: 0,
             last_abs_ns: 0,
             ftrace_event: None,
+            depth_probe: None,
         }
+    }
+
+    /// Adds what a line (or event) says.
+    fn take(&mut self, line: Line) -> Result<(), String> {
+        match line {
+            Line::Request { time_ns, device, op, offset_bytes, len_bytes, preflush, prio } => {
+                if preflush {
+                    self.push(time_ns, device, Op::Flush, 0, 0, prio)?
+                }
+                self.push(time_ns, device, op, offset_bytes, len_bytes, prio)
+            }
+            Line::WaitUntil(time_ns) => {
+                self.wait_until(time_ns);
+                Ok(())
+            }
+            Line::Other => Ok(()),
+        }
+    }
+
+    fn finish(mut self) -> Result<Trace, String> {
+        if self.trace.records.is_empty() {
+            return Err(format!("no requests in the trace (read as {})", self.trace.format.name()));
+        }
+        settle_lowest(&mut self.trace.lowest_bytes);
+        Ok(self.trace)
     }
 
     fn wait_until(&mut self, time_ns: u64) {
@@ -630,11 +725,22 @@ fn parse_msr(line: &str) -> Result<Line<'_>, String> {
     })
 }
 
-fn parse_blkparse(line: &str) -> Result<Line<'_>, String> {
+/// `probe` counts the queue, merge and completion events.
+fn parse_blkparse<'a>(line: &'a str, probe: &mut DepthProbe) -> Result<Line<'a>, String> {
     let t: Vec<&str> = line.split_whitespace().collect();
     // anything but an event line (the summary at the end, a message) is not a request
     let is_event = t.len() >= 7 && t[0].split_once(',').is_some_and(|(a, b)| is_digits(a) && is_digits(b));
-    if !is_event || t[5] != "Q" {
+    if !is_event {
+        return Ok(Line::Other);
+    }
+    let action = match t[5] {
+        "Q" => Action::Queue,
+        "M" | "F" => Action::Merge,
+        "C" => Action::Complete,
+        _ => Action::Other,
+    };
+    probe.note(action, t[6].strip_prefix('F').unwrap_or(t[6]).chars().next().unwrap_or('N'));
+    if action != Action::Queue {
         return Ok(Line::Other);
     }
     let time_ns = {
@@ -683,50 +789,60 @@ fn ioprio_of(token: &str) -> Option<IoPrio> {
     parts.next().is_none().then_some(IoPrio::new(class, level))
 }
 
-/// A block-layer event's request: its RWBS flags and `SECTOR + SECTORS` (blkparse's and
-/// the kernel's spelling: an `F` first is a pre-flush, `N` no data, `FN`/`FF` a flush).
+/// A block-layer event's request from its RWBS flags and `SECTOR + SECTORS` (blkparse's
+/// and the kernel's text: an `F` first is a pre-flush, `N` no data, `FN`/`FF` a flush).
 fn block_request<'a>(time_ns: u64, device: &'a str, rwbs: &str, rest: &[&str]) -> Result<Line<'a>, String> {
     let (preflush, flags) = match rwbs.strip_prefix('F') {
         Some(flags) => (true, flags),
         None => (false, rwbs),
     };
-    let op = match flags.chars().next() {
-        Some('R') => Op::Read,
-        Some('W') => Op::Write,
-        Some('D') => Op::Discard,
-        Some('N' | 'F') if preflush => Op::Flush,
-        Some('N') => return Ok(Line::Other),
-        _ => return Err(format!("RWBS '{rwbs}' is not a read, write, discard or flush")),
+    let main = flags.chars().next().filter(|c| "RWDNF".contains(*c));
+    let main = main.ok_or_else(|| format!("RWBS '{rwbs}' is not a read, write, discard or flush"))?;
+    block_line(time_ns, device, preflush, main, || {
+        let [sector, "+", count, after @ ..] = rest else {
+            if preflush && rest.first().is_none_or(|t| !is_digits(t)) {
+                // blkparse prints an empty flush without its sectors: `Q FWS [fio]`
+                return Ok((0, 0, None));
+            }
+            return Err("a request of data reads 'SECTOR + SECTORS'".into());
+        };
+        // Linux 6's block_rq_* events add the priority as CLASS,HINT,LEVEL
+        let prio = after.first().and_then(|t| ioprio_of(t));
+        Ok((sectors(sector, "sector")?, sectors(count, "sectors")?, prio))
+    })
+}
+
+/// A block-layer request, text or binary alike: whether a pre-flush comes first, the RWBS
+/// main letter (`R`, `W`, `D`; `N` or `F` after a pre-flush is a flush, `N` alone
+/// nothing), and for data its offset, length and priority.
+fn block_line<'a>(
+    time_ns: u64,
+    device: &'a str,
+    preflush: bool,
+    main: char,
+    data: impl FnOnce() -> Result<(u64, u64, Option<IoPrio>), String>,
+) -> Result<Line<'a>, String> {
+    let flush = |prio| Line::Request {
+        time_ns: Some(time_ns),
+        device,
+        op: Op::Flush,
+        offset_bytes: 0,
+        len_bytes: 0,
+        preflush: false,
+        prio,
     };
-    if op == Op::Flush {
-        return Ok(Line::Request {
-            time_ns: Some(time_ns),
-            device,
-            op,
-            offset_bytes: 0,
-            len_bytes: 0,
-            preflush: false,
-            prio: None,
-        });
-    }
-    let [sector, "+", count, after @ ..] = rest else {
-        return Err("a request of data reads 'SECTOR + SECTORS'".into());
+    let op = match main {
+        'R' => Op::Read,
+        'W' => Op::Write,
+        'D' => Op::Discard,
+        'N' | 'F' if preflush => return Ok(flush(None)),
+        'N' => return Ok(Line::Other),
+        _ => return Err(format!("RWBS letter '{main}' is not a read, write, discard or flush")),
     };
-    // Linux 6's block_rq_* events add the priority as CLASS,HINT,LEVEL
-    let prio = after.first().and_then(|t| ioprio_of(t));
-    let offset_bytes = sectors(sector, "sector")?;
-    let len_bytes = sectors(count, "sectors")?;
+    let (offset_bytes, len_bytes, prio) = data()?;
     if preflush && len_bytes == 0 {
         // an empty write with a pre-flush is how a flush reaches the block layer
-        return Ok(Line::Request {
-            time_ns: Some(time_ns),
-            device,
-            op: Op::Flush,
-            offset_bytes: 0,
-            len_bytes: 0,
-            preflush: false,
-            prio,
-        });
+        return Ok(flush(prio));
     }
     Ok(Line::Request { time_ns: Some(time_ns), device, op, offset_bytes, len_bytes, preflush, prio })
 }
@@ -798,6 +914,87 @@ mod tests {
             }
             assert_eq!(load(text, Some(format)).unwrap(), t, "naming the format reads the same");
         }
+    }
+
+    fn load_bytes(bytes: &[u8], format: Option<TraceFormat>) -> Result<Trace, TraceError> {
+        let dir = std::env::temp_dir().join(format!("nvsched-trace-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!("b{}.blktrace", bytes.len()));
+        std::fs::write(&path, bytes).unwrap();
+        let r = load_trace(&path, format);
+        std::fs::remove_file(&path).unwrap();
+        r
+    }
+
+    #[test]
+    fn a_blktrace_is_read_as_blkparse_prints_it() {
+        use blktrace::tests::*;
+        let events: [(u64, u64, u32, u32); 11] = [
+            (0, 0, 0, NOTIFY),                            // a process name: not an I/O
+            (1_000, 2048, 4096, READ | QUEUE),            // R 2048 + 8
+            (1_001, 2048, 4096, READ | ISSUE),            // the same request issued
+            (1_500, 4096, 8192, WRITE | QUEUE),           // W 4096 + 16
+            (1_600, 4112, 4096, WRITE | QUEUE),           // merged into the write before
+            (1_601, 4112, 4096, WRITE | BACKMERGE),       //
+            (2_000, 0, 0, WRITE | FLUSH | QUEUE),         // FW: an empty flush
+            (3_000, 64, 4096, WRITE | FLUSH | QUEUE),     // FW 64 + 8: a pre-flush, then the write
+            (4_000, 128, 65536, WRITE | DISCARD | QUEUE), // D 128 + 128
+            (5_000, 8, 512, READ | PC | QUEUE),           // a passthrough command: left out
+            (9_000, 4096, 12288, WRITE | COMPLETE),       // C
+        ];
+        let mut file = Vec::new();
+        for (time_ns, sector, bytes, action) in events {
+            file.extend(event_bytes(time_ns, sector, bytes, action, if action == NOTIFY { b"fio\0" } else { &[] }));
+        }
+        let t = load_bytes(&file, None).unwrap();
+        assert_eq!(t.format, TraceFormat::Blktrace);
+        let flush = |at_ns| rec(at_ns, 0, Op::Flush, 0, 0);
+        assert_eq!(
+            t.records,
+            [
+                rec(0, 0, Op::Read, 2048 * 512, 4096),
+                rec(500, 0, Op::Write, 4096 * 512, 8192),
+                rec(600, 0, Op::Write, 4112 * 512, 4096),
+                flush(1_000),
+                flush(2_000),
+                rec(2_000, 0, Op::Write, 64 * 512, 4096),
+                rec(3_000, 0, Op::Discard, 128 * 512, 65536),
+            ]
+        );
+        assert_eq!(t.devices, ["8,16"]);
+        assert_eq!(t.queue_depth, Some(3), "writes before the completion: 2 queued, 1 merged, 2 flushes (W)");
+        assert_eq!(load_bytes(&file, Some(TraceFormat::Blktrace)).unwrap(), t);
+
+        // the file ends inside an event: the events before it stand, and it is counted
+        let cut = load_bytes(&file[..file.len() - 10], None).unwrap();
+        assert_eq!((cut.records.len(), cut.cut_off_bytes), (7, 38));
+
+        let e = load_bytes(&file, Some(TraceFormat::Blkparse)).unwrap_err();
+        assert!(e.message.contains("binary events, not blkparse text; set trace_format=blktrace"), "{e}");
+        let e = load("0 0 8 8 1\n", Some(TraceFormat::Blktrace)).unwrap_err();
+        assert!(
+            e.message.contains("not blktrace's binary events: a blktrace file begins with the bytes 07 74 61 65"),
+            "{e}"
+        );
+        let e = load_bytes(&event_bytes(0, 0, 0, NOTIFY, &[]), None).unwrap_err();
+        assert!(e.message.contains("no requests in the trace (read as blktrace)"), "{e}");
+        let mut bad = file.clone();
+        bad[52..56].copy_from_slice(&[0; 4]); // the second event, after the first and its 4-byte name
+        let e = load_bytes(&bad, None).unwrap_err();
+        assert!(e.to_string().ends_with(".blktrace: event 2 (byte 52): magic 0x00000000 is not blktrace's (0x65617407); the file is damaged or not one blktrace file"), "{e}");
+    }
+
+    #[test]
+    fn blkparse_text_gives_the_depth_and_its_empty_flushes() {
+        let text = "254,0 1 0 0.000001000 7 Q RS 8 + 8 [fio]\n254,0 1 0 0.000002000 7 Q RS 16 + 8 [fio]\n\
+                    254,0 1 0 0.000003000 7 Q RS 24 + 8 [fio]\n254,0 1 0 0.000003500 7 M RS 24 + 8 [fio]\n\
+                    254,0 1 0 0.000004000 0 C RS 8 + 16 [0]\n254,0 0 0 0.000005000 9 Q FWS [(null)]\n";
+        let t = load(text, None).unwrap();
+        assert_eq!(t.format, TraceFormat::Blkparse);
+        assert_eq!(t.records.len(), 4);
+        assert_eq!(t.records[3], rec(4_000, 0, Op::Flush, 0, 0), "blkparse prints an empty flush without sectors");
+        assert_eq!(t.queue_depth, Some(2));
+        assert_eq!(load("254,0 1 0 0.1 7 Q WS [fio]\n", None).unwrap_err().line, 1, "data needs its sectors");
     }
 
     #[test]

@@ -118,43 +118,104 @@ fn trace_lines() -> impl Strategy<Value = Vec<String>> {
     })
 }
 
+/// Replays a trace that read to its end (or until 100 polls) in a driver.
+fn replays(path: &Path, format: &str) {
+    let text = format!("[a]\nread_iolog={}\ntrace_format={format}\nsize=64m\n", path.display());
+    let spec = parse_job_str(&text, Path::new("t.fio"), &NoEnv, ParseOptions::default()).unwrap().jobs.remove(0);
+    let Ok(mut d) = JobDriver::new(Arc::new(spec), 0, &[Region { start: 0, len: 64 << 20 }], 1) else {
+        return;
+    };
+    d.start(Nanos::ZERO);
+    let (mut now, mut out) = (Nanos::ZERO, Vec::new());
+    for _ in 0..100 {
+        out.clear();
+        match d.poll(now, &mut out) {
+            Poll::Finished => break,
+            Poll::WaitUntil(t) => now = t,
+            _ => {
+                for _ in 0..out.len().max(1) {
+                    d.on_complete(now, Op::Read, 4096, Nanos::ZERO);
+                }
+            }
+        }
+    }
+}
+
+/// blktrace events with random fields: real actions and categories or any, a payload that
+/// may claim more bytes than follow, in either byte order, possibly cut short.
+fn blktrace_bytes() -> impl Strategy<Value = Vec<u8>> {
+    let action = prop_oneof![(0u32..18, 0u32..0x10000).prop_map(|(a, c)| a | (c << 16)), any::<u32>(),];
+    let event = (
+        0u64..1 << 40,
+        prop_oneof![0u64..1 << 24, any::<u64>()],
+        prop_oneof![0u32..1 << 20, any::<u32>()],
+        action,
+        0u16..6,
+        any::<bool>(),
+    );
+    (proptest::collection::vec(event, 1..10), any::<bool>(), 0usize..600).prop_map(|(events, big, cut)| {
+        let mut v = Vec::new();
+        for (time, sector, bytes, action, pdu_len, honest) in events {
+            // each field little-endian, reversed for the other byte order
+            let fields: [Vec<u8>; 11] = [
+                0x6561_7407u32.to_le_bytes().to_vec(),
+                vec![0; 4],
+                time.to_le_bytes().to_vec(),
+                sector.to_le_bytes().to_vec(),
+                bytes.to_le_bytes().to_vec(),
+                action.to_le_bytes().to_vec(),
+                vec![0; 4],
+                0x0800_0010u32.to_le_bytes().to_vec(),
+                vec![0; 4],
+                vec![0; 2],
+                pdu_len.to_le_bytes().to_vec(),
+            ];
+            for f in fields {
+                if big {
+                    v.extend(f.iter().rev())
+                } else {
+                    v.extend(f)
+                }
+            }
+            v.extend(std::iter::repeat_n(b'x', if honest { pdu_len as usize } else { 0 }));
+        }
+        v.truncate(v.len().saturating_sub(cut % 50).max(4));
+        v
+    })
+}
+
 proptest! {
     #![proptest_config(ProptestConfig { cases: 2000, ..ProptestConfig::default() })]
 
     /// Any trace text, in any format, reads or fails with an error naming the file, never
     /// panics; whatever reads also replays to its end in a driver.
     #[test]
-    fn traces_read_or_fail_cleanly_and_replay(lines in trace_lines(), format in 0usize..8) {
+    fn traces_read_or_fail_cleanly_and_replay(lines in trace_lines(), format in 0usize..9) {
         use nvsched_workload::trace::{load_trace, TraceFormat};
         let dir = std::env::temp_dir().join(format!("nvsched-trace-fuzz-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("t.trace");
         std::fs::write(&path, lines.join("\n")).unwrap();
-        let names = ["auto", "fio", "disksim", "disksim-ms", "spc", "msr", "blkparse", "ftrace"];
+        let names = ["auto", "fio", "disksim", "disksim-ms", "spc", "msr", "blkparse", "ftrace", "blktrace"];
         let chosen = TraceFormat::parse(names[format]).unwrap();
         match load_trace(&path, chosen) {
             Err(e) => prop_assert!(e.to_string().contains("t.trace"), "{e}"),
-            Ok(_) => {
-                let text = format!("[a]\nread_iolog={}\ntrace_format={}\nsize=64m\n", path.display(), names[format]);
-                let spec = parse_job_str(&text, Path::new("t.fio"), &NoEnv, ParseOptions::default()).unwrap().jobs.remove(0);
-                let Ok(mut d) = JobDriver::new(Arc::new(spec), 0, &[Region { start: 0, len: 64 << 20 }], 1) else {
-                    return Ok(());
-                };
-                d.start(Nanos::ZERO);
-                let (mut now, mut out) = (Nanos::ZERO, Vec::new());
-                for _ in 0..100 {
-                    out.clear();
-                    match d.poll(now, &mut out) {
-                        Poll::Finished => break,
-                        Poll::WaitUntil(t) => now = t,
-                        _ => {
-                            for _ in 0..out.len().max(1) {
-                                d.on_complete(now, Op::Read, 4096, Nanos::ZERO);
-                            }
-                        }
-                    }
-                }
-            }
+            Ok(_) => replays(&path, names[format]),
+        }
+    }
+
+    /// Any blktrace events, damaged or cut off, read or fail with an error naming the
+    /// file, never panic; whatever reads also replays.
+    #[test]
+    fn blktraces_read_or_fail_cleanly_and_replay(bytes in blktrace_bytes()) {
+        use nvsched_workload::trace::load_trace;
+        let dir = std::env::temp_dir().join(format!("nvsched-blktrace-fuzz-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("t.blktrace");
+        std::fs::write(&path, &bytes).unwrap();
+        match load_trace(&path, None) {
+            Err(e) => prop_assert!(e.to_string().contains("t.blktrace"), "{e}"),
+            Ok(_) => replays(&path, "blktrace"),
         }
     }
 }

@@ -115,6 +115,50 @@ fn an_ftrace_capture_of_fio_replays_what_fio_and_the_filesystem_issued() {
     assert_eq!(r["records"], 628, "one per block_bio_queue event; block_rq_issue left out");
 }
 
+/// The blktrace fixture's job: its binary events, or blkparse's text of them.
+fn blktrace_capture(file: &str) -> String {
+    let capture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/blktrace").join(file);
+    format!("[r]\nread_iolog={}\nioengine=libaio\ndirect=1\n", capture.display())
+}
+
+#[test]
+fn a_blktrace_replays_what_fio_replays_from_it() {
+    let v = run("blktrace.fio", &blktrace_capture("fio-randrw-fsync.blktrace"), &[]);
+    let job = &v["jobs"][0];
+    let counts = [&job["read"], &job["write"], &job["sync"]].map(|d| d["total_ios"].as_u64().unwrap());
+    // fio 3.33 replaying the same file (README.md beside it)
+    assert_eq!(counts, [157, 63, 28]);
+    let r = &v["nvsched"]["replay"][0];
+    assert_eq!((r["format"].as_str(), r["records"].as_u64()), (Some("blktrace"), Some(248)));
+    // blkparse's text of the same events replays the same
+    let text = run("blkparse.fio", &blktrace_capture("fio-randrw-fsync.blkparse"), &[]);
+    assert_eq!(text["nvsched"]["replay"][0]["format"], "blkparse");
+    assert_eq!(text["jobs"][0]["read"], job["read"]);
+    assert_eq!(text["jobs"][0]["write"], job["write"]);
+    assert_eq!(text["jobs"][0]["sync"], job["sync"]);
+}
+
+#[test]
+fn a_blktrace_replays_at_the_depth_it_was_captured_at_unless_iodepth_says() {
+    let job = blktrace_capture("fio-randrw-fsync.blktrace");
+    let deeper_than_1 = |v: &Value| {
+        let levels = v["jobs"][0]["iodepth_level"].as_object().unwrap();
+        levels.iter().filter(|(k, _)| *k != "1").map(|(_, share)| share.as_f64().unwrap()).sum::<f64>()
+    };
+    let probed = run("probed.fio", &job, &[]);
+    assert!(deeper_than_1(&probed) > 10.0, "{}", probed["jobs"][0]["iodepth_level"]);
+    let one = run("depth-1.fio", &format!("{job}iodepth=1\n"), &[]);
+    assert_eq!(deeper_than_1(&one), 0.0);
+    assert_eq!(one["jobs"][0]["read"]["total_ios"], probed["jobs"][0]["read"]["total_ios"]);
+
+    let dir = std::env::temp_dir().join(format!("nvsched-replay-{}", std::process::id()));
+    let path = dir.join("probed.fio");
+    let out =
+        Command::new(env!("CARGO_BIN_EXE_nvsched")).args(["run", path.to_str().unwrap(), "--parse-only"]).output();
+    let err = String::from_utf8(out.unwrap().stderr).unwrap();
+    assert!(err.contains("job 'r' replays at iodepth=7, the deepest its queue went"), "{err}");
+}
+
 #[test]
 fn write_iolog_records_what_read_iolog_replays() {
     let dir = std::env::temp_dir().join(format!("nvsched-replay-{}", std::process::id()));
