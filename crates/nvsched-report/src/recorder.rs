@@ -101,21 +101,31 @@ impl JobRecorder {
         Ok(rec)
     }
 
-    /// Opens clone `clone`'s `write_iolog`, if the job asks for one; its files start at
-    /// `file_starts` on the device (each 0 on real files).
+    /// Creates what the job writes as clone `clone` starts: its `write_iolog`, and for
+    /// clone 0 the blktrace `merge_blktrace_file` merged (what the clones replay). The
+    /// clone's files start at `file_starts` on the device (each 0 on real files).
     /// Refuses a path that is anything but a plain file (a device, a directory) or that is
-    /// one of the clone's own data files: a log must not overwrite data.
-    pub fn log_issues(&mut self, spec: &JobSpec, clone: u32, file_starts: &[u64]) -> Result<(), String> {
-        let Some(path) = spec.write_iolog_path(clone) else { return Ok(()) };
+    /// one of the clone's own data files: an output must not overwrite data.
+    pub fn open_outputs(&mut self, spec: &JobSpec, clone: u32, file_starts: &[u64]) -> Result<(), String> {
         let files: Vec<(String, u64)> =
             file_starts.iter().enumerate().map(|(k, &start)| (spec.file_name_of(clone, k as u32), start)).collect();
-        let not_plain = std::fs::metadata(&path).is_ok_and(|m| !m.is_file());
-        if not_plain || files.iter().any(|(data_file, _)| Path::new(&path) == Path::new(data_file)) {
-            return Err(format!(
-                "job '{}': write_iolog '{path}' is not a plain file of its own (a device, a directory or the job's data file); refusing to overwrite it",
-                spec.name
-            ));
+        let check = |option: &str, path: &str| {
+            let not_plain = std::fs::metadata(path).is_ok_and(|m| !m.is_file());
+            if not_plain || files.iter().any(|(data_file, _)| Path::new(path) == Path::new(data_file)) {
+                return Err(format!(
+                    "job '{}': {option} '{path}' is not a plain file of its own (a device, a directory or the job's data file); refusing to overwrite it",
+                    spec.name
+                ));
+            }
+            Ok(())
+        };
+        if let (0, Some(path), Some(merged)) = (clone, &spec.replay.merge_file, &spec.replay.merged) {
+            check("merge_blktrace_file", path)?;
+            std::fs::write(path, merged.as_slice())
+                .map_err(|e| format!("job '{}': cannot write merge_blktrace_file '{path}': {e}", spec.name))?;
         }
+        let Some(path) = spec.write_iolog_path(clone) else { return Ok(()) };
+        check("write_iolog", &path)?;
         self.issue_log = Some(IssueLog::create(Path::new(&path), files)?);
         Ok(())
     }

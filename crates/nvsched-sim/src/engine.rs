@@ -252,7 +252,7 @@ impl<'o> Simulation<'o> {
                         files.iter().find(|f| f.name == name).map_or(0, |f| f.start)
                     })
                     .collect();
-                rec.log_issues(spec, clone, &file_starts).map_err(SimError)?;
+                rec.open_outputs(spec, clone, &file_starts).map_err(SimError)?;
                 let prio = spec.ioprio();
                 phases.last_mut().expect("one phase").push(jobs.len() as u32);
                 jobs.push(JobSlot {

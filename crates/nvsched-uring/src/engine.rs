@@ -495,7 +495,7 @@ fn run_on(
             flows.attach(&mut driver);
             phases.last_mut().expect("one phase").push(clones.len() as u32);
             let mut rec = JobRecorder::for_job(spec, reporting_group, ordinal as u32, per_prio[job_index])?;
-            rec.log_issues(spec, clone, &vec![0; spec.files_per_clone() as usize])?;
+            rec.open_outputs(spec, clone, &vec![0; spec.files_per_clone() as usize])?;
             clones.push(CloneState {
                 driver,
                 rec,

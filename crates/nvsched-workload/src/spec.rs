@@ -546,6 +546,15 @@ pub struct ReplaySpec {
     pub align_bytes: u64,
     /// `replay_ioprio`: requests keep the priority the trace gives them (else the job's).
     pub trace_ioprio: bool,
+    /// `merge_blktrace_file`: `read_iolog` names blktraces separated by `:`, merged into
+    /// one written here (relative to the working directory) when the job starts.
+    pub merge_file: Option<String>,
+    /// `merge_blktrace_scalars`: per input, its times in percent (empty: all 100).
+    pub merge_scalars_pct: Vec<u64>,
+    /// `merge_blktrace_iters`: per input, how many times it is laid end to end (empty: 1).
+    pub merge_iterations: Vec<u32>,
+    /// The merged blktrace, to be written to `merge_file` (what the job replays).
+    pub merged: Option<Arc<Vec<u8>>>,
     /// The trace, read once the job's options are all known.
     pub trace: Option<Arc<Trace>>,
 }
@@ -719,6 +728,10 @@ impl JobSpec {
                 offset_divisor: 1,
                 align_bytes: 512,
                 trace_ioprio: false,
+                merge_file: None,
+                merge_scalars_pct: Vec::new(),
+                merge_iterations: Vec::new(),
+                merged: None,
                 trace: None,
             },
             write_iolog: None,
@@ -2882,6 +2895,36 @@ pub static OPTIONS: &[OptionDef] = &[
         }
     ),
     opt!(
+        "merge_blktrace_file",
+        [],
+        None,
+        "merge the blktraces read_iolog names (separated by ':') into this file when the job starts, and replay it (relative to the working directory)",
+        |j, v| {
+            j.replay.merge_file = Some(non_empty(v, "merge_blktrace_file needs a file name")?);
+            Ok(())
+        }
+    ),
+    opt!(
+        "merge_blktrace_scalars",
+        [],
+        None,
+        "with merge_blktrace_file: per trace, the percentage its times are scaled by (':'-separated, one per trace; whole percent, as fio takes them)",
+        |j, v| {
+            j.replay.merge_scalars_pct = merge_list(v, "merge_blktrace_scalars", |x| x as u64)?;
+            Ok(())
+        }
+    ),
+    opt!(
+        "merge_blktrace_iters",
+        [],
+        None,
+        "with merge_blktrace_file: per trace, how many times it is laid end to end (':'-separated, one per trace)",
+        |j, v| {
+            j.replay.merge_iterations = merge_list(v, "merge_blktrace_iters", |x| x.min(f64::from(u32::MAX)) as u32)?;
+            Ok(())
+        }
+    ),
+    opt!(
         "write_iolog",
         [],
         None,
@@ -3063,9 +3106,6 @@ const FIO_UNSUPPORTED: &[(&str, &str)] = &[
     ("trim_backlog", "trimmed blocks are not verified (fio's verify_trim)"),
     ("trim_backlog_batch", "trimmed blocks are not verified (fio's verify_trim)"),
     ("trim_verify_zero", "trimmed blocks are not verified (fio's verify_trim)"),
-    ("merge_blktrace_file", "merging blktrace files is not supported; replay them as separate jobs"),
-    ("merge_blktrace_scalars", "merging blktrace files is not supported; replay them as separate jobs"),
-    ("merge_blktrace_iters", "merging blktrace files is not supported; replay them as separate jobs"),
     ("atomic", "atomic writes are not modelled"),
     ("writefua", "the sg engine is not supported; sync=1 writes carry FUA"),
     ("readfua", "the sg engine is not supported"),
@@ -3479,9 +3519,8 @@ fn finish_job(job: &mut JobSpec, warnings: &mut Vec<String>) -> Result<(), JobFi
     Ok(())
 }
 
-/// Traces already read, by path, format, `replay_scale` and `replay_align`: jobs that
-/// share one read it once.
-type TraceCache = Vec<((PathBuf, Option<TraceFormat>, u64, u64), Arc<Trace>)>;
+/// Traces already read, by path and format: jobs that share one read it once.
+type TraceCache = Vec<((PathBuf, Option<TraceFormat>), Arc<Trace>)>;
 
 /// Options a replayed trace decides instead (fio ignores them with `read_iolog`).
 const REPLAY_OVERRIDES: [&str; 11] = [
@@ -3501,7 +3540,18 @@ const REPLAY_OVERRIDES: [&str; 11] = [
 /// Reads the job's trace (`read_iolog`), relative to the job file that names it, and
 /// checks the options that do not go with a replay.
 fn load_replay(job: &mut JobSpec, traces: &mut TraceCache, warnings: &mut Vec<String>) -> Result<(), JobFileError> {
-    let Some(name) = job.replay.read_iolog.clone() else { return Ok(()) };
+    let Some(name) = job.replay.read_iolog.clone() else {
+        for option in ["merge_blktrace_file", "merge_blktrace_scalars", "merge_blktrace_iters"] {
+            if job.option_lines.contains_key(option) {
+                warnings.push(format!(
+                    "{}: option '{option}' has no effect on job '{}' without read_iolog",
+                    job.option_line(option),
+                    job.name
+                ));
+            }
+        }
+        return Ok(());
+    };
     let at = job.option_line("read_iolog").clone();
     let err = |option: &str, m: String| JobFileError::new(job.option_line(option), Some(option), m);
     if job.time_based {
@@ -3528,26 +3578,52 @@ fn load_replay(job: &mut JobSpec, traces: &mut TraceCache, warnings: &mut Vec<St
             ));
         }
     }
-    let path = Path::new(&name);
-    let path = match at.file.parent() {
-        Some(dir) if path.is_relative() => dir.join(path),
-        _ => path.to_path_buf(),
-    };
-    let (divisor, align) = (job.replay.offset_divisor, job.replay.align_bytes);
-    let key = (path.clone(), job.replay.format, divisor, align);
-    let trace = match traces.iter().find(|(k, _)| *k == key) {
-        Some((_, t)) => t.clone(),
-        None => {
-            let mut t = load_trace(&path, job.replay.format)
-                .map_err(|e| JobFileError::new(&at, Some("read_iolog"), e.to_string()))?;
-            if (divisor, align) != (1, 512) {
-                t.rescale_offsets(divisor, align);
-            }
-            let t = Arc::new(t);
-            traces.push((key, t.clone()));
-            t
+    let relative = |name: &str| {
+        let path = Path::new(name);
+        match at.file.parent() {
+            Some(dir) if path.is_relative() => dir.join(path),
+            _ => path.to_path_buf(),
         }
     };
+    let (divisor, align) = (job.replay.offset_divisor, job.replay.align_bytes);
+    let (path, mut trace) = match job.replay.merge_file.clone() {
+        Some(merge_file) => {
+            let inputs: Vec<PathBuf> = name.split(':').map(relative).collect();
+            let bytes = merge_inputs(job, &inputs, &merge_file)?;
+            let path = PathBuf::from(merge_file);
+            let trace = crate::trace::parse_blktrace(&bytes, &path)
+                .map_err(|e| JobFileError::new(&at, Some("merge_blktrace_file"), e.to_string()))?;
+            job.replay.merged = Some(Arc::new(bytes));
+            (path, Arc::new(trace))
+        }
+        None => {
+            for option in ["merge_blktrace_scalars", "merge_blktrace_iters"] {
+                if job.option_lines.contains_key(option) {
+                    warnings.push(format!(
+                        "{}: option '{option}' has no effect on job '{}' without merge_blktrace_file",
+                        job.option_line(option),
+                        job.name
+                    ));
+                }
+            }
+            let path = relative(&name);
+            let key = (path.clone(), job.replay.format);
+            let trace = match traces.iter().find(|(k, _)| *k == key) {
+                Some((_, t)) => t.clone(),
+                None => {
+                    let t = load_trace(&path, job.replay.format)
+                        .map_err(|e| JobFileError::new(&at, Some("read_iolog"), e.to_string()))?;
+                    let t = Arc::new(t);
+                    traces.push((key, t.clone()));
+                    t
+                }
+            };
+            (path, trace)
+        }
+    };
+    if (divisor, align) != (1, 512) {
+        Arc::make_mut(&mut trace).rescale_offsets(divisor, align);
+    }
     let (t, what) = (&trace, format!("{}: trace '{}'", at, path.display()));
     if t.reordered > 0 {
         warnings
@@ -3577,6 +3653,60 @@ fn load_replay(job: &mut JobSpec, traces: &mut TraceCache, warnings: &mut Vec<St
     }
     job.replay.trace = Some(trace);
     Ok(())
+}
+
+/// `merge_blktrace_file`: the blktraces `inputs` merged, as the job's scalars and
+/// iterations say; the merge must not overwrite one of them.
+fn merge_inputs(job: &JobSpec, inputs: &[PathBuf], merge_file: &str) -> Result<Vec<u8>, JobFileError> {
+    let per_input = |option: &str, given: usize| -> Result<(), JobFileError> {
+        if given == 0 || given == inputs.len() {
+            return Ok(());
+        }
+        Err(JobFileError::new(
+            job.option_line(option),
+            Some(option),
+            format!("job '{}': {given} values for {} traces in read_iolog (one per trace)", job.name, inputs.len()),
+        ))
+    };
+    per_input("merge_blktrace_scalars", job.replay.merge_scalars_pct.len())?;
+    per_input("merge_blktrace_iters", job.replay.merge_iterations.len())?;
+    let same =
+        |a: &Path, b: &Path| std::fs::canonicalize(a).ok().is_some_and(|a| Some(a) == std::fs::canonicalize(b).ok());
+    if inputs.iter().any(|input| same(input, Path::new(merge_file))) {
+        return Err(JobFileError::new(
+            job.option_line("merge_blktrace_file"),
+            Some("merge_blktrace_file"),
+            format!("job '{}': merge_blktrace_file '{merge_file}' is one of the traces it merges", job.name),
+        ));
+    }
+    let scalars = if job.replay.merge_scalars_pct.is_empty() {
+        vec![100; inputs.len()]
+    } else {
+        job.replay.merge_scalars_pct.clone()
+    };
+    let iterations = if job.replay.merge_iterations.is_empty() {
+        vec![1; inputs.len()]
+    } else {
+        job.replay.merge_iterations.clone()
+    };
+    crate::trace::merge_blktraces(inputs, &scalars, &iterations)
+        .map_err(|e| JobFileError::new(job.option_line("read_iolog"), Some("read_iolog"), e.to_string()))
+}
+
+/// A `:`-separated list of positive numbers (fio's float list), each taken by `whole` as
+/// fio takes it (truncated), which must leave at least 1.
+fn merge_list<T: PartialOrd + From<u8>>(value: &str, option: &str, whole: impl Fn(f64) -> T) -> Result<Vec<T>, String> {
+    value
+        .split(':')
+        .map(|part| {
+            let x: f64 = part.trim().parse().map_err(|_| format!("'{part}' is not a number"))?;
+            let w = whole(x);
+            if !x.is_finite() || w < T::from(1) {
+                return Err(format!("{option}: '{part}' is not 1 or more (one value per trace, separated by ':')"));
+            }
+            Ok(w)
+        })
+        .collect()
 }
 
 fn closest_option(key: &str) -> Option<&'static str> {

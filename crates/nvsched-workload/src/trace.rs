@@ -7,7 +7,7 @@
 
 mod blktrace;
 
-use blktrace::{Action, ByteOrder, DepthProbe, Events, Stop};
+use blktrace::{Action, ByteOrder, DepthProbe, Events, MergeInput, Stop};
 use nvsched_core::{IoPrio, Op, PrioClass};
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -344,6 +344,44 @@ pub fn load_trace(path: &Path, format: Option<TraceFormat>) -> Result<Trace, Tra
             read_lines(lines.enumerate().map(|(i, l)| l.map_err(|e| cannot(i + 1, e))), path, format)
         }
     }
+}
+
+/// Reads blktrace events already in memory (a merge), named `path` in errors.
+pub fn parse_blktrace(bytes: &[u8], path: &Path) -> Result<Trace, TraceError> {
+    let err = |message: String| TraceError { path: path.to_path_buf(), line: 0, message };
+    let order = bytes.get(..4).and_then(|b| ByteOrder::of_magic(b.try_into().expect("4 bytes")));
+    let order = order.ok_or_else(|| err("not blktrace's binary events".into()))?;
+    read_blktrace(Events::new(bytes, order), path).map_err(err)
+}
+
+/// fio's `merge_blktrace_file`: the requests of the blktraces at `paths` in one blktrace,
+/// earliest first; each input laid end to end `iterations[i]` times and its times scaled
+/// by `scalars_pct[i]`% (see [`blktrace::merge`]).
+pub fn merge_blktraces(paths: &[PathBuf], scalars_pct: &[u64], iterations: &[u32]) -> Result<Vec<u8>, TraceError> {
+    use std::io::{BufReader, Read};
+    type Input = BufReader<std::fs::File>;
+    let err = |i: usize, message: String| TraceError { path: paths[i].clone(), line: 0, message };
+    let open = |i: usize| -> Result<Events<Input>, TraceError> {
+        let mut file = std::fs::File::open(&paths[i]).map_err(|e| err(i, format!("cannot read trace: {e}")))?;
+        let mut first = [0u8; 4];
+        let order = file.read_exact(&mut first).ok().and_then(|()| ByteOrder::of_magic(first));
+        let order = order.ok_or_else(|| err(i, "merge_blktrace_file merges blktraces, and this is not one".into()))?;
+        let mut reader = BufReader::with_capacity(1 << 20, file);
+        // the magic word read above begins the first event: read it again
+        std::io::Seek::rewind(&mut reader).map_err(|e| err(i, format!("cannot read trace: {e}")))?;
+        Ok(Events::new(reader, order))
+    };
+    let mut inputs = Vec::with_capacity(paths.len());
+    for i in 0..paths.len() {
+        inputs.push(MergeInput { events: open(i)?, scalar_pct: scalars_pct[i], iterations: iterations[i] });
+    }
+    let stop_message = |stop: Stop| match stop {
+        Stop::Invalid(why) => why,
+        Stop::Io(e) => format!("cannot read trace: {e}"),
+        Stop::CutOff { event_bytes } => format!("the file ends {event_bytes} bytes into an event"),
+    };
+    let reopen = |i: usize| open(i).map_err(|e| Stop::Invalid(e.message));
+    blktrace::merge(&mut inputs, reopen).map_err(|(i, stop)| err(i, stop_message(stop)))
 }
 
 /// A blktrace's requests, as blkparse would print them and [`parse_blkparse`] reads them:

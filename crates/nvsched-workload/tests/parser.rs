@@ -570,6 +570,16 @@ fn read_iolog_reads_the_trace_beside_the_job_file_once() {
 }
 
 #[test]
+fn merge_options_alone_draw_a_warning() {
+    let f = parse("[a]\nmerge_blktrace_file=m.bin\n").unwrap();
+    assert!(f.warnings[0].contains(":2: option 'merge_blktrace_file' has no effect on job 'a' without read_iolog"));
+    let path = job_file_with_trace("[a]\nread_iolog=t.trace\nmerge_blktrace_iters=2\n", "0 0 8 8 1\n");
+    let f = parse_file(&path).unwrap();
+    assert!(f.warnings[0]
+        .contains("j.fio:3: option 'merge_blktrace_iters' has no effect on job 'a' without merge_blktrace_file"));
+}
+
+#[test]
 fn replay_errors_name_the_job_file_line_and_the_trace_line() {
     let cases = [
         (
@@ -612,10 +622,10 @@ fn replay_errors_name_the_job_file_line_and_the_trace_line() {
         ("[a]\nreplay_skip=reads\n", "", "j.fio:2: option 'replay_skip': ", "'reads' is not a direction"),
         ("[a]\nreplay_devices=one\n", "", "j.fio:2: option 'replay_devices': ", "'one' is neither split nor shared"),
         (
-            "[a]\nmerge_blktrace_file=m\n",
+            "[a]\nmerge_blktrace_iters=1:0\n",
             "",
-            "j.fio:2: option 'merge_blktrace_file': ",
-            "is a fio option nvsched does not support",
+            "j.fio:2: option 'merge_blktrace_iters': ",
+            "'0' is not 1 or more (one value per trace, separated by ':')",
         ),
         (
             "[a]\nreplay_align=1000\n",

@@ -160,6 +160,53 @@ fn a_blktrace_replays_at_the_depth_it_was_captured_at_unless_iodepth_says() {
 }
 
 #[test]
+fn merge_blktrace_file_merges_the_traces_writes_them_and_replays_them() {
+    let capture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/blktrace/fio-randrw-fsync.blktrace");
+    let dir = std::env::temp_dir().join(format!("nvsched-merge-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let merged = dir.join("merged.blktrace");
+    let _ = std::fs::remove_file(&merged);
+    // the capture twice, the second at half its times and laid end to end twice
+    let job = format!(
+        "[m]\nread_iolog={c}:{c}\nmerge_blktrace_file={}\nmerge_blktrace_scalars=100:50\nmerge_blktrace_iters=1:2\n",
+        merged.display(),
+        c = capture.display()
+    );
+    let v = run("merge.fio", &job, &[]);
+    let counts = [&v["jobs"][0]["read"], &v["jobs"][0]["write"], &v["jobs"][0]["sync"]]
+        .map(|d| d["total_ios"].as_u64().unwrap());
+    assert_eq!(counts, [3 * 157, 3 * 63, 3 * 28], "three passes over the capture's requests");
+    let r = &v["nvsched"]["replay"][0];
+    assert_eq!((r["format"].as_str(), r["records"].as_u64()), (Some("blktrace"), Some(3 * 248)));
+    // the merged file holds just the queue events, and replays the same by itself
+    assert_eq!(std::fs::metadata(&merged).unwrap().len(), 3 * 248 * 48);
+    let again = run("merged.fio", &format!("[m]\nread_iolog={}\n", merged.display()), &[]);
+    assert_eq!(again["jobs"][0]["read"], v["jobs"][0]["read"]);
+    assert_eq!(again["jobs"][0]["job_runtime"], v["jobs"][0]["job_runtime"]);
+
+    let refused = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        let out =
+            Command::new(env!("CARGO_BIN_EXE_nvsched")).args(["run", path.to_str().unwrap(), "-q"]).output().unwrap();
+        assert_eq!(out.status.code(), Some(1), "{text}");
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let err = refused("count.fio", &job.replace("merge_blktrace_iters=1:2", "merge_blktrace_iters=1:2:3"));
+    assert!(
+        err.contains("count.fio:5: option 'merge_blktrace_iters': job 'm': 3 values for 2 traces in read_iolog"),
+        "{err}"
+    );
+    let err = refused("onto-input.fio", &job.replace(&merged.display().to_string(), &capture.display().to_string()));
+    assert!(err.contains("is one of the traces it merges"), "{err}");
+    let err = refused(
+        "text.fio",
+        &format!("[m]\nread_iolog={c}\nmerge_blktrace_file={}\n", merged.display(), c = websearch()),
+    );
+    assert!(err.contains("merge_blktrace_file merges blktraces, and this is not one"), "{err}");
+}
+
+#[test]
 fn write_iolog_records_what_read_iolog_replays() {
     let dir = std::env::temp_dir().join(format!("nvsched-replay-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();

@@ -14,6 +14,7 @@ const VERSION: u32 = 0x07;
 
 /// The category bits (`BLK_TC_*`), in an action's top 16 bits.
 const TC_SHIFT: u32 = 16;
+const TC_READ: u32 = 1 << 0;
 const TC_WRITE: u32 = 1 << 1;
 const TC_FLUSH: u32 = 1 << 2;
 const TC_PC: u32 = 1 << 9;
@@ -70,7 +71,7 @@ pub(super) enum Action {
 }
 
 /// One event, decoded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct Event {
     /// Since the capture started.
     pub time_ns: u64,
@@ -79,6 +80,11 @@ pub(super) struct Event {
     action: u32,
     /// The kernel's `dev_t`: major in the top 12 bits, minor in the low 20.
     device: u32,
+    /// Kept to be written out again by a merge.
+    sequence: u32,
+    pid: u32,
+    cpu: u32,
+    error: u16,
 }
 
 impl Event {
@@ -125,6 +131,26 @@ impl Event {
     /// `MAJOR,MINOR`, as blkparse names the device.
     pub fn device_name(&self) -> String {
         format!("{},{}", self.device >> 20, self.device & 0xf_ffff)
+    }
+
+    /// What fio's merge keeps: queue events of a read, write or discard.
+    fn is_request(&self) -> bool {
+        self.action() == Action::Queue && self.category() & (TC_READ | TC_WRITE | TC_DISCARD) != 0
+    }
+
+    /// The event as a little-endian blktrace writes it, without its payload.
+    fn encode(&self, out: &mut Vec<u8>) {
+        out.extend((MAGIC | VERSION).to_le_bytes());
+        out.extend(self.sequence.to_le_bytes());
+        out.extend(self.time_ns.to_le_bytes());
+        out.extend(self.sector.to_le_bytes());
+        out.extend(self.bytes.to_le_bytes());
+        out.extend(self.action.to_le_bytes());
+        out.extend(self.pid.to_le_bytes());
+        out.extend(self.device.to_le_bytes());
+        out.extend(self.cpu.to_le_bytes());
+        out.extend(self.error.to_le_bytes());
+        out.extend(0u16.to_le_bytes()); // no payload
     }
 }
 
@@ -187,6 +213,10 @@ impl<R: Read> Events<R> {
             bytes: word(24),
             action: word(28),
             device: word(36),
+            sequence: word(4),
+            pid: word(32),
+            cpu: word(40),
+            error: o.u16(raw[44..46].try_into().expect("2 bytes")),
         };
         let pdu_len = u64::from(o.u16(raw[46..48].try_into().expect("2 bytes")));
         let skipped = io::copy(&mut (&mut self.reader).take(pdu_len), &mut io::sink()).map_err(Stop::Io)?;
@@ -197,6 +227,69 @@ impl<R: Read> Events<R> {
         self.offset_bytes += EVENT_BYTES as u64 + pdu_len;
         Ok(Some(event))
     }
+}
+
+/// One input of a merge: its requests, with its times scaled and repeated.
+pub(super) struct MergeInput<R> {
+    pub events: Events<R>,
+    /// `merge_blktrace_scalars`: times are multiplied by this percentage (a whole
+    /// number, as fio takes it).
+    pub scalar_pct: u64,
+    /// `merge_blktrace_iters`: the trace is laid end to end this many times.
+    pub iterations: u32,
+}
+
+/// fio's `merge_blktrace_file`: the inputs' requests (queue events of reads, writes and
+/// discards; the rest, and payloads, left out) in one blktrace, earliest first (the
+/// earlier input first on a tie). Iteration `k` of an input comes `k` times its span
+/// (its last event's time, of any kind, as fio takes it) after the first; then times
+/// are scaled. The merge holds no completions, so a replay of it probes a depth of 1, as
+/// fio's does.
+///
+/// `reopen` gives an input's events again from its start, for its next iteration.
+pub(super) fn merge<R: Read>(
+    inputs: &mut [MergeInput<R>],
+    mut reopen: impl FnMut(usize) -> Result<Events<R>, Stop>,
+) -> Result<Vec<u8>, (usize, Stop)> {
+    // which iteration each input is in, and the span of its first
+    let mut iteration = vec![0u32; inputs.len()];
+    let mut span_ns = vec![0u64; inputs.len()];
+    let next = |i: usize, inputs: &mut [MergeInput<R>], iteration: &mut [u32], span_ns: &mut [u64]| loop {
+        match inputs[i].events.next_event() {
+            Ok(Some(e)) if iteration[i] == 0 && !e.is_request() => span_ns[i] = e.time_ns,
+            Ok(Some(e)) if e.is_request() => {
+                if iteration[i] == 0 {
+                    span_ns[i] = e.time_ns;
+                }
+                let unscaled = u128::from(e.time_ns) + u128::from(iteration[i]) * u128::from(span_ns[i]);
+                let due = unscaled * u128::from(inputs[i].scalar_pct) / 100;
+                return Ok(Some((u64::try_from(due).unwrap_or(u64::MAX), e)));
+            }
+            Ok(Some(_)) => continue,
+            // a cut-off last event ends the input, as it ends a replay
+            Ok(None) | Err(Stop::CutOff { .. }) => return Ok(None),
+            Err(stop) => return Err(stop),
+        }
+    };
+    let mut out = Vec::new();
+    // each input's next request: (due time, event)
+    let mut heads = (0..inputs.len())
+        .map(|i| next(i, inputs, &mut iteration, &mut span_ns).map_err(|s| (i, s)))
+        .collect::<Result<Vec<Option<(u64, Event)>>, _>>()?;
+    while let Some(i) = (0..inputs.len()).filter(|i| heads[*i].is_some()).min_by_key(|i| heads[*i].map(|(t, _)| t)) {
+        let (due_ns, event) = heads[i].take().expect("a head");
+        Event { time_ns: due_ns, ..event }.encode(&mut out);
+        heads[i] = next(i, inputs, &mut iteration, &mut span_ns).map_err(|s| (i, s))?;
+        while heads[i].is_none() && iteration[i] + 1 < inputs[i].iterations {
+            iteration[i] += 1;
+            inputs[i].events = reopen(i).map_err(|s| (i, s))?;
+            heads[i] = next(i, inputs, &mut iteration, &mut span_ns).map_err(|s| (i, s))?;
+            if heads[i].is_none() {
+                break; // no requests at all
+            }
+        }
+    }
+    Ok(out)
 }
 
 /// Fills `buf` unless the reader ends first; how many bytes it holds.
@@ -319,12 +412,12 @@ pub(crate) mod tests {
 
     #[test]
     fn rwbs_follows_blkparse() {
-        let rwbs = |action, bytes| Event { time_ns: 0, sector: 0, bytes, action, device: 0 }.rwbs();
+        let rwbs = |action, bytes| Event { bytes, action, ..Event::default() }.rwbs();
         assert_eq!(rwbs(READ | QUEUE, 4096), (false, 'R'));
         assert_eq!(rwbs(WRITE | DISCARD | QUEUE, 4096), (false, 'D'), "a discard carries the write bit");
         assert_eq!(rwbs(WRITE | FLUSH | QUEUE, 0), (true, 'W'), "an empty flush");
         assert_eq!(rwbs(QUEUE, 0), (false, 'N'));
-        let cgroup = Event { time_ns: 0, sector: 0, bytes: 8, action: READ | QUEUE | TA_CGROUP, device: 0 };
+        let cgroup = Event { bytes: 8, action: READ | QUEUE | TA_CGROUP, ..Event::default() };
         assert_eq!(cgroup.action(), Action::Queue, "a cgroup id in the payload does not change the action");
     }
 
@@ -347,6 +440,46 @@ pub(crate) mod tests {
         events.next_event().unwrap();
         let Err(Stop::Invalid(why)) = events.next_event() else { panic!() };
         assert!(why.starts_with("event 2 (byte 48): magic 0x00000000"), "{why}");
+    }
+
+    #[test]
+    fn a_merge_interleaves_the_inputs_requests_by_time_scaled_and_repeated() {
+        let a: Vec<u8> = [
+            event_bytes(0, 0, 0, NOTIFY, b"fio\0"),
+            event_bytes(100, 8, 4096, READ | QUEUE, &[]),
+            event_bytes(101, 8, 4096, READ | ISSUE, &[]),
+            event_bytes(300, 16, 4096, WRITE | QUEUE, b"payload!"),
+            event_bytes(400, 16, 4096, WRITE | COMPLETE, &[]),
+        ]
+        .concat();
+        let b: Vec<u8> = [event_bytes(100, 1000, 512, READ | QUEUE, &[]), event_bytes(500, 0, 0, QUEUE, &[])].concat();
+        let inputs = [a.as_slice(), b.as_slice()];
+        let merged = |scalars: [u64; 2], iterations: [u32; 2]| {
+            let mut ins: Vec<MergeInput<&[u8]>> = (0..2)
+                .map(|i| MergeInput {
+                    events: Events::new(inputs[i], ByteOrder::Little),
+                    scalar_pct: scalars[i],
+                    iterations: iterations[i],
+                })
+                .collect();
+            let out = merge(&mut ins, |i| Ok(Events::new(inputs[i], ByteOrder::Little))).unwrap();
+            let mut events = Events::new(out.as_slice(), ByteOrder::Little);
+            let mut got = Vec::new();
+            while let Some(e) = events.next_event().unwrap() {
+                got.push((e.time_ns, e.sector, e.action()));
+            }
+            got
+        };
+        use Action::Queue;
+        // the requests alone; a tie goes to the earlier input; b's event without a
+        // direction is left out
+        assert_eq!(merged([100, 100], [1, 1]), [(100, 8, Queue), (100, 1000, Queue), (300, 16, Queue)]);
+        assert_eq!(merged([100, 50], [1, 1]), [(50, 1000, Queue), (100, 8, Queue), (300, 16, Queue)]);
+        // a again after its span, its last event (the completion at 400)
+        assert_eq!(
+            merged([100, 100], [2, 1]),
+            [(100, 8, Queue), (100, 1000, Queue), (300, 16, Queue), (500, 8, Queue), (700, 16, Queue)]
+        );
     }
 
     #[test]
