@@ -4,7 +4,7 @@ use clap::{Args, CommandFactory, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nvsched::figures::RunSeries;
 use nvsched::run::{run_sim, RunSpec};
-use nvsched_core::Nanos;
+use nvsched_core::{Nanos, Op};
 use nvsched_policy::{Request, ALIASES, COMMON_PARAMS, POLICIES};
 use nvsched_report::{CloneStatus, Format, StatusDump};
 use nvsched_sim::Observer;
@@ -157,7 +157,8 @@ struct RunArgs {
     #[arg(long, short)]
     quiet: bool,
     /// Refuse jobs that write or trim, as fio's --readonly does (a safety check for real
-    /// devices; it applies in simulation too).
+    /// devices; it applies in simulation too); a replay leaves out its trace's writes and
+    /// trims instead, as fio skips them.
     #[arg(long)]
     readonly: bool,
     /// fio's --minimal: the same as --output-format=terse.
@@ -679,11 +680,30 @@ fn run_jobs(args: &RunArgs) -> Result<JobFile, String> {
         jobs.jobs.retain(|j| args.section.contains(&j.name));
     }
     if args.readonly {
+        leave_out_replayed_writes(&mut jobs);
         if let Some(j) = jobs.jobs.iter().find(|j| j.writes_data()) {
             return Err(format!("job '{}' ({}) writes or trims, and --readonly forbids that", j.name, j.at));
         }
     }
     Ok(jobs)
+}
+
+/// `--readonly`: a replay leaves out its trace's writes and trims (flushes stay: they
+/// write no data), as fio 3.33 skips them, where a job that generates writes is refused.
+fn leave_out_replayed_writes(jobs: &mut JobFile) {
+    for j in &mut jobs.jobs {
+        let Some(trace) = j.trace().cloned() else { continue };
+        let count = |op: Op| trace.records.iter().filter(|r| r.op == op && !j.replay.skip[op.index()]).count();
+        let (writes, trims) = (count(Op::Write), count(Op::Discard));
+        if writes + trims > 0 {
+            jobs.warnings.push(format!(
+                "{}: job '{}': --readonly: its trace's {writes} writes and {trims} trims are left out, as fio skips them",
+                j.at, j.name
+            ));
+        }
+        j.replay.skip[Op::Write.index()] = true;
+        j.replay.skip[Op::Discard.index()] = true;
+    }
 }
 
 fn all_run_jobs(args: &RunArgs) -> Result<JobFile, String> {

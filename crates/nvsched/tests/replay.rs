@@ -207,6 +207,32 @@ fn merge_blktrace_file_merges_the_traces_writes_them_and_replays_them() {
 }
 
 #[test]
+fn readonly_leaves_out_a_replays_writes_and_trims_as_fio_does() {
+    let dir = std::env::temp_dir().join(format!("nvsched-readonly-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let iolog = dir.join("mix.iolog");
+    std::fs::write(
+        &iolog,
+        "fio version 3 iolog\n0 f add\n0 f open\n10 f read 0 4096\n20 f write 4096 4096\n\
+         30 f trim 8192 4096\n40 f sync 0 0\n50 f read 12288 4096\n",
+    )
+    .unwrap();
+    let job = dir.join("ro.fio");
+    std::fs::write(&job, format!("[r]\nread_iolog={}\n", iolog.display())).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+        .args(["run", job.to_str().unwrap(), "--readonly", "--output-format=json", "-q"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let counts = ["read", "write", "trim", "sync"].map(|d| v["jobs"][0][d]["total_ios"].as_u64().unwrap());
+    // fio 3.33 --readonly replays the same log as its two reads and the sync
+    assert_eq!(counts, [2, 0, 0, 1]);
+    let err = String::from_utf8(out.stderr).unwrap();
+    assert!(err.contains("job 'r': --readonly: its trace's 1 writes and 1 trims are left out"), "{err}");
+}
+
+#[test]
 fn write_iolog_records_what_read_iolog_replays() {
     let dir = std::env::temp_dir().join(format!("nvsched-replay-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
