@@ -2888,7 +2888,7 @@ pub static OPTIONS: &[OptionDef] = &[
         "read_iolog",
         [],
         None,
-        "replay this block trace (fio iolog v2/v3, DiskSim, SPC, MSR, blkparse or ftrace text, or a blktrace binary); relative to the job file",
+        "replay this block trace (fio iolog v2/v3, DiskSim, SPC, MSR, Alibaba, Tencent, FIU, blkparse or ftrace text, or a blktrace binary); relative to the job file",
         |j, v| {
             j.replay.read_iolog = Some(non_empty(v, "read_iolog needs a trace file")?);
             Ok(())
@@ -2938,7 +2938,7 @@ pub static OPTIONS: &[OptionDef] = &[
         "trace_format",
         [],
         None,
-        "nvsched: the format of read_iolog's trace: auto, fio, disksim (ns), disksim-ms, spc, msr, blktrace (binary), blkparse, ftrace",
+        "nvsched: the format of read_iolog's trace: auto, fio, disksim (ns), disksim-ms, spc, msr, alibaba, tencent, fiu, blktrace (binary), blkparse, ftrace",
         |j, v| {
             j.replay.format = TraceFormat::parse(v.trim())?;
             Ok(())

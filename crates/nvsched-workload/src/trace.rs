@@ -1,6 +1,7 @@
 //! Block traces for replay (`read_iolog=`): fio's iolog v2/v3, DiskSim ASCII (MQSim's
 //! nanosecond variant and DiskSim's milliseconds), SPC/UMass CSV, MSR Cambridge CSV,
-//! blktrace's binary events, blkparse text and the kernel's ftrace block events. Each
+//! Alibaba's and Tencent's cloud block traces (CSV), FIU's text, blktrace's binary
+//! events, blkparse text and the kernel's ftrace block events. Each
 //! becomes one list of records with times relative to the first record; where a record
 //! lands in the job's file is the replaying driver's business ([`Trace::device_spans`],
 //! [`place`]).
@@ -30,6 +31,14 @@ pub enum TraceFormat {
     Spc,
     /// MSR Cambridge: `filetime,host,disk,Read|Write,offset_bytes,size_bytes,response`.
     Msr,
+    /// Alibaba Cloud's block traces (2020): `device_id,R|W,offset_bytes,length_bytes,time_us`.
+    Alibaba,
+    /// Tencent CBS block traces (SNIA): `time_s,offset_sectors,size_sectors,0|1,volume`
+    /// (1 = write). Times are whole seconds: the requests of one second are spread evenly
+    /// over it.
+    Tencent,
+    /// FIU block traces (SNIA): `time_ns pid process sector sectors R|W major minor md5`.
+    Fiu,
     /// blkparse's default text output; the `Q` (queued) events are the requests.
     Blkparse,
     /// blktrace's binary events (version 7, either byte order), as fio replays them; read
@@ -42,7 +51,8 @@ pub enum TraceFormat {
 }
 
 impl TraceFormat {
-    pub const NAMES: &'static str = "auto, fio, disksim, disksim-ms, spc, msr, blktrace, blkparse, ftrace";
+    pub const NAMES: &'static str =
+        "auto, fio, disksim, disksim-ms, spc, msr, alibaba, tencent, fiu, blktrace, blkparse, ftrace";
 
     /// `None` for `auto`.
     pub fn parse(name: &str) -> Result<Option<TraceFormat>, String> {
@@ -53,6 +63,9 @@ impl TraceFormat {
             "disksim-ms" => TraceFormat::DisksimMs,
             "spc" => TraceFormat::Spc,
             "msr" => TraceFormat::Msr,
+            "alibaba" => TraceFormat::Alibaba,
+            "tencent" => TraceFormat::Tencent,
+            "fiu" => TraceFormat::Fiu,
             "blkparse" => TraceFormat::Blkparse,
             "blktrace" => TraceFormat::Blktrace,
             "ftrace" => TraceFormat::Ftrace,
@@ -67,6 +80,9 @@ impl TraceFormat {
             TraceFormat::DisksimMs => "disksim-ms",
             TraceFormat::Spc => "spc",
             TraceFormat::Msr => "msr",
+            TraceFormat::Alibaba => "alibaba",
+            TraceFormat::Tencent => "tencent",
+            TraceFormat::Fiu => "fiu",
             TraceFormat::Blkparse => "blkparse",
             TraceFormat::Blktrace => "blktrace",
             TraceFormat::Ftrace => "ftrace",
@@ -96,6 +112,17 @@ impl TraceFormat {
         }
         if fields.len() >= 5 && ["r", "w"].contains(&fields[3].to_ascii_lowercase().as_str()) {
             return Some(TraceFormat::Spc);
+        }
+        if line == ALIBABA_HEADER || (fields.len() == 5 && ["R", "W"].contains(&fields[1]) && is_digits(fields[4])) {
+            return Some(TraceFormat::Alibaba);
+        }
+        if line == TENCENT_HEADER
+            || (fields.len() == 5 && fields.iter().all(|f| is_digits(f)) && ["0", "1"].contains(&fields[3]))
+        {
+            return Some(TraceFormat::Tencent);
+        }
+        if tokens.len() >= 8 && is_digits(tokens[0]) && ["R", "W"].contains(&tokens[5]) {
+            return Some(TraceFormat::Fiu);
         }
         if tokens.len() == 5 && tokens.iter().all(|t| t.parse::<f64>().is_ok()) {
             return Some(if tokens[0].contains('.') { TraceFormat::DisksimMs } else { TraceFormat::DisksimNs });
@@ -474,6 +501,9 @@ fn read_lines(
             TraceFormat::DisksimNs | TraceFormat::DisksimMs => parse_disksim(line, format == TraceFormat::DisksimMs),
             TraceFormat::Spc => parse_spc(line),
             TraceFormat::Msr => parse_msr(line),
+            TraceFormat::Alibaba => parse_alibaba(line),
+            TraceFormat::Tencent => parse_tencent(line),
+            TraceFormat::Fiu => parse_fiu(line),
             TraceFormat::Blkparse => parse_blkparse(line, b.depth_probe.get_or_insert_with(DepthProbe::default)),
             TraceFormat::Blktrace => Err("blktrace's events are binary, not lines of text".into()),
             TraceFormat::Ftrace => parse_ftrace(line, &mut b.ftrace_event),
@@ -484,7 +514,25 @@ fn read_lines(
     if let Some(probe) = &b.depth_probe {
         b.trace.queue_depth = Some(probe.depth());
     }
+    if b.trace.format == TraceFormat::Tencent {
+        spread_within_seconds(&mut b.trace.records);
+    }
     b.finish().map_err(|m| err(0, m))
+}
+
+/// Tencent's times are whole seconds: the requests of one second are spread evenly over
+/// it, the k-th of n at k/n s, in file order (all at its start would be a burst the trace
+/// does not show).
+fn spread_within_seconds(records: &mut [TraceRecord]) {
+    let mut start = 0;
+    while start < records.len() {
+        let second = records[start].at_ns;
+        let n = records[start..].iter().take_while(|r| r.at_ns == second).count();
+        for (k, r) in records[start..start + n].iter_mut().enumerate() {
+            r.at_ns = second + k as u64 * 1_000_000_000 / n as u64;
+        }
+        start += n;
+    }
 }
 
 /// What one line of a trace says.
@@ -764,6 +812,66 @@ fn parse_msr(line: &str) -> Result<Line<'_>, String> {
 }
 
 /// `probe` counts the queue, merge and completion events.
+/// The header line Alibaba's CSV may begin with (its README spells the last column so).
+const ALIBABA_HEADER: &str = "device_id,opcode,offset,length,timestmap";
+const TENCENT_HEADER: &str = "Timestamp,Offset,Size,IOType,VolumeID";
+
+fn parse_alibaba(line: &str) -> Result<Line<'_>, String> {
+    const EXPECTED: &str = "'DEVICE,R|W,OFFSET,LENGTH,TIME_US'";
+    if line == ALIBABA_HEADER || line == "device_id,opcode,offset,length,timestamp" {
+        return Ok(Line::Other);
+    }
+    let f: Vec<&str> = line.split(',').map(str::trim).collect();
+    let device = field(&f, 0, "device id", EXPECTED)?;
+    let op = match field(&f, 1, "opcode", EXPECTED)? {
+        "R" | "r" => Op::Read,
+        "W" | "w" => Op::Write,
+        other => return Err(format!("opcode '{other}' is neither R nor W")),
+    };
+    let offset_bytes = number(field(&f, 2, "offset", EXPECTED)?, "offset (bytes)")?;
+    let len_bytes = number(field(&f, 3, "length", EXPECTED)?, "length (bytes)")?;
+    let time_us: u64 = number(field(&f, 4, "timestamp", EXPECTED)?, "timestamp (us)")?;
+    let time_ns = Some(time_us.saturating_mul(1000));
+    Ok(Line::Request { time_ns, device, op, offset_bytes, len_bytes, preflush: false, prio: None })
+}
+
+fn parse_tencent(line: &str) -> Result<Line<'_>, String> {
+    const EXPECTED: &str = "'TIME_S,SECTOR,SECTORS,0|1,VOLUME'";
+    if line == TENCENT_HEADER {
+        return Ok(Line::Other);
+    }
+    let f: Vec<&str> = line.split(',').map(str::trim).collect();
+    let time_s: u64 = number(field(&f, 0, "timestamp", EXPECTED)?, "timestamp (s)")?;
+    let offset_bytes = sectors(field(&f, 1, "offset", EXPECTED)?, "offset (sectors)")?;
+    let len_bytes = sectors(field(&f, 2, "size", EXPECTED)?, "size (sectors)")?;
+    let op = match field(&f, 3, "I/O type", EXPECTED)? {
+        "0" => Op::Read,
+        "1" => Op::Write,
+        other => return Err(format!("I/O type '{other}' is neither 0 (read) nor 1 (write)")),
+    };
+    let device = field(&f, 4, "volume", EXPECTED)?;
+    let time_ns = Some(time_s.saturating_mul(1_000_000_000));
+    Ok(Line::Request { time_ns, device, op, offset_bytes, len_bytes, preflush: false, prio: None })
+}
+
+fn parse_fiu(line: &str) -> Result<Line<'_>, String> {
+    const EXPECTED: &str = "'TIME_NS PID PROCESS SECTOR SECTORS R|W MAJOR MINOR [MD5]'";
+    let t: Vec<&str> = line.split_whitespace().collect();
+    let time_ns: u64 = number(field(&t, 0, "timestamp", EXPECTED)?, "timestamp (ns)")?;
+    let offset_bytes = sectors(field(&t, 3, "sector", EXPECTED)?, "sector")?;
+    let len_bytes = sectors(field(&t, 4, "size", EXPECTED)?, "size (sectors)")?;
+    let op = match field(&t, 5, "direction", EXPECTED)? {
+        "R" => Op::Read,
+        "W" => Op::Write,
+        other => return Err(format!("direction '{other}' is neither R nor W")),
+    };
+    // major and minor together name the device: the line's text from the one to the other
+    let (major, minor) = (field(&t, 6, "major", EXPECTED)?, field(&t, 7, "minor", EXPECTED)?);
+    let at = |token: &str| token.as_ptr() as usize - line.as_ptr() as usize;
+    let device = &line[at(major)..at(minor) + minor.len()];
+    Ok(Line::Request { time_ns: Some(time_ns), device, op, offset_bytes, len_bytes, preflush: false, prio: None })
+}
+
 fn parse_blkparse<'a>(line: &'a str, probe: &mut DepthProbe) -> Result<Line<'a>, String> {
     let t: Vec<&str> = line.split_whitespace().collect();
     // anything but an event line (the summary at the end, a message) is not a request
@@ -905,7 +1013,24 @@ mod tests {
 
     #[test]
     fn each_format_is_detected_and_read_in_its_units() {
-        let cases: [(&str, TraceFormat, TraceRecord); 8] = [
+        let cases: [(&str, TraceFormat, TraceRecord); 11] = [
+            // the three below are built from the formats' documented examples
+            (
+                "device_id,opcode,offset,length,timestmap\n0,R,126703644672,4096,1577808000000626\n1,W,8192,8192,1577808000001626\n",
+                TraceFormat::Alibaba,
+                rec(1_000_000, 1, Op::Write, 8192, 8192),
+            ),
+            (
+                "1538323199,1003027216,16,0,2313\n1538323200,6338688,8,1,1627\n",
+                TraceFormat::Tencent,
+                rec(1_000_000_000, 1, Op::Write, 6338688 * 512, 4096),
+            ),
+            (
+                "89967404265337 4253 nfsd 508516672 8 W 6 0 88b93b628d84082186026d9da044f173\n\
+                 89967404365337 4253 nfsd 16 16 R 6 1 0f0d5ca3eb1f0e8f1a5fe6a6d4b11c47\n",
+                TraceFormat::Fiu,
+                rec(100_000, 1, Op::Read, 8192, 8192),
+            ),
             ("11413000 0 657728 16 1\n11565000 1 8 64 0\n", TraceFormat::DisksimNs, rec(152_000, 1, Op::Write, 4096, 32768)),
             ("1.5 0 0 8 1\n2.0 3 8 8 0\n", TraceFormat::DisksimMs, rec(500_000, 1, Op::Write, 4096, 4096)),
             ("0,303567,3584,w,0.000000\n1,8,4096,R,0.25\n", TraceFormat::Spc, rec(250_000_000, 1, Op::Read, 4096, 4096)),
@@ -1033,6 +1158,20 @@ mod tests {
         assert_eq!(t.records[3], rec(4_000, 0, Op::Flush, 0, 0), "blkparse prints an empty flush without sectors");
         assert_eq!(t.queue_depth, Some(2));
         assert_eq!(load("254,0 1 0 0.1 7 Q WS [fio]\n", None).unwrap_err().line, 1, "data needs its sectors");
+    }
+
+    #[test]
+    fn tencent_spreads_the_requests_of_one_second_over_it() {
+        let t = load("Timestamp,Offset,Size,IOType,VolumeID\n10,0,8,0,1\n10,8,8,0,1\n10,16,8,1,1\n11,0,8,0,1\n", None)
+            .unwrap();
+        let times: Vec<u64> = t.records.iter().map(|r| r.at_ns).collect();
+        assert_eq!(times, [0, 333_333_333, 666_666_666, 1_000_000_000]);
+        let fiu = load("1000 7 a 8 8 R 8 16 x\n2000 7 a 8 8 W 8 16 x\n", None).unwrap();
+        assert_eq!(fiu.devices, ["8 16"], "major and minor name the device");
+        let e = load("1,X,0,4096,5\n", Some(TraceFormat::Alibaba)).unwrap_err();
+        assert!(e.to_string().ends_with(":1: opcode 'X' is neither R nor W"), "{e}");
+        let e = load("1,0,8,2,5\n", Some(TraceFormat::Tencent)).unwrap_err();
+        assert!(e.message.contains("I/O type '2' is neither 0 (read) nor 1 (write)"), "{e}");
     }
 
     #[test]

@@ -105,6 +105,9 @@ fn trace_lines() -> impl Strategy<Value = Vec<String>> {
             .prop_map(|f| f.join(","))
             .boxed(),
         ".{0,30}".boxed(),
+        "[0-9]{1,4},[RWX],[0-9]{1,21},[0-9]{1,10},[0-9]{1,20}".boxed(),
+        "[0-9]{1,11},[0-9]{1,21},[0-9]{1,6},[0-2],[0-9]{1,5}".boxed(),
+        "[0-9]{1,21} [0-9]{1,5} [a-z]{1,5} [0-9]{1,21} [0-9]{1,6} [RWX] [0-9] [0-9]( [0-9a-f]{32})?".boxed(),
     ];
     (0..shapes.len(), any::<bool>()).prop_flat_map(move |(k, header)| {
         let body = proptest::collection::vec(prop_oneof![9 => shapes[k].clone(), 1 => ".{0,30}"], 1..12);
@@ -190,13 +193,15 @@ proptest! {
     /// Any trace text, in any format, reads or fails with an error naming the file, never
     /// panics; whatever reads also replays to its end in a driver.
     #[test]
-    fn traces_read_or_fail_cleanly_and_replay(lines in trace_lines(), format in 0usize..9) {
+    fn traces_read_or_fail_cleanly_and_replay(lines in trace_lines(), format in 0usize..12) {
         use nvsched_workload::trace::{load_trace, TraceFormat};
         let dir = std::env::temp_dir().join(format!("nvsched-trace-fuzz-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let path = dir.join("t.trace");
         std::fs::write(&path, lines.join("\n")).unwrap();
-        let names = ["auto", "fio", "disksim", "disksim-ms", "spc", "msr", "blkparse", "ftrace", "blktrace"];
+        let names = [
+            "auto", "fio", "disksim", "disksim-ms", "spc", "msr", "blkparse", "ftrace", "blktrace", "alibaba", "tencent", "fiu",
+        ];
         let chosen = TraceFormat::parse(names[format]).unwrap();
         match load_trace(&path, chosen) {
             Err(e) => prop_assert!(e.to_string().contains("t.trace"), "{e}"),
