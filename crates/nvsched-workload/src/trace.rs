@@ -1,10 +1,9 @@
 //! Block traces for replay (`read_iolog=`): fio's iolog v2/v3, DiskSim ASCII (MQSim's
 //! nanosecond variant and DiskSim's milliseconds), SPC/UMass CSV, MSR Cambridge CSV,
 //! Alibaba's and Tencent's cloud block traces (CSV), FIU's text, blktrace's binary
-//! events, blkparse text and the kernel's ftrace block events. Each
-//! becomes one list of records with times relative to the first record; where a record
-//! lands in the job's file is the replaying driver's business ([`Trace::device_spans`],
-//! [`place`]).
+//! events, blkparse text and the kernel's ftrace block events. Each becomes one list of
+//! records with times relative to the first record; where a record lands in the job's
+//! file is the replaying driver's business ([`Trace::device_spans`], [`place`]).
 
 mod blktrace;
 
@@ -304,6 +303,111 @@ impl Trace {
                 span
             })
             .collect()
+    }
+}
+
+/// What a trace holds, for `nvsched trace`: per direction, per device, and how its
+/// requests follow one another.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Summary {
+    pub format: &'static str,
+    pub records: u64,
+    /// From the first record to the last.
+    pub span_ns: u64,
+    /// Read, write, trim, flush (by [`Op::index`]).
+    pub directions: Vec<DirectionSummary>,
+    pub devices: Vec<DeviceSummary>,
+    /// Data requests (reads and writes) that start where the previous one on their device
+    /// ended.
+    pub sequential_pct: f64,
+    pub queue_depth: Option<u32>,
+    pub reordered: u64,
+    pub realigned: u64,
+    pub empty: u64,
+    pub cut_off_bytes: u64,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct DirectionSummary {
+    pub direction: &'static str,
+    pub requests: u64,
+    pub bytes: u64,
+    /// The most common sizes, most common first (at most 4): (bytes, share of this
+    /// direction's requests in percent).
+    pub common_sizes: Vec<(u32, f64)>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct DeviceSummary {
+    pub name: String,
+    pub requests: u64,
+    /// Its lowest request (1 MiB aligned) and the end of its furthest.
+    pub lowest_bytes: u64,
+    pub extent_bytes: u64,
+}
+
+impl Trace {
+    pub fn summary(&self) -> Summary {
+        let mut counts = [0u64; 4];
+        let mut bytes = [0u64; 4];
+        let mut sizes: [std::collections::BTreeMap<u32, u64>; 4] = Default::default();
+        let mut per_device = vec![0u64; self.devices.len()];
+        let mut last_end: Vec<Option<u64>> = vec![None; self.devices.len()];
+        let (mut data, mut sequential) = (0u64, 0u64);
+        for r in &self.records {
+            let i = r.op.index();
+            counts[i] += 1;
+            bytes[i] += u64::from(r.len_bytes);
+            if r.op != Op::Flush {
+                *sizes[i].entry(r.len_bytes).or_default() += 1;
+            }
+            let d = r.device as usize;
+            per_device[d] += 1;
+            if r.op.is_data() {
+                data += 1;
+                sequential += u64::from(last_end[d] == Some(r.offset_bytes));
+                last_end[d] = Some(r.offset_bytes + u64::from(r.len_bytes));
+            }
+        }
+        let directions = [Op::Read, Op::Write, Op::Discard, Op::Flush]
+            .into_iter()
+            .map(|op| {
+                let i = op.index();
+                let mut common: Vec<(u32, u64)> = sizes[i].iter().map(|(s, n)| (*s, *n)).collect();
+                common.sort_by_key(|(size, n)| (std::cmp::Reverse(*n), *size));
+                let share = |n: u64| (n as f64 * 1000.0 / counts[i].max(1) as f64).round() / 10.0;
+                DirectionSummary {
+                    direction: match op {
+                        Op::Discard => "trim",
+                        other => other.name(),
+                    },
+                    requests: counts[i],
+                    bytes: bytes[i],
+                    common_sizes: common.into_iter().take(4).map(|(size, n)| (size, share(n))).collect(),
+                }
+            })
+            .collect();
+        let devices = (0..self.devices.len())
+            .map(|d| DeviceSummary {
+                name: self.devices[d].clone(),
+                requests: per_device[d],
+                lowest_bytes: self.lowest_bytes[d],
+                extent_bytes: self.extents_bytes[d],
+            })
+            .collect();
+        Summary {
+            format: self.format.name(),
+            records: self.records.len() as u64,
+            span_ns: self.records.last().map_or(0, |r| r.at_ns),
+            directions,
+            devices,
+            sequential_pct: (sequential as f64 * 1000.0 / data.max(1) as f64).round() / 10.0,
+            queue_depth: self.queue_depth,
+            reordered: self.reordered,
+            realigned: self.realigned,
+            empty: self.empty,
+            cut_off_bytes: self.cut_off_bytes,
+        }
     }
 }
 
@@ -1158,6 +1262,20 @@ mod tests {
         assert_eq!(t.records[3], rec(4_000, 0, Op::Flush, 0, 0), "blkparse prints an empty flush without sectors");
         assert_eq!(t.queue_depth, Some(2));
         assert_eq!(load("254,0 1 0 0.1 7 Q WS [fio]\n", None).unwrap_err().line, 1, "data needs its sectors");
+    }
+
+    #[test]
+    fn a_summary_counts_directions_sizes_devices_and_sequential_requests() {
+        // device 0: 0-4K, 4K-8K (sequential), 100K; device 1: 0-8K
+        let t = load("0,0,4096,r,0.0\n0,8,4096,r,0.1\n1,0,8192,w,0.2\n0,200,4096,w,0.3\n", None).unwrap();
+        let s = t.summary();
+        assert_eq!((s.format, s.records, s.span_ns), ("spc", 4, 300_000_000));
+        assert_eq!((s.directions[0].direction, s.directions[0].requests, s.directions[0].bytes), ("read", 2, 8192));
+        assert_eq!(s.directions[1].common_sizes, [(4096, 50.0), (8192, 50.0)], "ties: the smaller first");
+        assert_eq!(s.sequential_pct, 25.0, "one of four starts where its device's last ended");
+        assert_eq!(s.devices.iter().map(|d| (d.name.as_str(), d.requests)).collect::<Vec<_>>(), [("0", 3), ("1", 1)]);
+        assert_eq!(s.devices[0].extent_bytes, 200 * 512 + 4096);
+        assert_eq!(s.queue_depth, None);
     }
 
     #[test]

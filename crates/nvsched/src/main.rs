@@ -66,6 +66,8 @@ enum Command {
     Calibrate(CalibrateArgs),
     /// Run a job file on a real device and in simulation, side by side.
     Compare(CompareArgs),
+    /// Summarize a block trace as read_iolog reads it: directions, sizes, devices, pace.
+    Trace(TraceArgs),
 }
 
 #[derive(Args)]
@@ -288,6 +290,18 @@ impl StatusSink {
         let before = sink.written.borrow().clone();
         before + &report.render_all(formats)
     }
+}
+
+#[derive(Args)]
+struct TraceArgs {
+    /// The trace (any format read_iolog takes).
+    file: PathBuf,
+    /// Its format, as trace_format takes it (default: told from the file).
+    #[arg(long, default_value = "auto", value_name = "FORMAT")]
+    format: String,
+    /// Print the summary as JSON.
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Args)]
@@ -557,6 +571,7 @@ fn main() -> ExitCode {
             Ok(())
         }
         Command::Options(args) => cmd_options(args),
+        Command::Trace(args) => cmd_trace(args),
         Command::Devices(args) => cmd_devices(args),
         Command::Bench(args) => cmd_bench(args),
         Command::Repro(args) => cmd_repro(args),
@@ -1189,6 +1204,136 @@ fn cmd_options(args: OptionsArgs) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+fn cmd_trace(args: TraceArgs) -> Result<(), String> {
+    use nvsched::workload::trace::{load_trace, TraceFormat};
+    let format = TraceFormat::parse(&args.format).map_err(|e| format!("--format: {e}"))?;
+    let summary = load_trace(&args.file, format).map_err(|e| e.to_string())?.summary();
+    if args.json {
+        let json = serde_json::json!({
+            "trace": args.file.display().to_string(),
+            "format": summary.format,
+            "records": summary.records,
+            "span_ns": summary.span_ns,
+            "directions": summary.directions.iter().filter(|d| d.requests > 0).map(|d| serde_json::json!({
+                "direction": d.direction,
+                "requests": d.requests,
+                "bytes": d.bytes,
+                "common_sizes": d.common_sizes.iter().map(|(bytes, pct)| serde_json::json!({"bytes": bytes, "pct": pct})).collect::<Vec<_>>(),
+            })).collect::<Vec<_>>(),
+            "devices": summary.devices.iter().map(|d| serde_json::json!({
+                "name": d.name,
+                "requests": d.requests,
+                "lowest_bytes": d.lowest_bytes,
+                "extent_bytes": d.extent_bytes,
+            })).collect::<Vec<_>>(),
+            "sequential_pct": summary.sequential_pct,
+            "queue_depth": summary.queue_depth,
+            "reordered": summary.reordered,
+            "realigned": summary.realigned,
+            "empty": summary.empty,
+            "cut_off_bytes": summary.cut_off_bytes,
+        });
+        println!("{}", serde_json::to_string_pretty(&json).map_err(|e| e.to_string())?);
+        return Ok(());
+    }
+    print!("{}", trace_summary_text(&args.file.display().to_string(), &summary));
+    Ok(())
+}
+
+/// `nvsched trace`'s readable summary.
+fn trace_summary_text(name: &str, s: &nvsched::workload::trace::Summary) -> String {
+    use std::fmt::Write;
+    let span_s = s.span_ns as f64 / 1e9;
+    let per_s = |n: f64| if span_s > 0.0 { n / span_s } else { 0.0 };
+    let total_bytes: u64 = s.directions.iter().map(|d| d.bytes).sum();
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{name}: {} trace, {} requests over {span_s:.3} s ({:.0} IOPS, {:.1} MB/s)",
+        s.format,
+        s.records,
+        per_s(s.records as f64),
+        per_s(total_bytes as f64) / 1e6
+    );
+    for d in s.directions.iter().filter(|d| d.requests > 0) {
+        let share = d.requests as f64 * 100.0 / s.records.max(1) as f64;
+        let _ = write!(out, "  {:<6} {:>9} ({share:5.1}%)", d.direction, d.requests);
+        if d.bytes > 0 {
+            let sizes: Vec<String> =
+                d.common_sizes.iter().map(|(b, pct)| format!("{} {pct}%", size_text(*b))).collect();
+            let _ = write!(
+                out,
+                "  {}, mean {}; sizes {}",
+                bytes_text(d.bytes),
+                bytes_text(d.bytes / d.requests),
+                sizes.join(", ")
+            );
+        }
+        out.push('\n');
+    }
+    let _ = writeln!(
+        out,
+        "  sequential: {}% of reads and writes start where the one before on their device ended",
+        s.sequential_pct
+    );
+    if let Some(depth) = s.queue_depth {
+        let _ = writeln!(
+            out,
+            "  captured at depth {depth} (queued less merged between completions; a replay without iodepth takes it)"
+        );
+    }
+    let _ = writeln!(out, "  devices: {}", s.devices.len());
+    for d in s.devices.iter().take(8) {
+        let _ = writeln!(
+            out,
+            "    {:<12} {:>9} requests, {} to {}",
+            d.name,
+            d.requests,
+            bytes_text(d.lowest_bytes),
+            bytes_text(d.extent_bytes)
+        );
+    }
+    if s.devices.len() > 8 {
+        let _ = writeln!(out, "    ... and {} more (--json lists them all)", s.devices.len() - 8);
+    }
+    for (n, what) in [
+        (s.reordered, "records earlier than the one before (replayed in file order)"),
+        (s.realigned, "records widened to 512-byte sectors"),
+        (s.empty, "records of length 0 (left out)"),
+        (s.cut_off_bytes, "bytes of an event cut off at the end (left out)"),
+    ] {
+        if n > 0 {
+            let _ = writeln!(out, "  {n} {what}");
+        }
+    }
+    out
+}
+
+/// A request size: whole KiB where it is one.
+fn size_text(bytes: u32) -> String {
+    if bytes >= 1024 && bytes % 1024 == 0 {
+        format!("{}KiB", bytes / 1024)
+    } else {
+        format!("{bytes}B")
+    }
+}
+
+/// A total or an offset, in the largest binary unit that keeps it at 1 or more.
+fn bytes_text(bytes: u64) -> String {
+    let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+    let mut value = bytes as f64;
+    let mut unit = 0;
+    while value >= 1024.0 && unit + 1 < units.len() {
+        value /= 1024.0;
+        unit += 1;
+    }
+    if unit == 0 {
+        format!("{bytes}B")
+    } else {
+        format!("{value:.1}{}", units[unit])
+    }
 }
 
 fn cmd_devices(args: DevicesArgs) -> Result<(), String> {

@@ -1268,3 +1268,26 @@ fn sync_latencies_get_percentiles_as_in_fio() {
     assert!(rows < sync_block, "{text}");
     assert!(text[sync_block..].contains("    sync percentiles (") && text.contains("|  50th=["), "{text}");
 }
+
+#[test]
+fn trace_summarizes_a_block_trace_as_read_iolog_reads_it() {
+    let web = "examples/traces/websearch-60s.disksim.trace";
+    let out = nvsched(&["trace", web]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.starts_with(&format!("{web}: disksim trace, 24783 requests over 60.055 s (413 IOPS")), "{text}");
+    assert!(text.contains("  write          4 (  0.0%)  32.0KiB, mean 8.0KiB; sizes 8KiB 100%"), "{text}");
+    assert!(text.contains("  devices: 6"), "{text}");
+    let out = nvsched(&["trace", web, "--json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["records"].as_u64(), v["devices"].as_array().map(Vec::len)), (Some(24_783), Some(6)));
+    let requests: Vec<u64> =
+        v["directions"].as_array().unwrap().iter().map(|d| d["requests"].as_u64().unwrap()).collect();
+    assert_eq!(requests, [24_779, 4], "reads and writes; no trims or flushes");
+    assert_eq!(v["directions"][0]["common_sizes"][0]["bytes"], 8192);
+
+    let out = nvsched(&["trace", "no-such.trace"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no-such.trace: cannot read trace"), "{out:?}");
+    let out = nvsched(&["trace", web, "--format", "csv"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--format: 'csv' is not a trace format"), "{out:?}");
+}

@@ -1,6 +1,6 @@
 //! The simulated examples of README.md and docs/job-files.md print what they show.
 //!
-//! Every `$ nvsched run|sweep examples/...`, `$ nvsched tune ... examples/...` and
+//! Every `$ nvsched run|sweep|trace examples/...`, `$ nvsched tune ... examples/...` and
 //! `$ nvsched repro NAME --quick` line in a fenced block is run (in simulation, so the output is deterministic) and each output
 //! line shown under it must appear in what the command prints. README abridges: a `...`
 //! line stands for lines left out, `a ... b` for a line's middle, and the time of day in
@@ -45,7 +45,7 @@ fn simulated_examples(readme: &str) -> Vec<Example> {
             // `run`, `sweep` and `tune` on a job file of examples/ (tune's --experiment sweeps cost
             // minutes; real devices print what the device gives)
             let job = match words.get(1).map(String::as_str) {
-                Some("run") | Some("sweep") => words.get(2),
+                Some("run") | Some("sweep") | Some("trace") => words.get(2),
                 Some("tune") => words.last(),
                 _ => None,
             };
