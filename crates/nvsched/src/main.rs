@@ -1313,7 +1313,7 @@ fn trace_summary_text(name: &str, s: &nvsched::workload::trace::Summary) -> Stri
 
 /// A request size: whole KiB where it is one.
 fn size_text(bytes: u32) -> String {
-    if bytes >= 1024 && bytes % 1024 == 0 {
+    if bytes >= 1024 && bytes.is_multiple_of(1024) {
         format!("{}KiB", bytes / 1024)
     } else {
         format!("{bytes}B")
