@@ -302,6 +302,17 @@ struct TraceArgs {
     /// Print the summary as JSON.
     #[arg(long)]
     json: bool,
+    /// Also write the trace as fio's version 3 iolog, which fio's read_iolog replays: its
+    /// requests at their times (µs), each trace device as a file named by --file.
+    #[arg(long, value_name = "PATH")]
+    to_iolog: Option<PathBuf>,
+    /// With --to-iolog: the file each trace device becomes, in the order `nvsched trace`
+    /// lists them; one name puts them all in one file (default: trace-dev-N).
+    #[arg(long = "file", value_name = "NAME")]
+    files: Vec<String>,
+    /// With --to-iolog: overwrite PATH if it exists.
+    #[arg(long)]
+    force: bool,
 }
 
 #[derive(Args)]
@@ -1209,7 +1220,11 @@ fn cmd_options(args: OptionsArgs) -> Result<(), String> {
 fn cmd_trace(args: TraceArgs) -> Result<(), String> {
     use nvsched::workload::trace::{load_trace, TraceFormat};
     let format = TraceFormat::parse(&args.format).map_err(|e| format!("--format: {e}"))?;
-    let summary = load_trace(&args.file, format).map_err(|e| e.to_string())?.summary();
+    let trace = load_trace(&args.file, format).map_err(|e| e.to_string())?;
+    if let Some(out) = &args.to_iolog {
+        write_trace_as_iolog(&trace, out, &args.files, args.force)?;
+    }
+    let summary = trace.summary();
     if args.json {
         let json = serde_json::json!({
             "trace": args.file.display().to_string(),
@@ -1240,6 +1255,44 @@ fn cmd_trace(args: TraceArgs) -> Result<(), String> {
     }
     print!("{}", trace_summary_text(&args.file.display().to_string(), &summary));
     Ok(())
+}
+
+/// `nvsched trace --to-iolog`: the trace's requests as fio's version 3 iolog.
+fn write_trace_as_iolog(
+    trace: &nvsched::workload::trace::Trace,
+    out: &Path,
+    names: &[String],
+    force: bool,
+) -> Result<(), String> {
+    use nvsched::report::iolog::IssueLog;
+    let devices = trace.devices.len();
+    let files: Vec<String> = match names {
+        [] => (0..devices).map(|d| format!("trace-dev-{d}")).collect(),
+        [one] => vec![one.clone()],
+        many if many.len() == devices => many.to_vec(),
+        many => {
+            return Err(format!(
+                "--file: {} names for the trace's {devices} devices (give one, or one per device)",
+                many.len()
+            ))
+        }
+    };
+    if files.len() > usize::from(u16::MAX) {
+        return Err(format!("--to-iolog: the trace has {devices} devices; an iolog here holds at most 65535 files"));
+    }
+    if out.exists() && !force {
+        return Err(format!("--to-iolog: '{}' exists; --force overwrites it", out.display()));
+    }
+    if std::fs::metadata(out).is_ok_and(|m| !m.is_file()) {
+        return Err(format!("--to-iolog: '{}' is not a plain file", out.display()));
+    }
+    let one_file = files.len() == 1;
+    let mut log = IssueLog::create(out, files.into_iter().map(|name| (name, 0)).collect())?;
+    for r in &trace.records {
+        let file = if one_file { 0 } else { r.device as u16 };
+        log.issue(Nanos(r.at_ns), r.op, file, r.offset_bytes, r.len_bytes);
+    }
+    log.finish(Nanos(trace.records.last().map_or(0, |r| r.at_ns)))
 }
 
 /// `nvsched trace`'s readable summary.

@@ -1291,3 +1291,41 @@ fn trace_summarizes_a_block_trace_as_read_iolog_reads_it() {
     let out = nvsched(&["trace", web, "--format", "csv"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("--format: 'csv' is not a trace format"), "{out:?}");
 }
+
+#[test]
+fn trace_to_iolog_writes_what_replays_the_same() {
+    let web = repo_root().join("examples/traces/websearch-60s.disksim.trace");
+    let dir = std::env::temp_dir().join(format!("nvsched-to-iolog-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let iolog = dir.join("web.iolog");
+    let _ = std::fs::remove_file(&iolog);
+    let convert = |extra: &[&str]| {
+        let mut args = vec!["trace", web.to_str().unwrap(), "--to-iolog", iolog.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        nvsched(&args)
+    };
+    assert!(convert(&[]).status.success());
+    let text = std::fs::read_to_string(&iolog).unwrap();
+    assert!(text.starts_with("fio version 3 iolog\n0 trace-dev-0 add\n"), "{}", &text[..200]);
+    assert!(text.contains("\n0 trace-dev-0 read 336756736 8192\n152 trace-dev-1 read 15997329408 32768\n"));
+    assert_eq!(text.lines().count(), 1 + 6 + 6 + 24_783 + 6, "header, add and open per device, requests, close");
+    // an existing file needs --force; names must match the devices
+    let out = convert(&[]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("exists; --force overwrites it"), "{out:?}");
+    let out = convert(&["--force", "--file", "a", "--file", "b"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--file: 2 names for the trace's 6 devices"), "{out:?}");
+    assert!(convert(&["--force"]).status.success());
+
+    // the iolog replays as the trace does
+    let replay = |trace: &Path| {
+        let job = dir.join("replay.fio");
+        std::fs::write(&job, format!("[web]\nread_iolog={}\nioengine=libaio\niodepth=16\n", trace.display())).unwrap();
+        let out = nvsched(&["run", job.to_str().unwrap(), "--output-format=json", "-q"]);
+        assert!(out.status.success(), "{out:?}");
+        serde_json::from_slice::<Value>(&out.stdout).unwrap()["jobs"][0].clone()
+    };
+    let (from_iolog, from_trace) = (replay(&iolog), replay(&web));
+    for key in ["read", "write", "job_runtime", "iodepth_level"] {
+        assert_eq!(from_iolog[key], from_trace[key], "{key}");
+    }
+}
