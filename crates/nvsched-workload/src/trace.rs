@@ -472,7 +472,14 @@ pub fn load_trace(path: &Path, format: Option<TraceFormat>) -> Result<Trace, Tra
         )),
         (None, _) => {
             let lines = std::io::BufReader::with_capacity(1 << 20, file).lines();
-            read_lines(lines.enumerate().map(|(i, l)| l.map_err(|e| cannot(i + 1, e))), path, format)
+            let line_error = |line: usize, e: std::io::Error| match e.kind() {
+                std::io::ErrorKind::InvalidData => err(
+                    line,
+                    "this line is not UTF-8 text: the file is neither a text trace nor blktrace's binary events".into(),
+                ),
+                _ => cannot(line, e),
+            };
+            read_lines(lines.enumerate().map(|(i, l)| l.map_err(|e| line_error(i + 1, e))), path, format)
         }
     }
 }
@@ -1241,6 +1248,13 @@ mod tests {
         let e = load("0 0 8 8 1\n", Some(TraceFormat::Blktrace)).unwrap_err();
         assert!(
             e.message.contains("not blktrace's binary events: a blktrace file begins with the bytes 07 74 61 65"),
+            "{e}"
+        );
+        let e = load_bytes(&[0xff, 0xfe, 0x0a], None).unwrap_err();
+        assert!(
+            e.to_string().ends_with(
+                ":1: this line is not UTF-8 text: the file is neither a text trace nor blktrace's binary events"
+            ),
             "{e}"
         );
         let e = load_bytes(&event_bytes(0, 0, 0, NOTIFY, &[]), None).unwrap_err();
