@@ -379,6 +379,8 @@ pub struct JobSpec {
     pub filename: Option<String>,
     /// `filename=a:b:c`: the names after the first (each clone works on every one).
     pub more_filenames: Vec<String>,
+    /// `opendir`: every regular file below this directory joins the job's files.
+    pub opendir: Option<String>,
     /// `nrfiles`: files per clone when the names are generated (`NAME.CLONE.FILENUM`).
     pub nrfiles: u32,
     /// `file_service_type`: how a clone with several files picks the next one.
@@ -681,6 +683,7 @@ impl JobSpec {
             randrepeat: true,
             filename: None,
             more_filenames: Vec::new(),
+            opendir: None,
             nrfiles: 1,
             file_service: FileService::RoundRobin(1),
             openfiles: 0,
@@ -1239,6 +1242,16 @@ pub static OPTIONS: &[OptionDef] = &[
         j.more_filenames = names.collect();
         Ok(())
     }),
+    opt!(
+        "opendir",
+        [],
+        None,
+        "every regular file below this directory (recursively, in path order) is one of the job's files, after those filename names",
+        |j, v| {
+            j.opendir = Some(non_empty(v, "opendir needs a directory")?);
+            Ok(())
+        }
+    ),
     opt!("nrfiles", ["nr_files"], None, "files per clone when their names are generated ($jobname.$jobnum.$filenum); size is divided among them", |j, v| {
         j.nrfiles = int_in(v, 1, 4096)? as u32;
         Ok(())
@@ -3090,7 +3103,6 @@ const VERIFY_CHECKSUMS: &[&str] = &[
 /// message instead of "unknown option". Together with `OPTIONS` they cover every option
 /// fio 3.33 lists (`fio --cmdhelp=all`, and `--enghelp` of io_uring and libaio).
 const FIO_UNSUPPORTED: &[(&str, &str)] = &[
-    ("opendir", "a job's files are named by filename or nrfiles, not found in a directory tree"),
     ("bs_unaligned", "blocks are multiples of 512 bytes, as direct I/O needs"),
     ("blocksize_unaligned", "blocks are multiples of 512 bytes, as direct I/O needs"),
     ("dedupe_global", "dedupe_mode=working_set is not supported; dedupe_mode=repeat repeats pieces within each job"),
@@ -3323,6 +3335,21 @@ fn apply_option(
 
 /// Cross-option checks and fio's derived defaults.
 fn finish_job(job: &mut JobSpec, warnings: &mut Vec<String>) -> Result<(), JobFileError> {
+    if let Some(dir) = job.opendir.clone() {
+        let refuse = |m: String| JobFileError::new(job.option_line("opendir"), Some("opendir"), m);
+        let found = files_below(Path::new(&dir)).map_err(|e| refuse(format!("cannot read directory '{dir}': {e}")))?;
+        if found.is_empty() {
+            return Err(refuse(format!("'{dir}' holds no regular files")));
+        }
+        match job.filename {
+            Some(_) => job.more_filenames.extend(found),
+            None => {
+                let mut found = found.into_iter();
+                job.filename = found.next();
+                job.more_filenames = found.collect();
+            }
+        }
+    }
     let err = |opt: Option<&str>, m: String| JobFileError::new(&job.at, opt, m);
     if job.verify && job.writes_data() && job.numjobs > 1 && job.file_name_of(0, 0) == job.file_name_of(1, 0) {
         // fio 3.33 prints the same warning for a job whose clones write one file
@@ -3653,6 +3680,26 @@ fn load_replay(job: &mut JobSpec, traces: &mut TraceCache, warnings: &mut Vec<St
     }
     job.replay.trace = Some(trace);
     Ok(())
+}
+
+/// fio's `opendir`: the regular files below `dir`, in path order (fio takes them in the
+/// order the directory lists them), symbolic links left out, as fio's `lstat` does.
+fn files_below(dir: &Path) -> std::io::Result<Vec<String>> {
+    let mut found = Vec::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d)? {
+            let entry = entry?;
+            let kind = entry.file_type()?;
+            if kind.is_dir() {
+                pending.push(entry.path());
+            } else if kind.is_file() {
+                found.push(entry.path().display().to_string());
+            }
+        }
+    }
+    found.sort();
+    Ok(found)
 }
 
 /// `merge_blktrace_file`: the blktraces `inputs` merged, as the job's scalars and

@@ -700,8 +700,8 @@ fn every_fio_option_is_taken_or_refused_with_a_reason() {
         names.iter().copied().filter(|n| find_option(n).is_none() && spec::unsupported_reason(n).is_none()).collect();
     assert!(unknown.is_empty(), "fio options nvsched calls unknown: {unknown:?}");
     // a refusal says why
-    let e = parse("[a]\nopendir=/data\n").unwrap_err().to_string();
-    assert!(e.contains("does not support: a job's files are named by filename or nrfiles"), "{e}");
+    let e = parse("[a]\natomic=1\n").unwrap_err().to_string();
+    assert!(e.contains("does not support: atomic writes are not modelled"), "{e}");
 }
 
 #[test]
@@ -920,4 +920,30 @@ fn percentile_precision_follows_the_list_as_written() {
     assert_eq!(precision("percentile_list=99.5:1"), 1);
     assert_eq!(precision("percentile_list=99.999:50"), 3);
     assert_eq!(job("percentile_list=99.999:50").percentile_list, vec![50.0, 99.999], "sorted, as fio does");
+}
+
+#[test]
+fn opendir_adds_every_regular_file_below_the_directory() {
+    let dir = std::env::temp_dir().join(format!("nvsched-opendir-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(dir.join("sub/deeper")).unwrap();
+    for name in ["b", "a", "sub/c", "sub/deeper/d"] {
+        std::fs::write(dir.join(name), b"x").unwrap();
+    }
+    std::os::unix::fs::symlink(dir.join("a"), dir.join("link")).unwrap();
+    let d = dir.display();
+    let j = job(&format!("opendir={d}\nsize=1m"));
+    let names: Vec<String> = (0..j.files_per_clone()).map(|k| j.file_name_of(0, k)).collect();
+    let expected: Vec<String> = ["a", "b", "sub/c", "sub/deeper/d"].iter().map(|n| format!("{d}/{n}")).collect();
+    assert_eq!(names, expected, "in path order, the link left out");
+    // after the files filename names
+    let j = job(&format!("filename=/tmp/first\nopendir={d}\nsize=1m"));
+    assert_eq!((j.file_name_of(0, 0).as_str(), j.files_per_clone()), ("/tmp/first", 5));
+
+    let e = parse(&format!("[a]\nopendir={d}/none\n")).unwrap_err().to_string();
+    assert!(e.contains("test.fio:2: option 'opendir': cannot read directory"), "{e}");
+    std::fs::create_dir_all(dir.join("empty")).unwrap();
+    let e = parse(&format!("[a]\nopendir={d}/empty\n")).unwrap_err().to_string();
+    assert!(e.contains("holds no regular files"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
