@@ -1246,7 +1246,7 @@ pub static OPTIONS: &[OptionDef] = &[
         "opendir",
         [],
         None,
-        "every regular file below this directory (recursively, in path order) is one of the job's files, after those filename names",
+        "every regular file below this directory (recursively, in path order) is one of the job's files, before those filename names (as fio 3.33 orders them)",
         |j, v| {
             j.opendir = Some(non_empty(v, "opendir needs a directory")?);
             Ok(())
@@ -3341,14 +3341,11 @@ fn finish_job(job: &mut JobSpec, warnings: &mut Vec<String>) -> Result<(), JobFi
         if found.is_empty() {
             return Err(refuse(format!("'{dir}' holds no regular files")));
         }
-        match job.filename {
-            Some(_) => job.more_filenames.extend(found),
-            None => {
-                let mut found = found.into_iter();
-                job.filename = found.next();
-                job.more_filenames = found.collect();
-            }
-        }
+        // as fio 3.33 takes them: the directory's files first, then those filename names
+        let named = job.filename.take().into_iter().chain(std::mem::take(&mut job.more_filenames));
+        let mut all = found.into_iter().chain(named);
+        job.filename = all.next();
+        job.more_filenames = all.collect();
     }
     let err = |opt: Option<&str>, m: String| JobFileError::new(&job.at, opt, m);
     if job.verify && job.writes_data() && job.numjobs > 1 && job.file_name_of(0, 0) == job.file_name_of(1, 0) {
