@@ -63,9 +63,13 @@ fn binary_and_decimal(v: u64, unit: &str, sig_figs: usize) -> (String, String) {
     (num2str(v, sig_figs, true, unit), num2str(v, sig_figs, false, unit))
 }
 
-/// Bytes per second as fio prints them: `73.7MiB/s (77.3MB/s)`.
-fn bandwidth(bytes_per_sec: u64, sig_figs: usize) -> String {
-    let (binary, decimal) = binary_and_decimal(bytes_per_sec, "B/s", sig_figs);
+/// Bytes per second as fio prints them: `73.7MiB/s (77.3MB/s)`, or with `unit_base=1`
+/// (`bits`) in bits: `590Mibit/s (618Mbit/s)`.
+fn bandwidth(bytes_per_sec: u64, sig_figs: usize, bits: bool) -> String {
+    let (binary, decimal) = match bits {
+        true => binary_and_decimal(bytes_per_sec.saturating_mul(8), "bit/s", sig_figs),
+        false => binary_and_decimal(bytes_per_sec, "B/s", sig_figs),
+    };
     format!("{binary} ({decimal})")
 }
 
@@ -133,14 +137,22 @@ fn dir_name(d: usize, unified: bool) -> &'static str {
 }
 
 /// `  read: IOPS=.., BW=..(..)(io/runtime)`, fio's first line of a direction.
-fn ddir_header(out: &mut String, name: &str, total_ios: u64, io_bytes: u64, runtime_ms: u64, sig_figs: usize) {
+fn ddir_header(
+    out: &mut String,
+    name: &str,
+    total_ios: u64,
+    io_bytes: u64,
+    runtime_ms: u64,
+    sig_figs: usize,
+    bits: bool,
+) {
     let ms = runtime_ms.max(1);
     let zone_resets = if name == "write" { "; 0 zone resets" } else { "" };
     let _ = writeln!(
         out,
         "  {name}: IOPS={}, BW={}({}/{ms}msec){zone_resets}",
         num2str(total_ios * 1000 / ms, sig_figs, false, ""),
-        bandwidth(dir_rate(io_bytes, ms), sig_figs),
+        bandwidth(dir_rate(io_bytes, ms), sig_figs, bits),
         num2str(io_bytes, sig_figs, true, "B"),
     );
 }
@@ -150,7 +162,8 @@ fn ddir(out: &mut String, d: usize, job: &JobStats, group_bytes_per_sec: u64) {
     if dir.total_ios == 0 {
         return;
     }
-    ddir_header(out, dir_name(d, job.unified), dir.total_ios, dir.io_bytes, runtime_ms(job, d), job.sig_figs.into());
+    let (ios, bytes, ms) = (dir.total_ios, dir.io_bytes, runtime_ms(job, d));
+    ddir_header(out, dir_name(d, job.unified), ios, bytes, ms, job.sig_figs.into(), job.bandwidth_in_bits);
     lat_line(out, "slat", &dir.slat);
     lat_line(out, "clat", &dir.clat);
     lat_line(out, " lat", &dir.lat);
@@ -229,6 +242,8 @@ struct GroupLine {
     min_run_ms: u64,
     max_run_ms: u64,
     sig_figs: usize,
+    /// `unit_base=1`: bandwidth in bits.
+    bits: bool,
 }
 
 /// fio's `MIXED` group line (`unified_rw_reporting=both`) from the directions' lines:
@@ -243,17 +258,19 @@ fn mixed_group_line(lines: &[GroupLine]) -> Option<GroupLine> {
         min_run_ms: lines.iter().map(|l| l.min_run_ms).min()?,
         max_run_ms: lines.iter().map(|l| l.max_run_ms).max()?,
         sig_figs: lines.last()?.sig_figs,
+        bits: lines.last()?.bits,
     })
 }
 
 fn group_line(out: &mut String, name: &str, g: &GroupLine) {
-    let (lo, lo_si) = binary_and_decimal(g.min_job_bytes_per_sec, "B/s", g.sig_figs);
-    let (hi, hi_si) = binary_and_decimal(g.max_job_bytes_per_sec, "B/s", g.sig_figs);
+    let (rate, unit) = if g.bits { (8, "bit/s") } else { (1, "B/s") };
+    let (lo, lo_si) = binary_and_decimal(g.min_job_bytes_per_sec.saturating_mul(rate), unit, g.sig_figs);
+    let (hi, hi_si) = binary_and_decimal(g.max_job_bytes_per_sec.saturating_mul(rate), unit, g.sig_figs);
     let (io, io_si) = binary_and_decimal(g.io_bytes, "B", g.sig_figs);
     let _ = writeln!(
         out,
         "  {name:>5}: bw={}, {lo}-{hi} ({lo_si}-{hi_si}), io={io} ({io_si}), run={}-{}msec",
-        bandwidth(g.bytes_per_sec, g.sig_figs),
+        bandwidth(g.bytes_per_sec, g.sig_figs, g.bits),
         g.min_run_ms,
         g.max_run_ms
     );
@@ -398,7 +415,7 @@ pub fn render(r: &RunReport) -> String {
                 out,
                 "  steadystate  : attained={}, bw={}, iops={}, {what}={:.3}{}",
                 if ss.attained { "yes" } else { "no" },
-                bandwidth(ss.bw_mean(), job.sig_figs.into()),
+                bandwidth(ss.bw_mean(), job.sig_figs.into(), false),
                 ss.iops_mean(),
                 ss.criterion,
                 ss.spec.unit()
@@ -429,6 +446,7 @@ pub fn render(r: &RunReport) -> String {
                 max_run_ms,
                 // fio prints a group with its last job's significant_figures
                 sig_figs: members.last().map_or(4, |j| j.sig_figs.into()),
+                bits: members.last().is_some_and(|j| j.bandwidth_in_bits),
             };
             group_line(&mut out, &name, &line);
             lines.push(line);
@@ -593,6 +611,31 @@ Starting 1 thread and 5 processes
         percentile_block(out, title, (&list, 2), &values);
     }
 
+    #[test]
+    fn unit_base_1_prints_bandwidth_in_bits_as_fio_does() {
+        // fio 3.33, 1 MiB read in 1 ms with unit_base=1
+        let mut out = String::new();
+        ddir_header(&mut out, "read", 256, 1 << 20, 1, SIG_FIGS, true);
+        assert_eq!(out, "  read: IOPS=256k, BW=8000Mibit/s (8389Mbit/s)(1024KiB/1msec)\n");
+        let rate = 1_048_576_000;
+        let line = GroupLine {
+            bytes_per_sec: rate,
+            min_job_bytes_per_sec: rate,
+            max_job_bytes_per_sec: rate,
+            io_bytes: 1 << 20,
+            min_run_ms: 1,
+            max_run_ms: 1,
+            sig_figs: SIG_FIGS,
+            bits: true,
+        };
+        let mut out = String::new();
+        group_line(&mut out, "READ", &line);
+        assert_eq!(
+            out,
+            "   READ: bw=8000Mibit/s (8389Mbit/s), 8000Mibit/s-8000Mibit/s (8389Mbit/s-8389Mbit/s), io=1024KiB (1049kB), run=1-1msec\n"
+        );
+    }
+
     /// Formats what fio's JSON holds with nvsched's functions; every line must be one of
     /// fio's own normal-output lines for the same run.
     #[test]
@@ -600,7 +643,7 @@ Starting 1 thread and 5 processes
         // fio 3.33, null engine at rate_iops=12345 for 1 s: 12346 reads in 1001 ms
         let header = |sig_figs| {
             let mut out = String::new();
-            ddir_header(&mut out, "read", 12346, 49384 * 1024, 1001, sig_figs);
+            ddir_header(&mut out, "read", 12346, 49384 * 1024, 1001, sig_figs, false);
             out
         };
         assert_eq!(header(6), "  read: IOPS=12333, BW=49335KiB/s (50519kB/s)(49384KiB/1001msec)\n");
@@ -633,6 +676,7 @@ Starting 1 thread and 5 processes
                     int(&dir["io_bytes"]),
                     int(&dir["runtime"]),
                     SIG_FIGS,
+                    false,
                 );
                 lat_block(&mut out, "slat", &dir["slat_ns"]);
                 lat_block(&mut out, "clat", &dir["clat_ns"]);
@@ -683,6 +727,7 @@ Starting 1 thread and 5 processes
                 min_run_ms: *runs.iter().min().unwrap(),
                 max_run_ms,
                 sig_figs: SIG_FIGS,
+                bits: false,
             };
             group_line(&mut out, name, &line);
         }

@@ -88,6 +88,7 @@ impl JobRecorder {
         stats.bw_window = spec.bw_avg_time;
         stats.iops_window = spec.iops_avg_time;
         stats.sig_figs = spec.significant_figures;
+        stats.bandwidth_in_bits = spec.bandwidth_in_bits;
         stats.io_errors = spec.on_error.counts_errors().then(ErrorCount::default);
         stats.set_percentile_kinds(PercentileKinds {
             slat: spec.slat_percentiles,

@@ -330,6 +330,8 @@ pub struct JobStats {
     pub iops_window: Nanos,
     /// `significant_figures` of the normal output's IOPS, bandwidth and sizes (fio's 4).
     pub sig_figs: u8,
+    /// `unit_base=1`: the normal output's bandwidth in bits per second.
+    pub bandwidth_in_bits: bool,
     /// Host CPU the job used (real devices; zero in simulation).
     pub cpu: CpuUsage,
 }
@@ -509,6 +511,7 @@ impl JobStats {
             bw_window: BW_WINDOW,
             iops_window: BW_WINDOW,
             sig_figs: 4,
+            bandwidth_in_bits: false,
             cpu: CpuUsage::default(),
         }
     }

@@ -381,6 +381,8 @@ pub struct JobSpec {
     pub more_filenames: Vec<String>,
     /// `opendir`: every regular file below this directory joins the job's files.
     pub opendir: Option<String>,
+    /// `unit_base=1`: the normal output's bandwidth in bits.
+    pub bandwidth_in_bits: bool,
     /// `nrfiles`: files per clone when the names are generated (`NAME.CLONE.FILENUM`).
     pub nrfiles: u32,
     /// `file_service_type`: how a clone with several files picks the next one.
@@ -684,6 +686,7 @@ impl JobSpec {
             filename: None,
             more_filenames: Vec::new(),
             opendir: None,
+            bandwidth_in_bits: false,
             nrfiles: 1,
             file_service: FileService::RoundRobin(1),
             openfiles: 0,
@@ -2418,11 +2421,14 @@ pub static OPTIONS: &[OptionDef] = &[
         "unit_base",
         [],
         None,
-        "0 or 8: results in bytes, as nvsched always reports them (1, bits, is not supported)",
-        |_, v| match v {
-            "0" | "8" => Ok(()),
-            "1" => Err("results in bits are not supported; nvsched reports bytes (unit_base=8)".into()),
-            other => Err(format!("'{other}' is not one of 0, 8, 1")),
+        "0 or 8: bandwidth in bytes; 1: the normal output's bandwidth (BW= and the group line's bw=) in bits per second, as fio prints it (amounts, samples, JSON and terse stay in bytes)",
+        |j, v| {
+            j.bandwidth_in_bits = match v {
+                "0" | "8" => false,
+                "1" => true,
+                other => return Err(format!("'{other}' is not one of 0, 8, 1")),
+            };
+            Ok(())
         }
     ),
     opt!(

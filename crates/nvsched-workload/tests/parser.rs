@@ -362,7 +362,8 @@ fn overhead_and_layout_options_are_accepted_without_effect() {
     assert!(without.invalidate && !job("invalidate=0").invalidate);
     assert!(parse("[job]\nclocksource=tsc\n").unwrap_err().to_string().contains("'tsc' is not one of"));
     assert!(parse("[job]\ngtod_reduce=maybe\n").unwrap_err().to_string().contains("not a boolean"));
-    assert!(parse("[job]\nunit_base=1\n").unwrap_err().to_string().contains("bits are not supported"));
+    assert!(job("unit_base=1").bandwidth_in_bits && !job("unit_base=8").bandwidth_in_bits);
+    assert!(parse("[job]\nunit_base=2\n").unwrap_err().to_string().contains("'2' is not one of 0, 8, 1"));
     assert!(parse("[job]\niomem_align=8k\n").unwrap_err().to_string().contains("aligned to 4096"));
     assert!(parse("[job]\niomem=gpu\n").unwrap_err().to_string().contains("'gpu' is not one of"));
 }
