@@ -415,7 +415,7 @@ pub fn render(r: &RunReport) -> String {
                 out,
                 "  steadystate  : attained={}, bw={}, iops={}, {what}={:.3}{}",
                 if ss.attained { "yes" } else { "no" },
-                bandwidth(ss.bw_mean(), job.sig_figs.into(), false),
+                bandwidth(ss.bw_mean(), job.sig_figs.into(), job.bandwidth_in_bits),
                 ss.iops_mean(),
                 ss.criterion,
                 ss.spec.unit()

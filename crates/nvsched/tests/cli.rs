@@ -1329,3 +1329,28 @@ fn trace_to_iolog_writes_what_replays_the_same() {
         assert_eq!(from_iolog[key], from_trace[key], "{key}");
     }
 }
+
+/// fio 3.33 with `unit_base=1` prints the job line, the steady-state line and the group
+/// line's bandwidth in bits per second, and the rest in bytes.
+#[test]
+fn unit_base_1_prints_bandwidth_in_bits() {
+    let out = nvsched(&[
+        "run",
+        "--",
+        "--name=r",
+        "--rw=randread",
+        "--size=1m",
+        "--time_based",
+        "--runtime=3s",
+        "--ss=iops_slope:50%",
+        "--ss_dur=2",
+        "--unit_base=1",
+    ]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = |start: &str| text.lines().find(|l| l.trim_start().starts_with(start)).unwrap_or_default().to_string();
+    assert!(line("read: IOPS=").contains("bit/s ("), "{text}");
+    assert!(line("steadystate  : attained=yes, bw=").contains("bit/s ("), "{text}");
+    assert!(line("READ: bw=").contains("bit/s), ") && line("READ: bw=").contains("io="), "{text}");
+    assert!(line("bw (").contains("B/s): min="), "samples stay in bytes: {text}");
+}
