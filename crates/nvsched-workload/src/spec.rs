@@ -3549,8 +3549,20 @@ fn finish_job(job: &mut JobSpec, warnings: &mut Vec<String>) -> Result<(), JobFi
     Ok(())
 }
 
-/// Traces already read, by path and format: jobs that share one read it once.
-type TraceCache = Vec<((PathBuf, Option<TraceFormat>), Arc<Trace>)>;
+/// Traces already read, by path, format, `replay_scale` and `replay_align`: jobs that
+/// share one read it once.
+type TraceCache = Vec<((PathBuf, Option<TraceFormat>, u64, u64), Arc<Trace>)>;
+
+/// Warns, for each of `options` the job sets, that it has no effect on the job, and why.
+fn warn_no_effect(job: &JobSpec, options: &[&str], why: &str, warnings: &mut Vec<String>) {
+    for option in options.iter().filter(|o| job.option_lines.contains_key(**o)) {
+        warnings.push(format!(
+            "{}: option '{option}' has no effect on job '{}'{why}",
+            job.option_line(option),
+            job.name
+        ));
+    }
+}
 
 /// Options a replayed trace decides instead (fio ignores them with `read_iolog`).
 const REPLAY_OVERRIDES: [&str; 11] = [
@@ -3571,15 +3583,8 @@ const REPLAY_OVERRIDES: [&str; 11] = [
 /// checks the options that do not go with a replay.
 fn load_replay(job: &mut JobSpec, traces: &mut TraceCache, warnings: &mut Vec<String>) -> Result<(), JobFileError> {
     let Some(name) = job.replay.read_iolog.clone() else {
-        for option in ["merge_blktrace_file", "merge_blktrace_scalars", "merge_blktrace_iters"] {
-            if job.option_lines.contains_key(option) {
-                warnings.push(format!(
-                    "{}: option '{option}' has no effect on job '{}' without read_iolog",
-                    job.option_line(option),
-                    job.name
-                ));
-            }
-        }
+        let merging = ["merge_blktrace_file", "merge_blktrace_scalars", "merge_blktrace_iters"];
+        warn_no_effect(job, &merging, " without read_iolog", warnings);
         return Ok(());
     };
     let at = job.option_line("read_iolog").clone();
@@ -3599,15 +3604,7 @@ fn load_replay(job: &mut JobSpec, traces: &mut TraceCache, warnings: &mut Vec<St
     if job.verify {
         return Err(err("verify", format!("job '{}': verify does not apply to a replay (read_iolog)", job.name)));
     }
-    for option in REPLAY_OVERRIDES {
-        if job.option_lines.contains_key(option) {
-            warnings.push(format!(
-                "{}: option '{option}' has no effect on job '{}': its trace (read_iolog) decides",
-                job.option_line(option),
-                job.name
-            ));
-        }
-    }
+    warn_no_effect(job, &REPLAY_OVERRIDES, ": its trace (read_iolog) decides", warnings);
     let relative = |name: &str| {
         let path = Path::new(name);
         match at.file.parent() {
@@ -3616,7 +3613,13 @@ fn load_replay(job: &mut JobSpec, traces: &mut TraceCache, warnings: &mut Vec<St
         }
     };
     let (divisor, align) = (job.replay.offset_divisor, job.replay.align_bytes);
-    let (path, mut trace) = match job.replay.merge_file.clone() {
+    let rescaled = |mut t: Trace| {
+        if (divisor, align) != (1, 512) {
+            t.rescale_offsets(divisor, align);
+        }
+        Arc::new(t)
+    };
+    let (path, trace) = match job.replay.merge_file.clone() {
         Some(merge_file) => {
             let inputs: Vec<PathBuf> = name.split(':').map(relative).collect();
             let bytes = merge_inputs(job, &inputs, &merge_file)?;
@@ -3624,26 +3627,19 @@ fn load_replay(job: &mut JobSpec, traces: &mut TraceCache, warnings: &mut Vec<St
             let trace = crate::trace::parse_blktrace(&bytes, &path)
                 .map_err(|e| JobFileError::new(&at, Some("merge_blktrace_file"), e.to_string()))?;
             job.replay.merged = Some(Arc::new(bytes));
-            (path, Arc::new(trace))
+            (path, rescaled(trace))
         }
         None => {
-            for option in ["merge_blktrace_scalars", "merge_blktrace_iters"] {
-                if job.option_lines.contains_key(option) {
-                    warnings.push(format!(
-                        "{}: option '{option}' has no effect on job '{}' without merge_blktrace_file",
-                        job.option_line(option),
-                        job.name
-                    ));
-                }
-            }
+            let merging = ["merge_blktrace_scalars", "merge_blktrace_iters"];
+            warn_no_effect(job, &merging, " without merge_blktrace_file", warnings);
             let path = relative(&name);
-            let key = (path.clone(), job.replay.format);
+            let key = (path.clone(), job.replay.format, divisor, align);
             let trace = match traces.iter().find(|(k, _)| *k == key) {
                 Some((_, t)) => t.clone(),
                 None => {
                     let t = load_trace(&path, job.replay.format)
                         .map_err(|e| JobFileError::new(&at, Some("read_iolog"), e.to_string()))?;
-                    let t = Arc::new(t);
+                    let t = rescaled(t);
                     traces.push((key, t.clone()));
                     t
                 }
@@ -3651,9 +3647,6 @@ fn load_replay(job: &mut JobSpec, traces: &mut TraceCache, warnings: &mut Vec<St
             (path, trace)
         }
     };
-    if (divisor, align) != (1, 512) {
-        Arc::make_mut(&mut trace).rescale_offsets(divisor, align);
-    }
     let (t, what) = (&trace, format!("{}: trace '{}'", at, path.display()));
     if t.reordered > 0 {
         warnings
