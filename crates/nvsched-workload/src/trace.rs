@@ -446,18 +446,13 @@ pub fn place(r: &TraceRecord, span: DeviceSpan, outside: Outside) -> Placement {
 /// Reads a trace file: blktrace's binary events, told by their first word, or text line
 /// by line; `format` `None` detects the text's format from its first record line.
 pub fn load_trace(path: &Path, format: Option<TraceFormat>) -> Result<Trace, TraceError> {
-    use std::io::{BufRead, Read, Seek};
+    use std::io::BufRead;
     let err = |line: usize, message: String| TraceError { path: path.to_path_buf(), line, message };
     let cannot = |line: usize, e: std::io::Error| err(line, format!("cannot read trace: {e}"));
-    let mut file = std::fs::File::open(path).map_err(|e| cannot(0, e))?;
-    let mut first = [0u8; 4];
-    let first_read = file.read_exact(&mut first);
-    file.rewind().map_err(|e| cannot(0, e))?;
-    let binary = first_read.ok().and_then(|()| ByteOrder::of_magic(first));
-    match (binary, format) {
+    let (file, first) = open_sniffed(path).map_err(|e| cannot(0, e))?;
+    match (first.and_then(ByteOrder::of_magic), format) {
         (Some(order), None | Some(TraceFormat::Blktrace)) => {
-            let events = Events::new(std::io::BufReader::with_capacity(1 << 20, file), order);
-            read_blktrace(events, path).map_err(|m| err(0, m))
+            read_blktrace(Events::new(file, order), path).map_err(|m| err(0, m))
         }
         (Some(_), Some(text)) => Err(err(
             0,
@@ -467,11 +462,11 @@ pub fn load_trace(path: &Path, format: Option<TraceFormat>) -> Result<Trace, Tra
             0,
             format!(
                 "not blktrace's binary events: a blktrace file begins with the bytes 07 74 61 65 (or 65 61 74 07), this one with {}",
-                first.map(|b| format!("{b:02x}")).join(" ")
+                first.unwrap_or_default().map(|b| format!("{b:02x}")).join(" ")
             ),
         )),
         (None, _) => {
-            let lines = std::io::BufReader::with_capacity(1 << 20, file).lines();
+            let lines = file.lines();
             let line_error = |line: usize, e: std::io::Error| match e.kind() {
                 std::io::ErrorKind::InvalidData => err(
                     line,
@@ -482,6 +477,17 @@ pub fn load_trace(path: &Path, format: Option<TraceFormat>) -> Result<Trace, Tra
             read_lines(lines.enumerate().map(|(i, l)| l.map_err(|e| line_error(i + 1, e))), path, format)
         }
     }
+}
+
+/// Opens `path` for reading from its start, with its first 4 bytes (`None` if it is
+/// shorter), by which a blktrace is told from text.
+fn open_sniffed(path: &Path) -> std::io::Result<(std::io::BufReader<std::fs::File>, Option<[u8; 4]>)> {
+    use std::io::{BufReader, Read, Seek};
+    let mut file = BufReader::with_capacity(1 << 20, std::fs::File::open(path)?);
+    let mut first = [0u8; 4];
+    let first = file.read_exact(&mut first).ok().map(|()| first);
+    file.rewind()?;
+    Ok((file, first))
 }
 
 /// Reads blktrace events already in memory (a merge), named `path` in errors.
@@ -496,30 +502,20 @@ pub fn parse_blktrace(bytes: &[u8], path: &Path) -> Result<Trace, TraceError> {
 /// earliest first; each input laid end to end `iterations[i]` times and its times scaled
 /// by `scalars_pct[i]`% (see [`blktrace::merge`]).
 pub fn merge_blktraces(paths: &[PathBuf], scalars_pct: &[u64], iterations: &[u32]) -> Result<Vec<u8>, TraceError> {
-    use std::io::{BufReader, Read};
-    type Input = BufReader<std::fs::File>;
+    type Input = std::io::BufReader<std::fs::File>;
     let err = |i: usize, message: String| TraceError { path: paths[i].clone(), line: 0, message };
     let open = |i: usize| -> Result<Events<Input>, TraceError> {
-        let mut file = std::fs::File::open(&paths[i]).map_err(|e| err(i, format!("cannot read trace: {e}")))?;
-        let mut first = [0u8; 4];
-        let order = file.read_exact(&mut first).ok().and_then(|()| ByteOrder::of_magic(first));
+        let (file, first) = open_sniffed(&paths[i]).map_err(|e| err(i, format!("cannot read trace: {e}")))?;
+        let order = first.and_then(ByteOrder::of_magic);
         let order = order.ok_or_else(|| err(i, "merge_blktrace_file merges blktraces, and this is not one".into()))?;
-        let mut reader = BufReader::with_capacity(1 << 20, file);
-        // the magic word read above begins the first event: read it again
-        std::io::Seek::rewind(&mut reader).map_err(|e| err(i, format!("cannot read trace: {e}")))?;
-        Ok(Events::new(reader, order))
+        Ok(Events::new(file, order))
     };
     let mut inputs = Vec::with_capacity(paths.len());
     for i in 0..paths.len() {
         inputs.push(MergeInput { events: open(i)?, scalar_pct: scalars_pct[i], iterations: iterations[i] });
     }
-    let stop_message = |stop: Stop| match stop {
-        Stop::Invalid(why) => why,
-        Stop::Io(e) => format!("cannot read trace: {e}"),
-        Stop::CutOff { event_bytes } => format!("the file ends {event_bytes} bytes into an event"),
-    };
     let reopen = |i: usize| open(i).map_err(|e| Stop::Invalid(e.message));
-    blktrace::merge(&mut inputs, reopen).map_err(|(i, stop)| err(i, stop_message(stop)))
+    blktrace::merge(&mut inputs, reopen).map_err(|(i, stop)| err(i, stop.to_string()))
 }
 
 /// A blktrace's requests, as blkparse would print them and [`parse_blkparse`] reads them:
@@ -537,8 +533,7 @@ fn read_blktrace(mut events: Events<impl std::io::Read>, path: &Path) -> Result<
                 b.trace.cut_off_bytes = event_bytes;
                 break;
             }
-            Err(Stop::Invalid(why)) => return Err(why),
-            Err(Stop::Io(e)) => return Err(format!("cannot read trace: {e}")),
+            Err(stop) => return Err(stop.to_string()),
         };
         if event.is_notify() {
             continue;

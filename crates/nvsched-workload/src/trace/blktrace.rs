@@ -175,6 +175,16 @@ pub(super) enum Stop {
     Io(io::Error),
 }
 
+impl std::fmt::Display for Stop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Stop::CutOff { event_bytes } => write!(f, "the file ends {event_bytes} bytes into an event"),
+            Stop::Invalid(why) => f.write_str(why),
+            Stop::Io(e) => write!(f, "cannot read trace: {e}"),
+        }
+    }
+}
+
 impl<R: Read> Events<R> {
     pub fn new(reader: R, order: ByteOrder) -> Events<R> {
         Events { reader, order, count: 0, offset_bytes: 0 }
