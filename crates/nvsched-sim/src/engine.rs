@@ -10,7 +10,7 @@ use nvsched_report::{CompletedIo, JobRecorder, JobStats};
 use nvsched_ssd::{Command, Device, DeviceCounters, HostPath};
 use nvsched_workload::steadystate::SteadyStates;
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, reporting_groups, wait_for_targets, Tenants};
-use nvsched_workload::{ExitWhat, FlowGroups, IoUnit, JobDriver, JobSpec, Poll, ReplayStats};
+use nvsched_workload::{ExitWhat, FileLocks, FlowGroups, IoUnit, JobDriver, JobSpec, Poll, ReplayStats};
 use std::collections::VecDeque;
 use std::fmt;
 use std::sync::Arc;
@@ -225,6 +225,7 @@ impl<'o> Simulation<'o> {
         let per_prio = per_prio_reporting(input.jobs);
         let mut ordinal = 0u64;
         let mut flows = FlowGroups::default();
+        let mut locks = FileLocks::default();
         for (job_index, spec) in input.jobs.iter().enumerate() {
             if job_index > 0 && spec.stonewall {
                 phases.push(Vec::new());
@@ -238,6 +239,7 @@ impl<'o> Simulation<'o> {
                 let clone_regions = &regions[job_index][clone as usize];
                 let mut driver = JobDriver::new(spec_arc.clone(), clone, clone_regions, seed).map_err(SimError)?;
                 flows.attach(&mut driver);
+                locks.attach(&mut driver);
                 let mut rec = JobRecorder::for_job(spec, reporting_group, ordinal as u32, per_prio[job_index])
                     .map_err(SimError)?;
                 // the report's time of day on the Unix and real-time clocks; a simulation has
@@ -531,8 +533,8 @@ impl<'o> Simulation<'o> {
         }
     }
 
-    /// A job of a flow group issued or finished: the jobs flow control held back look
-    /// again, after what runs now (fio's held jobs spin on the group's counts).
+    /// A job of a flow group issued or finished, or a `lockfile` lock came back: the held
+    /// jobs look again, after what runs now (fio's held jobs spin on the group's counts).
     fn release_flow(&mut self) {
         for j in std::mem::take(&mut self.flow_held) {
             self.jobs[j as usize].flow_held = false;
@@ -802,6 +804,11 @@ impl<'o> Simulation<'o> {
         self.wake_tag_waiters();
         for &j in &touched {
             self.poll_job(j);
+        }
+        // a completion gave a `lockfile` lock back: the clones waiting for one look again
+        // (after the clone that gave it back, which queues behind them)
+        if !self.flow_held.is_empty() && touched.iter().any(|&j| self.jobs[j as usize].driver.locks_files()) {
+            self.release_flow();
         }
         self.touched = touched;
         self.touched.clear();

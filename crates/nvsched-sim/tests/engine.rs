@@ -342,6 +342,74 @@ fn flow_keeps_a_groups_jobs_in_proportion_to_their_weights() {
     assert!((r - 3.0).abs() < 0.05 && sleeping[0] < spinning[0], "{sleeping:?} vs {spinning:?}");
 }
 
+/// Counts the requests between dispatch and completion, by direction, and the most at
+/// once; notes a write that shared the device with any other request.
+#[derive(Default)]
+struct InFlight {
+    reads: u32,
+    others: u32,
+    most: u32,
+    write_overlapped: bool,
+    read_beside_write: bool,
+}
+
+impl Observer for InFlight {
+    fn on_dispatch(&mut self, _now: Nanos, rq: &Request, _device_inflight: u32) {
+        if rq.op == nvsched_core::Op::Read {
+            self.read_beside_write |= self.others > 0;
+            self.reads += 1;
+        } else {
+            self.write_overlapped |= self.reads + self.others > 0;
+            self.others += 1;
+        }
+        self.most = self.most.max(self.reads + self.others);
+    }
+    fn on_complete(&mut self, _now: Nanos, rq: &Request, _latency: Nanos) {
+        match rq.op {
+            nvsched_core::Op::Read => self.reads -= 1,
+            _ => self.others -= 1,
+        }
+    }
+}
+
+/// `lockfile`: synchronous clones sharing a file take turns on it. `exclusive`: one I/O
+/// at a time, the clones in turn (as fio 3.33's three psync jobs on one file each did a
+/// third); `readwrite`: reads share the file, a write has it alone, and reads that never
+/// pause keep writes out (fio 3.33: 9 writes in 3 s beside two readers). An asynchronous
+/// engine gives the lock back as it queues, so there locking changes nothing.
+#[test]
+fn lockfile_makes_synchronous_clones_take_turns_on_a_file() {
+    let base = "[global]\nfilename=shared\nsize=16m\nbs=4k\nruntime=20ms\ntime_based\n\
+                [r1]\nrw=randread\n[r2]\nrw=randread\n[w1]\nrw=randwrite\n";
+    let observe = |text: &str| {
+        let mut seen = InFlight::default();
+        let out = run_with(text, "none", &profile(&[]), 0, &mut seen);
+        let ios: Vec<u64> = out.clones.iter().map(|c| c.stats.dirs[0].total_ios + c.stats.dirs[1].total_ios).collect();
+        (seen, ios)
+    };
+    let (free, free_ios) = observe(&base.replace("[global]", "[global]\nlockfile=none"));
+    assert!(free.most > 1 && free.write_overlapped, "without locks, I/Os overlap");
+    let (exclusive, ios) = observe(&base.replace("[global]", "[global]\nlockfile=exclusive"));
+    assert_eq!(exclusive.most, 1, "one I/O at a time");
+    let (least, most) = (*ios.iter().min().unwrap(), *ios.iter().max().unwrap());
+    assert!(least > 100 && most - least <= 1, "in turn: {ios:?}");
+    assert!(ios.iter().sum::<u64>() < free_ios.iter().sum::<u64>(), "{ios:?} vs {free_ios:?}");
+    let (readwrite, ios) = observe(&base.replace("[global]", "[global]\nlockfile=readwrite"));
+    assert!(readwrite.most > 1, "reads share the file");
+    assert!(!readwrite.write_overlapped && !readwrite.read_beside_write, "a write has the file alone");
+    assert!(ios[2] <= 1 && ios[0] > 100 && ios[1] > 100, "the readers keep the writer out: {ios:?}");
+    // the writer writes once the readers are done
+    let (_, ios) =
+        observe(&base.replace("[global]", "[global]\nlockfile=readwrite").replace("[w1]", "[w1]\nruntime=40ms"));
+    assert!(ios[2] > 100, "{ios:?}");
+    // libaio queues and gives the lock back at once: nothing changes
+    let aio = base.replace("[global]", "[global]\nioengine=libaio\niodepth=4");
+    let (_, unlocked) = observe(&aio);
+    let (locked_seen, locked) = observe(&aio.replace("[global]", "[global]\nlockfile=exclusive"));
+    assert_eq!(locked, unlocked);
+    assert!(locked_seen.most > 1);
+}
+
 /// `wait_for`: a job starts once every clone of the job it names has finished, while
 /// the rest of its stonewall group runs from the start.
 #[test]

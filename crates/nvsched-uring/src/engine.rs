@@ -12,7 +12,7 @@ use nvsched_workload::errors::ErrorKind;
 use nvsched_workload::steadystate::SteadyStates;
 use nvsched_workload::written::{WrittenBlocks, TRIM_GENERATION};
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, reporting_groups, wait_for_targets, Tenants};
-use nvsched_workload::{BufferFiller, EngineKind, ExitWhat, FlowGroups, IoUnit, JobDriver, JobSpec, Poll};
+use nvsched_workload::{BufferFiller, EngineKind, ExitWhat, FileLocks, FlowGroups, IoUnit, JobDriver, JobSpec, Poll};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -466,6 +466,7 @@ fn run_on(
     let per_prio = per_prio_reporting(jobs);
     let mut ordinal = 0u64;
     let mut flows = FlowGroups::default();
+    let mut locks = FileLocks::default();
     let mut max_bs = 4096usize;
     for (job_index, spec) in jobs.iter().enumerate() {
         if job_index > 0 && spec.stonewall {
@@ -493,6 +494,7 @@ fn run_on(
                     .then_some(seed);
             let mut driver = JobDriver::new(arc.clone(), clone, &regions, seed)?;
             flows.attach(&mut driver);
+            locks.attach(&mut driver);
             phases.last_mut().expect("one phase").push(clones.len() as u32);
             let mut rec = JobRecorder::for_job(spec, reporting_group, ordinal as u32, per_prio[job_index])?;
             rec.open_outputs(spec, clone, &vec![0; spec.files_per_clone() as usize])?;
@@ -925,8 +927,8 @@ impl Engine {
         }
     }
 
-    /// A clone of a flow group issued or finished: the clones flow control held back
-    /// look again now (fio's held jobs spin on the group's counts).
+    /// A clone of a flow group issued or finished, or a `lockfile` lock came back: the
+    /// held clones look again now (fio's held jobs spin on the group's counts).
     fn release_flow(&mut self, now: Nanos) {
         for other in self.clones.iter_mut().filter(|o| o.flow_held) {
             other.flow_held = false;
@@ -1227,6 +1229,7 @@ impl Engine {
         let rq = self.slots[slot as usize].rq;
         let dispatched = self.slots[slot as usize].dispatched;
         self.sched.complete(&Completion { rq: &rq, dispatched_at: dispatched, now, dispatched_by_policy: true });
+        let mut gave_back_lock = false;
         let mut m = slot;
         while m != NONE {
             let next = self.slots[m as usize].merged_next;
@@ -1293,6 +1296,7 @@ impl Engine {
             }
             clone.kick = true;
             clone.completed_now += 1;
+            gave_back_lock |= clone.driver.locks_files();
             match errno {
                 None => clone.rec.complete(&mut clone.driver, &io, now),
                 Some(e) => clone.rec.complete_failed(&mut clone.driver, &io, now, e),
@@ -1307,6 +1311,10 @@ impl Engine {
             s.iov.clear();
             self.free[c as usize].push(m);
             m = next;
+        }
+        // a `lockfile` lock came back: the clones waiting for one look again
+        if gave_back_lock {
+            self.release_flow(now);
         }
     }
 }

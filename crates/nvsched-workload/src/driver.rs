@@ -2,6 +2,7 @@
 //! depths, think times, rates, fsync cadence and stop conditions, and nothing about how
 //! requests are served.
 
+use crate::filelock::CloneLocks;
 use crate::flow::FlowShare;
 use crate::gen::{IoGenerator, IoUnit, Region, SkewedFiles};
 use crate::latency_target::{LatencyProbe, Verdict};
@@ -25,10 +26,10 @@ pub enum Poll {
     WaitUntil(Nanos),
     /// Nothing until one of its requests completes.
     Blocked,
-    /// Held back by flow control (`flow`): poll again when another job issues or
-    /// finishes, or at this time (the job's end; `Nanos::MAX` without one), whichever
-    /// comes first. A time, not an `Option`: `Poll` stays two words, returned in
-    /// registers on the hot path.
+    /// Held back by flow control (`flow`), or waiting for a file's `lockfile` lock: poll
+    /// again when another job issues, finishes or gives a lock back, or at this time (the
+    /// job's end; `Nanos::MAX` without one), whichever comes first. A time, not an
+    /// `Option`: `Poll` stays two words, returned in registers on the hot path.
     Held(Nanos),
     /// Done issuing and nothing in flight.
     Finished,
@@ -132,6 +133,8 @@ pub struct JobDriver {
     replay: Option<Box<Replay>>,
     /// Its share of a `flow` group (boxed: most jobs have none).
     flow: Option<Box<FlowShare>>,
+    /// Its files' `lockfile` locks (boxed: most jobs have none).
+    locks: Option<Box<CloneLocks>>,
     /// `latency_target`'s search for a depth (boxed: most jobs have none).
     latency: Option<Box<LatencyProbe>>,
     /// `max_latency`, `latency_target`, `rate_min` or `rate_iops_min` is set: completions
@@ -640,6 +643,7 @@ impl JobDriver {
             finished_at: None,
             replay,
             flow: None,
+            locks: None,
             latency: None,
             watches: spec_watches,
             min_rate: MinRate::default(),
@@ -658,6 +662,7 @@ impl JobDriver {
         debug_assert!(self.started_at.is_none(), "a clone moves before it starts");
         let mut moved = JobDriver::new(self.spec.clone(), self.clone_index, regions, seed)?;
         moved.flow = self.flow.take();
+        moved.locks = self.locks.take();
         *self = moved;
         Ok(())
     }
@@ -670,6 +675,17 @@ impl JobDriver {
     /// another member that is [held](Poll::Held).
     pub fn in_flow(&self) -> bool {
         self.flow.is_some()
+    }
+
+    /// Gives the clone its files' `lockfile` locks (from [`crate::FileLocks`]).
+    pub fn set_locks(&mut self, locks: CloneLocks) {
+        self.locks = Some(Box::new(locks));
+    }
+
+    /// Whether the clone locks its files: each of its completions gives a lock back,
+    /// which may release another clone that is [held](Poll::Held) waiting for it.
+    pub fn locks_files(&self) -> bool {
+        self.locks.is_some()
     }
 
     /// Starts the clone (its group's turn has come); it issues after `startdelay`.
@@ -985,7 +1001,39 @@ impl JobDriver {
     }
 
     /// Like [`poll`](Self::poll), issuing at most `max_units` (free scheduler tags).
+    #[inline]
     pub fn poll_at_most(&mut self, now: Nanos, out: &mut Vec<IoUnit>, max_units: u32) -> Poll {
+        if self.locks.is_some() {
+            return self.poll_locked(now, out, max_units);
+        }
+        self.poll_units(now, out, max_units)
+    }
+
+    /// `lockfile`: what the job draws waits, in order, until its file's lock can be taken
+    /// (drawn and counted in flight, as fio's I/O waiting in `lock_file` is); meanwhile
+    /// the job draws nothing more and is held until another clone gives a lock back.
+    #[cold]
+    #[inline(never)]
+    fn poll_locked(&mut self, now: Nanos, out: &mut Vec<IoUnit>, max_units: u32) -> Poll {
+        let start = out.len();
+        let locks = self.locks.as_deref_mut().expect("a locking clone");
+        if !locks.waiting() {
+            let poll = self.poll_units(now, out, max_units);
+            if out.len() == start {
+                return poll;
+            }
+            let locks = self.locks.as_deref_mut().expect("a locking clone");
+            locks.wait(out.drain(start..));
+        }
+        let locks = self.locks.as_deref_mut().expect("a locking clone");
+        if locks.release_to(out, max_units) > 0 {
+            Poll::Ready
+        } else {
+            Poll::Held(Nanos::MAX)
+        }
+    }
+
+    fn poll_units(&mut self, now: Nanos, out: &mut Vec<IoUnit>, max_units: u32) -> Poll {
         let Some(start) = self.started_at else { return Poll::Blocked };
         if now < start && !self.stopped {
             return Poll::WaitUntil(start);
@@ -1366,6 +1414,9 @@ impl JobDriver {
     /// `verify`, a write no longer races those issued after it.
     #[inline]
     pub fn landed(&mut self, op: Op, file: u16, offset_bytes: u64, len_bytes: u32) {
+        if let Some(locks) = &mut self.locks {
+            locks.give_back(file, op);
+        }
         if let Some(t) = &mut self.tracked {
             t.landed(op, file, offset_bytes, len_bytes);
         }
@@ -1454,7 +1505,7 @@ impl JobDriver {
             if std::mem::take(&mut self.flush_after_backlog) {
                 self.flush_due = FlushDue::Counted;
             }
-            return self.poll_at_most(now, out, max_units);
+            return self.poll_units(now, out, max_units);
         };
         if v.state == VerifyState::Pending {
             if self.inflight > 0 {
@@ -1475,7 +1526,7 @@ impl JobDriver {
         if std::mem::take(&mut self.flush_after_backlog) {
             self.flush_due = FlushDue::Counted;
         }
-        self.poll_at_most(now, out, max_units)
+        self.poll_units(now, out, max_units)
     }
 
     /// Issues the listed read-back reads the depth has room for: `Ready` if it issued

@@ -6,6 +6,7 @@
 pub mod buffers;
 pub mod driver;
 pub mod errors;
+pub mod filelock;
 pub mod flow;
 pub mod gen;
 pub mod jobfile;
@@ -20,6 +21,7 @@ pub mod written;
 
 pub use buffers::{BufferFiller, BufferSpec};
 pub use driver::{Completed, Failure, JobDriver, Poll, ReplayStats};
+pub use filelock::{FileLocks, LockMode};
 pub use flow::FlowGroups;
 pub use gen::{IoGenerator, IoUnit, Region};
 pub use jobfile::{Environment, HostEnvironment, JobFileError, Location};

@@ -2,6 +2,7 @@
 //! help), `[global]` inheritance, per-direction value lists and cross-option checks.
 
 use crate::buffers::BufferSpec;
+use crate::filelock::LockMode;
 use crate::jobfile::{Environment, JobFileError, Location, RawOption, RawSection};
 use crate::steadystate::SteadyStateSpec;
 use crate::trace::{load_trace, DeviceMapping, Outside, Trace, TraceFormat};
@@ -322,6 +323,8 @@ pub struct JobSpec {
     /// `flow`: weight among the jobs of its `flow_id` (0: no flow control).
     pub flow: u32,
     pub flow_id: u32,
+    /// `lockfile`: how clones of synchronous engines that share a file take turns on it.
+    pub lockfile: LockMode,
     /// `flow_sleep`: held back by flow control, let what is out complete and sleep this
     /// long before looking again (0: wait until another job of the group issues).
     pub flow_sleep: Nanos,
@@ -648,6 +651,7 @@ impl JobSpec {
             iops_avg_time: Nanos::from_ms(500),
             flow: 0,
             flow_id: 0,
+            lockfile: LockMode::None,
             flow_sleep: Nanos::ZERO,
             number_ios: 0,
             loops: 1,
@@ -2505,13 +2509,10 @@ pub static OPTIONS: &[OptionDef] = &[
         "lockfile",
         [],
         None,
-        "none: jobs sharing a file do not lock it (exclusive and readwrite locking are not supported)",
-        |_, v| match v {
-            "none" => Ok(()),
-            "exclusive" | "readwrite" | "rw" => {
-                Err(format!("'{v}' locking between jobs is not supported; only none (fio's default) is"))
-            }
-            other => Err(format!("'{other}' is not one of none, exclusive, readwrite")),
+        "jobs sharing a file take turns on it: none, exclusive (one I/O at a time) or readwrite (reads share, writes alone); as in fio, only synchronous engines' I/O holds the lock until it completes",
+        |j, v| {
+            j.lockfile = LockMode::parse(v)?;
+            Ok(())
         }
     ),
     opt!(
@@ -3254,7 +3255,22 @@ pub fn build_jobs(sections: &[RawSection], opts: ParseOptions) -> Result<JobFile
     check_sample_windows_agree(&jobs)?;
     check_wait_for(&jobs)?;
     warn_negative_flows(&jobs, &mut warnings);
+    warn_async_lockfile(&jobs, &mut warnings);
     Ok(JobFile { jobs, global_options, warnings })
+}
+
+/// `lockfile` with an asynchronous engine: fio takes and gives back the lock around the
+/// engine's queue call, which returns before the I/O completes, so nothing ever waits.
+fn warn_async_lockfile(jobs: &[JobSpec], warnings: &mut Vec<String>) {
+    for job in jobs.iter().filter(|j| j.lockfile != LockMode::None && j.engine_kind == EngineKind::Async) {
+        warnings.push(format!(
+            "{}: lockfile={} has no effect on job '{}': with ioengine={}, as in fio 3.33, an I/O gives the lock back once it is queued, before it completes, so no job waits for another",
+            job.option_line("lockfile"),
+            job.lockfile.name(),
+            job.name,
+            job.ioengine,
+        ));
+    }
 }
 
 /// A negative `flow` (older fio's signed flow counter) is, as fio 3.33 stores it, a weight

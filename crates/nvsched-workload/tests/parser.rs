@@ -711,7 +711,7 @@ fn options_accepted_without_effect_check_their_values() {
         assert!(parse(&format!("[a]\n{ok}\n")).is_ok(), "{ok}");
     }
     for (bad, why) in [
-        ("lockfile=exclusive", "locking between jobs is not supported"),
+        ("lockfile=rw", "not one of none, exclusive, readwrite"),
         ("log_store_compressed=1", "compressed logs are not supported"),
         ("fadvise_hint=often", "not one of"),
         ("rw_sequencer=backwards", "not one of sequential, identical"),
@@ -807,6 +807,23 @@ fn a_negative_flow_is_an_unsigned_weight_as_in_fio() {
     assert!(f.warnings[0].contains("add up to 1, no more than its own weight"), "{:?}", f.warnings);
     assert!(f.warnings[1].contains("flow_id 1") && f.warnings[1].contains("add up to 0"), "{:?}", f.warnings);
     assert!(parse("[a]\nflow=2\nsize=1m\n").unwrap().warnings.is_empty());
+}
+
+/// `lockfile`: a mode per job; with an asynchronous engine it cannot make a job wait, and
+/// a warning says so.
+#[test]
+fn lockfile_takes_fio_modes_and_warns_where_it_cannot_act() {
+    let f = parse("[global]\nlockfile=readwrite\nsize=1m\n[a]\n[b]\nlockfile=exclusive\n[c]\nlockfile=none\n").unwrap();
+    let modes: Vec<LockMode> = f.jobs.iter().map(|j| j.lockfile).collect();
+    assert_eq!(modes, [LockMode::ReadWrite, LockMode::Exclusive, LockMode::None]);
+    assert!(f.warnings.is_empty(), "{:?}", f.warnings);
+    let f = parse("[a]\nsize=1m\nioengine=libaio\nlockfile=exclusive\n[b]\nsize=1m\nioengine=libaio\n").unwrap();
+    assert_eq!(f.warnings.len(), 1, "{:?}", f.warnings);
+    let w = &f.warnings[0];
+    assert!(
+        w.contains("test.fio:4: lockfile=exclusive has no effect on job 'a'") && w.contains("ioengine=libaio"),
+        "{w}"
+    );
 }
 
 /// `file_append`: each regular file's region is `size` bytes from where the file ended,
