@@ -10,6 +10,7 @@ use nvsched_report::{CloneStatus, Format, StatusDump};
 use nvsched_sim::Observer;
 use nvsched_ssd::{builtin_profiles, load_profile, DeviceProfile};
 use nvsched_workload::jobfile::HostEnvironment;
+use nvsched_workload::trace::TraceFormat;
 use nvsched_workload::{parse_job_file, parse_job_str, JobFile, ParseOptions};
 use std::cell::RefCell;
 use std::io::IsTerminal;
@@ -160,7 +161,7 @@ struct RunArgs {
     quiet: bool,
     /// Refuse jobs that write or trim, as fio's --readonly does (a safety check for real
     /// devices; it applies in simulation too); a replay leaves out its trace's writes and
-    /// trims instead, as fio skips them.
+    /// trims instead, as fio skips them (and a blktrace's flushes, which carry the write bit).
     #[arg(long)]
     readonly: bool,
     /// fio's --minimal: the same as --output-format=terse.
@@ -714,21 +715,55 @@ fn run_jobs(args: &RunArgs) -> Result<JobFile, String> {
     Ok(jobs)
 }
 
-/// `--readonly`: a replay leaves out its trace's writes and trims (flushes stay: they
-/// write no data), as fio 3.33 skips them, where a job that generates writes is refused.
+/// `--readonly`: a replay leaves out its trace's writes and trims, as fio 3.33 skips them,
+/// where a job that generates writes is refused. An iolog's syncs stay (they write no
+/// data); a block-layer capture's flushes go with the writes, as fio skips every blktrace
+/// event that carries the write bit, and a flush does (`FWS`).
 fn leave_out_replayed_writes(jobs: &mut JobFile) {
     for j in &mut jobs.jobs {
         let Some(trace) = j.trace().cloned() else { continue };
         let count = |op: Op| trace.records.iter().filter(|r| r.op == op && !j.replay.skip[op.index()]).count();
-        let (writes, trims) = (count(Op::Write), count(Op::Discard));
-        if writes + trims > 0 {
+        let captured = matches!(trace.format, TraceFormat::Blktrace | TraceFormat::Blkparse | TraceFormat::Ftrace);
+        let mut left_out = vec![Op::Write, Op::Discard];
+        if captured {
+            left_out.push(Op::Flush);
+        }
+        let counts: Vec<String> = left_out
+            .iter()
+            .map(|&op| (op, count(op)))
+            .filter(|&(_, n)| n > 0)
+            .map(|(op, n)| format!("{n} {}", replayed_kind(op)))
+            .collect();
+        if !counts.is_empty() {
             jobs.warnings.push(format!(
-                "{}: job '{}': --readonly: its trace's {writes} writes and {trims} trims are left out, as fio skips them",
-                j.at, j.name
+                "{}: job '{}': --readonly: its trace's {} are left out, as fio skips them{}",
+                j.at,
+                j.name,
+                join_and(&counts),
+                if captured && count(Op::Flush) > 0 { " (a captured flush carries the write bit)" } else { "" }
             ));
         }
-        j.replay.skip[Op::Write.index()] = true;
-        j.replay.skip[Op::Discard.index()] = true;
+        for op in left_out {
+            j.replay.skip[op.index()] = true;
+        }
+    }
+}
+
+fn replayed_kind(op: Op) -> &'static str {
+    match op {
+        Op::Read => "reads",
+        Op::Write => "writes",
+        Op::Discard => "trims",
+        Op::Flush => "flushes",
+    }
+}
+
+/// "a", "a and b", "a, b and c".
+fn join_and(items: &[String]) -> String {
+    match items {
+        [] => String::new(),
+        [one] => one.clone(),
+        [rest @ .., last] => format!("{} and {last}", rest.join(", ")),
     }
 }
 
