@@ -12,7 +12,7 @@ pub mod stats;
 pub mod terse;
 
 pub use hist::FioHistogram;
-pub use recorder::{CompletedIo, JobRecorder};
+pub use recorder::{write_merged_blktrace, CompletedIo, JobRecorder};
 pub use stats::{CpuUsage, DirStats, JobError, JobStats, LatStats, PercentileKinds};
 
 use nvsched_core::Nanos;

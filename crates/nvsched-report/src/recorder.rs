@@ -45,6 +45,30 @@ pub struct JobRecorder {
     has_stopped: bool,
 }
 
+/// Writes the blktrace a job's `merge_blktrace_file` merged (what its clones replay);
+/// returns the path written, or `None` for a job that merges nothing.
+pub fn write_merged_blktrace(spec: &JobSpec) -> Result<Option<&str>, String> {
+    let (Some(path), Some(merged)) = (&spec.replay.merge_file, &spec.replay.merged) else { return Ok(None) };
+    check_output_path(spec, "merge_blktrace_file", path)?;
+    std::fs::write(path, merged.as_slice())
+        .map_err(|e| format!("job '{}': cannot write merge_blktrace_file '{path}': {e}", spec.name))?;
+    Ok(Some(path))
+}
+
+/// Refuses an output `path` that is anything but a plain file (a device, a directory) or
+/// that is one of the job's data files: an output must not overwrite data.
+fn check_output_path(spec: &JobSpec, option: &str, path: &str) -> Result<(), String> {
+    let not_plain = std::fs::metadata(path).is_ok_and(|m| !m.is_file());
+    let data_file = spec.clone_files().any(|(clone, k)| Path::new(path) == Path::new(&spec.file_name_of(clone, k)));
+    if not_plain || data_file {
+        return Err(format!(
+            "job '{}': {option} '{path}' is not a plain file of its own (a device, a directory or the job's data file); refusing to overwrite it",
+            spec.name
+        ));
+    }
+    Ok(())
+}
+
 impl JobRecorder {
     pub fn new(stats: JobStats, logs: Option<Box<IoLogs>>, per_prio: bool, sync_engine: bool) -> JobRecorder {
         JobRecorder {
@@ -110,23 +134,11 @@ impl JobRecorder {
     pub fn open_outputs(&mut self, spec: &JobSpec, clone: u32, file_starts: &[u64]) -> Result<(), String> {
         let files: Vec<(String, u64)> =
             file_starts.iter().enumerate().map(|(k, &start)| (spec.file_name_of(clone, k as u32), start)).collect();
-        let check = |option: &str, path: &str| {
-            let not_plain = std::fs::metadata(path).is_ok_and(|m| !m.is_file());
-            if not_plain || files.iter().any(|(data_file, _)| Path::new(path) == Path::new(data_file)) {
-                return Err(format!(
-                    "job '{}': {option} '{path}' is not a plain file of its own (a device, a directory or the job's data file); refusing to overwrite it",
-                    spec.name
-                ));
-            }
-            Ok(())
-        };
-        if let (0, Some(path), Some(merged)) = (clone, &spec.replay.merge_file, &spec.replay.merged) {
-            check("merge_blktrace_file", path)?;
-            std::fs::write(path, merged.as_slice())
-                .map_err(|e| format!("job '{}': cannot write merge_blktrace_file '{path}': {e}", spec.name))?;
+        if clone == 0 {
+            write_merged_blktrace(spec)?;
         }
         let Some(path) = spec.write_iolog_path(clone) else { return Ok(()) };
-        check("write_iolog", &path)?;
+        check_output_path(spec, "write_iolog", &path)?;
         self.issue_log = Some(IssueLog::create(Path::new(&path), files)?);
         Ok(())
     }

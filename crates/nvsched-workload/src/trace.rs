@@ -7,6 +7,8 @@
 
 mod blktrace;
 
+/// The bytes of one blktrace event without its payload (a merged trace's events have none).
+pub use blktrace::EVENT_BYTES as BLKTRACE_EVENT_BYTES;
 use blktrace::{Action, ByteOrder, DepthProbe, Events, MergeInput, Stop};
 use nvsched_core::{IoPrio, Op, PrioClass};
 use std::fmt;

@@ -10,7 +10,7 @@ use nvsched_report::{CloneStatus, Format, StatusDump};
 use nvsched_sim::Observer;
 use nvsched_ssd::{builtin_profiles, load_profile, DeviceProfile};
 use nvsched_workload::jobfile::HostEnvironment;
-use nvsched_workload::trace::TraceFormat;
+use nvsched_workload::trace::{TraceFormat, BLKTRACE_EVENT_BYTES};
 use nvsched_workload::{parse_job_file, parse_job_str, JobFile, ParseOptions};
 use std::cell::RefCell;
 use std::io::IsTerminal;
@@ -132,6 +132,10 @@ struct RunArgs {
     /// them.
     #[arg(long)]
     parse_only: bool,
+    /// Write each job's merge_blktrace_file (its blktraces merged) and exit without
+    /// running the jobs, as fio's --merge-blktrace-only.
+    #[arg(long)]
+    merge_blktrace_only: bool,
     /// Scheduling policy and parameters: ID or ID:key=value,... (see `nvsched policies`);
     /// default: the job file's `ioscheduler=`, else none.
     #[arg(long, value_name = "SPEC", visible_alias = "policy")]
@@ -715,6 +719,29 @@ fn run_jobs(args: &RunArgs) -> Result<JobFile, String> {
     Ok(jobs)
 }
 
+/// `--merge-blktrace-only`: the jobs' merged blktraces are written, and nothing runs.
+fn merge_blktraces_only(args: &RunArgs) -> Result<(), String> {
+    let jobs = run_jobs(args)?;
+    for w in &jobs.warnings {
+        eprintln!("warning: {w}");
+    }
+    let mut written = 0;
+    for spec in &jobs.jobs {
+        if let Some(path) = nvsched_report::write_merged_blktrace(spec)? {
+            let traces = spec.replay.read_iolog.as_deref().map_or(0, |names| names.split(':').count());
+            let events = spec.replay.merged.as_ref().map_or(0, |m| m.len() / BLKTRACE_EVENT_BYTES);
+            eprintln!("nvsched: job '{}': {traces} blktraces merged into {path} ({events} events)", spec.name);
+            written += 1;
+        }
+    }
+    if written == 0 {
+        return Err(
+            "--merge-blktrace-only: no job merges blktraces (read_iolog=A:B:... with merge_blktrace_file)".into()
+        );
+    }
+    Ok(())
+}
+
 /// `--readonly`: a replay leaves out its trace's writes and trims, as fio 3.33 skips them,
 /// where a job that generates writes is refused. An iolog's syncs stay (they write no
 /// data); a block-layer capture's flushes go with the writes, as fio skips every blktrace
@@ -837,6 +864,9 @@ fn command_line_job_text(options: &[String]) -> Result<String, String> {
 }
 
 fn cmd_run(args: RunArgs) -> Result<(), String> {
+    if args.merge_blktrace_only {
+        return merge_blktraces_only(&args);
+    }
     if args.parse_only {
         let jobs = run_jobs(&args)?;
         for w in &jobs.warnings {

@@ -183,6 +183,17 @@ fn merge_blktrace_file_merges_the_traces_writes_them_and_replays_them() {
     let again = run("merged.fio", &format!("[m]\nread_iolog={}\n", merged.display()), &[]);
     assert_eq!(again["jobs"][0]["read"], v["jobs"][0]["read"]);
     assert_eq!(again["jobs"][0]["job_runtime"], v["jobs"][0]["job_runtime"]);
+    // --merge-blktrace-only writes the same merge and runs nothing
+    let merge_only = dir.join("merge-only.fio");
+    std::fs::write(&merge_only, &job).unwrap();
+    std::fs::remove_file(&merged).unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+        .args(["run", merge_only.to_str().unwrap(), "--merge-blktrace-only", "--output-format=json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success() && out.stdout.is_empty(), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("job 'm': 2 blktraces merged into"), "{out:?}");
+    assert_eq!(std::fs::metadata(&merged).unwrap().len(), 3 * 248 * 48);
 
     let refused = |name: &str, text: &str| {
         let path = dir.join(name);

@@ -6,7 +6,7 @@
 use std::io::{self, Read};
 
 /// Bytes of one event before its payload.
-pub(super) const EVENT_BYTES: usize = 48;
+pub const EVENT_BYTES: usize = 48;
 /// `BLK_IO_TRACE_MAGIC`, in the top 24 bits of an event's first word.
 const MAGIC: u32 = 0x6561_7400;
 /// The only version fio 3.33 reads (Linux's `BLK_IO_TRACE_VERSION`).
