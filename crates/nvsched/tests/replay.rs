@@ -228,32 +228,28 @@ fn readonly_leaves_out_a_replays_writes_and_trims_as_fio_does() {
          30 f trim 8192 4096\n40 f sync 0 0\n50 f read 12288 4096\n",
     )
     .unwrap();
-    let job = dir.join("ro.fio");
-    std::fs::write(&job, format!("[r]\nread_iolog={}\n", iolog.display())).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
-        .args(["run", job.to_str().unwrap(), "--readonly", "--output-format=json", "-q"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let counts = ["read", "write", "trim", "sync"].map(|d| v["jobs"][0][d]["total_ios"].as_u64().unwrap());
+    // replays `trace` with --readonly: its read, write, trim and sync counts, and stderr
+    let replay_readonly = |trace: &Path| {
+        let job = dir.join("ro.fio");
+        std::fs::write(&job, format!("[r]\nread_iolog={}\n", trace.display())).unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+            .args(["run", job.to_str().unwrap(), "--readonly", "--output-format=json", "-q"])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let counts = ["read", "write", "trim", "sync"].map(|d| v["jobs"][0][d]["total_ios"].as_u64().unwrap());
+        (counts, String::from_utf8(out.stderr).unwrap())
+    };
     // fio 3.33 --readonly replays the same log as its two reads and the sync
+    let (counts, err) = replay_readonly(&iolog);
     assert_eq!(counts, [2, 0, 0, 1]);
-    let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("job 'r': --readonly: its trace's 1 writes and 1 trims are left out"), "{err}");
     // a blktrace's flushes carry the write bit, so fio 3.33 --readonly skips them too:
     // the fixture capture replays as its 157 reads alone (fio: 157, 0, 0)
     let capture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/blktrace/fio-randrw-fsync.blktrace");
-    std::fs::write(&job, format!("[r]\nread_iolog={}\n", capture.display())).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
-        .args(["run", job.to_str().unwrap(), "--readonly", "--output-format=json", "-q"])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
-    let counts = ["read", "write", "trim", "sync"].map(|d| v["jobs"][0][d]["total_ios"].as_u64().unwrap());
+    let (counts, err) = replay_readonly(&capture);
     assert_eq!(counts, [157, 0, 0, 0]);
-    let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("its trace's 63 writes and 28 flushes are left out"), "{err}");
 }
 
