@@ -130,7 +130,7 @@ impl JobRecorder {
     /// clone 0 the blktrace `merge_blktrace_file` merged (what the clones replay). The
     /// clone's files start at `file_starts` on the device (each 0 on real files).
     /// Refuses a path that is anything but a plain file or that is one of the job's data
-    /// files ([`check_output_path`]).
+    /// files (see `check_output_path`).
     pub fn open_outputs(&mut self, spec: &JobSpec, clone: u32, file_starts: &[u64]) -> Result<(), String> {
         let files: Vec<(String, u64)> =
             file_starts.iter().enumerate().map(|(k, &start)| (spec.file_name_of(clone, k as u32), start)).collect();
