@@ -2,17 +2,22 @@
 //! strings and numbers in and JSON text out; `python/nvsched/__init__.py` gives it a
 //! Pythonic face (paths or job text, dicts back, sweeps on Ray).
 
-use nvsched::policy::{COMMON_PARAMS, POLICIES};
+mod py_policy;
+
+use nvsched::policy::{BuiltPolicy, Params, COMMON_PARAMS, POLICIES};
 use nvsched::ssd::builtin_profiles;
-use pyo3::exceptions::PyValueError;
+use nvsched::workload::JobFile;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use serde_json::json;
 use std::path::Path;
 
 /// Simulates fio job text; returns fio's JSON report as text. Raises ValueError with the
-/// parser's, profile's or policy's message (file, line and option) on bad input.
+/// parser's, profile's or policy's message (file, line and option) on bad input. With
+/// `policy` (a Python object, see `py_policy`), that object schedules instead of `sched`;
+/// an exception it raises fails the run with its message and traceback.
 #[pyfunction]
-#[pyo3(signature = (job_text, source, vars, sched, device, device_set, precondition, seed, timestamp_ms))]
+#[pyo3(signature = (job_text, source, vars, sched, policy, device, device_set, precondition, seed, timestamp_ms))]
 #[allow(clippy::too_many_arguments)]
 fn simulate_json(
     py: Python<'_>,
@@ -20,27 +25,66 @@ fn simulate_json(
     source: String,
     vars: Vec<(String, String)>,
     sched: Option<String>,
+    policy: Option<Py<PyAny>>,
     device: String,
     device_set: Vec<(String, String)>,
     precondition: Option<String>,
     seed: u64,
     timestamp_ms: u64,
 ) -> PyResult<(String, Vec<String>)> {
-    // The simulation holds no Python objects: let other Python threads run meanwhile.
-    py.detach(move || {
-        nvsched::run::simulate_job_text(
+    let Some(obj) = policy else {
+        // The simulation holds no Python objects: let other Python threads run meanwhile.
+        return py
+            .detach(move || {
+                nvsched::run::simulate_job_text(
+                    &job_text,
+                    &source,
+                    &vars,
+                    sched.as_deref(),
+                    &device,
+                    device_set,
+                    precondition,
+                    seed,
+                    timestamp_ms,
+                )
+            })
+            .map_err(PyValueError::new_err);
+    };
+    let error = py_policy::PolicyError::default();
+    let (scheduler, name, host_cost) = py_policy::PyPolicy::new(py, obj, error.clone())?;
+    let built = BuiltPolicy {
+        scheduler: Box::new(scheduler),
+        host_cost,
+        info: &py_policy::INFO,
+        params: Params::parse(py_policy::INFO.id, &[], "").map_err(|e| PyValueError::new_err(e.0))?,
+        spec: format!("python:{name}"),
+    };
+    // The policy takes the GIL for each of its calls; between them other threads run.
+    let result = py.detach(move || {
+        let choose = |jobs: &JobFile| {
+            let theirs = jobs.ioscheduler().map_err(|e| e.to_string())?;
+            let warning = theirs.map(|(spec, at)| {
+                format!("{at}: the policy object ({}) overrides the job file's ioscheduler={spec}", built.spec)
+            });
+            Ok((built, warning))
+        };
+        nvsched::run::simulate_job_text_with(
             &job_text,
             &source,
             &vars,
-            sched.as_deref(),
+            choose,
             &device,
             device_set,
             precondition,
             seed,
             timestamp_ms,
         )
-    })
-    .map_err(PyValueError::new_err)
+    });
+    // the policy's own error explains a stalled or failed run best
+    if let Some(why) = error.lock().expect("policy error lock").take() {
+        return Err(PyRuntimeError::new_err(why));
+    }
+    result.map_err(PyValueError::new_err)
 }
 
 /// The policies with their parameters, as JSON text.
@@ -221,6 +265,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(repro_store, m)?)?;
     m.add_function(wrap_pyfunction!(repro_report, m)?)?;
     m.add_function(wrap_pyfunction!(timestamp_ms, m)?)?;
+    m.add_class::<py_policy::PyRequest>()?;
     m.add("__version__", nvsched::VERSION)?;
     Ok(())
 }

@@ -119,8 +119,26 @@ pub fn simulate_job_text(
     seed: u64,
     timestamp_ms: u64,
 ) -> Result<(String, Vec<String>), String> {
+    let choose = |jobs: &JobFile| choose_policy(sched, "sched", jobs);
+    simulate_job_text_with(text, source, vars, choose, device, overrides, state, seed, timestamp_ms)
+}
+
+/// [`simulate_job_text`] with a policy built by `choose` from the jobs (with a warning to
+/// pass on, if any): a policy from outside the registry, such as one written in Python.
+#[allow(clippy::too_many_arguments)]
+pub fn simulate_job_text_with(
+    text: &str,
+    source: &str,
+    vars: &[(String, String)],
+    choose: impl FnOnce(&JobFile) -> Result<(BuiltPolicy, Option<String>), String>,
+    device: &str,
+    overrides: Vec<(String, String)>,
+    state: Option<String>,
+    seed: u64,
+    timestamp_ms: u64,
+) -> Result<(String, Vec<String>), String> {
     let (jobs, profile) = load_job_text(text, source, vars, device, overrides, state)?;
-    let (policy, override_warning) = choose_policy(sched, "sched", &jobs)?;
+    let (policy, override_warning) = choose(&jobs)?;
     let warnings = jobs.warnings.iter().cloned().chain(override_warning).chain(jobs.simulation_warnings()).collect();
     let spec = RunSpec { jobs: &jobs, policy, profile: &profile, seed, drive_states: None };
     let (report, _) = run_sim(spec, &mut nvsched_sim::NoObserver, timestamp_ms)?;

@@ -11,6 +11,10 @@ gives the same fio-compatible JSON as ``nvsched run --output-format json``, as a
 
 Sweeps over policies and seeds run in parallel threads or on a Ray cluster: see
 :func:`nvsched.sweep.sweep`.
+
+A policy can be written in Python and run by the same engine: pass an object with
+``insert(rq, now_ns)`` and ``dispatch(now_ns, inflight, queue_depth)`` methods as
+``policy=`` (see :func:`run` and :class:`Request`).
 """
 
 from __future__ import annotations
@@ -28,7 +32,13 @@ __version__ = _native.__version__
 # interpreter that loads it.
 _so = os.stat(_native.__file__)
 _native.set_build_fingerprint(f"python-extension {_so.st_size}:{_so.st_mtime_ns}")
-__all__ = ["run", "policies", "devices", "experiments", "experiment_cell", "summary", "JobInput"]
+__all__ = ["run", "policies", "devices", "experiments", "experiment_cell", "summary", "JobInput", "Request"]
+
+#: A request as a Python policy sees it (immutable): ``id``, ``op`` ("read", "write",
+#: "flush", "discard"), ``offset_bytes``, ``len_bytes``, ``sync``, ``fua``, ``prio_class``
+#: ("rt", "be", "idle", "none"), ``prio_level`` (0-7), ``nice``, ``job`` (the submitting
+#: job clone, from 0), ``tenant``, ``tenant_weight``, ``submit_ns``.
+Request = _native.Request
 
 JobInput = Union[str, "os.PathLike[str]"]
 
@@ -56,6 +66,7 @@ def run(
     job: JobInput,
     sched: Optional[str] = None,
     *,
+    policy: Optional[object] = None,
     device: str = "970evoplus-250g",
     device_set: Optional[Mapping[str, object]] = None,
     precondition: Optional[str] = None,
@@ -76,10 +87,26 @@ def run(
     source: with it, ``job`` is job-file text and ``source`` its name in messages (a file
     read once and run many times).
 
+    policy: instead of ``sched``, a scheduling policy written in Python. The engine calls
+    ``policy.insert(rq, now_ns)`` as each request (a :class:`Request`) enters the
+    scheduler, and ``policy.dispatch(now_ns, inflight, queue_depth)`` after every insert,
+    completion and wake-up until it returns ``None`` or the device queue is full; it
+    returns one of the inserted requests to send it to the device, or ``None`` to hold
+    back. Optional: ``complete(rq, now_ns, dispatched_ns)``, ``requeue(rq, now_ns)``
+    (default: insert again), ``next_wakeup()`` (ns or ``None``: when ``dispatch`` should
+    be called with no other event), ``report()`` (a dict of counters for the report's
+    ``nvsched.policy``), and the attributes ``name`` (default: the class name),
+    ``dispatch_cost_ns`` and ``complete_cost_ns`` (host time per dispatch and completion,
+    default 0). The report names it ``python:NAME``. An exception in the policy, or a
+    request returned that is not queued, fails the run with a RuntimeError carrying the
+    policy's traceback.
+
     Raises ValueError with the message the command line would print (file, line, option).
     The command line's warnings (an option ignored, ``sched`` overriding the job file's
     ``ioscheduler=``) are issued as ``UserWarning``, with the file and line.
     """
+    if policy is not None and sched is not None:
+        raise ValueError("give either sched (a built-in policy) or policy (a Python object), not both")
     text, source = (str(job), source) if source is not None else job_text(job)
     if timestamp_ms is None:
         timestamp_ms = _native.timestamp_ms()
@@ -88,6 +115,7 @@ def run(
         source,
         _pairs(vars),
         sched,
+        policy,
         device,
         _pairs(device_set),
         precondition,

@@ -1,0 +1,198 @@
+"""Policies written in Python run in the same engine as the built-in ones: a FIFO gives
+exactly `none`'s report, a bound on requests in flight holds, and a broken policy fails
+the run with its own traceback."""
+
+import collections
+import pathlib
+import subprocess
+import sys
+
+import pytest
+
+import nvsched
+
+ROOT = pathlib.Path(__file__).resolve().parents[3]
+K2_JOB = ROOT / "experiments" / "k2-analysis" / "k2.fio"
+SHORT = {"OP": "randread", "RUNTIME": "300ms", "RAMP": "0"}
+MIXED = ("[global]\nfilename=/dev/nvme0n1\nsize=64m\nbs=4k\nruntime=100ms\ntime_based\n"
+         "ioengine=libaio\niodepth=16\n[a]\nrw=randread\n[b]\nrw=randwrite\n")
+
+
+class Fifo:
+    """Linux's `none`, in Python."""
+
+    def __init__(self):
+        self.queue = collections.deque()
+
+    def insert(self, rq, now_ns):
+        self.queue.append(rq)
+
+    def dispatch(self, now_ns, inflight, queue_depth):
+        return self.queue.popleft() if self.queue else None
+
+    def requeue(self, rq, now_ns):
+        self.queue.appendleft(rq)
+
+
+class BoundedRtFirst:
+    """K2's idea in a few lines: real-time requests first, at most `bound` in flight."""
+
+    name = "bounded-rt-first"
+
+    def __init__(self, bound):
+        self.bound = bound
+        self.rt, self.others = collections.deque(), collections.deque()
+        self.inflight = 0
+        self.most = 0
+
+    def insert(self, rq, now_ns):
+        (self.rt if rq.prio_class == "rt" else self.others).append(rq)
+
+    def dispatch(self, now_ns, inflight, queue_depth):
+        if self.inflight >= self.bound:
+            return None
+        queue = self.rt or self.others
+        if not queue:
+            return None
+        self.inflight += 1
+        self.most = max(self.most, self.inflight)
+        return queue.popleft()
+
+    def complete(self, rq, now_ns, dispatched_ns):
+        assert now_ns >= dispatched_ns
+        self.inflight -= 1
+
+    def report(self):
+        return {"most_in_flight": self.most}
+
+
+def without_policy(report):
+    rest = dict(report["nvsched"])
+    del rest["policy"]
+    return report["jobs"], rest
+
+
+def test_a_python_fifo_gives_nones_report():
+    py = nvsched.run(MIXED, policy=Fifo(), seed=3, timestamp_ms=0)
+    builtin = nvsched.run(MIXED, "none", seed=3, timestamp_ms=0)
+    assert without_policy(py) == without_policy(builtin)
+    assert py["nvsched"]["policy"]["spec"] == "python:Fifo"
+    assert py["nvsched"]["policy"]["id"] == "python"
+
+
+def test_a_python_bound_holds_and_cuts_the_real_time_tail():
+    kw = dict(vars=SHORT, precondition="partial:0.5", device_set={"host.cpus": 1}, timestamp_ms=0)
+    bounded = BoundedRtFirst(2)
+    r = nvsched.run(K2_JOB, policy=bounded, **kw)
+    assert bounded.most == 2 and bounded.inflight == 0
+    assert r["nvsched"]["policy"]["spec"] == "python:bounded-rt-first"
+    assert r["nvsched"]["policy"]["counters"] == {"most_in_flight": 2.0}
+    free = nvsched.run(K2_JOB, policy=Fifo(), **kw)
+    rt_tail = lambda rep: nvsched.summary(rep)["jobs"][0]["read"]["p99_9_us"]
+    assert rt_tail(r) < rt_tail(free) / 3
+
+
+def test_host_cost_attributes_are_charged():
+    class Slow(Fifo):
+        dispatch_cost_ns = 20_000
+
+    job = "[a]\nfilename=/dev/nvme0n1\nrw=randread\nsize=16m\nruntime=50ms\ntime_based\n"
+    slow = nvsched.run(job, policy=Slow(), timestamp_ms=0)
+    fast = nvsched.run(job, policy=Fifo(), timestamp_ms=0)
+    assert slow["nvsched"]["policy"]["host_cost_ns"]["dispatch"] == 20_000
+    mean = lambda rep: rep["jobs"][0]["read"]["clat_ns"]["mean"]
+    assert mean(slow) >= mean(fast) + 19_000
+
+
+def test_next_wakeup_releases_held_requests():
+    class EveryMillisecond(Fifo):
+        """Sends requests only at whole milliseconds: without a wake-up, nothing would
+        call dispatch when one comes."""
+
+        def dispatch(self, now_ns, inflight, queue_depth):
+            return super().dispatch(now_ns, inflight, queue_depth) if now_ns % 1_000_000 == 0 else None
+
+        def next_wakeup(self):
+            return self.next_ms if self.queue else None
+
+        def insert(self, rq, now_ns):
+            super().insert(rq, now_ns)
+            self.next_ms = (now_ns // 1_000_000 + 1) * 1_000_000
+
+    job = "[a]\nfilename=/dev/nvme0n1\nrw=randread\nsize=16m\nnumber_ios=20\n"
+    r = nvsched.run(job, policy=EveryMillisecond(), timestamp_ms=0)
+    read = r["jobs"][0]["read"]
+    assert read["total_ios"] == 20
+    # each request waits for the next whole millisecond
+    assert read["clat_ns"]["min"] >= 900_000
+
+
+def test_a_broken_policy_fails_the_run_with_its_traceback():
+    class Raises(Fifo):
+        def dispatch(self, now_ns, inflight, queue_depth):
+            raise KeyError("no such queue")
+
+    with pytest.raises(RuntimeError, match=r"(?s)python policy: dispatch: KeyError: 'no such queue'.*Traceback"):
+        nvsched.run(MIXED, policy=Raises(), timestamp_ms=0)
+
+    class Twice(Fifo):
+        """Hands each request out twice."""
+
+        again = None
+
+        def dispatch(self, now_ns, inflight, queue_depth):
+            rq, self.again = (self.again, None) if self.again else (super().dispatch(now_ns, inflight, queue_depth),) * 2
+            return rq
+
+    with pytest.raises(RuntimeError, match=r"dispatch: TypeError: returned request \d+, which is not queued"):
+        nvsched.run(MIXED, policy=Twice(), timestamp_ms=0)
+
+    class Wrong(Fifo):
+        def dispatch(self, now_ns, inflight, queue_depth):
+            return 7 if self.queue else None
+
+    with pytest.raises(RuntimeError, match=r"returned a int, not a Request or None"):
+        nvsched.run(MIXED, policy=Wrong(), timestamp_ms=0)
+
+
+def test_what_a_policy_object_needs_is_checked_first():
+    with pytest.raises(TypeError, match=r"no dispatch\(\) method"):
+        nvsched.run(MIXED, policy=type("OnlyInsert", (), {"insert": lambda self, rq, now: None})())
+    with pytest.raises(ValueError, match="either sched"):
+        nvsched.run(MIXED, "none", policy=Fifo())
+    with pytest.raises(TypeError, match="dispatch_cost_ns must be a whole number"):
+        nvsched.run(MIXED, policy=type("Bad", (Fifo,), {"dispatch_cost_ns": -1})())
+    job = MIXED.replace("[global]", "[global]\nioscheduler=mq-deadline")
+    with pytest.warns(UserWarning, match=r"the policy object \(python:Fifo\) overrides the job file's ioscheduler=mq-deadline"):
+        nvsched.run(job, policy=Fifo(), timestamp_ms=0)
+
+
+def test_requests_carry_what_policies_decide_on():
+    seen = []
+
+    class Records(Fifo):
+        def insert(self, rq, now_ns):
+            seen.append(rq)
+            super().insert(rq, now_ns)
+
+    job = ("[global]\nfilename=/dev/nvme0n1\nsize=16m\nbs=8k\nnumber_ios=4\n"
+           "[rt]\nrw=randread\nprioclass=1\nprio=2\n[w]\nrw=write\nnice=5\nsync=1\n")
+    nvsched.run(job, policy=Records(), timestamp_ms=0)
+    reads = [r for r in seen if r.op == "read"]
+    writes = [r for r in seen if r.op == "write"]
+    assert len(reads) == 4 and len(writes) == 4
+    assert all((r.prio_class, r.prio_level, r.job, r.len_bytes) == ("rt", 2, 0, 8192) for r in reads)
+    assert all((w.job, w.nice, w.fua, w.sync) == (1, 5, True, True) for w in writes)
+    assert [w.offset_bytes for w in writes] == [0, 8192, 16384, 24576]
+    assert len({r.id for r in seen}) <= len(seen) and "Request(id=" in repr(seen[0])
+    with pytest.raises(AttributeError):
+        seen[0].op = "write"
+
+
+def test_the_example_runs_and_its_policy_cuts_the_tail():
+    out = subprocess.run([sys.executable, str(ROOT / "examples" / "python-policy.py")], check=True,
+                         capture_output=True, text=True).stdout
+    rows = {line[:28].strip(): line[28:].split() for line in out.splitlines()[1:]}
+    assert list(rows) == ["none", "k2:bound=2", "python:rt-first-bounded(2)"]
+    tail = {name: float(cols[0]) for name, cols in rows.items()}
+    assert tail["python:rt-first-bounded(2)"] < tail["none"] / 5
