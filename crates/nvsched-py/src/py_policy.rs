@@ -10,7 +10,7 @@
 //! queued) stops the policy: it dispatches nothing more, and the run reports the error.
 
 use nvsched::policy::{
-    Completion, DeviceView, HostCost, Inserted, Nanos, Params, PolicyInfo, PolicyReport, Request, RequestId, Scheduler,
+    Completion, DeviceView, HostCost, Inserted, Nanos, Params, PolicyInfo, PolicyReport, Request, Scheduler,
 };
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
@@ -303,6 +303,3 @@ impl Scheduler for PyPolicy {
         report
     }
 }
-
-/// Request ids come from the engine; the adapter never makes its own.
-const _: fn(RequestId) -> u64 = |id| id.0;
