@@ -1257,6 +1257,9 @@ fn print_policies() {
         println!("    {:<16} {} (default: the policy's own; {})", p.name, p.help, p.accepted());
     }
     println!("\nUse: --sched ID or --sched ID:key=value,key=value (e.g. --sched k2:bound=4)");
+    println!(
+        "A policy of your own can be tried in Python first: nvsched.run(..., policy=obj) (README: Python and Ray)."
+    );
 }
 
 fn cmd_options(args: OptionsArgs) -> Result<(), String> {
