@@ -10,6 +10,7 @@ import sys
 import pytest
 
 import nvsched
+from nvsched import sweep as sw
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
 K2_JOB = ROOT / "experiments" / "k2-analysis" / "k2.fio"
@@ -196,3 +197,13 @@ def test_the_example_runs_and_its_policy_cuts_the_tail():
     assert list(rows) == ["none", "k2:bound=2", "python:rt-first-bounded(2)"]
     tail = {name: float(cols[0]) for name, cols in rows.items()}
     assert tail["python:rt-first-bounded(2)"] < tail["none"] / 5
+
+
+def test_a_sweep_runs_python_policies_beside_built_in_ones():
+    tasks = sw.plan(["none", ("python-fifo", Fifo), ("rt-first-2", lambda: BoundedRtFirst(2))], [1, 2], [SHORT])
+    assert [t.sched for t in tasks] == ["none", "none", "python-fifo", "python-fifo", "rt-first-2", "rt-first-2"]
+    runs = sw.sweep(K2_JOB, tasks, precondition="partial:0.5", device_set={"host.cpus": 1}, workers=2)
+    by = {(r["sched"], r["seed"]): r["report"] for r in runs}
+    for seed in (1, 2):
+        assert without_policy(by[("python-fifo", seed)]) == without_policy(by[("none", seed)])
+        assert by[("rt-first-2", seed)]["nvsched"]["policy"]["counters"] == {"most_in_flight": 2.0}

@@ -25,27 +25,47 @@ import os
 import sys
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import nvsched
 
 
 @dataclass(frozen=True)
 class Task:
-    """One run of a sweep."""
+    """One run of a sweep. ``sched`` is a built-in policy as ``--sched`` takes it, or,
+    with ``policy``, the label of a policy written in Python: ``policy()`` makes a fresh
+    policy object for the run (see :func:`nvsched.run`)."""
 
     sched: str
     seed: int
     vars: Dict[str, str] = field(default_factory=dict)
+    policy: Optional[Callable[[], object]] = None
 
 
-def plan(scheds: Sequence[str], seeds: Sequence[int], var_sets: Sequence[Mapping[str, str]] = ({},)) -> List[Task]:
-    """Every combination, policies outermost."""
-    return [Task(s, int(seed), dict(v)) for s, v, seed in itertools.product(scheds, var_sets, seeds)]
+PolicyChoice = Union[str, Tuple[str, Callable[[], object]]]
+
+
+def plan(scheds: Sequence[PolicyChoice], seeds: Sequence[int],
+         var_sets: Sequence[Mapping[str, str]] = ({},)) -> List[Task]:
+    """Every combination, policies outermost. A policy is a ``--sched`` string, or
+    ``(label, factory)`` for one written in Python (``factory()`` gives a fresh policy
+    object per run; on Ray it must pickle, as a class or function at module level does)."""
+
+    def split(s: PolicyChoice) -> Tuple[str, Optional[Callable[[], object]]]:
+        return (s, None) if isinstance(s, str) else (str(s[0]), s[1])
+
+    tasks = []
+    for s, v, seed in itertools.product(scheds, var_sets, seeds):
+        label, factory = split(s)
+        tasks.append(Task(label, int(seed), dict(v), factory))
+    return tasks
 
 
 def _run_task(job_text: str, task: Task, common: dict) -> dict:
-    report = nvsched.run(job_text, task.sched, seed=task.seed, vars=task.vars, **common)
+    if task.policy is not None:
+        report = nvsched.run(job_text, policy=task.policy(), seed=task.seed, vars=task.vars, **common)
+    else:
+        report = nvsched.run(job_text, task.sched, seed=task.seed, vars=task.vars, **common)
     return {"sched": task.sched, "seed": task.seed, "vars": task.vars, "report": report}
 
 
@@ -360,7 +380,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
           file=sys.stderr)
     if args.out:
         with open(args.out, "w", encoding="utf-8") as f:
-            json.dump({"tasks": [asdict(t) for t in tasks], "runs": results}, f, indent=1)
+            kept = [{k: v for k, v in asdict(t).items() if k != "policy"} for t in tasks]
+            json.dump({"tasks": kept, "runs": results}, f, indent=1)
     return 0
 
 
