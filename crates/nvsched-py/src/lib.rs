@@ -7,7 +7,7 @@ mod py_policy;
 use nvsched::policy::{BuiltPolicy, Params, COMMON_PARAMS, POLICIES};
 use nvsched::ssd::builtin_profiles;
 use nvsched::workload::JobFile;
-use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use serde_json::json;
 use std::path::Path;
@@ -81,8 +81,8 @@ fn simulate_json(
         )
     });
     // the policy's own error explains a stalled or failed run best
-    if let Some(why) = error.lock().expect("policy error lock").take() {
-        return Err(PyRuntimeError::new_err(why));
+    if let Some((what, original)) = error.lock().expect("policy error lock").take() {
+        return Err(py_policy::raised(py, &what, original));
     }
     result.map_err(PyValueError::new_err)
 }

@@ -7,12 +7,13 @@
 //! from `dispatch` to send it to the device. Times are integer nanoseconds. The adapter
 //! keeps the queued requests itself, so `queued()` and the checks on what `dispatch`
 //! returns do not rely on the Python side. A Python exception (or a request that is not
-//! queued) stops the policy: it dispatches nothing more, and the run reports the error.
+//! queued) stops the policy: it dispatches nothing more, and the run raises the error
+//! (see [`raised`]).
 
 use nvsched::policy::{
     Completion, DeviceView, HostCost, Inserted, Nanos, Params, PolicyInfo, PolicyReport, Request, Scheduler,
 };
-use pyo3::exceptions::PyTypeError;
+use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::collections::HashMap;
@@ -101,9 +102,22 @@ impl PyRequest {
     }
 }
 
-/// The first error the Python side raised, shared with the caller (the policy itself is
-/// moved into the engine).
-pub type PolicyError = Arc<Mutex<Option<String>>>;
+/// The first error the Python side raised (with what was called), shared with the caller
+/// (the policy itself is moved into the engine).
+pub type PolicyError = Arc<Mutex<Option<(String, PyErr)>>>;
+
+/// What the run raises for a policy's error: a `KeyboardInterrupt` as it is; anything
+/// else as a RuntimeError naming the call, with the policy's traceback in its message and
+/// the original exception as its cause.
+pub fn raised(py: Python<'_>, what: &str, original: PyErr) -> PyErr {
+    if original.is_instance_of::<PyKeyboardInterrupt>(py) {
+        return original;
+    }
+    let trace = original.traceback(py).and_then(|t| t.format().ok()).unwrap_or_default();
+    let e = PyRuntimeError::new_err(format!("python policy: {what}: {original}\n{trace}").trim_end().to_string());
+    e.set_cause(py, Some(original));
+    e
+}
 
 /// Which optional methods the object has (looked up once).
 struct Methods {
@@ -162,11 +176,10 @@ impl PyPolicy {
         self.error.lock().expect("policy error lock").is_some()
     }
 
-    fn fail(&self, py: Python<'_>, what: &str, e: PyErr) {
+    fn fail(&self, what: &str, e: PyErr) {
         let mut slot = self.error.lock().expect("policy error lock");
         if slot.is_none() {
-            let trace = e.traceback(py).and_then(|t| t.format().ok()).unwrap_or_default();
-            *slot = Some(format!("python policy: {what}: {e}\n{trace}").trim_end().to_string());
+            *slot = Some((what.to_string(), e));
         }
     }
 
@@ -178,7 +191,7 @@ impl PyPolicy {
         match self.obj.bind(py).call_method1(method, args) {
             Ok(v) => Some(v),
             Err(e) => {
-                self.fail(py, method, e);
+                self.fail(method, e);
                 None
             }
         }
@@ -213,7 +226,7 @@ impl Scheduler for PyPolicy {
                 Ok(r) => r.get().id,
                 Err(_) => {
                     let got = chosen.get_type().name().map(|n| n.to_string()).unwrap_or_default();
-                    self.fail(py, "dispatch", PyTypeError::new_err(format!("returned a {got}, not a Request or None")));
+                    self.fail("dispatch", PyTypeError::new_err(format!("returned a {got}, not a Request or None")));
                     return None;
                 }
             };
@@ -222,7 +235,7 @@ impl Scheduler for PyPolicy {
                 None => {
                     let why =
                         format!("returned request {id}, which is not queued (already dispatched, or never inserted)");
-                    self.fail(py, "dispatch", PyTypeError::new_err(why));
+                    self.fail("dispatch", PyTypeError::new_err(why));
                     None
                 }
             }
@@ -264,7 +277,7 @@ impl Scheduler for PyPolicy {
                 Ok(ns) => Some(Nanos(ns)),
                 Err(_) => {
                     let e = PyTypeError::new_err("returned neither None nor a whole number of nanoseconds");
-                    self.fail(py, "next_wakeup", e);
+                    self.fail("next_wakeup", e);
                     None
                 }
             }
@@ -283,18 +296,14 @@ impl Scheduler for PyPolicy {
         Python::attach(|py| {
             let Some(counters) = self.call(py, "report", ()) else { return };
             let Ok(dict) = counters.cast::<PyDict>() else {
-                self.fail(py, "report", PyTypeError::new_err("returned something other than a dict of numbers"));
+                self.fail("report", PyTypeError::new_err("returned something other than a dict of numbers"));
                 return;
             };
             for (k, v) in dict.iter() {
                 match (k.str(), v.extract::<f64>()) {
                     (Ok(name), Ok(value)) => report = std::mem::take(&mut report).counter(name.to_string(), value),
                     _ => {
-                        self.fail(
-                            py,
-                            "report",
-                            PyTypeError::new_err("returned a dict whose values are not all numbers"),
-                        );
+                        self.fail("report", PyTypeError::new_err("returned a dict whose values are not all numbers"));
                         return;
                     }
                 }

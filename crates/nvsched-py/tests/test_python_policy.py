@@ -133,8 +133,16 @@ def test_a_broken_policy_fails_the_run_with_its_traceback():
         def dispatch(self, now_ns, inflight, queue_depth):
             raise KeyError("no such queue")
 
-    with pytest.raises(RuntimeError, match=r"(?s)python policy: dispatch: KeyError: 'no such queue'.*Traceback"):
+    with pytest.raises(RuntimeError, match=r"(?s)python policy: dispatch: KeyError: 'no such queue'.*Traceback") as e:
         nvsched.run(MIXED, policy=Raises(), timestamp_ms=0)
+    assert isinstance(e.value.__cause__, KeyError)
+
+    class Interrupted(Fifo):
+        def insert(self, rq, now_ns):
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        nvsched.run(MIXED, policy=Interrupted(), timestamp_ms=0)
 
     class Twice(Fifo):
         """Hands each request out twice."""

@@ -99,7 +99,8 @@ def run(
     ``dispatch_cost_ns`` and ``complete_cost_ns`` (host time per dispatch and completion,
     default 0). The report names it ``python:NAME``. An exception in the policy, or a
     request returned that is not queued, fails the run with a RuntimeError carrying the
-    policy's traceback.
+    policy's traceback (and the original exception as its cause); a KeyboardInterrupt in
+    the policy stops the run as it is.
 
     Raises ValueError with the message the command line would print (file, line, option).
     The command line's warnings (an option ignored, ``sched`` overriding the job file's
