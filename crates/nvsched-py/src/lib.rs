@@ -5,6 +5,7 @@
 mod py_policy;
 
 use nvsched::policy::{BuiltPolicy, Params, COMMON_PARAMS, POLICIES};
+use nvsched::run::ChoosePolicy;
 use nvsched::ssd::builtin_profiles;
 use nvsched::workload::JobFile;
 use pyo3::exceptions::PyValueError;
@@ -12,10 +13,50 @@ use pyo3::prelude::*;
 use serde_json::json;
 use std::path::Path;
 
+/// How a run picks its policy: `sched` (a registry spec, else the job file's
+/// `ioscheduler=`), or the Python object `policy` (see `py_policy`), whose first error
+/// is kept in the returned slot.
+fn choose(
+    py: Python<'_>,
+    sched: Option<String>,
+    policy: Option<Py<PyAny>>,
+) -> PyResult<(ChoosePolicy<'static>, Option<py_policy::PolicyError>)> {
+    let Some(obj) = policy else { return Ok((nvsched::run::choose_by_spec(sched), None)) };
+    let error = py_policy::PolicyError::default();
+    let (scheduler, name, host_cost) = py_policy::PyPolicy::new(py, obj, error.clone())?;
+    let built = BuiltPolicy {
+        scheduler: Box::new(scheduler),
+        host_cost,
+        info: &py_policy::INFO,
+        params: Params::parse(py_policy::INFO.id, &[], "").map_err(|e| PyValueError::new_err(e.0))?,
+        spec: format!("python:{name}"),
+    };
+    let choose: ChoosePolicy<'static> = Box::new(move |jobs: &JobFile| {
+        let theirs = jobs.ioscheduler().map_err(|e| e.to_string())?;
+        let warning = theirs.map(|(spec, at)| {
+            format!("{at}: the policy object ({}) overrides the job file's ioscheduler={spec}", built.spec)
+        });
+        Ok((built, warning))
+    });
+    Ok((choose, Some(error)))
+}
+
+/// A run's result for Python: a Python policy's own error explains a stalled or failed
+/// run best; otherwise the run's error is a ValueError.
+fn finish(
+    py: Python<'_>,
+    result: Result<(String, Vec<String>), String>,
+    error: Option<py_policy::PolicyError>,
+) -> PyResult<(String, Vec<String>)> {
+    if let Some((what, original)) = error.and_then(|e| e.lock().expect("policy error lock").take()) {
+        return Err(py_policy::raised(py, &what, original));
+    }
+    result.map_err(PyValueError::new_err)
+}
+
 /// Simulates fio job text; returns fio's JSON report as text. Raises ValueError with the
 /// parser's, profile's or policy's message (file, line and option) on bad input. With
-/// `policy` (a Python object, see `py_policy`), that object schedules instead of `sched`;
-/// an exception it raises fails the run with its message and traceback.
+/// `policy` (a Python object), that object schedules instead of `sched`.
 #[pyfunction]
 #[pyo3(signature = (job_text, source, vars, sched, policy, device, device_set, precondition, seed, timestamp_ms))]
 #[allow(clippy::too_many_arguments)]
@@ -32,43 +73,10 @@ fn simulate_json(
     seed: u64,
     timestamp_ms: u64,
 ) -> PyResult<(String, Vec<String>)> {
-    let Some(obj) = policy else {
-        // The simulation holds no Python objects: let other Python threads run meanwhile.
-        return py
-            .detach(move || {
-                nvsched::run::simulate_job_text(
-                    &job_text,
-                    &source,
-                    &vars,
-                    sched.as_deref(),
-                    &device,
-                    device_set,
-                    precondition,
-                    seed,
-                    timestamp_ms,
-                )
-            })
-            .map_err(PyValueError::new_err);
-    };
-    let error = py_policy::PolicyError::default();
-    let (scheduler, name, host_cost) = py_policy::PyPolicy::new(py, obj, error.clone())?;
-    let built = BuiltPolicy {
-        scheduler: Box::new(scheduler),
-        host_cost,
-        info: &py_policy::INFO,
-        params: Params::parse(py_policy::INFO.id, &[], "").map_err(|e| PyValueError::new_err(e.0))?,
-        spec: format!("python:{name}"),
-    };
-    // The policy takes the GIL for each of its calls; between them other threads run.
+    let (choose, error) = choose(py, sched, policy)?;
+    // Other Python threads run meanwhile; a Python policy takes the GIL for each call.
     let result = py.detach(move || {
-        let choose = |jobs: &JobFile| {
-            let theirs = jobs.ioscheduler().map_err(|e| e.to_string())?;
-            let warning = theirs.map(|(spec, at)| {
-                format!("{at}: the policy object ({}) overrides the job file's ioscheduler={spec}", built.spec)
-            });
-            Ok((built, warning))
-        };
-        nvsched::run::simulate_job_text_with(
+        nvsched::run::simulate_job_text(
             &job_text,
             &source,
             &vars,
@@ -80,11 +88,31 @@ fn simulate_json(
             timestamp_ms,
         )
     });
-    // the policy's own error explains a stalled or failed run best
-    if let Some((what, original)) = error.lock().expect("policy error lock").take() {
-        return Err(py_policy::raised(py, &what, original));
-    }
-    result.map_err(PyValueError::new_err)
+    finish(py, result, error)
+}
+
+/// Runs fio job text on real files or devices through io_uring, as `nvsched run --engine
+/// uring` does (its safety rules; `allow_destructive` its flag); returns fio's JSON report
+/// as text.
+#[pyfunction]
+#[pyo3(signature = (job_text, source, vars, sched, policy, allow_destructive, seed, timestamp_ms))]
+#[allow(clippy::too_many_arguments)]
+fn device_json(
+    py: Python<'_>,
+    job_text: String,
+    source: String,
+    vars: Vec<(String, String)>,
+    sched: Option<String>,
+    policy: Option<Py<PyAny>>,
+    allow_destructive: bool,
+    seed: u64,
+    timestamp_ms: u64,
+) -> PyResult<(String, Vec<String>)> {
+    let (choose, error) = choose(py, sched, policy)?;
+    let result = py.detach(move || {
+        nvsched::run::run_device_job_text(&job_text, &source, &vars, choose, allow_destructive, seed, timestamp_ms)
+    });
+    finish(py, result, error)
 }
 
 /// The policies with their parameters, as JSON text.
@@ -251,6 +279,7 @@ fn timestamp_ms() -> u64 {
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(simulate_json, m)?)?;
+    m.add_function(wrap_pyfunction!(device_json, m)?)?;
     m.add_function(wrap_pyfunction!(policies_json, m)?)?;
     m.add_function(wrap_pyfunction!(devices, m)?)?;
     m.add_function(wrap_pyfunction!(experiment_cell, m)?)?;

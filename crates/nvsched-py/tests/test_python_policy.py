@@ -215,3 +215,39 @@ def test_a_sweep_runs_python_policies_beside_built_in_ones():
     for seed in (1, 2):
         assert without_policy(by[("python-fifo", seed)]) == without_policy(by[("none", seed)])
         assert by[("rt-first-2", seed)]["nvsched"]["policy"]["counters"] == {"most_in_flight": 2.0}
+
+
+def device_or_skip(job, *args, **kw):
+    """run_device, or a skip where this kernel refuses io_uring."""
+    try:
+        return nvsched.run_device(job, *args, **kw)
+    except ValueError as e:
+        if str(e).startswith(("io_uring unavailable", "io_uring needs Linux")):
+            pytest.skip(str(e))
+        raise
+
+
+def test_a_python_policy_runs_on_a_real_file(tmp_path):
+    data = tmp_path / "scratch.dat"
+    job = f"[a]\nfilename={data}\nsize=4m\nrw=randrw\nbs=4k\nioengine=io_uring\niodepth=8\nnumber_ios=400\n"
+
+    class Counting(Fifo):
+        inserted = 0
+
+        def insert(self, rq, now_ns):
+            self.inserted += 1
+            super().insert(rq, now_ns)
+
+    policy = Counting()
+    r = device_or_skip(job, policy=policy)
+    assert r["nvsched"]["engine"] == "uring" and r["nvsched"]["policy"]["spec"] == "python:Counting"
+    assert r["jobs"][0]["read"]["total_ios"] + r["jobs"][0]["write"]["total_ios"] == 400
+    assert policy.inserted == 400 and not policy.queue
+    assert not data.exists(), "the file nvsched created is removed"
+    # a file nvsched did not create is written only with allow_destructive=True
+    data.write_bytes(b"\x07" * (4 << 20))
+    with pytest.raises(ValueError, match="allow_destructive=True"):
+        device_or_skip(job, policy=Fifo())
+    assert data.read_bytes() == b"\x07" * (4 << 20)
+    r = device_or_skip(job, "k2:bound=2", allow_destructive=True)
+    assert r["nvsched"]["policy"]["spec"] == "k2:bound=2"

@@ -69,9 +69,7 @@ pub fn load_job_text(
     overrides: Vec<(String, String)>,
     state: Option<String>,
 ) -> Result<(JobFile, DeviceProfile), String> {
-    let jobs =
-        nvsched_workload::parse_job_str(text, std::path::Path::new(source), &VarsThenHost(vars), Default::default())
-            .map_err(|e| e.to_string())?;
+    let jobs = parse_job_text(text, source, vars)?;
     let from_jobs = jobs.precondition().map_err(|e| e.to_string())?;
     let profile = load_device(device, overrides, state.or(from_jobs))?;
     Ok((jobs, profile))
@@ -102,35 +100,33 @@ pub fn choose_policy(
     Ok((policy, warning))
 }
 
+/// How a language binding picks the policy once the jobs are read: from them (their
+/// `ioscheduler=`) and its own arguments, with a warning to pass on, if any. It may build
+/// a policy from outside the registry, such as one written in Python.
+pub type ChoosePolicy<'a> = Box<dyn FnOnce(&JobFile) -> Result<(BuiltPolicy, Option<String>), String> + Send + 'a>;
+
+/// The registry's policy `sched` (as `--sched` takes it), else the job file's
+/// `ioscheduler=`, else `none`, for [`simulate_job_text`] and [`run_device_job_text`].
+pub fn choose_by_spec(sched: Option<String>) -> ChoosePolicy<'static> {
+    Box::new(move |jobs| choose_policy(sched.as_deref(), "sched", jobs))
+}
+
+fn parse_job_text(text: &str, source: &str, vars: &[(String, String)]) -> Result<JobFile, String> {
+    nvsched_workload::parse_job_str(text, std::path::Path::new(source), &VarsThenHost(vars), Default::default())
+        .map_err(|e| e.to_string())
+}
+
 /// One simulated run from fio job text, as the language bindings call it: `source` names
-/// the text in error messages, `vars` sets job-file variables; `sched` and `state`, when
-/// given, override the job file's `ioscheduler=` and `precondition=`. Returns the
-/// fio-compatible JSON report and the warnings the command line would print (options
-/// ignored, `sched` overriding the job file's `ioscheduler=`, hooks not run).
+/// the text in error messages, `vars` sets job-file variables; `choose` picks the policy
+/// ([`choose_by_spec`]); `state`, when given, overrides the job file's `precondition=`.
+/// Returns the fio-compatible JSON report and the warnings the command line would print
+/// (options ignored, `sched` overriding the job file's `ioscheduler=`, hooks not run).
 #[allow(clippy::too_many_arguments)]
 pub fn simulate_job_text(
     text: &str,
     source: &str,
     vars: &[(String, String)],
-    sched: Option<&str>,
-    device: &str,
-    overrides: Vec<(String, String)>,
-    state: Option<String>,
-    seed: u64,
-    timestamp_ms: u64,
-) -> Result<(String, Vec<String>), String> {
-    let choose = |jobs: &JobFile| choose_policy(sched, "sched", jobs);
-    simulate_job_text_with(text, source, vars, choose, device, overrides, state, seed, timestamp_ms)
-}
-
-/// [`simulate_job_text`] with a policy built by `choose` from the jobs (with a warning to
-/// pass on, if any): a policy from outside the registry, such as one written in Python.
-#[allow(clippy::too_many_arguments)]
-pub fn simulate_job_text_with(
-    text: &str,
-    source: &str,
-    vars: &[(String, String)],
-    choose: impl FnOnce(&JobFile) -> Result<(BuiltPolicy, Option<String>), String>,
+    choose: ChoosePolicy<'_>,
     device: &str,
     overrides: Vec<(String, String)>,
     state: Option<String>,
@@ -490,6 +486,38 @@ pub fn run_uring(
     timestamp_ms: u64,
 ) -> Result<(RunReport, nvsched_uring::UringOutcome), String> {
     run_uring_with_status(jobs, policy, opts, timestamp_ms, None)
+}
+
+/// One run on real files or devices (io_uring) from fio job text, as the language
+/// bindings call it (see [`simulate_job_text`]): the same safety rules as `nvsched run
+/// --engine uring`, `allow_destructive` its flag. Returns fio's JSON report and the
+/// warnings the command line would print, the first I/O errors among them; a verify
+/// failure is an error.
+pub fn run_device_job_text(
+    text: &str,
+    source: &str,
+    vars: &[(String, String)],
+    choose: ChoosePolicy<'_>,
+    allow_destructive: bool,
+    seed: u64,
+    timestamp_ms: u64,
+) -> Result<(String, Vec<String>), String> {
+    let jobs = parse_job_text(text, source, vars)?;
+    let (policy, override_warning) = choose(&jobs)?;
+    nvsched_uring::available()?;
+    let opts = nvsched_uring::UringOptions {
+        safety: nvsched_uring::targets::Safety { allow_destructive },
+        seed,
+        ..nvsched_uring::UringOptions::default()
+    };
+    let (report, outcome) = run_uring(&jobs, policy, &opts, timestamp_ms)?;
+    if !outcome.verify_errors.is_empty() {
+        let first: Vec<&str> = outcome.verify_errors.iter().take(5).map(String::as_str).collect();
+        return Err(format!("verify failed: {} bad block(s): {}", outcome.verify_errors.len(), first.join("; ")));
+    }
+    let io_errors = outcome.io_errors.iter().take(10).map(|e| format!("I/O error: {e}"));
+    let warnings = jobs.warnings.iter().cloned().chain(override_warning).chain(io_errors).collect();
+    Ok((report.render(nvsched_report::Format::Json), warnings))
 }
 
 /// [`run_uring`] with `--status-interval` dumps.

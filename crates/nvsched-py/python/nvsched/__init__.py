@@ -32,7 +32,7 @@ __version__ = _native.__version__
 # interpreter that loads it.
 _so = os.stat(_native.__file__)
 _native.set_build_fingerprint(f"python-extension {_so.st_size}:{_so.st_mtime_ns}")
-__all__ = ["run", "policies", "devices", "experiments", "experiment_cell", "summary", "JobInput", "Request"]
+__all__ = ["run", "run_device", "policies", "devices", "experiments", "experiment_cell", "summary", "JobInput", "Request"]
 
 #: A request as a Python policy sees it (immutable): ``id``, ``op`` ("read", "write",
 #: "flush", "discard"), ``offset_bytes``, ``len_bytes``, ``sync``, ``fua``, ``prio_class``
@@ -106,25 +106,50 @@ def run(
     The command line's warnings (an option ignored, ``sched`` overriding the job file's
     ``ioscheduler=``) are issued as ``UserWarning``, with the file and line.
     """
+    return _report(_native.simulate_json, job, source, vars, sched, policy, timestamp_ms,
+                   device, _pairs(device_set), precondition, int(seed))
+
+
+def run_device(
+    job: JobInput,
+    sched: Optional[str] = None,
+    *,
+    policy: Optional[object] = None,
+    allow_destructive: bool = False,
+    vars: Optional[Mapping[str, object]] = None,
+    seed: int = 0,
+    timestamp_ms: Optional[int] = None,
+    source: Optional[str] = None,
+) -> dict:
+    """Runs the jobs on real files or block devices through io_uring, as ``nvsched run
+    --engine uring`` does, and returns fio's JSON report as a dict.
+
+    The same safety rules hold: a block device, or a file nvsched did not create, is
+    written only with ``allow_destructive=True``; mounted devices are always refused;
+    files nvsched creates are removed afterwards. ``sched``, ``policy`` (a policy written
+    in Python, as for :func:`run`), ``vars``, ``timestamp_ms`` and ``source`` are as for
+    :func:`run`; ``seed`` seeds the jobs' random offsets and data. The first I/O errors
+    come as ``UserWarning``s; a verify failure raises ValueError.
+    """
+    try:
+        return _report(_native.device_json, job, source, vars, sched, policy, timestamp_ms,
+                       bool(allow_destructive), int(seed))
+    except ValueError as e:
+        # the command line's flag, as this function spells it
+        raise ValueError(str(e).replace("--allow-destructive", "allow_destructive=True")) from None
+
+
+def _report(native, job, source, vars, sched, policy, timestamp_ms, *engine_args) -> dict:
+    """Calls ``native`` (simulate_json or device_json) with the job's text and the run's
+    common arguments, issues its warnings, and returns its report as a dict."""
     if policy is not None and sched is not None:
         raise ValueError("give either sched (a built-in policy) or policy (a Python object), not both")
     text, source = (str(job), source) if source is not None else job_text(job)
     if timestamp_ms is None:
         timestamp_ms = _native.timestamp_ms()
-    out, notes = _native.simulate_json(
-        text,
-        source,
-        _pairs(vars),
-        sched,
-        policy,
-        device,
-        _pairs(device_set),
-        precondition,
-        int(seed),
-        int(timestamp_ms),
-    )
+    out, notes = native(text, source, _pairs(vars), sched, policy, *engine_args, int(timestamp_ms))
     for note in notes:
-        warnings.warn(note, UserWarning, stacklevel=2)
+        warnings.warn(note, UserWarning, stacklevel=3)
     return json.loads(out)
 
 
