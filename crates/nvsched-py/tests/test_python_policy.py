@@ -251,3 +251,29 @@ def test_a_python_policy_runs_on_a_real_file(tmp_path):
     assert data.read_bytes() == b"\x07" * (4 << 20)
     r = device_or_skip(job, "k2:bound=2", allow_destructive=True)
     assert r["nvsched"]["policy"]["spec"] == "k2:bound=2"
+
+
+def test_check_policy_passes_a_sound_policy_and_catches_unsound_ones():
+    assert nvsched.check_policy(Fifo) == 8
+    assert nvsched.check_policy(lambda: BoundedRtFirst(4), seeds=[3]) == 4
+
+    class Unseeded(Fifo):
+        """Holds back at random while something is in flight, drawing from the wall clock."""
+
+        def dispatch(self, now_ns, inflight, queue_depth):
+            import random
+            import time
+            if inflight > 0 and random.Random(time.perf_counter_ns()).random() < 0.5:
+                return None
+            return super().dispatch(now_ns, inflight, queue_depth)
+
+    with pytest.raises(AssertionError, match="check workload 1 of 2, seed 1: two runs with the same inputs differ"):
+        nvsched.check_policy(Unseeded)
+
+    class DropsTrims(Fifo):
+        def insert(self, rq, now_ns):
+            if rq.op != "discard":
+                super().insert(rq, now_ns)
+
+    with pytest.raises(AssertionError, match=r"check workload 1 of 2, seed 1: the run failed: .*stalled"):
+        nvsched.check_policy(DropsTrims)

@@ -32,7 +32,7 @@ __version__ = _native.__version__
 # interpreter that loads it.
 _so = os.stat(_native.__file__)
 _native.set_build_fingerprint(f"python-extension {_so.st_size}:{_so.st_mtime_ns}")
-__all__ = ["run", "run_device", "policies", "devices", "experiments", "experiment_cell", "summary", "JobInput", "Request"]
+__all__ = ["run", "run_device", "check_policy", "policies", "devices", "experiments", "experiment_cell", "summary", "JobInput", "Request"]
 
 #: A request as a Python policy sees it (immutable): ``id``, ``op`` ("read", "write",
 #: "flush", "discard"), ``offset_bytes``, ``len_bytes``, ``sync``, ``fua``, ``prio_class``
@@ -151,6 +151,46 @@ def _report(native, job, source, vars, sched, policy, timestamp_ms, *engine_args
     for note in notes:
         warnings.warn(note, UserWarning, stacklevel=3)
     return json.loads(out)
+
+
+# Workloads check_policy runs a policy through: every kind of request (reads, writes,
+# flushes, trims), every priority class, nice values, two weighted tenants, a queue
+# deeper than the device's and bursts after think time.
+_CHECK_JOBS = (
+    "[global]\nfilename=/dev/nvme0n1\nsize=256m\nruntime=20ms\ntime_based\nioengine=libaio\n"
+    "[rt]\nrw=randread\nbs=4k\nprioclass=1\nthinktime=200\n"
+    "[be]\nrw=randrw\nbs=4k,16k\niodepth=32\nnice=5\n"
+    "[idle]\nrw=read\nbs=128k\nprioclass=3\niodepth=4\n"
+    "[w]\nrw=randwrite\nbs=8k\nfsync=4\niodepth=8\ncgroup=a\ncgroup_weight=300\n"
+    "[t]\nrw=randtrim\nbs=64k\niodepth=2\ncgroup=b\ncgroup_weight=100\n"
+    "[burst]\nrw=randread\nbs=4k\niodepth=64\nthinktime=2ms\nthinktime_blocks=64\nsync=1\n",
+    "[global]\nfilename=/dev/nvme0n1\nsize=64m\nnumber_ios=300\nioengine=libaio\niodepth=16\n"
+    "[seq]\nrw=write\nbs=4k\n[mix]\nrw=randrw\nrwmixread=70\nbssplit=4k/50:64k/50\nprioclass=2\nprio=0\n",
+)
+
+
+def check_policy(factory, *, seeds: Sequence[int] = (1, 2), device: str = "970evoplus-250g") -> int:
+    """Checks a policy written in Python as nvsched's tests check its own: ``factory()``
+    gives a fresh policy object, and each of a few varied workloads (all request kinds,
+    priority classes, nice values, weighted tenants, deep queues, bursts) runs twice per
+    seed. Raises AssertionError naming the workload and seed if a run fails (an
+    exception in the policy, a request handed out twice, a request held for good) or if
+    two runs with the same inputs give different reports. Returns the runs made.
+    """
+    made = 0
+    for k, job in enumerate(_CHECK_JOBS):
+        for seed in seeds:
+            where = f"check workload {k + 1} of {len(_CHECK_JOBS)}, seed {seed}"
+            try:
+                first, again = (run(job, policy=factory(), device=device, seed=seed, timestamp_ms=0,
+                                    source=f"<{where}>") for _ in range(2))
+                made += 2
+            except (RuntimeError, ValueError) as e:
+                raise AssertionError(f"{where}: the run failed: {e}\njob:\n{job}") from e
+            if first != again:
+                raise AssertionError(f"{where}: two runs with the same inputs differ (is the policy "
+                                     f"deterministic? an unseeded random draw, a set's order...)\njob:\n{job}")
+    return made
 
 
 def policies() -> list:
