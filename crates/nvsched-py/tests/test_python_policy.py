@@ -277,3 +277,18 @@ def test_check_policy_passes_a_sound_policy_and_catches_unsound_ones():
 
     with pytest.raises(AssertionError, match=r"check workload 1 of 2, seed 1: the run failed: .*stalled"):
         nvsched.check_policy(DropsTrims)
+
+
+def test_the_sweep_command_takes_a_policy_from_a_file(tmp_path, capsys):
+    example = ROOT / "examples" / "python-policy.py"
+    code = sw.main(["--experiment", "k2-analysis:randread", "--seeds", "1", "--sched", "k2:bound=2",
+                    "--policy", f"{example}:RtFirstBounded(2)"])
+    assert code == 0
+    rows = [line.split() for line in capsys.readouterr().out.strip().splitlines()[1:]]
+    assert [r[0] for r in rows] == ["k2:bound=2", "python:RtFirstBounded(2)"]
+    k2_tail, py_tail = float(rows[0][-1]), float(rows[1][-1])
+    assert abs(py_tail - k2_tail) < 0.2 * k2_tail
+    for spec, why in [(f"{example}:Nope", "NameError"), (str(tmp_path / "none.py") + ":X", "FileNotFoundError"),
+                      ("nocolon", "expected FILE.py:EXPR")]:
+        assert sw.main(["--experiment", "k2-analysis:randread", "--seeds", "1", "--policy", spec]) == 1
+        assert why in capsys.readouterr().err

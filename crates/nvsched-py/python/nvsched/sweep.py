@@ -61,6 +61,30 @@ def plan(scheds: Sequence[PolicyChoice], seeds: Sequence[int],
     return tasks
 
 
+class PolicyFromFile:
+    """A factory of a policy written in Python, for sweeps from the shell
+    (``--policy FILE.py:EXPR``): ``EXPR`` (``RtFirstBounded(2)``) evaluated in the module
+    that ``FILE.py`` defines (run under the name ``nvsched_policy``, so its ``main`` does
+    not run). It pickles as its path and expression, so Ray workers load the file where
+    they run: on a cluster, the path must exist there too."""
+
+    _modules: Dict[str, dict] = {}
+
+    def __init__(self, spec: str):
+        path, sep, expr = spec.rpartition(":")
+        if not sep or not path or not expr.strip():
+            raise ValueError(f"--policy {spec!r}: expected FILE.py:EXPR, e.g. examples/python-policy.py:RtFirstBounded(2)")
+        self.path, self.expr = os.path.abspath(path), expr.strip()
+        self.label = f"python:{self.expr}"
+
+    def __call__(self) -> object:
+        import runpy
+        module = self._modules.get(self.path)
+        if module is None:
+            module = self._modules[self.path] = runpy.run_path(self.path, run_name="nvsched_policy")
+        return eval(self.expr, module)  # noqa: S307 - the user's own policy file and expression
+
+
 def _run_task(job_text: str, task: Task, common: dict) -> dict:
     if task.policy is not None:
         report = nvsched.run(job_text, policy=task.policy(), seed=task.seed, vars=task.vars, **common)
@@ -296,7 +320,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         "over the backend")
     p.add_argument("--full", action="store_true",
                    help="with --experiment or --repro: the paper's durations, not quick mode")
-    p.add_argument("--sched", action="append", help="a policy, e.g. k2:bound=4 (repeatable)")
+    p.add_argument("--sched", action="append", default=[], help="a policy, e.g. k2:bound=4 (repeatable)")
+    p.add_argument("--policy", action="append", default=[], metavar="FILE.py:EXPR",
+                   help="a policy written in Python: EXPR evaluated in FILE.py makes one, e.g. "
+                        "examples/python-policy.py:RtFirstBounded(2) (repeatable; see nvsched.run)")
     p.add_argument("--seeds", type=_seeds, default=None,
                    help="N, N-M or a comma list (default 0; with --experiment the reproduction's seeds)")
     p.add_argument("--var", type=_key_value, action="append", default=[], metavar="NAME=VALUE",
@@ -321,11 +348,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = p.parse_args(argv)
     if sum(x is not None for x in (args.jobfile, args.experiment, args.repro)) != 1:
         p.error("give one of: a job file, --experiment NAME:VARIANT[:STATE], --repro NAME")
-    if args.repro is None and not args.sched and not args.tune_k2:
-        p.error("--sched (or --tune-k2) is required for a sweep")
-    if args.tune_k2 and args.sched:
-        p.error("--tune-k2 chooses the policies itself: drop --sched")
-    if args.repro is not None and (args.sched or args.var or args.device_set or args.precondition or args.tune_k2):
+    if args.repro is None and not args.sched and not args.policy and not args.tune_k2:
+        p.error("--sched or --policy (or --tune-k2) is required for a sweep")
+    if args.tune_k2 and (args.sched or args.policy):
+        p.error("--tune-k2 chooses the policies itself: drop --sched and --policy")
+    if args.repro is not None and (args.sched or args.policy or args.var or args.device_set or args.precondition
+                                   or args.tune_k2):
         p.error("--repro takes its policies, variables and device from the experiment's manifest")
     started = time.monotonic()
 
@@ -369,7 +397,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             if t["chosen"] is not None:
                 print(f"Use: --sched k2:bound={t['chosen']}")
             return 0
-        tasks = plan(args.sched, seeds, [dict(args.var)])
+        from_files = []
+        for spec in args.policy:
+            factory = PolicyFromFile(spec)
+            try:
+                factory()  # a missing file, a syntax error or a bad expression fails before the sweep
+            except Exception as e:  # noqa: BLE001 - whatever the user's file raises
+                raise ValueError(f"--policy {spec!r}: {type(e).__name__}: {e}") from e
+            from_files.append((factory.label, factory))
+        tasks = plan([*args.sched, *from_files], seeds, [dict(args.var)])
         results = sweep(job, tasks, device=device, device_set=device_set, precondition=args.precondition,
                         backend=args.backend, workers=args.workers, address=args.address, progress=show)
     except (ValueError, OSError, RuntimeError) as e:
