@@ -41,13 +41,18 @@ fn choose(
     Ok((choose, Some(error)))
 }
 
-/// A run's result for Python: a Python policy's own error explains a stalled or failed
-/// run best; otherwise the run's error is a ValueError.
-fn finish(
+/// Runs `run` with the policy `sched` or `policy` chooses, detached from Python (other
+/// threads run meanwhile; a Python policy takes the GIL for each call). A Python policy's
+/// own error explains a stalled or failed run best; otherwise the run's error is a
+/// ValueError.
+fn run_with_policy(
     py: Python<'_>,
-    result: Result<(String, Vec<String>), String>,
-    error: Option<py_policy::PolicyError>,
+    sched: Option<String>,
+    policy: Option<Py<PyAny>>,
+    run: impl FnOnce(ChoosePolicy<'static>) -> Result<(String, Vec<String>), String> + Send,
 ) -> PyResult<(String, Vec<String>)> {
+    let (choose, error) = choose(py, sched, policy)?;
+    let result = py.detach(move || run(choose));
     if let Some((what, original)) = error.and_then(|e| e.lock().expect("policy error lock").take()) {
         return Err(py_policy::raised(py, &what, original));
     }
@@ -73,9 +78,7 @@ fn simulate_json(
     seed: u64,
     timestamp_ms: u64,
 ) -> PyResult<(String, Vec<String>)> {
-    let (choose, error) = choose(py, sched, policy)?;
-    // Other Python threads run meanwhile; a Python policy takes the GIL for each call.
-    let result = py.detach(move || {
+    run_with_policy(py, sched, policy, move |choose| {
         nvsched::run::simulate_job_text(
             &job_text,
             &source,
@@ -87,8 +90,7 @@ fn simulate_json(
             seed,
             timestamp_ms,
         )
-    });
-    finish(py, result, error)
+    })
 }
 
 /// Runs fio job text on real files or devices through io_uring, as `nvsched run --engine
@@ -108,11 +110,9 @@ fn device_json(
     seed: u64,
     timestamp_ms: u64,
 ) -> PyResult<(String, Vec<String>)> {
-    let (choose, error) = choose(py, sched, policy)?;
-    let result = py.detach(move || {
+    run_with_policy(py, sched, policy, move |choose| {
         nvsched::run::run_device_job_text(&job_text, &source, &vars, choose, allow_destructive, seed, timestamp_ms)
-    });
-    finish(py, result, error)
+    })
 }
 
 /// The policies with their parameters, as JSON text.

@@ -301,7 +301,7 @@ impl Scheduler for PyPolicy {
             };
             for (k, v) in dict.iter() {
                 match (k.str(), v.extract::<f64>()) {
-                    (Ok(name), Ok(value)) => report = std::mem::take(&mut report).counter(name.to_string(), value),
+                    (Ok(name), Ok(value)) => report.counters.push((name.to_string(), value)),
                     _ => {
                         self.fail("report", PyTypeError::new_err("returned a dict whose values are not all numbers"));
                         return;

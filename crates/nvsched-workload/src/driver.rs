@@ -1015,15 +1015,13 @@ impl JobDriver {
     #[cold]
     #[inline(never)]
     fn poll_locked(&mut self, now: Nanos, out: &mut Vec<IoUnit>, max_units: u32) -> Poll {
-        let start = out.len();
-        let locks = self.locks.as_deref_mut().expect("a locking clone");
-        if !locks.waiting() {
+        if !self.locks.as_ref().is_some_and(|l| l.waiting()) {
+            let start = out.len();
             let poll = self.poll_units(now, out, max_units);
             if out.len() == start {
                 return poll;
             }
-            let locks = self.locks.as_deref_mut().expect("a locking clone");
-            locks.wait(out.drain(start..));
+            self.locks.as_deref_mut().expect("a locking clone").wait(out.drain(start..));
         }
         let locks = self.locks.as_deref_mut().expect("a locking clone");
         if locks.release_to(out, max_units) > 0 {
