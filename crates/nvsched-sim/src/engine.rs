@@ -4,14 +4,15 @@
 
 use crate::events::{EventKind, EventQueue, Lane};
 use crate::layout::{self, PlacedFile};
+use crate::pagecache::{Chunk, PageCache};
 use nvsched_core::{IoPrio, LogClock, Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Request, RequestId, Scheduler};
 use nvsched_report::{CompletedIo, JobRecorder, JobStats};
-use nvsched_ssd::{Command, Device, DeviceCounters, HostPath};
+use nvsched_ssd::{Command, Device, DeviceCounters, HostPath, PageCacheConfig};
 use nvsched_workload::steadystate::SteadyStates;
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, reporting_groups, wait_for_targets, Tenants};
 use nvsched_workload::{ExitWhat, FileLocks, FlowGroups, IoUnit, JobDriver, JobSpec, Poll, ReplayStats};
-use std::collections::VecDeque;
+use std::collections::{BTreeSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
@@ -19,7 +20,8 @@ use std::sync::Arc;
 pub trait Observer {
     /// After each dispatch; `device_inflight` includes the request just dispatched.
     fn on_dispatch(&mut self, _now: Nanos, _rq: &Request, _device_inflight: u32) {}
-    /// Each request as its job sees it complete, with its total latency.
+    /// Each request as its job sees it complete, with its total latency; with a page
+    /// cache, also each writeback request (its `job` is one past the last clone's).
     fn on_complete(&mut self, _now: Nanos, _rq: &Request, _latency: Nanos) {}
     /// Every few thousand events.
     fn on_progress(&mut self, _now: Nanos) {}
@@ -101,6 +103,14 @@ pub struct EngineCounters {
     pub device_ticks: [Nanos; 3],
     /// Host CPU time used (with a CPU model).
     pub cpu_busy: Nanos,
+    /// With a page cache: buffered reads served from it, and those that went to the device.
+    pub cache_read_hits: u64,
+    pub cache_read_misses: u64,
+    /// Writeback requests and bytes, and buffered writes that waited for writeback
+    /// (the dirty limit).
+    pub writeback_requests: u64,
+    pub writeback_bytes: u64,
+    pub throttled_writes: u64,
 }
 
 /// The outcome of a simulation.
@@ -133,6 +143,23 @@ enum RqState {
     Dispatched,
 }
 
+/// What a request does to the page cache when it lands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum CacheEffect {
+    None,
+    /// A buffered read's miss (with its read-ahead): the pages become cached.
+    Fill {
+        offset_bytes: u64,
+        len_bytes: u32,
+    },
+    /// The flusher's write; `sync` for one an fsync started.
+    Writeback {
+        chunk: Chunk,
+        seq: u64,
+        sync: bool,
+    },
+}
+
 #[derive(Clone, Copy)]
 struct RqRecord {
     rq: Request,
@@ -148,6 +175,7 @@ struct RqRecord {
     merged_next: u32,
     generation: u32,
     state: RqState,
+    cache: CacheEffect,
 }
 
 struct JobSlot {
@@ -167,6 +195,33 @@ struct JobSlot {
     flow_held: bool,
     done: bool,
     completed_now: u32,
+    /// Goes through the page cache (`direct=0` with one configured).
+    buffered: bool,
+    /// Where each of its files lies on the device: (start, length) in bytes.
+    file_ranges: Vec<(u64, u64)>,
+    /// Where a sequential buffered read would start next (read-ahead).
+    next_seq_read: u64,
+}
+
+/// The page cache and the flusher's state.
+struct Buffered {
+    cache: PageCache,
+    cfg: PageCacheConfig,
+    /// The job id the flusher's requests carry (one past the last clone's).
+    flusher_job: u32,
+    /// Background writeback requests in flight.
+    background_inflight: u32,
+    next_seq: u64,
+    /// Writeback requests in flight, by sequence number.
+    outstanding: BTreeSet<u64>,
+    /// Buffered writes waiting for the dirty pages to drop below the limit, in order.
+    throttled: VecDeque<u32>,
+    /// fsyncs waiting for every writeback up to a sequence number to land, then their
+    /// flush goes to the device.
+    fsyncs: Vec<(u32, u64)>,
+    timer: Option<Nanos>,
+    /// A timer tick found pages dirty for too long and they are not all written yet.
+    expiring: bool,
 }
 
 /// A simulation in progress.
@@ -212,6 +267,8 @@ pub struct Simulation<'o> {
     observer: &'o mut dyn Observer,
     /// When the observer's next status is due.
     status_clock: Option<nvsched_report::StatusClock>,
+    /// The page cache, when the host has one.
+    buffered: Option<Box<Buffered>>,
 }
 
 impl<'o> Simulation<'o> {
@@ -256,6 +313,12 @@ impl<'o> Simulation<'o> {
                     .collect();
                 rec.open_outputs(spec, clone, &file_starts).map_err(SimError)?;
                 let prio = spec.ioprio();
+                let file_ranges: Vec<(u64, u64)> = (0..spec.files_per_clone())
+                    .map(|k| {
+                        let name = spec.file_name_of(clone, k);
+                        files.iter().find(|f| f.name == name).map_or((0, capacity), |f| (f.start, f.len))
+                    })
+                    .collect();
                 phases.last_mut().expect("one phase").push(jobs.len() as u32);
                 jobs.push(JobSlot {
                     driver,
@@ -272,6 +335,10 @@ impl<'o> Simulation<'o> {
                     flow_held: false,
                     done: false,
                     completed_now: 0,
+                    // O_SYNC writes go through to the device: simulated as direct ones
+                    buffered: input.host.page_cache.size_bytes > 0 && !spec.direct && !spec.writes_fua(),
+                    next_seq_read: file_ranges.first().map_or(0, |r| r.0),
+                    file_ranges,
                 });
             }
         }
@@ -281,6 +348,20 @@ impl<'o> Simulation<'o> {
             clones_of[job.job_index].push(k as u32);
         }
         let queue_depth = input.device.queue_depth().max(1);
+        let buffered = jobs.iter().any(|j| j.buffered).then(|| {
+            Box::new(Buffered {
+                cache: PageCache::new(&input.host.page_cache),
+                cfg: input.host.page_cache.clone(),
+                flusher_job: jobs.len() as u32,
+                background_inflight: 0,
+                next_seq: 1,
+                outstanding: BTreeSet::new(),
+                throttled: VecDeque::new(),
+                fsyncs: Vec::new(),
+                timer: None,
+                expiring: false,
+            })
+        });
         let cpu_free = vec![Nanos::ZERO; input.host.cpus as usize];
         Ok(Simulation {
             now: Nanos::ZERO,
@@ -317,6 +398,7 @@ impl<'o> Simulation<'o> {
             tenants: tenants.named,
             status_clock: observer.status_every().and_then(nvsched_report::StatusClock::new),
             observer,
+            buffered,
         })
     }
 
@@ -351,6 +433,11 @@ impl<'o> Simulation<'o> {
                         self.kick();
                     }
                 }
+                EventKind::CacheDone(slot) => {
+                    self.finish_request(slot);
+                    self.after_completions();
+                }
+                EventKind::WritebackTimer => self.on_writeback_timer(),
             }
             if self.events.processed() & 0xffff == 0 {
                 self.observer.on_progress(self.now);
@@ -577,6 +664,7 @@ impl<'o> Simulation<'o> {
                     merged_next: NONE,
                     generation: 0,
                     state: RqState::Free,
+                    cache: CacheEffect::None,
                 });
                 (self.rqs.len() - 1) as u32
             }
@@ -592,6 +680,7 @@ impl<'o> Simulation<'o> {
         let depth_after = job.driver.inflight();
         let (nice, tenant, weight, write_sync) = (job.nice, job.tenant, job.tenant_weight, job.write_sync);
         let fua = job.driver.fua();
+        let buffered = job.buffered;
         for i in 0..n {
             self.jobs[j as usize].rec.stats.record_issue_depth(depth_after - (n - 1 - i));
         }
@@ -625,9 +714,17 @@ impl<'o> Simulation<'o> {
             rec.created = self.now;
             rec.merged_next = NONE;
             rec.state = RqState::Submitting;
+            rec.cache = CacheEffect::None;
             self.counters.requests += 1;
-            self.tags_used += 1;
             self.note_in_system(1);
+            if buffered {
+                if self.through_cache(j, slot, &unit) {
+                    self.tags_used += 1;
+                    self.schedule_insert(slot, submit_cpu);
+                }
+                continue;
+            }
+            self.tags_used += 1;
             if parent != NONE {
                 let p = self.rqs[parent as usize].rq;
                 if p.can_back_merge(&self.rqs[slot as usize].rq, self.host.max_merge_bytes) {
@@ -791,7 +888,15 @@ impl<'o> Simulation<'o> {
             self.finish_request(s);
             s = next;
         }
+        if self.buffered.is_some() {
+            self.after_writeback();
+        }
         self.kick();
+        self.after_completions();
+    }
+
+    /// The jobs whose requests just completed reap them and issue again.
+    fn after_completions(&mut self) {
         let touched = std::mem::take(&mut self.touched);
         for &j in &touched {
             let job = &mut self.jobs[j as usize];
@@ -820,6 +925,30 @@ impl<'o> Simulation<'o> {
 
     fn finish_request(&mut self, slot: u32) {
         let rec = self.rqs[slot as usize];
+        match rec.cache {
+            CacheEffect::None => {}
+            CacheEffect::Fill { offset_bytes, len_bytes } => {
+                let b = self.buffered.as_mut().expect("a page cache");
+                b.cache.fill(offset_bytes, u64::from(len_bytes));
+            }
+            CacheEffect::Writeback { chunk, seq, sync } => {
+                // the flusher's request: no job sees it
+                let b = self.buffered.as_mut().expect("a page cache");
+                b.cache.written_back(&chunk);
+                b.outstanding.remove(&seq);
+                if !sync {
+                    b.background_inflight -= 1;
+                }
+                let mut as_issued = rec.rq;
+                (as_issued.offset_bytes, as_issued.len_bytes) = (chunk.offset_bytes, chunk.len_bytes);
+                self.observer.on_complete(self.now, &as_issued, self.now - rec.created);
+                let r = &mut self.rqs[slot as usize];
+                r.state = RqState::Free;
+                r.merged_next = NONE;
+                self.free.push(slot);
+                return;
+            }
+        }
         let now = self.now;
         self.note_in_system(-1);
         self.counters.completed += 1;
@@ -852,6 +981,188 @@ impl<'o> Simulation<'o> {
         r.state = RqState::Free;
         r.merged_next = NONE;
         self.free.push(slot);
+    }
+
+    /// A buffered job's request meets the page cache; returns whether it goes on to the
+    /// device (a read miss, with its read-ahead; a trim; an fsync's flush once its
+    /// writeback has landed).
+    fn through_cache(&mut self, j: u32, slot: u32, unit: &IoUnit) -> bool {
+        let now = self.now;
+        let submitted = now + self.host.submit();
+        let (offset, len) = (unit.offset_bytes, unit.len_bytes);
+        let b = self.buffered.as_mut().expect("a page cache");
+        let copy = Nanos(b.cfg.copy_ns_per_kib * u64::from(len) / 1024);
+        let job = &mut self.jobs[j as usize];
+        let file = job.file_ranges.get(usize::from(unit.file)).copied();
+        match unit.op {
+            Op::Read => {
+                let sequential = offset == job.next_seq_read;
+                job.next_seq_read = offset + u64::from(len);
+                if b.cache.holds(offset, u64::from(len)) {
+                    b.cache.touch(offset, u64::from(len));
+                    self.counters.cache_read_hits += 1;
+                    self.events.push(submitted + copy, EventKind::CacheDone(slot));
+                    return false;
+                }
+                self.counters.cache_read_misses += 1;
+                let mut fill = len;
+                if sequential {
+                    // read ahead, within the file
+                    let file_end = file.map_or(u64::MAX, |(start, flen)| start + flen);
+                    let room = file_end.saturating_sub(offset).min(u64::from(u32::MAX)) as u32;
+                    fill = fill.max(b.cfg.readahead_bytes.min(room));
+                }
+                let rec = &mut self.rqs[slot as usize];
+                rec.rq.len_bytes = fill;
+                rec.cache = CacheEffect::Fill { offset_bytes: offset, len_bytes: fill };
+                true
+            }
+            Op::Write => {
+                if b.throttled.is_empty() && !b.cache.must_wait_to_dirty(offset, u64::from(len)) {
+                    b.cache.dirty(offset, u64::from(len), j, now);
+                    self.events.push(submitted + copy, EventKind::CacheDone(slot));
+                } else {
+                    b.throttled.push_back(slot);
+                    self.counters.throttled_writes += 1;
+                }
+                self.start_writeback();
+                false
+            }
+            Op::Discard => {
+                b.cache.discard(offset, u64::from(len));
+                true
+            }
+            Op::Flush => {
+                // fsync: write back the file's dirty pages, wait for them, then flush
+                let max = self.host.max_merge_bytes;
+                while let Some(chunk) = self.buffered.as_mut().and_then(|b| b.cache.next_chunk(file, Nanos::MAX, max)) {
+                    self.submit_writeback(chunk, true);
+                }
+                let b = self.buffered.as_mut().expect("a page cache");
+                let upto = b.next_seq - 1;
+                if b.outstanding.first().is_none_or(|&first| first > upto) {
+                    return true;
+                }
+                b.fsyncs.push((slot, upto));
+                false
+            }
+        }
+    }
+
+    /// Background writeback: above the background threshold or with writers waiting,
+    /// and after each timer tick until the pages dirty for too long are written
+    /// (`expiring`), the flusher writes runs of dirty pages, a few at a time; the timer
+    /// ticks while pages are dirty.
+    fn start_writeback(&mut self) {
+        if self.phase >= self.phases.len() {
+            return; // the run is over: what is dirty stays in memory, as after fio exits
+        }
+        let max = self.host.max_merge_bytes;
+        let now = self.now;
+        loop {
+            let b = self.buffered.as_mut().expect("a page cache");
+            if b.background_inflight >= b.cfg.writeback_depth {
+                break;
+            }
+            let urgent = b.cache.over_background() || !b.throttled.is_empty();
+            let expired = now.0.checked_sub(b.cfg.dirty_expire_ms * 1_000_000).map(Nanos);
+            let dirtied_by = match (urgent, b.expiring, expired) {
+                (true, _, _) => Nanos::MAX,
+                (false, true, Some(t)) => t,
+                _ => break,
+            };
+            let Some(chunk) = b.cache.next_chunk(None, dirtied_by, max) else {
+                b.expiring = false;
+                break;
+            };
+            b.background_inflight += 1;
+            self.submit_writeback(chunk, false);
+        }
+        let b = self.buffered.as_mut().expect("a page cache");
+        if b.timer.is_none() && b.cache.dirty_pages() > 0 {
+            let at = now + Nanos(b.cfg.writeback_interval_ms * 1_000_000);
+            b.timer = Some(at);
+            self.events.push(at, EventKind::WritebackTimer);
+        }
+    }
+
+    fn on_writeback_timer(&mut self) {
+        let b = self.buffered.as_mut().expect("a page cache");
+        b.timer = None;
+        b.expiring = true;
+        self.start_writeback();
+    }
+
+    /// The flusher submits a write of `chunk`: async and best-effort (the flusher's, not
+    /// the dirtying job's priority), charged to the tenant that dirtied it.
+    fn submit_writeback(&mut self, chunk: Chunk, sync: bool) {
+        let slot = self.alloc_slot();
+        let dirtier = &self.jobs[chunk.dirtier as usize];
+        let (tenant, tenant_weight) = (dirtier.tenant, dirtier.tenant_weight);
+        let b = self.buffered.as_mut().expect("a page cache");
+        let seq = b.next_seq;
+        b.next_seq += 1;
+        b.outstanding.insert(seq);
+        let flusher_job = b.flusher_job;
+        let rec = &mut self.rqs[slot as usize];
+        rec.generation = rec.generation.wrapping_add(1);
+        rec.rq = Request {
+            id: RequestId(u64::from(slot) | (u64::from(rec.generation) << 32)),
+            op: Op::Write,
+            offset_bytes: chunk.offset_bytes,
+            len_bytes: chunk.len_bytes,
+            sync,
+            fua: false,
+            prio: IoPrio::default(),
+            nice: 0,
+            job: flusher_job,
+            tenant,
+            tenant_weight,
+            submit_time: self.now + self.host.submit(),
+        };
+        rec.job = flusher_job;
+        rec.op = Op::Write;
+        rec.len = chunk.len_bytes;
+        rec.file = 0;
+        rec.created = self.now;
+        rec.merged_next = NONE;
+        rec.state = RqState::Submitting;
+        rec.cache = CacheEffect::Writeback { chunk, seq, sync };
+        self.counters.writeback_requests += 1;
+        self.counters.writeback_bytes += u64::from(chunk.len_bytes);
+        self.tags_used += 1;
+        self.schedule_insert(slot, Nanos(self.host.submit_cpu_ns));
+    }
+
+    /// Writeback landed: waiting writers dirty their pages while under the limit, fsyncs
+    /// whose writeback has all landed send their flush, and the flusher goes on.
+    fn after_writeback(&mut self) {
+        let now = self.now;
+        loop {
+            let b = self.buffered.as_mut().expect("a page cache");
+            let Some(&slot) = b.throttled.front() else { break };
+            let rec = &self.rqs[slot as usize];
+            let (offset, len) = (rec.rq.offset_bytes, u64::from(rec.len));
+            if b.cache.must_wait_to_dirty(offset, len) {
+                break;
+            }
+            b.throttled.pop_front();
+            b.cache.dirty(offset, len, rec.job, now);
+            let copy = Nanos(b.cfg.copy_ns_per_kib * len / 1024);
+            self.events.push(now + copy, EventKind::CacheDone(slot));
+        }
+        let b = self.buffered.as_mut().expect("a page cache");
+        let first = b.outstanding.first().copied().unwrap_or(u64::MAX);
+        if b.fsyncs.iter().any(|&(_, upto)| upto < first) {
+            let (ready, waiting): (Vec<_>, Vec<_>) = b.fsyncs.drain(..).partition(|&(_, upto)| upto < first);
+            b.fsyncs = waiting;
+            let submit_cpu = Nanos(self.host.submit_cpu_ns);
+            for (slot, _) in ready {
+                self.tags_used += 1;
+                self.schedule_insert(slot, submit_cpu);
+            }
+        }
+        self.start_writeback();
     }
 
     fn wake_tag_waiters(&mut self) {

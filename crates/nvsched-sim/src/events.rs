@@ -28,6 +28,10 @@ pub enum EventKind {
     Complete(u32),
     /// The policy asked to be called at this time.
     PolicyWake,
+    /// A buffered request served by the page cache returns to its job.
+    CacheDone(u32),
+    /// The flusher looks for pages dirty for too long.
+    WritebackTimer,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

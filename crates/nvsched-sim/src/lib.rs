@@ -5,6 +5,7 @@
 mod engine;
 pub mod events;
 pub mod layout;
+pub mod pagecache;
 
 pub use engine::{
     simulate, CloneResult, EngineCounters, NoObserver, Observer, SimError, SimInput, SimOutcome, Simulation,

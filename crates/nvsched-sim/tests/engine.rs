@@ -1,43 +1,12 @@
 //! End-to-end properties of the simulation engine on the simple device model.
 
+mod common;
+
+use common::{profile, run, run_with};
 use nvsched_core::Nanos;
 use nvsched_policy::Request;
-use nvsched_sim::{simulate, NoObserver, Observer, SimInput, SimOutcome};
-use nvsched_ssd::{load_profile, DeviceProfile, ModelConfig};
-use nvsched_workload::jobfile::HostEnvironment;
-use nvsched_workload::{parse_job_str, JobSpec, ParseOptions};
-use std::path::Path;
-
-fn jobs(text: &str) -> Vec<JobSpec> {
-    parse_job_str(text, Path::new("test.fio"), &HostEnvironment, ParseOptions::default()).unwrap().jobs
-}
-
-fn profile(overrides: &[(&str, &str)]) -> DeviceProfile {
-    let o: Vec<(String, String)> = overrides.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-    load_profile("simple-nvme", &o).unwrap()
-}
-
-fn run_with(text: &str, sched: &str, p: &DeviceProfile, seed: u64, obs: &mut dyn Observer) -> SimOutcome {
-    let built = nvsched_policy::build(sched).unwrap();
-    let specs = jobs(text);
-    simulate(
-        SimInput {
-            jobs: &specs,
-            device: p.build(seed).unwrap(),
-            host: p.host.clone(),
-            scheduler: built.scheduler,
-            host_cost: built.host_cost,
-            seed,
-            clock_ms: 0,
-        },
-        obs,
-    )
-    .unwrap()
-}
-
-fn run(text: &str, sched: &str) -> SimOutcome {
-    run_with(text, sched, &profile(&[]), 0, &mut NoObserver)
-}
+use nvsched_sim::{NoObserver, Observer, SimOutcome};
+use nvsched_ssd::ModelConfig;
 
 #[test]
 fn qd1_sync_latency_is_service_plus_host_path_exactly() {

@@ -55,6 +55,53 @@ pub struct HostPath {
     /// CPU time per request on completion (interrupt, reaping), with `cpus` > 0.
     #[serde(default)]
     pub complete_cpu_ns: u64,
+    /// The page cache that buffered jobs (`direct=0`) go through; off (`size_bytes = 0`)
+    /// unless set, and then buffered I/O is simulated as direct I/O.
+    #[serde(default)]
+    pub page_cache: PageCacheConfig,
+}
+
+/// A page cache in front of the device, as Linux's for buffered I/O: writes dirty pages
+/// and return, a flusher writes them back in the background, reads of cached pages do
+/// not reach the device, and a sequential read miss reads ahead.
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields, default)]
+pub struct PageCacheConfig {
+    /// Memory for cached pages; 0 turns the page cache off.
+    pub size_bytes: u64,
+    /// Background writeback starts above this share of the cache dirty
+    /// (`vm.dirty_background_ratio`).
+    pub dirty_background_percent: u32,
+    /// Writers wait (`balance_dirty_pages`) while this share of the cache is dirty or
+    /// under writeback (`vm.dirty_ratio`).
+    pub dirty_percent: u32,
+    /// Pages dirty for longer than this are written back even below the background
+    /// threshold (`vm.dirty_expire_centisecs`).
+    pub dirty_expire_ms: u64,
+    /// How often the flusher looks for such pages (`vm.dirty_writeback_centisecs`).
+    pub writeback_interval_ms: u64,
+    /// Background writeback requests in flight at most (the block layer's writeback
+    /// throttling keeps it shallow so reads are not starved).
+    pub writeback_depth: u32,
+    /// A sequential read miss reads at least this much (`read_ahead_kb`).
+    pub readahead_bytes: u32,
+    /// Copying between the cache and the application, per KiB (memory bandwidth).
+    pub copy_ns_per_kib: u64,
+}
+
+impl Default for PageCacheConfig {
+    fn default() -> Self {
+        PageCacheConfig {
+            size_bytes: 0,
+            dirty_background_percent: 10,
+            dirty_percent: 20,
+            dirty_expire_ms: 30_000,
+            writeback_interval_ms: 5_000,
+            writeback_depth: 16,
+            readahead_bytes: 128 * 1024,
+            copy_ns_per_kib: 100,
+        }
+    }
 }
 
 fn default_nr_requests() -> u32 {
@@ -231,6 +278,21 @@ pub fn parse_profile(text: &str, overrides: &[(String, String)]) -> Result<Devic
     if file.host.nr_requests == 0 {
         return Err(ProfileError("host.nr_requests must be > 0".into()));
     }
+    let cache = &file.host.page_cache;
+    if cache.size_bytes > 0 {
+        if !(1..=100).contains(&cache.dirty_percent) || cache.dirty_background_percent > cache.dirty_percent {
+            return Err(ProfileError(
+                "host.page_cache: dirty_percent must be 1-100 and dirty_background_percent at most dirty_percent"
+                    .into(),
+            ));
+        }
+        if cache.writeback_depth == 0 || cache.writeback_interval_ms == 0 {
+            return Err(ProfileError("host.page_cache: writeback_depth and writeback_interval_ms must be > 0".into()));
+        }
+        if cache.size_bytes < 1 << 20 {
+            return Err(ProfileError("host.page_cache.size_bytes must be 0 (off) or at least 1 MiB".into()));
+        }
+    }
     if file.capacity_bytes < 1 << 20 {
         return Err(ProfileError("capacity_bytes must be at least 1 MiB".into()));
     }
@@ -258,7 +320,12 @@ fn set_dotted(table: &mut toml::Table, key: &str, value: &str) -> Result<(), Pro
     let last =
         parts.pop().filter(|s| !s.is_empty()).ok_or_else(|| ProfileError(format!("empty override key '{key}'")))?;
     let mut cur = table;
-    for part in parts {
+    for (depth, part) in parts.into_iter().enumerate() {
+        // a subsection the file leaves out (`host.page_cache`) starts empty; an unknown
+        // one then fails deserialisation by name
+        if depth > 0 && !cur.contains_key(part) {
+            cur.insert(part.to_string(), toml::Value::Table(toml::Table::new()));
+        }
         cur = match cur.get_mut(part) {
             Some(toml::Value::Table(t)) => t,
             _ => return Err(ProfileError(format!("override '{key}': the profile has no section '{part}'"))),
@@ -313,6 +380,12 @@ mod tests {
         assert!(e.0.contains("unknown field `unitz`"), "{e}");
         let p = load_profile("simple-nvme", &[("host.cpus".into(), "2".into())]).unwrap();
         assert_eq!(p.host.cpus, 2, "fields left at their default can be set");
+        let p = load_profile("simple-nvme", &[("host.page_cache.size_bytes".into(), "1048576".into())]).unwrap();
+        assert_eq!(p.host.page_cache.size_bytes, 1 << 20, "so can subsections");
+        let e = load_profile("simple-nvme", &[("host.pagecache.size_bytes".into(), "1".into())]).unwrap_err();
+        assert!(e.to_string().contains("unknown field `pagecache`"), "{e}");
+        let e = load_profile("simple-nvme", &[("host.page_cache.size_bytes".into(), "4096".into())]).unwrap_err();
+        assert!(e.to_string().contains("at least 1 MiB"), "{e}");
         let e = load_profile("simple-nvme", &[("simple.units".into(), "many".into())]).unwrap_err();
         assert!(e.0.contains("expected a integer"), "{e}");
         let e = load_profile("simple-nvme", &[("nosuch.x".into(), "1".into())]).unwrap_err();

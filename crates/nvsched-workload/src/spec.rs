@@ -605,6 +605,15 @@ impl JobSpec {
         self.option_lines.get(option).unwrap_or(&self.at)
     }
 
+    /// Where the job asks for buffered I/O (`direct=0` or `buffered=1`), if it says so
+    /// (fio's default is buffered too, but only a job that says so is warned about).
+    pub fn buffered_by_option(&self) -> Option<&Location> {
+        if self.direct {
+            return None;
+        }
+        ["direct", "buffered"].into_iter().find_map(|o| self.option_lines.get(o))
+    }
+
     fn defaults(at: Location) -> JobSpec {
         JobSpec {
             name: String::new(),
@@ -1089,10 +1098,28 @@ pub struct JobFile {
 impl JobFile {
     /// What a simulated run leaves out of these jobs, one warning each: the shell
     /// commands of `exec_prerun` and `exec_postrun`, which only real-device runs execute,
-    /// and `sqthread_poll`, which the host model does not change for.
-    pub fn simulation_warnings(&self) -> Vec<String> {
+    /// `sqthread_poll`, which the host model does not change for, and buffered I/O
+    /// without a `page_cache` in the device profile.
+    /// What a real-device run does differently from what these jobs ask: buffered I/O
+    /// goes to the device as direct I/O.
+    pub fn real_device_warnings(&self) -> Vec<String> {
+        let buffered = self.jobs.iter().filter_map(|j| Some((j.buffered_by_option()?, &j.name)));
+        buffered
+            .map(|(at, name)| {
+                format!("{at}: buffered I/O runs as direct I/O for job '{name}' (nvsched opens real targets with O_DIRECT, so the policy sees every request)")
+            })
+            .collect()
+    }
+
+    pub fn simulation_warnings(&self, page_cache: bool) -> Vec<String> {
         let mut out = Vec::new();
         for j in &self.jobs {
+            if let Some(at) = j.buffered_by_option().filter(|_| !page_cache) {
+                out.push(format!(
+                    "{at}: buffered I/O is simulated as direct I/O for job '{}' (the device profile has no page cache; --page-cache SIZE adds one)",
+                    j.name
+                ));
+            }
             if j.sqthread_poll {
                 out.push(format!(
                     "{}: sqthread_poll of job '{}' has no effect in simulation (the host model charges the same submission cost)",
@@ -3348,9 +3375,6 @@ fn apply_option(
             "{}: verify={value} is checked with crc32c (nvsched's verify header is its own, not fio's)",
             opt.at
         ));
-    }
-    if (def.name == "direct" || def.name == "buffered") && !job.direct {
-        warnings.push(format!("{}: buffered I/O is simulated as direct I/O (no page cache model)", opt.at));
     }
     Ok(())
 }

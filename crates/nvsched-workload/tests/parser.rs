@@ -177,8 +177,13 @@ fn direct_sync_fsync() {
     assert!(job("sync=dsync").writes_fua());
     assert_eq!(job("fsync=8").fsync_every, 8);
     assert_eq!(job("fdatasync=1").fdatasync_every, 1);
+    // buffered I/O: direct I/O unless the simulated host has a page cache
     let f = parse("[job]\ndirect=0\n").unwrap();
-    assert!(f.warnings.iter().any(|w| w.contains("simulated as direct I/O")), "{:?}", f.warnings);
+    let w = f.simulation_warnings(false);
+    assert!(w.iter().any(|w| w.contains("test.fio:2: buffered I/O is simulated as direct I/O for job 'job'")), "{w:?}");
+    assert!(f.simulation_warnings(true).is_empty());
+    assert!(f.real_device_warnings()[0].contains("runs as direct I/O for job 'job'"));
+    assert!(parse("[job]\nrw=read\n").unwrap().simulation_warnings(false).is_empty(), "fio's default unwarned");
     // fio runs a time_based job without a runtime by its size
     let f = parse("[a]\nsize=1m\ntime_based\n").unwrap();
     assert!(!f.jobs[0].time_based);
@@ -727,17 +732,17 @@ fn hooks_are_read_and_simulation_says_it_skips_them() {
     let j = &f.jobs[0];
     assert_eq!(j.exec_prerun.as_deref(), Some("echo $HOME"));
     assert!(j.verify_fatal && !j.allow_file_create);
-    let w = f.simulation_warnings();
+    let w = f.simulation_warnings(false);
     assert_eq!(w.len(), 2, "{w:?}");
     assert!(w[0].contains("test.fio:2") && w[0].contains("exec_prerun of job 'a' is not run in simulation"), "{w:?}");
-    assert!(parse("[a]\nrw=read\n").unwrap().simulation_warnings().is_empty());
+    assert!(parse("[a]\nrw=read\n").unwrap().simulation_warnings(false).is_empty());
 }
 
 #[test]
 fn sqthread_poll_needs_io_uring_and_simulation_says_it_changes_nothing() {
     let f = parse("[a]\nioengine=io_uring\nsqthread_poll=1\nsqthread_poll_cpu=1\n").unwrap();
     assert!(f.jobs[0].sqthread_poll && f.jobs[0].sqthread_poll_cpu == Some(1));
-    assert!(f.simulation_warnings()[0].contains("sqthread_poll of job 'a' has no effect in simulation"));
+    assert!(f.simulation_warnings(false)[0].contains("sqthread_poll of job 'a' has no effect in simulation"));
     let e = parse("[a]\nioengine=libaio\nsqthread_poll=1\n").unwrap_err().to_string();
     assert!(e.contains("sqthread_poll needs ioengine=io_uring"), "{e}");
 }

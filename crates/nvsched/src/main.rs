@@ -89,6 +89,22 @@ struct DeviceArgs {
     /// file's `precondition=` and the profile's default).
     #[arg(long, value_name = "STATE")]
     precondition: Option<String>,
+    /// Simulate Linux's page cache for buffered jobs (`direct=0`, fio's default), of this
+    /// size, e.g. `1g`: writes return once copied and are written back in the
+    /// background, cached reads skip the device. Its other knobs are
+    /// `--device-set host.page_cache.KEY=VALUE` (docs/job-files.md). Default: no page
+    /// cache, and buffered I/O is simulated as direct I/O.
+    #[arg(long = "page-cache", value_name = "SIZE", value_parser = parse_cache_size)]
+    page_cache: Option<u64>,
+}
+
+/// `--page-cache`'s size, in fio's units (`512m`, `4g`; a bare number is bytes).
+fn parse_cache_size(raw: &str) -> Result<u64, String> {
+    let bytes = nvsched_workload::units::parse_size(raw, nvsched_workload::units::KbBase::Binary)?;
+    if bytes < 1 << 20 {
+        return Err(format!("'{raw}' is under 1 MiB; the page cache needs at least that"));
+    }
+    Ok(bytes)
 }
 
 impl DeviceArgs {
@@ -105,6 +121,9 @@ impl DeviceArgs {
         mut overrides: Vec<(String, String)>,
         from_jobs: Option<String>,
     ) -> Result<DeviceProfile, String> {
+        if let Some(bytes) = self.page_cache {
+            overrides.push(("host.page_cache.size_bytes".into(), bytes.to_string()));
+        }
         for kv in &self.device_set {
             let (k, v) = kv.split_once('=').ok_or_else(|| format!("--device-set '{kv}': expected KEY=VALUE"))?;
             overrides.push((k.trim().to_string(), v.trim().to_string()));
@@ -722,9 +741,7 @@ fn run_jobs(args: &RunArgs) -> Result<JobFile, String> {
 /// `--merge-blktrace-only`: the jobs' merged blktraces are written, and nothing runs.
 fn merge_blktraces_only(args: &RunArgs) -> Result<(), String> {
     let jobs = run_jobs(args)?;
-    for w in &jobs.warnings {
-        eprintln!("warning: {w}");
-    }
+    print_warnings(&jobs.warnings);
     let mut written = 0;
     for spec in &jobs.jobs {
         if let Some(path) = nvsched_report::write_merged_blktrace(spec)? {
@@ -869,9 +886,7 @@ fn cmd_run(args: RunArgs) -> Result<(), String> {
     }
     if args.parse_only {
         let jobs = run_jobs(&args)?;
-        for w in &jobs.warnings {
-            eprintln!("warning: {w}");
-        }
+        print_warnings(&jobs.warnings);
         let clones: u32 = jobs.jobs.iter().map(|j| j.numjobs).sum();
         eprintln!("nvsched: {} job(s), {clones} clone(s): parsed", jobs.jobs.len());
         return Ok(());
@@ -917,9 +932,8 @@ fn cmd_run(args: RunArgs) -> Result<(), String> {
             outcome.engine.requests as f64 / secs / 1e6
         );
     }
-    for w in jobs.warnings.iter().chain(&override_warning).chain(&jobs.simulation_warnings()) {
-        eprintln!("warning: {w}");
-    }
+    let page_cache = profile.host.page_cache.size_bytes > 0;
+    print_warnings(jobs.warnings.iter().chain(&override_warning).chain(&jobs.simulation_warnings(page_cache)));
     failed_jobs(&report)
 }
 
@@ -1122,6 +1136,13 @@ fn emit(text: &str, output: &Option<PathBuf>) -> Result<(), String> {
     }
 }
 
+/// Prints each warning on standard error.
+fn print_warnings<W: std::fmt::Display>(warnings: impl IntoIterator<Item = W>) {
+    for w in warnings {
+        eprintln!("warning: {w}");
+    }
+}
+
 fn cmd_run_uring(args: RunArgs) -> Result<(), String> {
     let formats = output_formats(&args)?;
     let jobs = run_jobs(&args)?;
@@ -1144,9 +1165,7 @@ fn cmd_run_uring(args: RunArgs) -> Result<(), String> {
     let series = RunSeries { policy_id: outcome.policy_id, policy: &outcome.policy, device: None };
     write_figures(&report, &series, &args)?;
     emit(&StatusSink::finish(sink, &mut report, &formats), &args.output)?;
-    for w in jobs.warnings.iter().chain(&override_warning) {
-        eprintln!("warning: {w}");
-    }
+    print_warnings(jobs.warnings.iter().chain(&override_warning).chain(&jobs.real_device_warnings()));
     for e in outcome.io_errors.iter().take(10) {
         eprintln!("nvsched: I/O error: {e}");
     }
@@ -1218,9 +1237,7 @@ fn cmd_compare(args: CompareArgs) -> Result<(), String> {
     }
     let profile = load_profile(&args.device, &[]).map_err(|e| e.to_string())?;
     let (policy, override_warning) = nvsched::run::choose_policy(args.sched.as_deref(), "--sched", &jobs)?;
-    if let Some(w) = override_warning {
-        eprintln!("warning: {w}");
-    }
+    print_warnings(override_warning);
     let opts = uring_opts(args.allow_destructive, args.seed)?;
     let (real, sim) = nvsched::realdev::compare(&jobs, &args.filename, &profile, &policy.spec, &opts)?;
     println!(

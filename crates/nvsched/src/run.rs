@@ -135,7 +135,9 @@ pub fn simulate_job_text(
 ) -> Result<(String, Vec<String>), String> {
     let (jobs, profile) = load_job_text(text, source, vars, device, overrides, state)?;
     let (policy, override_warning) = choose(&jobs)?;
-    let warnings = jobs.warnings.iter().cloned().chain(override_warning).chain(jobs.simulation_warnings()).collect();
+    let page_cache = profile.host.page_cache.size_bytes > 0;
+    let warnings =
+        jobs.warnings.iter().cloned().chain(override_warning).chain(jobs.simulation_warnings(page_cache)).collect();
     let spec = RunSpec { jobs: &jobs, policy, profile: &profile, seed, drive_states: None };
     let (report, _) = run_sim(spec, &mut nvsched_sim::NoObserver, timestamp_ms)?;
     Ok((report.render(nvsched_report::Format::Json), warnings))
@@ -206,18 +208,38 @@ pub fn run_sim(
             "counters": outcome.device,
         }),
     );
+    let cache = &p.host.page_cache;
+    if cache.size_bytes > 0 {
+        nvsched["device"]["host"]["page_cache"] = json!({
+            "size_bytes": cache.size_bytes,
+            "dirty_background_percent": cache.dirty_background_percent,
+            "dirty_percent": cache.dirty_percent,
+            "dirty_expire_ms": cache.dirty_expire_ms,
+            "writeback_interval_ms": cache.writeback_interval_ms,
+            "writeback_depth": cache.writeback_depth,
+            "readahead_bytes": cache.readahead_bytes,
+            "copy_ns_per_kib": cache.copy_ns_per_kib,
+        });
+    }
     let e = &outcome.engine;
-    nvsched.insert(
-        "engine_counters".into(),
-        json!({
-            "events": e.events,
-            "requests": e.requests,
-            "plug_merges": e.plug_merges,
-            "sched_merges": e.sched_merges,
-            "max_device_inflight": e.max_device_inflight,
-            "mean_in_system": if outcome.end.0 > 0 { e.in_system_integral / outcome.end.0 as f64 } else { 0.0 },
-        }),
-    );
+    let mut counters = json!({
+        "events": e.events,
+        "requests": e.requests,
+        "plug_merges": e.plug_merges,
+        "sched_merges": e.sched_merges,
+        "max_device_inflight": e.max_device_inflight,
+        "mean_in_system": if outcome.end.0 > 0 { e.in_system_integral / outcome.end.0 as f64 } else { 0.0 },
+    });
+    if cache.size_bytes > 0 {
+        counters["page_cache"] = json!({
+            "read_hits": e.cache_read_hits,
+            "read_misses": e.cache_read_misses,
+            "writeback_requests": e.writeback_requests,
+            "writeback_bytes": e.writeback_bytes,
+            "throttled_writes": e.throttled_writes,
+        });
+    }
+    nvsched.insert("engine_counters".into(), counters);
     let by_tenant: Vec<(u32, &JobStats)> = outcome.clones.iter().map(|c| (c.tenant, &c.stats)).collect();
     nvsched.insert("tenants".into(), tenants_of(&outcome.tenants, &by_tenant));
     nvsched.insert(
@@ -516,7 +538,14 @@ pub fn run_device_job_text(
         return Err(format!("verify failed: {} bad block(s): {}", outcome.verify_errors.len(), first.join("; ")));
     }
     let io_errors = outcome.io_errors.iter().take(10).map(|e| format!("I/O error: {e}"));
-    let warnings = jobs.warnings.iter().cloned().chain(override_warning).chain(io_errors).collect();
+    let warnings = jobs
+        .warnings
+        .iter()
+        .cloned()
+        .chain(override_warning)
+        .chain(jobs.real_device_warnings())
+        .chain(io_errors)
+        .collect();
     Ok((report.render(nvsched_report::Format::Json), warnings))
 }
 

@@ -1,0 +1,297 @@
+//! The page cache buffered jobs go through: which 4 KiB pages of the device are cached,
+//! which are dirty, which are being written back, and which clean pages go first when
+//! memory runs out. It only keeps the books; the engine decides when to write back and
+//! what waits.
+
+use nvsched_core::Nanos;
+use nvsched_ssd::PageCacheConfig;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+
+pub const PAGE_BYTES: u64 = 4096;
+
+/// Pages `[first, end)` covering a byte range.
+fn pages(offset_bytes: u64, len_bytes: u64) -> std::ops::Range<u64> {
+    offset_bytes / PAGE_BYTES..(offset_bytes + len_bytes).div_ceil(PAGE_BYTES)
+}
+
+/// Who dirtied a page first since it was last clean: its writeback is charged to them
+/// (as cgroup writeback charges the dirtying cgroup).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dirtier {
+    pub job: u32,
+    pub since: Nanos,
+}
+
+/// A run of contiguous pages on its way to the device.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Chunk {
+    pub offset_bytes: u64,
+    pub len_bytes: u32,
+    /// Who dirtied its first page.
+    pub dirtier: u32,
+}
+
+pub struct PageCache {
+    capacity_pages: u64,
+    background_pages: u64,
+    limit_pages: u64,
+    dirty: BTreeMap<u64, Dirtier>,
+    /// Pages under writeback, with how many writebacks of each are in flight (a page
+    /// dirtied again during its writeback may be written back again before the first
+    /// lands).
+    writeback: HashMap<u64, u16>,
+    /// Clean cached pages by their last use, oldest first; a page used again moves to the
+    /// back (the stale entry is skipped, told by its stamp).
+    clean: HashMap<u64, u64>,
+    lru: VecDeque<(u64, u64)>,
+    stamp: u64,
+    /// Where background writeback goes on (it sweeps the device in offset order, as the
+    /// flusher takes inodes in turn).
+    cursor: u64,
+}
+
+impl PageCache {
+    pub fn new(cfg: &PageCacheConfig) -> PageCache {
+        let capacity_pages = (cfg.size_bytes / PAGE_BYTES).max(1);
+        PageCache {
+            capacity_pages,
+            background_pages: capacity_pages * u64::from(cfg.dirty_background_percent) / 100,
+            limit_pages: (capacity_pages * u64::from(cfg.dirty_percent) / 100).max(1),
+            dirty: BTreeMap::new(),
+            writeback: HashMap::new(),
+            clean: HashMap::new(),
+            lru: VecDeque::new(),
+            stamp: 0,
+            cursor: 0,
+        }
+    }
+
+    pub fn dirty_pages(&self) -> u64 {
+        self.dirty.len() as u64
+    }
+
+    /// Dirty pages and pages under writeback: what `dirty_percent` limits.
+    pub fn unwritten_pages(&self) -> u64 {
+        (self.dirty.len() + self.writeback.len()) as u64
+    }
+
+    pub fn resident_pages(&self) -> u64 {
+        (self.dirty.len() + self.writeback.len() + self.clean.len()) as u64
+    }
+
+    pub fn over_background(&self) -> bool {
+        self.dirty_pages() > self.background_pages
+    }
+
+    /// Whether dirtying this byte range now would take the cache over its dirty limit;
+    /// a write larger than the limit alone may go once nothing else is unwritten.
+    pub fn must_wait_to_dirty(&self, offset_bytes: u64, len_bytes: u64) -> bool {
+        let unwritten = self.unwritten_pages();
+        let new = pages(offset_bytes, len_bytes).filter(|p| !self.dirty.contains_key(p)).count() as u64;
+        unwritten > 0 && unwritten + new > self.limit_pages
+    }
+
+    /// Whether every page of the range is in the cache (clean, dirty or being written).
+    pub fn holds(&self, offset_bytes: u64, len_bytes: u64) -> bool {
+        pages(offset_bytes, len_bytes)
+            .all(|p| self.clean.contains_key(&p) || self.dirty.contains_key(&p) || self.writeback.contains_key(&p))
+    }
+
+    /// A read served from the cache: its clean pages become the most recently used.
+    pub fn touch(&mut self, offset_bytes: u64, len_bytes: u64) {
+        for p in pages(offset_bytes, len_bytes) {
+            if self.clean.contains_key(&p) {
+                self.stamp += 1;
+                self.clean.insert(p, self.stamp);
+                self.lru.push_back((p, self.stamp));
+            }
+        }
+    }
+
+    /// A write into the cache.
+    pub fn dirty(&mut self, offset_bytes: u64, len_bytes: u64, job: u32, now: Nanos) {
+        for p in pages(offset_bytes, len_bytes) {
+            self.clean.remove(&p);
+            self.dirty.entry(p).or_insert(Dirtier { job, since: now });
+        }
+        self.evict();
+    }
+
+    /// A read from the device landed: its pages are cached, clean where not dirtied
+    /// meanwhile.
+    pub fn fill(&mut self, offset_bytes: u64, len_bytes: u64) {
+        for p in pages(offset_bytes, len_bytes) {
+            if !self.dirty.contains_key(&p) && !self.writeback.contains_key(&p) {
+                self.make_clean(p);
+            }
+        }
+        self.evict();
+    }
+
+    /// A trim: its pages leave the cache, dirty or not (their data is gone).
+    pub fn discard(&mut self, offset_bytes: u64, len_bytes: u64) {
+        for p in pages(offset_bytes, len_bytes) {
+            self.dirty.remove(&p);
+            self.clean.remove(&p);
+        }
+    }
+
+    /// The next run of dirty pages to write back, of at most `max_bytes`, starting at
+    /// the first dirty page from the cursor on (wrapping) that lies in `range` and was
+    /// dirtied no later than `dirtied_by`; its pages move to writeback.
+    pub fn next_chunk(&mut self, range: Option<(u64, u64)>, dirtied_by: Nanos, max_bytes: u32) -> Option<Chunk> {
+        let (lo, hi) = match range {
+            Some((start, len)) => (start / PAGE_BYTES, (start + len).div_ceil(PAGE_BYTES)),
+            None => (0, u64::MAX),
+        };
+        let from = self.cursor.clamp(lo, hi);
+        let eligible = |(p, d): (&u64, &Dirtier)| (d.since <= dirtied_by).then_some(*p);
+        let first =
+            self.dirty.range(from..hi).find_map(eligible).or_else(|| self.dirty.range(lo..from).find_map(eligible))?;
+        let max_pages = (u64::from(max_bytes) / PAGE_BYTES).max(1);
+        let dirtier = self.dirty[&first].job;
+        let mut end = first;
+        while end - first < max_pages && end < hi && self.dirty.remove(&end).is_some() {
+            *self.writeback.entry(end).or_insert(0) += 1;
+            end += 1;
+        }
+        self.cursor = end;
+        Some(Chunk { offset_bytes: first * PAGE_BYTES, len_bytes: ((end - first) * PAGE_BYTES) as u32, dirtier })
+    }
+
+    /// Whether any page in `range` is dirty.
+    pub fn has_dirty_in(&self, start: u64, len: u64) -> bool {
+        self.dirty.range(pages(start, len)).next().is_some()
+    }
+
+    /// The time the oldest dirty page was dirtied.
+    pub fn oldest_dirty(&self) -> Option<Nanos> {
+        self.dirty.values().map(|d| d.since).min()
+    }
+
+    /// A writeback landed: its pages are clean unless dirtied again meanwhile.
+    pub fn written_back(&mut self, chunk: &Chunk) {
+        for p in pages(chunk.offset_bytes, u64::from(chunk.len_bytes)) {
+            let Some(n) = self.writeback.get_mut(&p) else { continue };
+            *n -= 1;
+            if *n == 0 {
+                self.writeback.remove(&p);
+                if !self.dirty.contains_key(&p) {
+                    self.make_clean(p);
+                }
+            }
+        }
+        self.evict();
+    }
+
+    fn make_clean(&mut self, page: u64) {
+        self.stamp += 1;
+        self.clean.insert(page, self.stamp);
+        self.lru.push_back((page, self.stamp));
+    }
+
+    /// Drops the least recently used clean pages while the cache holds more than fits.
+    fn evict(&mut self) {
+        while self.resident_pages() > self.capacity_pages {
+            let Some((p, stamp)) = self.lru.pop_front() else { return };
+            if self.clean.get(&p) == Some(&stamp) {
+                self.clean.remove(&p);
+            }
+        }
+        // stale entries of pages used again or dirtied pile up otherwise
+        if self.lru.len() > 2 * self.clean.len() + 1024 {
+            let clean = &self.clean;
+            self.lru.retain(|(p, s)| clean.get(p) == Some(s));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cache(size_bytes: u64) -> PageCache {
+        PageCache::new(&PageCacheConfig { size_bytes, ..PageCacheConfig::default() })
+    }
+
+    const KIB: u64 = 1024;
+
+    #[test]
+    fn a_written_page_is_read_from_the_cache_until_trimmed() {
+        let mut c = cache(1 << 20);
+        assert!(!c.holds(0, 4096));
+        c.dirty(0, 8192, 1, Nanos(5));
+        assert!(c.holds(0, 8192) && c.holds(4096, 100));
+        assert!(!c.holds(0, 12 * KIB), "the third page was never written");
+        c.discard(4096, 4096);
+        assert!(c.holds(0, 4096) && !c.holds(4096, 4096));
+    }
+
+    #[test]
+    fn writeback_takes_contiguous_runs_in_offset_order_and_cleans_them() {
+        let mut c = cache(1 << 20);
+        c.dirty(64 * KIB, 8 * KIB, 2, Nanos(1));
+        c.dirty(0, 16 * KIB, 1, Nanos(2));
+        let a = c.next_chunk(None, Nanos::MAX, 128 * KIB as u32).unwrap();
+        assert_eq!(a, Chunk { offset_bytes: 0, len_bytes: 16 * KIB as u32, dirtier: 1 });
+        let b = c.next_chunk(None, Nanos::MAX, 4 * KIB as u32).unwrap();
+        assert_eq!((b.offset_bytes, b.len_bytes, b.dirtier), (64 * KIB, 4 * KIB as u32, 2), "cut at max_bytes");
+        assert_eq!((c.dirty_pages(), c.unwritten_pages()), (1, 6));
+        c.written_back(&a);
+        assert_eq!(c.unwritten_pages(), 2);
+        assert!(c.holds(0, 16 * KIB), "written back pages stay cached, clean");
+    }
+
+    #[test]
+    fn a_page_dirtied_during_its_writeback_stays_dirty() {
+        let mut c = cache(1 << 20);
+        c.dirty(0, 4096, 1, Nanos(1));
+        let a = c.next_chunk(None, Nanos::MAX, 4096).unwrap();
+        c.dirty(0, 4096, 1, Nanos(2));
+        c.written_back(&a);
+        assert_eq!(c.dirty_pages(), 1);
+        let b = c.next_chunk(None, Nanos::MAX, 4096).unwrap();
+        c.written_back(&b);
+        assert_eq!(c.unwritten_pages(), 0);
+    }
+
+    #[test]
+    fn chunks_keep_to_a_range_and_an_age() {
+        let mut c = cache(1 << 20);
+        c.dirty(0, 4096, 1, Nanos(10));
+        c.dirty(1 << 16, 4096, 1, Nanos(1));
+        assert_eq!(c.next_chunk(Some((0, 8192)), Nanos(5), 1 << 20), None, "the page in range is too young");
+        assert_eq!(c.next_chunk(None, Nanos(5), 1 << 20).unwrap().offset_bytes, 1 << 16);
+        assert_eq!(c.oldest_dirty(), Some(Nanos(10)));
+        assert!(c.has_dirty_in(0, 4096) && !c.has_dirty_in(8192, 4096));
+    }
+
+    #[test]
+    fn the_dirty_limit_holds_writers_but_lets_one_oversized_write_through() {
+        let mut c = cache(1 << 20); // 256 pages: limit 51, background 25
+        assert!(!c.must_wait_to_dirty(0, 1 << 20), "nothing unwritten: even a huge write goes");
+        c.dirty(0, 50 * 4096, 1, Nanos(1));
+        assert!(c.over_background());
+        assert!(!c.must_wait_to_dirty(50 * 4096, 4096));
+        assert!(c.must_wait_to_dirty(50 * 4096, 8192));
+        assert!(!c.must_wait_to_dirty(0, 8192), "pages already dirty cost nothing");
+    }
+
+    #[test]
+    fn memory_is_bounded_and_the_least_recently_used_clean_pages_go_first() {
+        let mut c = cache(1 << 20); // 256 pages
+        c.fill(0, 128 * 4096);
+        c.fill(128 * 4096, 128 * 4096);
+        c.touch(0, 4096);
+        c.fill(256 * 4096, 4096);
+        assert_eq!(c.resident_pages(), 256);
+        assert!(c.holds(0, 4096), "used again, so kept");
+        assert!(!c.holds(4096, 4096), "the oldest unused page went");
+        for k in 0..10_000u64 {
+            c.fill((300 + k % 600) * 4096, 4096);
+            c.touch(((k * 7) % 900) * 4096, 4096);
+        }
+        assert!(c.resident_pages() <= 256);
+        assert!(c.lru.len() <= 2 * c.clean.len() + 1024, "stale entries are dropped");
+    }
+}

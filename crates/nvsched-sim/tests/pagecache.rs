@@ -1,0 +1,206 @@
+//! The page cache buffered jobs go through (`host.page_cache`): writes return from memory
+//! and are written back by the flusher, within the dirty limit; cached reads skip the
+//! device; fsync waits for its writeback; trims drop pages; writeback is charged to the
+//! tenant that dirtied the pages.
+
+mod common;
+
+use common::{profile, run_with};
+use nvsched_core::{IoPrio, Nanos, Op};
+use nvsched_policy::Request;
+use nvsched_sim::{Observer, SimOutcome};
+use nvsched_ssd::DeviceProfile;
+
+/// Every dispatch and every completion (the flusher's included), in order.
+#[derive(Default)]
+struct Log {
+    dispatched: Vec<(Nanos, Request)>,
+    completed: Vec<(Nanos, Request)>,
+}
+
+impl Observer for Log {
+    fn on_dispatch(&mut self, now: Nanos, rq: &Request, _: u32) {
+        self.dispatched.push((now, *rq));
+    }
+    fn on_complete(&mut self, now: Nanos, rq: &Request, _: Nanos) {
+        self.completed.push((now, *rq));
+    }
+}
+
+fn cached(size: &str, more: &[(&str, &str)]) -> DeviceProfile {
+    let mut o = vec![("host.page_cache.size_bytes", size)];
+    o.extend_from_slice(more);
+    profile(&o)
+}
+
+fn run_logged(text: &str, p: &DeviceProfile) -> (SimOutcome, Log) {
+    let mut log = Log::default();
+    let out = run_with(text, "none", p, 1, &mut log);
+    (out, log)
+}
+
+const MIB: u64 = 1 << 20;
+
+#[test]
+fn buffered_writes_return_from_memory_and_the_flusher_writes_them_all_back() {
+    let text = "[w]\nfilename=/dev/nvme0n1\ndirect=0\nrw=write\nbs=4k\nsize=8m\nend_fsync=1\n";
+    let p = cached("67108864", &[]);
+    let (out, log) = run_logged(text, &p);
+    let flusher = 1; // one past the only clone
+                     // the system call and the copy (100 ns per KiB), never the device's 20 us
+    let write = &out.clones[0].stats.dirs[1];
+    assert_eq!(write.total_ios, 2048);
+    assert_eq!((write.lat.min, write.lat.max), (p.host.submit_ns + 400, p.host.submit_ns + 400));
+    assert_eq!(out.engine.writeback_bytes, 8 * MIB);
+    let writes: Vec<&Request> = log.dispatched.iter().map(|(_, r)| r).filter(|r| r.op == Op::Write).collect();
+    assert_eq!(writes.len() as u64, out.engine.writeback_requests);
+    assert!(writes.iter().all(|r| r.job == flusher && r.prio == IoPrio::default() && r.nice == 0));
+    assert!(writes.iter().all(|r| r.len_bytes <= p.host.max_merge_bytes && r.offset_bytes % 4096 == 0));
+    // above 10% of the cache the flusher starts (async); end_fsync writes the rest (sync)
+    assert!(writes.iter().any(|r| !r.sync) && writes.iter().any(|r| r.sync), "both kinds");
+    let last_writeback = log.completed.iter().filter(|(_, r)| r.job == flusher).map(|(t, _)| *t).max().unwrap();
+    let flush = log.dispatched.iter().find(|(_, r)| r.op == Op::Flush).expect("end_fsync's flush").0;
+    assert!(flush >= last_writeback, "the flush waits for the writeback");
+}
+
+#[test]
+fn reads_of_cached_pages_skip_the_device_and_a_sequential_miss_reads_ahead() {
+    let text = "[global]\nfilename=/dev/nvme0n1\ndirect=0\nbs=4k\n\
+                [w]\nrw=write\nsize=4m\n\
+                [r]\nstonewall\nrw=randread\nsize=4m\n\
+                [cold]\nstonewall\nrw=read\noffset=4m\nsize=4m\n";
+    let (out, log) = run_logged(text, &cached("67108864", &[]));
+    // the cold job's first read, in the middle of the device, is not sequential to
+    // anything and reads just its page (as Linux's on-demand read-ahead does); from then
+    // on, one miss per 128 KiB read-ahead
+    assert_eq!(out.engine.cache_read_hits, 1024 + 991);
+    assert_eq!(out.engine.cache_read_misses, 33);
+    let reads: Vec<&Request> = log.dispatched.iter().map(|(_, r)| r).filter(|r| r.op == Op::Read).collect();
+    assert_eq!(reads.len(), 33);
+    assert_eq!((reads[0].offset_bytes, reads[0].len_bytes), (4 * MIB, 4096));
+    assert!(reads[1..].iter().all(|r| r.len_bytes == 128 * 1024 && r.offset_bytes >= 4 * MIB));
+    // the job still sees its own 4 KiB reads
+    assert_eq!(out.clones[2].stats.dirs[0].total_ios, 1024);
+}
+
+#[test]
+fn the_dirty_limit_holds_writers_to_what_the_device_writes_back() {
+    // 16 units x 4 KiB per ms: 65.5 MB/s; a 16 MiB cache lets 20% (3.2 MiB) be unwritten
+    let p = cached("16777216", &[("simple.write_ns", "1000000")]);
+    // sequential, so that each writeback spans all units
+    let text = "[w]\nfilename=/dev/nvme0n1\ndirect=0\nrw=write\nbs=4k\nsize=1g\nruntime=2\ntime_based\n";
+    let (out, log) = run_logged(text, &p);
+    let limit = 16 * MIB / 5;
+    let (mut written, mut landed, mut most_unwritten) = (0u64, 0u64, 0u64);
+    for (_, rq) in &log.completed {
+        if rq.job == 1 {
+            landed += u64::from(rq.len_bytes);
+        } else {
+            written += u64::from(rq.len_bytes);
+        }
+        most_unwritten = most_unwritten.max(written.saturating_sub(landed));
+    }
+    assert!(most_unwritten <= limit, "{most_unwritten} unwritten bytes over the limit {limit}");
+    assert!(most_unwritten > limit * 9 / 10, "the writer does fill the allowance: {most_unwritten}");
+    assert!(out.engine.throttled_writes > 0);
+    let device_bytes = 2.0 * 16.0 * 4096.0 * 1000.0;
+    let job_bytes = out.clones[0].stats.dirs[1].io_bytes as f64;
+    assert!(job_bytes <= device_bytes + limit as f64, "{job_bytes} bytes in 2 s beat the device");
+    assert!(job_bytes > 0.9 * device_bytes, "writeback keeps the device busy: {job_bytes}");
+}
+
+#[test]
+fn fsync_sends_its_flush_once_the_writes_before_it_are_written_back() {
+    let text = "[w]\nfilename=/dev/nvme0n1\ndirect=0\nrw=randwrite\nbs=4k\nsize=1m\nfsync=4\n";
+    let (out, log) = run_logged(text, &cached("67108864", &[]));
+    let mut events: Vec<(Nanos, bool, &Request)> = log.completed.iter().map(|(t, r)| (*t, true, r)).collect();
+    events.extend(log.dispatched.iter().map(|(t, r)| (*t, false, r)));
+    events.sort_by_key(|(t, done, _)| (*t, *done));
+    let (mut written, mut landed, mut flushes) = (0u64, 0u64, 0);
+    for (_, done, rq) in events {
+        match (done, rq.op, rq.job) {
+            (true, Op::Write, 1) => landed += u64::from(rq.len_bytes),
+            (true, Op::Write, _) => written += u64::from(rq.len_bytes),
+            (false, Op::Flush, _) => {
+                flushes += 1;
+                assert_eq!(landed, written, "flush {flushes} went out before its writeback landed");
+            }
+            (false, Op::Write, _) => assert!(rq.sync, "fsync's writeback is sync"),
+            _ => {}
+        }
+    }
+    assert_eq!(flushes, 63, "as fio counts them: after every 4th write but the last");
+    assert_eq!(out.engine.writeback_bytes, MIB - 16 * 1024, "the last 4 writes, after the last fsync, stay dirty");
+    // the fsync's latency holds the writeback and the flush
+    let sync = &out.clones[0].stats.sync;
+    assert!(sync.min > 20_000, "{}", sync.min);
+}
+
+#[test]
+fn a_trim_drops_cached_pages_and_dirty_ones_are_never_written() {
+    let text = "[global]\nfilename=/dev/nvme0n1\ndirect=0\nbs=4k\nsize=1m\n\
+                [w]\nrw=write\n[t]\nstonewall\nrw=trim\n[r]\nstonewall\nrw=read\n";
+    let (out, _) = run_logged(text, &cached("67108864", &[]));
+    assert_eq!(out.engine.writeback_bytes, 0, "under the background threshold, and trimmed before expiry");
+    assert_eq!(out.engine.cache_read_hits + out.engine.cache_read_misses, 256);
+    assert_eq!(out.engine.cache_read_misses, 8, "every page was trimmed: all read again from the device");
+    assert_eq!(out.device.discards, 256);
+}
+
+#[test]
+fn pages_dirty_for_too_long_are_written_back_below_the_background_threshold() {
+    let p = cached(
+        "1073741824",
+        &[("host.page_cache.dirty_expire_ms", "200"), ("host.page_cache.writeback_interval_ms", "50")],
+    );
+    let text = "[w]\nfilename=/dev/nvme0n1\ndirect=0\nrw=write\nbs=4k\nsize=1m\nrate_iops=100\nruntime=1\ntime_based\n";
+    let (_, log) = run_logged(text, &p);
+    let dirtied: std::collections::HashMap<u64, Nanos> =
+        log.completed.iter().filter(|(_, r)| r.job == 0).map(|(t, r)| (r.offset_bytes, *t)).collect();
+    let writebacks: Vec<&(Nanos, Request)> = log.dispatched.iter().filter(|(_, r)| r.job == 1).collect();
+    assert!(!writebacks.is_empty());
+    for (t, rq) in &writebacks {
+        let age = *t - dirtied[&rq.offset_bytes];
+        assert!(age >= Nanos::from_ms(200) - Nanos(3_000), "written back {age} after it was dirtied");
+        assert!(age <= Nanos::from_ms(260), "an expired page waits at most one interval: {age}");
+    }
+    let written: u64 = writebacks.iter().map(|(_, r)| u64::from(r.len_bytes)).sum();
+    let old_enough = dirtied.values().filter(|&&t| t < Nanos::from_ms(750)).count() as u64;
+    assert!(written >= old_enough * 4096, "{written} bytes written back, {old_enough} pages old enough");
+}
+
+#[test]
+fn writeback_is_charged_to_the_tenant_that_dirtied_the_pages() {
+    let text = "[global]\nfilename=/dev/nvme0n1\ndirect=0\nrw=write\nbs=64k\nsize=16m\n\
+                [a]\ncgroup=a\ncgroup_weight=100\n[b]\ncgroup=b\ncgroup_weight=300\noffset=1g\n";
+    let (out, log) = run_logged(text, &cached("33554432", &[]));
+    let writebacks: Vec<&Request> = log.dispatched.iter().map(|(_, r)| r).filter(|r| r.job == 2).collect();
+    assert!(writebacks.len() > 10);
+    let tenant_of = |c: usize| out.clones[c].tenant;
+    assert_ne!(tenant_of(0), tenant_of(1));
+    for rq in writebacks {
+        let (owner, weight) = if rq.offset_bytes < 1 << 30 { (0, 100) } else { (1, 300) };
+        assert_eq!((rq.tenant, rq.tenant_weight), (tenant_of(owner), weight), "{rq:?}");
+    }
+}
+
+#[test]
+fn o_sync_writes_and_direct_jobs_bypass_the_cache_and_runs_repeat_exactly() {
+    let p = cached("67108864", &[]);
+    let text = "[global]\nfilename=/dev/nvme0n1\nrw=randwrite\nbs=4k\nsize=1m\n\
+                [osync]\ndirect=0\nsync=1\n[direct]\ndirect=1\noffset=1g\n";
+    let (out, _) = run_logged(text, &p);
+    assert_eq!(out.engine.writeback_requests, 0);
+    assert!(out.clones.iter().all(|c| c.stats.dirs[1].lat.min >= 20_000), "both wait for the device");
+    // determinism with writeback, throttling and read-ahead in play
+    let text = "[global]\nfilename=/dev/nvme0n1\ndirect=0\nruntime=300ms\ntime_based\n\
+                [w]\nrw=randwrite\nbs=4k\nsize=64m\n[r]\nrw=read\nbs=16k\nsize=64m\noffset=1g\n";
+    let p = cached("8388608", &[("simple.write_ns", "200000")]);
+    let key = |o: &SimOutcome| {
+        (o.end, o.engine.events, o.engine.writeback_bytes, o.engine.throttled_writes, o.clones[0].stats.dirs[1].lat.max)
+    };
+    let (a, _) = run_logged(text, &p);
+    let (b, _) = run_logged(text, &p);
+    assert_eq!(key(&a), key(&b));
+    assert!(a.engine.throttled_writes > 0 && a.engine.cache_read_misses > 0);
+}
