@@ -408,13 +408,19 @@ impl<'o> Simulation<'o> {
         self.start_phase(0);
         while let Some(ev) = self.events.pop() {
             debug_assert!(ev.at >= self.now, "event in the past");
-            if let EventKind::JobWake(j) = ev.kind {
-                // a timer that no longer matters (superseded, or its job has finished, as
-                // one stopped by exitall) must not move the clock past the run's end
-                let job = &self.jobs[j as usize];
-                if job.done || job.wake_at != Some(ev.at) {
-                    continue;
+            // a timer that no longer matters (superseded, its job finished, as one stopped
+            // by exitall, or all work done: a policy's periodic timer, the flusher's) must
+            // not move the clock past the run's end
+            match ev.kind {
+                EventKind::JobWake(j) => {
+                    let job = &self.jobs[j as usize];
+                    if job.done || job.wake_at != Some(ev.at) {
+                        continue;
+                    }
                 }
+                EventKind::PolicyWake if self.policy_wake != Some(ev.at) || self.all_done() => continue,
+                EventKind::WritebackTimer if self.all_done() => continue,
+                _ => {}
             }
             self.now = ev.at;
             match ev.kind {
@@ -428,10 +434,8 @@ impl<'o> Simulation<'o> {
                 EventKind::DeviceDone(slot) => self.on_device_done(slot),
                 EventKind::Complete(slot) => self.on_complete(slot),
                 EventKind::PolicyWake => {
-                    if self.policy_wake == Some(ev.at) {
-                        self.policy_wake = None;
-                        self.kick();
-                    }
+                    self.policy_wake = None;
+                    self.kick();
                 }
                 EventKind::CacheDone(slot) => {
                     self.finish_request(slot);
@@ -450,6 +454,11 @@ impl<'o> Simulation<'o> {
             return Err(self.stall_error());
         }
         self.finish(wall.elapsed())
+    }
+
+    /// Every job has finished, and nothing waits in the policy.
+    fn all_done(&self) -> bool {
+        self.phase >= self.phases.len() && self.in_system == 0 && self.sched.queued() == 0
     }
 
     /// Hands the observer every clone's statistics so far; the next status is due an
@@ -827,6 +836,11 @@ impl<'o> Simulation<'o> {
                 let at = self.cpu(self.now, self.cost.dispatch);
                 self.push_after_cpu(Lane::Dispatch, at, EventKind::DeviceArrive(slot));
             }
+        }
+        // with the device queue full, the next completion kicks again: a timer would only
+        // spin (a deadline already past re-arms it every nanosecond until then)
+        if self.device_inflight >= self.queue_depth {
+            return;
         }
         if let Some(t) = self.sched.next_wakeup() {
             let t = t.max(self.now + Nanos(1));

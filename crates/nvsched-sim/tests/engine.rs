@@ -409,3 +409,20 @@ fn size_is_capped_at_what_the_files_hold() {
     assert_eq!(bytes("filesize=256k\nio_size=1m"), 1 << 20);
     assert_eq!(bytes("filesize=4m\nnrfiles=2"), 1 << 20);
 }
+
+#[test]
+fn a_full_device_queue_does_not_spin_a_policy_timer_whose_deadline_has_passed() {
+    // veloces lets writes expire; with the device's 4 slots taken by 32 writers, expired
+    // writes wait for a completion, and a timer re-armed every nanosecond until then cost
+    // thousands of events per request (45 s of wall time for 5 simulated seconds)
+    let p = profile(&[("queue_depth", "4"), ("simple.write_ns", "2000000")]);
+    let text = "[w]\nfilename=/dev/nvme0n1\nrw=randwrite\nbs=4k\nsize=64m\nnumjobs=32\nruntime=100ms\ntime_based\n";
+    let out = run_with(text, "veloces:write_expire=1ms", &p, 0, &mut NoObserver);
+    assert!(out.engine.requests > 100);
+    assert!(
+        out.engine.events < 10 * out.engine.requests,
+        "{} events for {} requests",
+        out.engine.events,
+        out.engine.requests
+    );
+}

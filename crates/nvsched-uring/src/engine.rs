@@ -813,8 +813,11 @@ impl Engine {
                 return Ok(());
             }
             let hook_check = self.hooks_running().then(|| now + Nanos::from_ms(1));
+            // with the ring full the policy cannot dispatch before a completion: its timer
+            // (maybe a deadline already past) would only spin
+            let policy_timer = (self.in_ring < self.ring_entries).then(|| self.sched.next_wakeup()).flatten();
             let deadline = (self.clones.iter().filter(|c| !c.done).filter_map(|c| c.wake_at))
-                .chain(self.sched.next_wakeup())
+                .chain(policy_timer)
                 .chain(hook_check)
                 .min();
             self.wait(now, deadline)?;

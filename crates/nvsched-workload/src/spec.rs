@@ -3158,7 +3158,7 @@ const FIO_UNSUPPORTED: &[(&str, &str)] = &[
     ("hipri", "polled completions (IORING_SETUP_IOPOLL) are not supported; --poll busy-polls the completion queue"),
     ("hipri_percentage", "polled completions (IORING_SETUP_IOPOLL) are not supported"),
     ("cmd_type", "io_uring passthrough commands (io_uring_cmd) are not supported"),
-    ("sync_file_range", "I/O is direct: there is no page cache to write back"),
+    ("sync_file_range", "the page cache (--page-cache) writes back whole files on fsync; ranges started or awaited alone are not modelled"),
     ("write_barrier", "barrier writes are not supported"),
     ("uid", "jobs run as the user who starts nvsched"),
     ("gid", "jobs run as the user who starts nvsched"),

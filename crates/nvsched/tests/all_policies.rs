@@ -12,23 +12,25 @@ use proptest::prelude::*;
 use std::collections::HashSet;
 use std::path::Path;
 
-/// Records every request id seen completing.
+/// Records every request id seen completing, and when the last one did.
 #[derive(Default)]
 struct Ledger {
     dispatched: u64,
     completed: HashSet<u64>,
     duplicates: u64,
+    last_completion: Nanos,
 }
 
 impl Observer for Ledger {
     fn on_dispatch(&mut self, _: Nanos, _: &Request, _: u32) {
         self.dispatched += 1;
     }
-    fn on_complete(&mut self, _: Nanos, rq: &Request, _: Nanos) {
+    fn on_complete(&mut self, now: Nanos, rq: &Request, _: Nanos) {
         // ids carry a per-slot generation: unique over a run
         if !self.completed.insert(rq.id.0) {
             self.duplicates += 1;
         }
+        self.last_completion = self.last_completion.max(now);
     }
 }
 
@@ -36,10 +38,11 @@ fn job_section(i: usize, g: &JobGen) -> String {
     let rw = ["read", "write", "randread", "randwrite", "randrw", "rw"][g.rw % 6];
     let engine = if g.sync { "psync" } else { "io_uring" };
     let mut s = format!(
-        "[j{i}]\nrw={rw}\nioengine={engine}\niodepth={}\nbs={}k\noffset={}m\nsize=64m\n",
+        "[j{i}]\nrw={rw}\nioengine={engine}\niodepth={}\nbs={}k\noffset={}m\nsize=64m\ndirect={}\n",
         g.depth,
         4 << (g.bs % 4),
-        i * 64
+        i * 64,
+        u8::from(!g.buffered)
     );
     if g.prio_class > 0 {
         s.push_str(&format!("prioclass={}\nprio={}\n", g.prio_class, g.level));
@@ -79,6 +82,8 @@ struct JobGen {
     fua: bool,
     fsync: u32,
     batch: u32,
+    /// Through the page cache, where the host has one.
+    buffered: bool,
 }
 
 fn job_gen() -> impl Strategy<Value = JobGen> {
@@ -91,17 +96,22 @@ fn job_gen() -> impl Strategy<Value = JobGen> {
             any::<bool>(),
             prop_oneof![Just(0u32), 1u32..16],
             1u32..8,
+            any::<bool>(),
         ),
     )
-        .prop_map(|((rw, sync, depth, bs, prio_class, level), (nice, tenant, think_us, fua, fsync, batch))| {
-            JobGen { rw, sync, depth, bs, prio_class, level, nice, tenant, think_us, fua, fsync, batch }
-        })
+        .prop_map(
+            |((rw, sync, depth, bs, prio_class, level), (nice, tenant, think_us, fua, fsync, batch, buffered))| {
+                JobGen { rw, sync, depth, bs, prio_class, level, nice, tenant, think_us, fua, fsync, batch, buffered }
+            },
+        )
 }
 
-fn simulate(text: &str, sched: &str, device: &str) -> (Ledger, nvsched_sim::SimOutcome, String) {
+fn simulate(text: &str, sched: &str, device: &str, page_cache: bool) -> (Ledger, nvsched_sim::SimOutcome, String) {
     let jobs = parse_job_str(text, Path::new("random.fio"), &HostEnvironment, ParseOptions::default()).unwrap();
-    let profile = load_profile(device, &[("nand.precondition".into(), "partial:0.05".into())])
-        .or_else(|_| load_profile(device, &[]))
+    // a small cache (8 MiB), so that writers reach the dirty limit and wait
+    let cache = ("host.page_cache.size_bytes".to_string(), if page_cache { "8388608" } else { "0" }.to_string());
+    let profile = load_profile(device, &[("nand.precondition".into(), "partial:0.05".into()), cache.clone()])
+        .or_else(|_| load_profile(device, &[cache]))
         .unwrap();
     let policy = nvsched_policy::build(sched).unwrap();
     let mut ledger = Ledger::default();
@@ -120,20 +130,26 @@ proptest! {
         gens in prop::collection::vec(job_gen(), 1..5),
         runtime_ms in 20u32..120,
         device in prop::sample::select(vec!["simple-nvme", "970evoplus-250g"]),
+        page_cache in any::<bool>(),
     ) {
-        let mut text = format!("[global]\nfilename=/dev/nvme0n1\ndirect=1\nruntime={runtime_ms}ms\ntime_based\n");
+        let mut text = format!("[global]\nfilename=/dev/nvme0n1\nruntime={runtime_ms}ms\ntime_based\n");
         for (i, g) in gens.iter().enumerate() {
             text.push_str(&job_section(i, g));
         }
         for info in POLICIES {
-            let (ledger, out, json) = simulate(&text, info.example, device);
+            let (ledger, out, json) = simulate(&text, info.example, device, page_cache);
             let e = &out.engine;
             prop_assert_eq!(e.completed, e.requests, "{}: every issued request completes", info.id);
             prop_assert_eq!(ledger.duplicates, 0, "{}: no request completes twice", info.id);
-            prop_assert_eq!(ledger.completed.len() as u64, e.requests);
+            prop_assert_eq!(ledger.completed.len() as u64, e.requests + e.writeback_requests);
+            prop_assert!(page_cache || e.writeback_requests == 0);
+            // nothing after the last completion or the runtime moves the clock (a stale
+            // policy timer did)
+            let runtime = Nanos::from_ms(u64::from(runtime_ms));
+            prop_assert!(out.end <= ledger.last_completion.max(runtime), "{}: the run ends at {}, its last completion at {}", info.id, out.end, ledger.last_completion);
             let reported: u64 = out.clones.iter().map(|c| c.stats.total_ios() + c.stats.sync.n + c.stats.ramp_dropped).sum();
             prop_assert_eq!(reported, e.requests, "{}: statistics account for every request", info.id);
-            let (_, again, json2) = simulate(&text, info.example, device);
+            let (_, again, json2) = simulate(&text, info.example, device, page_cache);
             prop_assert_eq!(again.engine.events, out.engine.events, "{}: deterministic", info.id);
             prop_assert_eq!(json, json2, "{}: byte-identical JSON", info.id);
         }
