@@ -77,6 +77,21 @@ def test_the_command_lines_warnings_are_python_warnings():
         nvsched.run(job, "mq-deadline", timestamp_ms=0)
 
 
+def test_a_page_cache_from_device_set_takes_buffered_writes():
+    job = "[w]\nrw=write\nbs=64k\nsize=16m\ndirect=0\nend_fsync=1\n"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "simulated as direct I/O" warning
+        report = nvsched.run(job, device_set={"host.page_cache.size_bytes": 64 << 20}, timestamp_ms=0)
+    cache = report["nvsched"]["engine_counters"]["page_cache"]
+    assert cache["writeback_bytes"] == 16 << 20
+    assert report["nvsched"]["device"]["host"]["page_cache"]["size_bytes"] == 64 << 20
+    # from memory: far under the device's write latency without the cache
+    with pytest.warns(UserWarning):
+        direct = nvsched.run(job, timestamp_ms=0)
+    assert report["jobs"][0]["write"]["clat_ns"]["mean"] < direct["jobs"][0]["write"]["clat_ns"]["mean"] / 3
+    assert "page_cache" not in direct["nvsched"]["engine_counters"]
+
+
 def test_errors_name_the_file_line_and_option():
     with pytest.raises(ValueError, match=r"<job text>:3: option 'rw'"):
         nvsched.run("[a]\nbs=4k\nrw=sideways\n")
