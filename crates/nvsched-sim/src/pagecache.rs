@@ -5,7 +5,8 @@
 
 use nvsched_core::Nanos;
 use nvsched_ssd::PageCacheConfig;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use rustc_hash::FxHashMap as HashMap;
+use std::collections::{BTreeMap, VecDeque};
 
 pub const PAGE_BYTES: u64 = 4096;
 
@@ -31,18 +32,30 @@ pub struct Chunk {
     pub dirtier: u32,
 }
 
+/// One cached page: clean (with its last-use stamp), dirty, under writeback, or dirty
+/// again while under writeback.
+#[derive(Clone, Copy, Default)]
+struct Page {
+    /// Last use of a clean page (0: not clean).
+    clean_stamp: u64,
+    /// Writebacks of it in flight (a page dirtied again during its writeback may be
+    /// written back again before the first lands).
+    writeback: u16,
+    dirty: bool,
+}
+
 pub struct PageCache {
     capacity_pages: u64,
     background_pages: u64,
     limit_pages: u64,
+    /// Every cached page, whatever its state.
+    pages: HashMap<u64, Page>,
+    /// The dirty pages in offset order, for writeback.
     dirty: BTreeMap<u64, Dirtier>,
-    /// Pages under writeback, with how many writebacks of each are in flight (a page
-    /// dirtied again during its writeback may be written back again before the first
-    /// lands).
-    writeback: HashMap<u64, u16>,
-    /// Clean cached pages by their last use, oldest first; a page used again moves to the
-    /// back (the stale entry is skipped, told by its stamp).
-    clean: HashMap<u64, u64>,
+    clean_pages: u64,
+    writeback_pages: u64,
+    /// Clean pages by their last use, oldest first; a page used again moves to the back
+    /// (the stale entry is skipped, told by its stamp).
     lru: VecDeque<(u64, u64)>,
     stamp: u64,
     /// Where background writeback goes on (it sweeps the device in offset order, as the
@@ -57,9 +70,10 @@ impl PageCache {
             capacity_pages,
             background_pages: capacity_pages * u64::from(cfg.dirty_background_percent) / 100,
             limit_pages: (capacity_pages * u64::from(cfg.dirty_percent) / 100).max(1),
+            pages: HashMap::default(),
             dirty: BTreeMap::new(),
-            writeback: HashMap::new(),
-            clean: HashMap::new(),
+            clean_pages: 0,
+            writeback_pages: 0,
             lru: VecDeque::new(),
             stamp: 0,
             cursor: 0,
@@ -72,11 +86,11 @@ impl PageCache {
 
     /// Dirty pages and pages under writeback: what `dirty_percent` limits.
     pub fn unwritten_pages(&self) -> u64 {
-        (self.dirty.len() + self.writeback.len()) as u64
+        self.dirty.len() as u64 + self.writeback_pages
     }
 
     pub fn resident_pages(&self) -> u64 {
-        (self.dirty.len() + self.writeback.len() + self.clean.len()) as u64
+        self.pages.len() as u64
     }
 
     pub fn over_background(&self) -> bool {
@@ -87,22 +101,24 @@ impl PageCache {
     /// a write larger than the limit alone may go once nothing else is unwritten.
     pub fn must_wait_to_dirty(&self, offset_bytes: u64, len_bytes: u64) -> bool {
         let unwritten = self.unwritten_pages();
-        let new = pages(offset_bytes, len_bytes).filter(|p| !self.dirty.contains_key(p)).count() as u64;
-        unwritten > 0 && unwritten + new > self.limit_pages
+        if unwritten == 0 {
+            return false;
+        }
+        let new = pages(offset_bytes, len_bytes).filter(|p| !self.pages.get(p).is_some_and(|pg| pg.dirty)).count();
+        unwritten + new as u64 > self.limit_pages
     }
 
     /// Whether every page of the range is in the cache (clean, dirty or being written).
     pub fn holds(&self, offset_bytes: u64, len_bytes: u64) -> bool {
-        pages(offset_bytes, len_bytes)
-            .all(|p| self.clean.contains_key(&p) || self.dirty.contains_key(&p) || self.writeback.contains_key(&p))
+        pages(offset_bytes, len_bytes).all(|p| self.pages.contains_key(&p))
     }
 
     /// A read served from the cache: its clean pages become the most recently used.
     pub fn touch(&mut self, offset_bytes: u64, len_bytes: u64) {
         for p in pages(offset_bytes, len_bytes) {
-            if self.clean.contains_key(&p) {
+            if let Some(pg) = self.pages.get_mut(&p).filter(|pg| pg.clean_stamp > 0) {
                 self.stamp += 1;
-                self.clean.insert(p, self.stamp);
+                pg.clean_stamp = self.stamp;
                 self.lru.push_back((p, self.stamp));
             }
         }
@@ -111,8 +127,15 @@ impl PageCache {
     /// A write into the cache.
     pub fn dirty(&mut self, offset_bytes: u64, len_bytes: u64, job: u32, now: Nanos) {
         for p in pages(offset_bytes, len_bytes) {
-            self.clean.remove(&p);
-            self.dirty.entry(p).or_insert(Dirtier { job, since: now });
+            let pg = self.pages.entry(p).or_default();
+            if pg.clean_stamp > 0 {
+                pg.clean_stamp = 0;
+                self.clean_pages -= 1;
+            }
+            if !pg.dirty {
+                pg.dirty = true;
+                self.dirty.insert(p, Dirtier { job, since: now });
+            }
         }
         self.evict();
     }
@@ -121,18 +144,35 @@ impl PageCache {
     /// meanwhile.
     pub fn fill(&mut self, offset_bytes: u64, len_bytes: u64) {
         for p in pages(offset_bytes, len_bytes) {
-            if !self.dirty.contains_key(&p) && !self.writeback.contains_key(&p) {
-                self.make_clean(p);
+            let pg = self.pages.entry(p).or_default();
+            if !pg.dirty && pg.writeback == 0 {
+                if pg.clean_stamp == 0 {
+                    self.clean_pages += 1;
+                }
+                self.stamp += 1;
+                pg.clean_stamp = self.stamp;
+                self.lru.push_back((p, self.stamp));
             }
         }
         self.evict();
     }
 
-    /// A trim: its pages leave the cache, dirty or not (their data is gone).
+    /// A trim: its pages leave the cache, dirty or not (their data is gone); one under
+    /// writeback stays until the writeback lands.
     pub fn discard(&mut self, offset_bytes: u64, len_bytes: u64) {
         for p in pages(offset_bytes, len_bytes) {
-            self.dirty.remove(&p);
-            self.clean.remove(&p);
+            let Some(pg) = self.pages.get_mut(&p) else { continue };
+            if pg.dirty {
+                pg.dirty = false;
+                self.dirty.remove(&p);
+            }
+            if pg.clean_stamp > 0 {
+                pg.clean_stamp = 0;
+                self.clean_pages -= 1;
+            }
+            if pg.writeback == 0 {
+                self.pages.remove(&p);
+            }
         }
     }
 
@@ -152,7 +192,12 @@ impl PageCache {
         let dirtier = self.dirty[&first].job;
         let mut end = first;
         while end - first < max_pages && end < hi && self.dirty.remove(&end).is_some() {
-            *self.writeback.entry(end).or_insert(0) += 1;
+            let pg = self.pages.get_mut(&end).expect("a dirty page is cached");
+            pg.dirty = false;
+            if pg.writeback == 0 {
+                self.writeback_pages += 1;
+            }
+            pg.writeback += 1;
             end += 1;
         }
         self.cursor = end;
@@ -172,36 +217,34 @@ impl PageCache {
     /// A writeback landed: its pages are clean unless dirtied again meanwhile.
     pub fn written_back(&mut self, chunk: &Chunk) {
         for p in pages(chunk.offset_bytes, u64::from(chunk.len_bytes)) {
-            let Some(n) = self.writeback.get_mut(&p) else { continue };
-            *n -= 1;
-            if *n == 0 {
-                self.writeback.remove(&p);
-                if !self.dirty.contains_key(&p) {
-                    self.make_clean(p);
+            let Some(pg) = self.pages.get_mut(&p).filter(|pg| pg.writeback > 0) else { continue };
+            pg.writeback -= 1;
+            if pg.writeback == 0 {
+                self.writeback_pages -= 1;
+                if !pg.dirty {
+                    self.clean_pages += 1;
+                    self.stamp += 1;
+                    pg.clean_stamp = self.stamp;
+                    self.lru.push_back((p, self.stamp));
                 }
             }
         }
         self.evict();
     }
 
-    fn make_clean(&mut self, page: u64) {
-        self.stamp += 1;
-        self.clean.insert(page, self.stamp);
-        self.lru.push_back((page, self.stamp));
-    }
-
     /// Drops the least recently used clean pages while the cache holds more than fits.
     fn evict(&mut self) {
         while self.resident_pages() > self.capacity_pages {
             let Some((p, stamp)) = self.lru.pop_front() else { return };
-            if self.clean.get(&p) == Some(&stamp) {
-                self.clean.remove(&p);
+            if self.pages.get(&p).is_some_and(|pg| pg.clean_stamp == stamp) {
+                self.pages.remove(&p);
+                self.clean_pages -= 1;
             }
         }
         // stale entries of pages used again or dirtied pile up otherwise
-        if self.lru.len() > 2 * self.clean.len() + 1024 {
-            let clean = &self.clean;
-            self.lru.retain(|(p, s)| clean.get(p) == Some(s));
+        if self.lru.len() as u64 > 2 * self.clean_pages + 1024 {
+            let pages = &self.pages;
+            self.lru.retain(|(p, s)| pages.get(p).is_some_and(|pg| pg.clean_stamp == *s));
         }
     }
 }
@@ -292,6 +335,7 @@ mod tests {
             c.touch(((k * 7) % 900) * 4096, 4096);
         }
         assert!(c.resident_pages() <= 256);
-        assert!(c.lru.len() <= 2 * c.clean.len() + 1024, "stale entries are dropped");
+        assert!(c.lru.len() as u64 <= 2 * c.clean_pages + 1024, "stale entries are dropped");
+        assert_eq!(c.clean_pages, c.pages.values().filter(|pg| pg.clean_stamp > 0).count() as u64);
     }
 }
