@@ -103,9 +103,13 @@ pub struct EngineCounters {
     pub device_ticks: [Nanos; 3],
     /// Host CPU time used (with a CPU model).
     pub cpu_busy: Nanos,
-    /// With a page cache: buffered reads served from it, and those that went to the device.
+    /// With a page cache: buffered reads served from it, those that waited for a read
+    /// already on its way (a read-ahead), and those that went to the device; read-ahead
+    /// requests sent ahead of the reader.
     pub cache_read_hits: u64,
+    pub cache_read_waits: u64,
     pub cache_read_misses: u64,
+    pub readahead_requests: u64,
     /// Writeback requests and bytes, and buffered writes that waited for writeback
     /// (the dirty limit).
     pub writeback_requests: u64,
@@ -149,6 +153,11 @@ enum CacheEffect {
     None,
     /// A buffered read's miss (with its read-ahead): the pages become cached.
     Fill {
+        offset_bytes: u64,
+        len_bytes: u32,
+    },
+    /// An asynchronous read-ahead, which no job waits for as such.
+    ReadAhead {
         offset_bytes: u64,
         len_bytes: u32,
     },
@@ -201,6 +210,10 @@ struct JobSlot {
     file_ranges: Vec<(u64, u64)>,
     /// Where a sequential buffered read would start next (read-ahead).
     next_seq_read: u64,
+    /// Read-ahead: the byte a sequential read reaches to start the next window, and
+    /// where that window starts.
+    ra_marker: Option<u64>,
+    ra_next: u64,
 }
 
 /// The page cache and the flusher's state.
@@ -216,6 +229,8 @@ struct Buffered {
     outstanding: BTreeSet<u64>,
     /// Buffered writes waiting for the dirty pages to drop below the limit, in order.
     throttled: VecDeque<u32>,
+    /// Buffered reads waiting for pages another read is bringing.
+    waiting_reads: Vec<u32>,
     /// fsyncs waiting for every writeback up to a sequence number to land, then their
     /// flush goes to the device.
     fsyncs: Vec<(u32, u64)>,
@@ -338,6 +353,8 @@ impl<'o> Simulation<'o> {
                     // O_SYNC writes go through to the device: simulated as direct ones
                     buffered: input.host.page_cache.size_bytes > 0 && !spec.direct && !spec.writes_fua(),
                     next_seq_read: file_ranges.first().map_or(0, |r| r.0),
+                    ra_marker: None,
+                    ra_next: 0,
                     file_ranges,
                 });
             }
@@ -357,6 +374,7 @@ impl<'o> Simulation<'o> {
                 next_seq: 1,
                 outstanding: BTreeSet::new(),
                 throttled: VecDeque::new(),
+                waiting_reads: Vec::new(),
                 fsyncs: Vec::new(),
                 timer: None,
                 expiring: false,
@@ -903,7 +921,7 @@ impl<'o> Simulation<'o> {
             s = next;
         }
         if self.buffered.is_some() {
-            self.after_writeback();
+            self.after_cache_io();
         }
         self.kick();
         self.after_completions();
@@ -945,21 +963,20 @@ impl<'o> Simulation<'o> {
                 let b = self.buffered.as_mut().expect("a page cache");
                 b.cache.fill(offset_bytes, u64::from(len_bytes));
             }
+            CacheEffect::ReadAhead { offset_bytes, len_bytes } => {
+                let b = self.buffered.as_mut().expect("a page cache");
+                b.cache.fill(offset_bytes, u64::from(len_bytes));
+                self.finish_own_request(slot, offset_bytes);
+                return;
+            }
             CacheEffect::Writeback { chunk, seq, sync } => {
-                // the flusher's request: no job sees it
                 let b = self.buffered.as_mut().expect("a page cache");
                 b.cache.written_back(&chunk);
                 b.outstanding.remove(&seq);
                 if !sync {
                     b.background_inflight -= 1;
                 }
-                let mut as_issued = rec.rq;
-                (as_issued.offset_bytes, as_issued.len_bytes) = (chunk.offset_bytes, chunk.len_bytes);
-                self.observer.on_complete(self.now, &as_issued, self.now - rec.created);
-                let r = &mut self.rqs[slot as usize];
-                r.state = RqState::Free;
-                r.merged_next = NONE;
-                self.free.push(slot);
+                self.finish_own_request(slot, chunk.offset_bytes);
                 return;
             }
         }
@@ -997,6 +1014,20 @@ impl<'o> Simulation<'o> {
         self.free.push(slot);
     }
 
+    /// A request the engine sent for the page cache (writeback, read-ahead) landed: no
+    /// job sees it, the observer does (as sent: a merge may have moved its request's
+    /// start).
+    fn finish_own_request(&mut self, slot: u32, offset_bytes: u64) {
+        let rec = self.rqs[slot as usize];
+        let mut as_issued = rec.rq;
+        (as_issued.op, as_issued.offset_bytes, as_issued.len_bytes) = (rec.op, offset_bytes, rec.len);
+        self.observer.on_complete(self.now, &as_issued, self.now - rec.created);
+        let r = &mut self.rqs[slot as usize];
+        r.state = RqState::Free;
+        r.merged_next = NONE;
+        self.free.push(slot);
+    }
+
     /// A buffered job's request meets the page cache; returns whether it goes on to the
     /// device (a read miss, with its read-ahead; a trim; an fsync's flush once its
     /// writeback has landed).
@@ -1010,22 +1041,46 @@ impl<'o> Simulation<'o> {
         let file = job.file_ranges.get(usize::from(unit.file)).copied();
         match unit.op {
             Op::Read => {
+                let end = offset + u64::from(len);
                 let sequential = offset == job.next_seq_read;
-                job.next_seq_read = offset + u64::from(len);
+                job.next_seq_read = end;
+                let file_end = file.map_or(u64::MAX, |(start, flen)| start + flen);
+                let max_window = u64::from(b.cfg.readahead_bytes);
+                let window = |from: u64| file_end.saturating_sub(from).min(max_window) as u32;
+                // a sequential reader reaching the marker sends the next window ahead
+                // (Linux's asynchronous read-ahead), so it seldom waits for the device
+                if sequential && job.ra_marker.is_some_and(|m| (offset..end).contains(&m)) {
+                    let (start, ahead) = (job.ra_next, window(job.ra_next));
+                    job.ra_marker = (ahead > 0).then_some(start);
+                    job.ra_next = start + u64::from(ahead);
+                    if ahead > 0 && !b.cache.holds_or_reads(start, u64::from(ahead)) {
+                        b.cache.start_read(start, u64::from(ahead));
+                        self.read_ahead(j, start, ahead);
+                    }
+                }
+                let b = self.buffered.as_mut().expect("a page cache");
                 if b.cache.holds(offset, u64::from(len)) {
                     b.cache.touch(offset, u64::from(len));
                     self.counters.cache_read_hits += 1;
                     self.events.push(submitted + copy, EventKind::CacheDone(slot));
                     return false;
                 }
+                if b.cache.holds_or_reads(offset, u64::from(len)) {
+                    b.waiting_reads.push(slot);
+                    self.counters.cache_read_waits += 1;
+                    return false;
+                }
                 self.counters.cache_read_misses += 1;
                 let mut fill = len;
                 if sequential {
-                    // read ahead, within the file
-                    let file_end = file.map_or(u64::MAX, |(start, flen)| start + flen);
-                    let room = file_end.saturating_sub(offset).min(u64::from(u32::MAX)) as u32;
-                    fill = fill.max(b.cfg.readahead_bytes.min(room));
+                    // read ahead, within the file: the reader waits for this window, and
+                    // its next read (the marker) sends the one after
+                    fill = fill.max(window(offset));
+                    let job = &mut self.jobs[j as usize];
+                    job.ra_marker = Some(end).filter(|&m| m < offset + u64::from(fill));
+                    job.ra_next = offset + u64::from(fill);
                 }
+                b.cache.start_read(offset, u64::from(fill));
                 let rec = &mut self.rqs[slot as usize];
                 rec.rq.len_bytes = fill;
                 rec.cache = CacheEffect::Fill { offset_bytes: offset, len_bytes: fill };
@@ -1110,18 +1165,14 @@ impl<'o> Simulation<'o> {
     /// The flusher submits a write of `chunk`: async and best-effort (the flusher's, not
     /// the dirtying job's priority), charged to the tenant that dirtied it.
     fn submit_writeback(&mut self, chunk: Chunk, sync: bool) {
-        let slot = self.alloc_slot();
         let dirtier = &self.jobs[chunk.dirtier as usize];
         let (tenant, tenant_weight) = (dirtier.tenant, dirtier.tenant_weight);
         let b = self.buffered.as_mut().expect("a page cache");
         let seq = b.next_seq;
         b.next_seq += 1;
         b.outstanding.insert(seq);
-        let flusher_job = b.flusher_job;
-        let rec = &mut self.rqs[slot as usize];
-        rec.generation = rec.generation.wrapping_add(1);
-        rec.rq = Request {
-            id: RequestId(u64::from(slot) | (u64::from(rec.generation) << 32)),
+        let rq = Request {
+            id: RequestId(0),
             op: Op::Write,
             offset_bytes: chunk.offset_bytes,
             len_bytes: chunk.len_bytes,
@@ -1129,29 +1180,78 @@ impl<'o> Simulation<'o> {
             fua: false,
             prio: IoPrio::default(),
             nice: 0,
-            job: flusher_job,
+            job: b.flusher_job,
             tenant,
             tenant_weight,
-            submit_time: self.now + self.host.submit(),
+            submit_time: Nanos::ZERO,
         };
-        rec.job = flusher_job;
-        rec.op = Op::Write;
-        rec.len = chunk.len_bytes;
+        self.counters.writeback_requests += 1;
+        self.counters.writeback_bytes += u64::from(chunk.len_bytes);
+        self.submit_own_request(rq, CacheEffect::Writeback { chunk, seq, sync });
+    }
+
+    /// Job `j` reads ahead: a read at its own priority and tenant that fills the cache
+    /// and completes none of the job's reads as such.
+    fn read_ahead(&mut self, j: u32, offset_bytes: u64, len_bytes: u32) {
+        let job = &self.jobs[j as usize];
+        let rq = Request {
+            id: RequestId(0),
+            op: Op::Read,
+            offset_bytes,
+            len_bytes,
+            sync: true,
+            fua: false,
+            prio: job.prio,
+            nice: job.nice,
+            job: j,
+            tenant: job.tenant,
+            tenant_weight: job.tenant_weight,
+            submit_time: Nanos::ZERO,
+        };
+        self.counters.readahead_requests += 1;
+        self.submit_own_request(rq, CacheEffect::ReadAhead { offset_bytes, len_bytes });
+    }
+
+    /// Sends a request of the engine's own (writeback, read-ahead) down the submission
+    /// path; `rq`'s id and submit time are filled in here.
+    fn submit_own_request(&mut self, mut rq: Request, effect: CacheEffect) {
+        let slot = self.alloc_slot();
+        let rec = &mut self.rqs[slot as usize];
+        rec.generation = rec.generation.wrapping_add(1);
+        rq.id = RequestId(u64::from(slot) | (u64::from(rec.generation) << 32));
+        rq.submit_time = self.now + self.host.submit();
+        rec.rq = rq;
+        rec.job = rq.job;
+        rec.op = rq.op;
+        rec.len = rq.len_bytes;
         rec.file = 0;
         rec.created = self.now;
         rec.merged_next = NONE;
         rec.state = RqState::Submitting;
-        rec.cache = CacheEffect::Writeback { chunk, seq, sync };
-        self.counters.writeback_requests += 1;
-        self.counters.writeback_bytes += u64::from(chunk.len_bytes);
+        rec.cache = effect;
         self.tags_used += 1;
         self.schedule_insert(slot, Nanos(self.host.submit_cpu_ns));
     }
 
-    /// Writeback landed: waiting writers dirty their pages while under the limit, fsyncs
-    /// whose writeback has all landed send their flush, and the flusher goes on.
-    fn after_writeback(&mut self) {
+    /// Reads and writeback landed: reads waiting for pages now cached return, waiting
+    /// writers dirty their pages while under the limit, fsyncs whose writeback has all
+    /// landed send their flush, and the flusher goes on.
+    fn after_cache_io(&mut self) {
         let now = self.now;
+        let b = self.buffered.as_mut().expect("a page cache");
+        if !b.waiting_reads.is_empty() {
+            let rqs = &self.rqs;
+            let range = |s: u32| (rqs[s as usize].rq.offset_bytes, u64::from(rqs[s as usize].len));
+            let (ready, waiting): (Vec<u32>, Vec<u32>) =
+                std::mem::take(&mut b.waiting_reads).into_iter().partition(|&s| b.cache.holds(range(s).0, range(s).1));
+            b.waiting_reads = waiting;
+            for slot in ready {
+                let (offset, len) = range(slot);
+                b.cache.touch(offset, len);
+                let copy = Nanos(b.cfg.copy_ns_per_kib * len / 1024);
+                self.events.push(now + copy, EventKind::CacheDone(slot));
+            }
+        }
         loop {
             let b = self.buffered.as_mut().expect("a page cache");
             let Some(&slot) = b.throttled.front() else { break };

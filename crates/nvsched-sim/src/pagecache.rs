@@ -32,10 +32,12 @@ pub struct Chunk {
     pub dirtier: u32,
 }
 
-/// One cached page: clean (with its last-use stamp), dirty, under writeback, or dirty
-/// again while under writeback.
+/// One cached page: being read from the device, clean (with its last-use stamp), dirty,
+/// under writeback, or dirty again while under writeback.
 #[derive(Clone, Copy, Default)]
 struct Page {
+    /// A read from the device will fill it.
+    pending: bool,
     /// Last use of a clean page (0: not clean).
     clean_stamp: u64,
     /// Writebacks of it in flight (a page dirtied again during its writeback may be
@@ -110,7 +112,19 @@ impl PageCache {
 
     /// Whether every page of the range is in the cache (clean, dirty or being written).
     pub fn holds(&self, offset_bytes: u64, len_bytes: u64) -> bool {
+        pages(offset_bytes, len_bytes).all(|p| self.pages.get(&p).is_some_and(|pg| !pg.pending))
+    }
+
+    /// Whether every page of the range is in the cache or on its way from the device.
+    pub fn holds_or_reads(&self, offset_bytes: u64, len_bytes: u64) -> bool {
         pages(offset_bytes, len_bytes).all(|p| self.pages.contains_key(&p))
+    }
+
+    /// A read from the device starts: its pages not in the cache are on their way.
+    pub fn start_read(&mut self, offset_bytes: u64, len_bytes: u64) {
+        for p in pages(offset_bytes, len_bytes) {
+            self.pages.entry(p).or_insert(Page { pending: true, ..Page::default() });
+        }
     }
 
     /// A read served from the cache: its clean pages become the most recently used.
@@ -128,6 +142,8 @@ impl PageCache {
     pub fn dirty(&mut self, offset_bytes: u64, len_bytes: u64, job: u32, now: Nanos) {
         for p in pages(offset_bytes, len_bytes) {
             let pg = self.pages.entry(p).or_default();
+            // newer than what a read in flight brings
+            pg.pending = false;
             if pg.clean_stamp > 0 {
                 pg.clean_stamp = 0;
                 self.clean_pages -= 1;
@@ -145,6 +161,7 @@ impl PageCache {
     pub fn fill(&mut self, offset_bytes: u64, len_bytes: u64) {
         for p in pages(offset_bytes, len_bytes) {
             let pg = self.pages.entry(p).or_default();
+            pg.pending = false;
             if !pg.dirty && pg.writeback == 0 {
                 if pg.clean_stamp == 0 {
                     self.clean_pages += 1;
@@ -158,10 +175,10 @@ impl PageCache {
     }
 
     /// A trim: its pages leave the cache, dirty or not (their data is gone); one under
-    /// writeback stays until the writeback lands.
+    /// writeback or being read stays until that lands.
     pub fn discard(&mut self, offset_bytes: u64, len_bytes: u64) {
         for p in pages(offset_bytes, len_bytes) {
-            let Some(pg) = self.pages.get_mut(&p) else { continue };
+            let Some(pg) = self.pages.get_mut(&p).filter(|pg| !pg.pending) else { continue };
             if pg.dirty {
                 pg.dirty = false;
                 self.dirty.remove(&p);
@@ -318,6 +335,20 @@ mod tests {
         assert!(!c.must_wait_to_dirty(50 * 4096, 4096));
         assert!(c.must_wait_to_dirty(50 * 4096, 8192));
         assert!(!c.must_wait_to_dirty(0, 8192), "pages already dirty cost nothing");
+    }
+
+    #[test]
+    fn pages_on_their_way_are_not_held_until_filled_and_a_write_overtakes_them() {
+        let mut c = cache(1 << 20);
+        c.start_read(0, 16 * KIB);
+        assert!(!c.holds(0, 4096) && c.holds_or_reads(0, 16 * KIB) && !c.holds_or_reads(0, 20 * KIB));
+        c.dirty(4096, 4096, 1, Nanos(1));
+        assert!(c.holds(4096, 4096), "the written page is newer than the read");
+        c.discard(0, 4096);
+        assert!(c.holds_or_reads(0, 4096), "a trim leaves a page being read to its read");
+        c.fill(0, 16 * KIB);
+        assert!(c.holds(0, 16 * KIB));
+        assert_eq!((c.dirty_pages(), c.clean_pages), (1, 3));
     }
 
     #[test]

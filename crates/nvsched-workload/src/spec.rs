@@ -1486,7 +1486,7 @@ pub static OPTIONS: &[OptionDef] = &[
             Ok(())
         }
     ),
-    opt!("direct", [], Some("1"), "O_DIRECT (0 or 1); nvsched always models direct I/O", |j, v| {
+    opt!("direct", [], Some("1"), "O_DIRECT (0 or 1); buffered I/O goes through the simulated page cache with --page-cache, else runs as direct I/O", |j, v| {
         j.direct = parse_bool(v)?;
         Ok(())
     }),

@@ -233,7 +233,9 @@ pub fn run_sim(
     if cache.size_bytes > 0 {
         counters["page_cache"] = json!({
             "read_hits": e.cache_read_hits,
+            "read_waits": e.cache_read_waits,
             "read_misses": e.cache_read_misses,
+            "readahead_requests": e.readahead_requests,
             "writeback_requests": e.writeback_requests,
             "writeback_bytes": e.writeback_bytes,
             "throttled_writes": e.throttled_writes,

@@ -141,8 +141,8 @@ proptest! {
             let e = &out.engine;
             prop_assert_eq!(e.completed, e.requests, "{}: every issued request completes", info.id);
             prop_assert_eq!(ledger.duplicates, 0, "{}: no request completes twice", info.id);
-            prop_assert_eq!(ledger.completed.len() as u64, e.requests + e.writeback_requests);
-            prop_assert!(page_cache || e.writeback_requests == 0);
+            prop_assert_eq!(ledger.completed.len() as u64, e.requests + e.writeback_requests + e.readahead_requests);
+            prop_assert!(page_cache || e.writeback_requests + e.readahead_requests == 0);
             // nothing after the last completion or the runtime moves the clock (a stale
             // policy timer did)
             let runtime = Nanos::from_ms(u64::from(runtime_ms));

@@ -28,8 +28,18 @@ fn simulated_examples(readme: &str) -> Vec<Example> {
     let mut examples = Vec::new();
     let mut in_block = false;
     let mut current: Option<Example> = None;
+    // a command continued on the next line (`\`): what it has so far, and its first line
+    let mut continued: Option<(usize, String)> = None;
     for (i, raw) in readme.lines().enumerate() {
-        let line = raw.trim();
+        let (i, joined) = match continued.take() {
+            Some((first, head)) => (first, format!("{head} {}", raw.trim())),
+            None => (i, raw.trim().to_owned()),
+        };
+        if joined.starts_with("$ ") && joined.ends_with('\\') {
+            continued = Some((i, joined.trim_end_matches('\\').trim_end().to_owned()));
+            continue;
+        }
+        let line = joined.as_str();
         if line.starts_with("```") {
             in_block = !in_block;
             examples.extend(current.take());
