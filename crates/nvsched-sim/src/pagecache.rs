@@ -221,16 +221,6 @@ impl PageCache {
         Some(Chunk { offset_bytes: first * PAGE_BYTES, len_bytes: ((end - first) * PAGE_BYTES) as u32, dirtier })
     }
 
-    /// Whether any page in `range` is dirty.
-    pub fn has_dirty_in(&self, start: u64, len: u64) -> bool {
-        self.dirty.range(pages(start, len)).next().is_some()
-    }
-
-    /// The time the oldest dirty page was dirtied.
-    pub fn oldest_dirty(&self) -> Option<Nanos> {
-        self.dirty.values().map(|d| d.since).min()
-    }
-
     /// A writeback landed: its pages are clean unless dirtied again meanwhile.
     pub fn written_back(&mut self, chunk: &Chunk) {
         for p in pages(chunk.offset_bytes, u64::from(chunk.len_bytes)) {
@@ -322,8 +312,6 @@ mod tests {
         c.dirty(1 << 16, 4096, 1, Nanos(1));
         assert_eq!(c.next_chunk(Some((0, 8192)), Nanos(5), 1 << 20), None, "the page in range is too young");
         assert_eq!(c.next_chunk(None, Nanos(5), 1 << 20).unwrap().offset_bytes, 1 << 16);
-        assert_eq!(c.oldest_dirty(), Some(Nanos(10)));
-        assert!(c.has_dirty_in(0, 4096) && !c.has_dirty_in(8192, 4096));
     }
 
     #[test]
