@@ -21,7 +21,8 @@ pub trait Observer {
     /// After each dispatch; `device_inflight` includes the request just dispatched.
     fn on_dispatch(&mut self, _now: Nanos, _rq: &Request, _device_inflight: u32) {}
     /// Each request as its job sees it complete, with its total latency; with a page
-    /// cache, also each writeback request (its `job` is one past the last clone's).
+    /// cache, also each writeback request (its `job` is one past the last clone's) and
+    /// each read-ahead (its reader's `job`).
     fn on_complete(&mut self, _now: Nanos, _rq: &Request, _latency: Nanos) {}
     /// Every few thousand events.
     fn on_progress(&mut self, _now: Nanos) {}
@@ -216,6 +217,13 @@ struct JobSlot {
     ra_next: u64,
 }
 
+impl Buffered {
+    /// Copying `len_bytes` between the cache and the application.
+    fn copy_time(&self, len_bytes: u64) -> Nanos {
+        Nanos(self.cfg.copy_ns_per_kib * len_bytes / 1024)
+    }
+}
+
 /// The page cache and the flusher's state.
 struct Buffered {
     cache: PageCache,
@@ -320,20 +328,16 @@ impl<'o> Simulation<'o> {
                     LogClock::Unix | LogClock::Id(0) => input.clock_ms,
                     LogClock::Id(_) => 0,
                 });
-                let file_starts: Vec<u64> = (0..spec.files_per_clone())
-                    .map(|k| {
-                        let name = spec.file_name_of(clone, k);
-                        files.iter().find(|f| f.name == name).map_or(0, |f| f.start)
-                    })
-                    .collect();
-                rec.open_outputs(spec, clone, &file_starts).map_err(SimError)?;
-                let prio = spec.ioprio();
+                // where each of the clone's files lies (a file not placed: the whole device)
                 let file_ranges: Vec<(u64, u64)> = (0..spec.files_per_clone())
                     .map(|k| {
                         let name = spec.file_name_of(clone, k);
                         files.iter().find(|f| f.name == name).map_or((0, capacity), |f| (f.start, f.len))
                     })
                     .collect();
+                let file_starts: Vec<u64> = file_ranges.iter().map(|&(start, _)| start).collect();
+                rec.open_outputs(spec, clone, &file_starts).map_err(SimError)?;
+                let prio = spec.ioprio();
                 phases.last_mut().expect("one phase").push(jobs.len() as u32);
                 jobs.push(JobSlot {
                     driver,
@@ -1036,7 +1040,7 @@ impl<'o> Simulation<'o> {
         let submitted = now + self.host.submit();
         let (offset, len) = (unit.offset_bytes, unit.len_bytes);
         let b = self.buffered.as_mut().expect("a page cache");
-        let copy = Nanos(b.cfg.copy_ns_per_kib * u64::from(len) / 1024);
+        let copy = b.copy_time(u64::from(len));
         let job = &mut self.jobs[j as usize];
         let file = job.file_ranges.get(usize::from(unit.file)).copied();
         match unit.op {
@@ -1248,8 +1252,7 @@ impl<'o> Simulation<'o> {
             for slot in ready {
                 let (offset, len) = range(slot);
                 b.cache.touch(offset, len);
-                let copy = Nanos(b.cfg.copy_ns_per_kib * len / 1024);
-                self.events.push(now + copy, EventKind::CacheDone(slot));
+                self.events.push(now + b.copy_time(len), EventKind::CacheDone(slot));
             }
         }
         loop {
@@ -1262,8 +1265,7 @@ impl<'o> Simulation<'o> {
             }
             b.throttled.pop_front();
             b.cache.dirty(offset, len, rec.job, now);
-            let copy = Nanos(b.cfg.copy_ns_per_kib * len / 1024);
-            self.events.push(now + copy, EventKind::CacheDone(slot));
+            self.events.push(now + b.copy_time(len), EventKind::CacheDone(slot));
         }
         let b = self.buffered.as_mut().expect("a page cache");
         let first = b.outstanding.first().copied().unwrap_or(u64::MAX);

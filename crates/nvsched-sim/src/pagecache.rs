@@ -46,6 +46,23 @@ struct Page {
     dirty: bool,
 }
 
+/// Clean pages by their last use, oldest first; a page used again moves to the back (the
+/// stale entry is skipped, told by its stamp).
+#[derive(Default)]
+struct Lru {
+    queue: VecDeque<(u64, u64)>,
+    stamp: u64,
+}
+
+impl Lru {
+    /// Clean page `p` was just used (read, filled or written back).
+    fn used(&mut self, p: u64, pg: &mut Page) {
+        self.stamp += 1;
+        pg.clean_stamp = self.stamp;
+        self.queue.push_back((p, self.stamp));
+    }
+}
+
 pub struct PageCache {
     capacity_pages: u64,
     background_pages: u64,
@@ -56,10 +73,7 @@ pub struct PageCache {
     dirty: BTreeMap<u64, Dirtier>,
     clean_pages: u64,
     writeback_pages: u64,
-    /// Clean pages by their last use, oldest first; a page used again moves to the back
-    /// (the stale entry is skipped, told by its stamp).
-    lru: VecDeque<(u64, u64)>,
-    stamp: u64,
+    lru: Lru,
     /// Where background writeback goes on (it sweeps the device in offset order, as the
     /// flusher takes inodes in turn).
     cursor: u64,
@@ -76,8 +90,7 @@ impl PageCache {
             dirty: BTreeMap::new(),
             clean_pages: 0,
             writeback_pages: 0,
-            lru: VecDeque::new(),
-            stamp: 0,
+            lru: Lru::default(),
             cursor: 0,
         }
     }
@@ -131,9 +144,7 @@ impl PageCache {
     pub fn touch(&mut self, offset_bytes: u64, len_bytes: u64) {
         for p in pages(offset_bytes, len_bytes) {
             if let Some(pg) = self.pages.get_mut(&p).filter(|pg| pg.clean_stamp > 0) {
-                self.stamp += 1;
-                pg.clean_stamp = self.stamp;
-                self.lru.push_back((p, self.stamp));
+                self.lru.used(p, pg);
             }
         }
     }
@@ -166,9 +177,7 @@ impl PageCache {
                 if pg.clean_stamp == 0 {
                     self.clean_pages += 1;
                 }
-                self.stamp += 1;
-                pg.clean_stamp = self.stamp;
-                self.lru.push_back((p, self.stamp));
+                self.lru.used(p, pg);
             }
         }
         self.evict();
@@ -230,9 +239,7 @@ impl PageCache {
                 self.writeback_pages -= 1;
                 if !pg.dirty {
                     self.clean_pages += 1;
-                    self.stamp += 1;
-                    pg.clean_stamp = self.stamp;
-                    self.lru.push_back((p, self.stamp));
+                    self.lru.used(p, pg);
                 }
             }
         }
@@ -242,16 +249,16 @@ impl PageCache {
     /// Drops the least recently used clean pages while the cache holds more than fits.
     fn evict(&mut self) {
         while self.resident_pages() > self.capacity_pages {
-            let Some((p, stamp)) = self.lru.pop_front() else { return };
+            let Some((p, stamp)) = self.lru.queue.pop_front() else { return };
             if self.pages.get(&p).is_some_and(|pg| pg.clean_stamp == stamp) {
                 self.pages.remove(&p);
                 self.clean_pages -= 1;
             }
         }
         // stale entries of pages used again or dirtied pile up otherwise
-        if self.lru.len() as u64 > 2 * self.clean_pages + 1024 {
+        if self.lru.queue.len() as u64 > 2 * self.clean_pages + 1024 {
             let pages = &self.pages;
-            self.lru.retain(|(p, s)| pages.get(p).is_some_and(|pg| pg.clean_stamp == *s));
+            self.lru.queue.retain(|(p, s)| pages.get(p).is_some_and(|pg| pg.clean_stamp == *s));
         }
     }
 }
@@ -354,7 +361,7 @@ mod tests {
             c.touch(((k * 7) % 900) * 4096, 4096);
         }
         assert!(c.resident_pages() <= 256);
-        assert!(c.lru.len() as u64 <= 2 * c.clean_pages + 1024, "stale entries are dropped");
+        assert!(c.lru.queue.len() as u64 <= 2 * c.clean_pages + 1024, "stale entries are dropped");
         assert_eq!(c.clean_pages, c.pages.values().filter(|pg| pg.clean_stamp > 0).count() as u64);
     }
 }
