@@ -82,6 +82,9 @@ pub trait Scheduler: Send {
     }
 
     /// The earliest time the policy wants `dispatch` called with no other event, if any.
+    /// A time already past gets one retry a nanosecond later; if `dispatch` still returns
+    /// nothing, the engine waits for the next arrival or completion (and reports a stall
+    /// if none comes) rather than ask again every nanosecond.
     fn next_wakeup(&self) -> Option<Nanos> {
         None
     }

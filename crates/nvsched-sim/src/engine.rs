@@ -273,6 +273,11 @@ pub struct Simulation<'o> {
     flow_held: Vec<u32>,
     device_inflight: u32,
     policy_wake: Option<Nanos>,
+    /// The policy named a wakeup already past and dispatched nothing; it was given one
+    /// retry a nanosecond later. Another such wakeup is ignored until it dispatches (each
+    /// arrival and completion still asks it), so a policy that misreports its next
+    /// wakeup cannot spin the clock one nanosecond at a time.
+    past_wakeup_retried: bool,
     batch: Vec<IoUnit>,
     touched: Vec<u32>,
     /// `steadystate` detection per job or group, and the jobs it has just stopped.
@@ -406,6 +411,7 @@ impl<'o> Simulation<'o> {
             flow_held: Vec::new(),
             device_inflight: 0,
             policy_wake: None,
+            past_wakeup_retried: false,
             batch: Vec::with_capacity(64),
             touched: Vec::new(),
             steady,
@@ -503,8 +509,14 @@ impl<'o> Simulation<'o> {
             .filter(|j| !j.done)
             .map(|j| format!("{} ({} in flight)", j.rec.stats.name, j.driver.inflight()))
             .collect();
+        let timer = match self.sched.next_wakeup() {
+            Some(t) if t <= self.now => format!(
+                "its next wakeup ({t}) is already past, yet it dispatches nothing (a policy that waits for a time must return that time from next_wakeup)"
+            ),
+            _ => "no timer set".to_string(),
+        };
         SimError(format!(
-            "simulation stalled at {}: policy '{}' holds {} request(s) with {} at the device and no timer set; unfinished jobs: {}",
+            "simulation stalled at {}: policy '{}' holds {} request(s) with {} at the device and {timer}; unfinished jobs: {}",
             self.now,
             self.sched.id(),
             self.sched.queued(),
@@ -832,6 +844,7 @@ impl<'o> Simulation<'o> {
 
     /// Dispatches until the policy holds back or the device queue is full.
     fn kick(&mut self) {
+        let mut dispatched = false;
         while self.device_inflight < self.queue_depth {
             let view = DeviceView { inflight: self.device_inflight, queue_depth: self.queue_depth };
             let Some(rq) = self.sched.dispatch(self.now, view) else { break };
@@ -846,6 +859,7 @@ impl<'o> Simulation<'o> {
             rec.rq = rq;
             rec.dispatched = self.now;
             rec.state = RqState::Dispatched;
+            dispatched = true;
             if self.device_inflight == 0 {
                 self.device_busy_since = Some(self.now);
             }
@@ -864,7 +878,16 @@ impl<'o> Simulation<'o> {
         if self.device_inflight >= self.queue_depth {
             return;
         }
+        if dispatched {
+            self.past_wakeup_retried = false;
+        }
         if let Some(t) = self.sched.next_wakeup() {
+            if t <= self.now && !dispatched {
+                if self.past_wakeup_retried {
+                    return;
+                }
+                self.past_wakeup_retried = true;
+            }
             let t = t.max(self.now + Nanos(1));
             if self.policy_wake.is_none_or(|w| t < w) {
                 self.policy_wake = Some(t);

@@ -7,6 +7,7 @@ use nvsched_core::Nanos;
 use nvsched_policy::Request;
 use nvsched_sim::{NoObserver, Observer, SimOutcome};
 use nvsched_ssd::ModelConfig;
+use std::collections::VecDeque;
 
 #[test]
 fn qd1_sync_latency_is_service_plus_host_path_exactly() {
@@ -425,4 +426,76 @@ fn a_full_device_queue_does_not_spin_a_policy_timer_whose_deadline_has_passed() 
         out.engine.events,
         out.engine.requests
     );
+}
+
+/// Holds every request until `opens_at`, reporting `reported_wakeup` as its next wakeup
+/// (correct when it is `opens_at`; a misreport when it is already past).
+struct Gate {
+    queue: VecDeque<Request>,
+    opens_at: Nanos,
+    reported_wakeup: Nanos,
+}
+
+impl nvsched_policy::Scheduler for Gate {
+    fn id(&self) -> &'static str {
+        "gate"
+    }
+    fn insert(&mut self, rq: Request, _now: Nanos) -> nvsched_policy::Inserted {
+        self.queue.push_back(rq);
+        nvsched_policy::Inserted::Queued
+    }
+    fn dispatch(&mut self, now: Nanos, _device: nvsched_policy::DeviceView) -> Option<Request> {
+        if now < self.opens_at {
+            return None;
+        }
+        self.queue.pop_front()
+    }
+    fn complete(&mut self, _done: &nvsched_policy::Completion<'_>) {}
+    fn next_wakeup(&self) -> Option<Nanos> {
+        (!self.queue.is_empty()).then_some(self.reported_wakeup)
+    }
+    fn queued(&self) -> usize {
+        self.queue.len()
+    }
+}
+
+fn run_gate(opens_at: Nanos, reported_wakeup: Nanos) -> Result<SimOutcome, nvsched_sim::SimError> {
+    let p = profile(&[]);
+    let specs = common::jobs("[r]\nfilename=/dev/nvme0n1\nrw=randread\nbs=4k\nsize=1m\nnumjobs=2\n");
+    nvsched_sim::simulate(
+        nvsched_sim::SimInput {
+            jobs: &specs,
+            device: p.build(0).unwrap(),
+            host: p.host.clone(),
+            scheduler: Box::new(Gate { queue: VecDeque::new(), opens_at, reported_wakeup }),
+            host_cost: Default::default(),
+            seed: 0,
+            clock_ms: 0,
+        },
+        &mut NoObserver,
+    )
+}
+
+#[test]
+fn a_policy_waiting_for_the_time_it_reports_is_woken_then() {
+    let out = run_gate(Nanos(5_000_000), Nanos(5_000_000)).unwrap();
+    assert_eq!(out.engine.completed, 512);
+    assert!(out.end > Nanos(5_000_000));
+    assert!(out.engine.events < 10 * out.engine.requests, "{} events", out.engine.events);
+}
+
+#[test]
+fn a_policy_reporting_a_past_wakeup_gets_one_retry_a_nanosecond_later() {
+    // strict comparisons (`now > t`) refuse at t itself: the retry lets them through
+    let out = run_gate(Nanos(1), Nanos(0)).unwrap();
+    assert_eq!(out.engine.completed, 512);
+    assert!(out.engine.events < 10 * out.engine.requests, "{} events", out.engine.events);
+}
+
+#[test]
+fn a_policy_misreporting_its_wakeup_stalls_with_an_error_instead_of_spinning() {
+    // before the guard: 5 million timer events, one per nanosecond, until the gate opened
+    let err = run_gate(Nanos(5_000_000), Nanos(0)).err().expect("a stall");
+    assert!(err.0.contains("policy 'gate' holds 2 request(s)"), "{err}");
+    assert!(err.0.contains("next wakeup (0ns) is already past, yet it dispatches nothing"), "{err}");
 }
