@@ -30,6 +30,19 @@ pub struct Request {
     pub submit_time: Nanos,
 }
 
+/// The largest request a scheduler merge may build: Linux's default `max_sectors_kb` for
+/// NVMe (512 KiB), shared by every merging policy.
+pub const MAX_MERGE_BYTES: u32 = 512 * 1024;
+
+/// Which end of a queued request a merged one joined.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MergeSide {
+    /// It followed the queued request (the queued one grows at its end).
+    Back,
+    /// It preceded the queued request (the queued one now starts at its offset).
+    Front,
+}
+
 impl Request {
     /// A 4 KiB best-effort read at `offset_bytes`: a convenient start for tests.
     pub fn read(id: u64, offset_bytes: u64) -> Request {
@@ -108,5 +121,39 @@ impl Request {
             && self.tenant == next.tenant
             && self.end_offset() == next.offset_bytes
             && u64::from(self.len_bytes) + u64::from(next.len_bytes) <= u64::from(max_bytes)
+    }
+
+    /// Grows this (queued) request to cover `rq` if `rq` follows or precedes it under
+    /// [`Request::can_back_merge`]'s rules; says which end it joined.
+    pub fn absorb(&mut self, rq: &Request, max_bytes: u32) -> Option<MergeSide> {
+        if self.can_back_merge(rq, max_bytes) {
+            self.len_bytes += rq.len_bytes;
+            return Some(MergeSide::Back);
+        }
+        if rq.can_back_merge(self, max_bytes) {
+            self.offset_bytes = rq.offset_bytes;
+            self.len_bytes += rq.len_bytes;
+            return Some(MergeSide::Front);
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absorb_grows_the_queued_request_at_either_end_within_the_limit() {
+        let mut queued = Request::read(1, 8192);
+        assert_eq!(queued.absorb(&Request::read(2, 12288), MAX_MERGE_BYTES), Some(MergeSide::Back));
+        assert_eq!((queued.offset_bytes, queued.len_bytes), (8192, 8192));
+        assert_eq!(queued.absorb(&Request::read(3, 4096), MAX_MERGE_BYTES), Some(MergeSide::Front));
+        assert_eq!((queued.offset_bytes, queued.len_bytes), (4096, 12288));
+        // a gap, another direction, or a result over the limit: untouched
+        assert_eq!(queued.absorb(&Request::read(4, 20480), MAX_MERGE_BYTES), None);
+        assert_eq!(queued.absorb(&Request::write(5, 16384), MAX_MERGE_BYTES), None);
+        assert_eq!(queued.absorb(&Request::read(6, 16384), 12288), None);
+        assert_eq!((queued.offset_bytes, queued.len_bytes), (4096, 12288));
     }
 }

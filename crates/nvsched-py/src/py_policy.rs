@@ -3,17 +3,21 @@
 //! the same engine as the built-in policies. This file only adapts the object to the
 //! `Scheduler` trait; the engine's contract is the trait's.
 //!
-//! The policy sees each request as an immutable `nvsched.Request`, and hands one back
-//! from `dispatch` to send it to the device. Times are integer nanoseconds. The adapter
-//! keeps the queued requests itself, so `queued()` and the checks on what `dispatch`
-//! returns do not rely on the Python side. A Python exception (or a request that is not
+//! The policy sees each request as an `nvsched.Request` with read-only attributes, and
+//! hands one back from `dispatch` to send it to the device. `insert` may return a queued
+//! request instead of queuing the new one: the adapter checks that they can merge, grows
+//! the queued request in place (the policy's own object changes) and tells the engine.
+//! Times are integer nanoseconds. The adapter keeps the queued requests itself, so
+//! `queued()` and the checks on what `dispatch` and `insert` return do not rely on the
+//! Python side. A Python exception (or a request that is not
 //! queued) stops the policy: it dispatches nothing more, and the run raises the error
 //! (see [`raised`]).
 
 use nvsched::policy::{
-    Completion, DeviceView, HostCost, Inserted, Nanos, Params, PolicyInfo, PolicyReport, Request, Scheduler,
+    Completion, DeviceView, HostCost, Inserted, Nanos, Params, PolicyInfo, PolicyReport, Request, RequestId, Scheduler,
+    MAX_MERGE_BYTES,
 };
-use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyTypeError};
+use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::collections::HashMap;
@@ -33,72 +37,99 @@ pub static INFO: PolicyInfo = PolicyInfo {
     build: |_: &Params| unreachable!("a Python policy is built from its object"),
 };
 
-/// One request as the Python policy sees it.
-#[pyclass(frozen, name = "Request", module = "nvsched")]
+/// One request as the Python policy sees it. Its attributes are read-only; a merge
+/// (see [`PyPolicy`]) grows the queued request the policy holds, in place.
+#[pyclass(name = "Request", module = "nvsched")]
 pub struct PyRequest {
-    /// Unique among the requests in the system at once.
-    #[pyo3(get)]
-    id: u64,
-    /// "read", "write", "flush" or "discard".
-    #[pyo3(get)]
-    op: &'static str,
-    #[pyo3(get)]
-    offset_bytes: u64,
-    #[pyo3(get)]
-    len_bytes: u32,
-    /// A task waits on it (reads, O_SYNC/O_DSYNC and direct writes).
-    #[pyo3(get)]
-    sync: bool,
-    /// Force unit access: the write completes once on stable media.
-    #[pyo3(get)]
-    fua: bool,
-    /// "rt", "be", "idle" or "none" (then the kernel derives best-effort from `nice`).
-    #[pyo3(get)]
-    prio_class: &'static str,
-    /// 0 (most important) to 7.
-    #[pyo3(get)]
-    prio_level: u8,
-    #[pyo3(get)]
-    nice: i8,
-    /// The submitting job clone, from 0 in job-file order.
-    #[pyo3(get)]
-    job: u32,
-    #[pyo3(get)]
-    tenant: u32,
-    #[pyo3(get)]
-    tenant_weight: u32,
-    /// When it entered the block layer, ns.
-    #[pyo3(get)]
-    submit_ns: u64,
+    rq: Request,
 }
 
 #[pymethods]
 impl PyRequest {
+    /// Unique among the requests in the system at once.
+    #[getter]
+    fn id(&self) -> u64 {
+        self.rq.id.0
+    }
+    /// "read", "write", "flush" or "discard".
+    #[getter]
+    fn op(&self) -> &'static str {
+        self.rq.op.name()
+    }
+    #[getter]
+    fn offset_bytes(&self) -> u64 {
+        self.rq.offset_bytes
+    }
+    #[getter]
+    fn len_bytes(&self) -> u32 {
+        self.rq.len_bytes
+    }
+    /// A task waits on it (reads, O_SYNC/O_DSYNC and direct writes).
+    #[getter]
+    fn sync(&self) -> bool {
+        self.rq.sync
+    }
+    /// Force unit access: the write completes once on stable media.
+    #[getter]
+    fn fua(&self) -> bool {
+        self.rq.fua
+    }
+    /// "rt", "be", "idle" or "none" (then the kernel derives best-effort from `nice`).
+    #[getter]
+    fn prio_class(&self) -> &'static str {
+        self.rq.prio.class.name()
+    }
+    /// 0 (most important) to 7.
+    #[getter]
+    fn prio_level(&self) -> u8 {
+        self.rq.prio.level
+    }
+    #[getter]
+    fn nice(&self) -> i8 {
+        self.rq.nice
+    }
+    /// The submitting job clone, from 0 in job-file order.
+    #[getter]
+    fn job(&self) -> u32 {
+        self.rq.job
+    }
+    #[getter]
+    fn tenant(&self) -> u32 {
+        self.rq.tenant
+    }
+    #[getter]
+    fn tenant_weight(&self) -> u32 {
+        self.rq.tenant_weight
+    }
+    /// When it entered the block layer, ns.
+    #[getter]
+    fn submit_ns(&self) -> u64 {
+        self.rq.submit_time.0
+    }
+    /// Whether `other` may be merged into this request (returned from `insert` with this
+    /// one): same direction, flags, priority and tenant, contiguous at either end, and
+    /// together at most 512 KiB.
+    fn can_merge(&self, other: &PyRequest) -> bool {
+        self.rq.can_back_merge(&other.rq, MAX_MERGE_BYTES) || other.rq.can_back_merge(&self.rq, MAX_MERGE_BYTES)
+    }
     fn __repr__(&self) -> String {
+        let rq = &self.rq;
         format!(
             "Request(id={}, op='{}', offset_bytes={}, len_bytes={}, prio='{}{}', job={})",
-            self.id, self.op, self.offset_bytes, self.len_bytes, self.prio_class, self.prio_level, self.job
+            rq.id.0,
+            rq.op.name(),
+            rq.offset_bytes,
+            rq.len_bytes,
+            rq.prio.class.name(),
+            rq.prio.level,
+            rq.job
         )
     }
 }
 
 impl PyRequest {
     fn of(rq: &Request) -> PyRequest {
-        PyRequest {
-            id: rq.id.0,
-            op: rq.op.name(),
-            offset_bytes: rq.offset_bytes,
-            len_bytes: rq.len_bytes,
-            sync: rq.sync,
-            fua: rq.fua,
-            prio_class: rq.prio.class.name(),
-            prio_level: rq.prio.level,
-            nice: rq.nice,
-            job: rq.job,
-            tenant: rq.tenant,
-            tenant_weight: rq.tenant_weight,
-            submit_ns: rq.submit_time.0,
-        }
+        PyRequest { rq: *rq }
     }
 }
 
@@ -130,8 +161,8 @@ struct Methods {
 pub struct PyPolicy {
     obj: Py<PyAny>,
     methods: Methods,
-    /// Inserted and not yet dispatched, by id.
-    queued: HashMap<u64, Request>,
+    /// Inserted and not yet dispatched, by id, as the policy sees them.
+    queued: HashMap<u64, Py<PyRequest>>,
     error: PolicyError,
 }
 
@@ -183,6 +214,87 @@ impl PyPolicy {
         }
     }
 
+    /// Queues `rq` and hands its object to `insert` (for `requeue` too, when the policy
+    /// has no `requeue`); a queued request returned from it takes `rq` in (a merge).
+    fn insert_as(&mut self, what: &str, rq: Request, now: Nanos) -> Inserted {
+        Python::attach(|py| {
+            let Some(obj) = self.hold(py, rq) else { return Inserted::Queued };
+            if self.failed() {
+                return Inserted::Queued;
+            }
+            let Some(answer) = self.call(py, "insert", (obj, now.0)) else { return Inserted::Queued };
+            if answer.is_none() {
+                return Inserted::Queued;
+            }
+            let merged = if what == "requeue" {
+                Err(PyValueError::new_err(
+                    "insert() merged a request given back through requeue; define requeue() to take it back",
+                ))
+            } else {
+                self.merge(&answer, &rq)
+            };
+            match merged {
+                Ok(parent) => {
+                    self.queued.remove(&rq.id.0);
+                    Inserted::MergedInto(parent)
+                }
+                Err(e) => {
+                    self.fail("insert", e);
+                    Inserted::Queued
+                }
+            }
+        })
+    }
+
+    /// Keeps `rq` as queued, with the object the policy sees.
+    fn hold(&mut self, py: Python<'_>, rq: Request) -> Option<Py<PyRequest>> {
+        match Py::new(py, PyRequest::of(&rq)) {
+            Ok(obj) => {
+                self.queued.insert(rq.id.0, obj.clone_ref(py));
+                Some(obj)
+            }
+            Err(e) => {
+                self.fail("insert", e);
+                None
+            }
+        }
+    }
+
+    /// The id of a queued request the policy returned.
+    fn queued_one(&self, returned: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let Ok(r) = returned.cast::<PyRequest>() else {
+            let got = returned.get_type().name().map(|n| n.to_string()).unwrap_or_default();
+            return Err(PyTypeError::new_err(format!("returned a {got}, not a Request or None")));
+        };
+        let id = r.borrow().rq.id.0;
+        if !self.queued.contains_key(&id) {
+            let why =
+                format!("returned request {id}, which is not queued (already dispatched, merged, or never inserted)");
+            return Err(PyValueError::new_err(why));
+        }
+        Ok(id)
+    }
+
+    /// `insert` returned `answer` for `rq`: grows that queued request to cover `rq`.
+    fn merge(&self, answer: &Bound<'_, PyAny>, rq: &Request) -> PyResult<RequestId> {
+        let parent_id = self.queued_one(answer)?;
+        if parent_id == rq.id.0 {
+            return Err(PyValueError::new_err(
+                "returned the request being inserted: return None to queue it, or a queued request to merge it into",
+            ));
+        }
+        let parent = self.queued[&parent_id].bind(answer.py()).clone();
+        let mut parent = parent.borrow_mut();
+        match parent.rq.absorb(rq, MAX_MERGE_BYTES) {
+            Some(_) => Ok(parent.rq.id),
+            None => Err(PyValueError::new_err(format!(
+                "returned request {parent_id} to merge request {} into, but they cannot merge (Request.can_merge says why not: same op, flags, priority and tenant, contiguous, at most {} KiB together)",
+                rq.id.0,
+                MAX_MERGE_BYTES / 1024
+            ))),
+        }
+    }
+
     /// Calls `method(args)` on the object; an exception stops the policy.
     fn call<'py, A>(&self, py: Python<'py>, method: &str, args: A) -> Option<Bound<'py, PyAny>>
     where
@@ -204,13 +316,7 @@ impl Scheduler for PyPolicy {
     }
 
     fn insert(&mut self, rq: Request, now: Nanos) -> Inserted {
-        self.queued.insert(rq.id.0, rq);
-        if !self.failed() {
-            Python::attach(|py| {
-                self.call(py, "insert", (PyRequest::of(&rq), now.0));
-            });
-        }
-        Inserted::Queued
+        self.insert_as("insert", rq, now)
     }
 
     fn dispatch(&mut self, now: Nanos, device: DeviceView) -> Option<Request> {
@@ -222,23 +328,14 @@ impl Scheduler for PyPolicy {
             if chosen.is_none() {
                 return None;
             }
-            let id = match chosen.cast::<PyRequest>() {
-                Ok(r) => r.get().id,
-                Err(_) => {
-                    let got = chosen.get_type().name().map(|n| n.to_string()).unwrap_or_default();
-                    self.fail("dispatch", PyTypeError::new_err(format!("returned a {got}, not a Request or None")));
+            let id = match self.queued_one(&chosen) {
+                Ok(id) => id,
+                Err(e) => {
+                    self.fail("dispatch", e);
                     return None;
                 }
             };
-            match self.queued.remove(&id) {
-                Some(rq) => Some(rq),
-                None => {
-                    let why =
-                        format!("returned request {id}, which is not queued (already dispatched, or never inserted)");
-                    self.fail("dispatch", PyTypeError::new_err(why));
-                    None
-                }
-            }
+            self.queued.remove(&id).map(|obj| obj.bind(py).borrow().rq)
         })
     }
 
@@ -253,15 +350,16 @@ impl Scheduler for PyPolicy {
 
     fn requeue(&mut self, rq: Request, now: Nanos) {
         if !self.methods.requeue {
-            let _ = self.insert(rq, now);
+            // the engine keeps a requeued request as its own: it cannot be merged away
+            let _ = self.insert_as("requeue", rq, now);
             return;
         }
-        self.queued.insert(rq.id.0, rq);
-        if !self.failed() {
-            Python::attach(|py| {
-                self.call(py, "requeue", (PyRequest::of(&rq), now.0));
-            });
-        }
+        Python::attach(|py| {
+            let Some(obj) = self.hold(py, rq) else { return };
+            if !self.failed() {
+                self.call(py, "requeue", (obj, now.0));
+            }
+        });
     }
 
     fn next_wakeup(&self) -> Option<Nanos> {

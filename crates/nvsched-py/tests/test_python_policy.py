@@ -153,7 +153,7 @@ def test_a_broken_policy_fails_the_run_with_its_traceback():
             rq, self.again = (self.again, None) if self.again else (super().dispatch(now_ns, inflight, queue_depth),) * 2
             return rq
 
-    with pytest.raises(RuntimeError, match=r"dispatch: TypeError: returned request \d+, which is not queued"):
+    with pytest.raises(RuntimeError, match=r"dispatch: ValueError: returned request \d+, which is not queued"):
         nvsched.run(MIXED, policy=Twice(), timestamp_ms=0)
 
     class Wrong(Fifo):
@@ -292,3 +292,56 @@ def test_the_sweep_command_takes_a_policy_from_a_file(tmp_path, capsys):
                       ("nocolon", "expected FILE.py:EXPR")]:
         assert sw.main(["--experiment", "k2-analysis:randread", "--seeds", "1", "--policy", spec]) == 1
         assert why in capsys.readouterr().err
+
+
+class MergingBound(BoundedRtFirst):
+    """K2 with merge=1 for best-effort work: one FIFO, at most `bound` in flight, and a
+    request merged into the newest queued one that can take it."""
+
+    dispatch_cost_ns, complete_cost_ns = 150, 100
+    largest = 0
+
+    def dispatch(self, now_ns, inflight, queue_depth):
+        rq = super().dispatch(now_ns, inflight, queue_depth)
+        self.largest = max(self.largest, rq.len_bytes if rq else 0)
+        return rq
+
+    def insert(self, rq, now_ns):
+        for queued in reversed(self.others):
+            if queued.can_merge(rq):
+                return queued
+        self.others.append(rq)
+
+
+SEQUENTIAL = ("[global]\nfilename=/dev/nvme0n1\nsize=64m\nbs=4k\nruntime=50ms\ntime_based\n"
+              "ioengine=libaio\niodepth=8\n[a]\nrw=read\n[b]\nrw=write\noffset=128m\n")
+
+
+def test_a_python_policy_merges_as_k2_does():
+    policy = MergingBound(1)
+    py = nvsched.run(SEQUENTIAL, policy=policy, timestamp_ms=0)
+    k2 = nvsched.run(SEQUENTIAL, "k2:bound=1,merge=1", timestamp_ms=0)
+    assert without_policy(py) == without_policy(k2)
+    merges = py["nvsched"]["engine_counters"]["sched_merges"]
+    assert merges > 1000
+    assert py["jobs"][0]["read"]["total_ios"] > py["disk_util"][0]["read_ios"]
+    # the policy saw the requests it merged into grow in place
+    assert policy.largest >= 8 * 4096
+
+
+def test_a_merge_the_request_cannot_take_fails_the_run():
+    class MergesAnything(MergingBound):
+        def insert(self, rq, now_ns):
+            if self.others and not self.others[-1].can_merge(rq):
+                return self.others[-1]
+            self.others.append(rq)
+
+    with pytest.raises(RuntimeError, match=r"insert: ValueError: returned request \d+ to merge request \d+ into, but they cannot merge"):
+        nvsched.run(MIXED, policy=MergesAnything(1), timestamp_ms=0)
+
+    class MergesIntoItself(Fifo):
+        def insert(self, rq, now_ns):
+            return rq
+
+    with pytest.raises(RuntimeError, match=r"returned the request being inserted"):
+        nvsched.run(MIXED, policy=MergesIntoItself(), timestamp_ms=0)

@@ -10,7 +10,7 @@
 use crate::params::{ParamKind, ParamSpec, Params};
 use crate::registry::PolicyInfo;
 use crate::scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler};
-use crate::{Nanos, Op, PrioClass, Request};
+use crate::{Nanos, Op, PrioClass, Request, MAX_MERGE_BYTES};
 use std::collections::VecDeque;
 
 pub const PARAMS: &[ParamSpec] = &[
@@ -65,7 +65,6 @@ pub static INFO: PolicyInfo = PolicyInfo {
 /// Queue index of the combined best-effort / idle / unset queue.
 const OTHER_QUEUE: usize = 8;
 /// Largest request a merge may build.
-const MAX_MERGE_BYTES: u32 = 512 * 1024;
 /// `budget=latency` always admits this many, so a large request cannot stall the queue.
 const LATENCY_MIN_INFLIGHT: u32 = 2;
 
@@ -151,18 +150,7 @@ impl K2 {
     }
 
     fn try_merge(&mut self, q: usize, rq: &Request) -> Option<crate::RequestId> {
-        for queued in self.queues[q].iter_mut().rev() {
-            if queued.can_back_merge(rq, MAX_MERGE_BYTES) {
-                queued.len_bytes += rq.len_bytes;
-                return Some(queued.id);
-            }
-            if rq.can_back_merge(queued, MAX_MERGE_BYTES) {
-                queued.offset_bytes = rq.offset_bytes;
-                queued.len_bytes += rq.len_bytes;
-                return Some(queued.id);
-            }
-        }
-        None
+        self.queues[q].iter_mut().rev().find_map(|queued| queued.absorb(rq, MAX_MERGE_BYTES).map(|_| queued.id))
     }
 
     fn admits(&self, rq: &Request) -> bool {

@@ -8,7 +8,7 @@
 use crate::params::{ParamKind, ParamSpec, Params};
 use crate::registry::PolicyInfo;
 use crate::scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler};
-use crate::{Nanos, Op, PrioClass, Request, RequestId};
+use crate::{Nanos, Op, PrioClass, Request, RequestId, MAX_MERGE_BYTES};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 pub const PARAMS: &[ParamSpec] = &[
@@ -64,7 +64,6 @@ pub static INFO: PolicyInfo = PolicyInfo {
     build: |p: &Params| Box::new(MqDeadline::from_params(p)),
 };
 
-const MAX_MERGE_BYTES: u32 = 512 * 1024;
 const CLASSES: usize = 3;
 
 #[derive(Debug)]

@@ -7,7 +7,7 @@
 use crate::params::{ParamKind, ParamSpec, Params};
 use crate::registry::PolicyInfo;
 use crate::scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler};
-use crate::{Nanos, Request, RequestId};
+use crate::{MergeSide, Nanos, Request, RequestId, MAX_MERGE_BYTES};
 use std::collections::VecDeque;
 
 pub const PARAMS: &[ParamSpec] = &[
@@ -45,8 +45,6 @@ pub static INFO: PolicyInfo = PolicyInfo {
     build: |p: &Params| Box::new(Veloces::from_params(p)),
 };
 
-const MAX_MERGE_BYTES: u32 = 512 * 1024;
-
 #[derive(Debug)]
 pub struct Veloces {
     write_expire: Nanos,
@@ -82,17 +80,12 @@ impl Veloces {
     /// Front or back merge with a queued request of the same queue.
     fn merge<'a>(&mut self, queue: impl Iterator<Item = &'a mut Request>, rq: &Request) -> Option<RequestId> {
         for q in queue {
-            if q.can_back_merge(rq, MAX_MERGE_BYTES) {
-                q.len_bytes += rq.len_bytes;
-                self.back_merges += 1;
-                return Some(q.id);
+            match q.absorb(rq, MAX_MERGE_BYTES) {
+                Some(MergeSide::Back) => self.back_merges += 1,
+                Some(MergeSide::Front) => self.front_merges += 1,
+                None => continue,
             }
-            if rq.can_back_merge(q, MAX_MERGE_BYTES) {
-                q.offset_bytes = rq.offset_bytes;
-                q.len_bytes += rq.len_bytes;
-                self.front_merges += 1;
-                return Some(q.id);
-            }
+            return Some(q.id);
         }
         None
     }

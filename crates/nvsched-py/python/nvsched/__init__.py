@@ -34,10 +34,12 @@ _so = os.stat(_native.__file__)
 _native.set_build_fingerprint(f"python-extension {_so.st_size}:{_so.st_mtime_ns}")
 __all__ = ["run", "run_device", "check_policy", "policies", "devices", "experiments", "experiment_cell", "summary", "JobInput", "Request"]
 
-#: A request as a Python policy sees it (immutable): ``id``, ``op`` ("read", "write",
+#: A request as a Python policy sees it (read-only attributes; a merge grows a queued
+#: one in place): ``id``, ``op`` ("read", "write",
 #: "flush", "discard"), ``offset_bytes``, ``len_bytes``, ``sync``, ``fua``, ``prio_class``
 #: ("rt", "be", "idle", "none"), ``prio_level`` (0-7), ``nice``, ``job`` (the submitting
-#: job clone, from 0), ``tenant``, ``tenant_weight``, ``submit_ns``.
+#: job clone, from 0), ``tenant``, ``tenant_weight``, ``submit_ns``; and
+#: ``can_merge(other)``.
 Request = _native.Request
 
 JobInput = Union[str, "os.PathLike[str]"]
@@ -92,15 +94,19 @@ def run(
     scheduler, and ``policy.dispatch(now_ns, inflight, queue_depth)`` after every insert,
     completion and wake-up until it returns ``None`` or the device queue is full; it
     returns one of the inserted requests to send it to the device, or ``None`` to hold
-    back. Optional: ``complete(rq, now_ns, dispatched_ns)``, ``requeue(rq, now_ns)``
-    (default: insert again), ``next_wakeup()`` (ns or ``None``: when ``dispatch`` should
+    back. ``insert`` returns ``None``, or a queued request to merge the new one into
+    (``queued.can_merge(rq)`` says whether they can: same direction, flags, priority and
+    tenant, contiguous, at most 512 KiB together); the queued request then grows in
+    place, and the new one is never dispatched: it completes with the one it joined.
+    Optional: ``complete(rq, now_ns, dispatched_ns)``, ``requeue(rq, now_ns)`` (default:
+    insert again), ``next_wakeup()`` (ns or ``None``: when ``dispatch`` should
     be called with no other event), ``report()`` (a dict of counters for the report's
     ``nvsched.policy``), and the attributes ``name`` (default: the class name),
     ``dispatch_cost_ns`` and ``complete_cost_ns`` (host time per dispatch and completion,
-    default 0). The report names it ``python:NAME``. An exception in the policy, or a
-    request returned that is not queued, fails the run with a RuntimeError carrying the
-    policy's traceback (and the original exception as its cause); a KeyboardInterrupt in
-    the policy stops the run as it is.
+    default 0). The report names it ``python:NAME``. An exception in the policy, a
+    request returned that is not queued, or a merge of requests that cannot merge, fails
+    the run with a RuntimeError carrying the policy's traceback (and the original
+    exception as its cause); a KeyboardInterrupt in the policy stops the run as it is.
 
     Raises ValueError with the message the command line would print (file, line, option).
     The command line's warnings (an option ignored, ``sched`` overriding the job file's
