@@ -4,7 +4,7 @@
 
 use crate::events::{EventKind, EventQueue, Lane};
 use crate::layout::{self, PlacedFile};
-use crate::pagecache::{Chunk, PageCache};
+use crate::pagecache::{Chunk, PageCache, PAGE_BYTES};
 use nvsched_core::{IoPrio, LogClock, Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Request, RequestId, Scheduler};
 use nvsched_report::{CompletedIo, JobRecorder, JobStats};
@@ -111,6 +111,8 @@ pub struct EngineCounters {
     pub cache_read_waits: u64,
     pub cache_read_misses: u64,
     pub readahead_requests: u64,
+    /// Pages read because a buffered write covered them only in part.
+    pub partial_page_reads: u64,
     /// Writeback requests and bytes, and buffered writes that waited for writeback
     /// (the dirty limit).
     pub writeback_requests: u64,
@@ -157,8 +159,9 @@ enum CacheEffect {
         offset_bytes: u64,
         len_bytes: u32,
     },
-    /// An asynchronous read-ahead, which no job waits for as such.
-    ReadAhead {
+    /// A read the engine sends to fill the cache, which no job waits for as such: an
+    /// asynchronous read-ahead, or the pages a buffered write covers only in part.
+    OwnRead {
         offset_bytes: u64,
         len_bytes: u32,
     },
@@ -174,8 +177,10 @@ enum CacheEffect {
 struct RqRecord {
     rq: Request,
     job: u32,
-    /// The op and size the job issued (the request may grow by merging).
+    /// The op, offset and size the job issued (the request may grow by merging, and a
+    /// front merge moves its start).
     op: Op,
+    offset_bytes: u64,
     len: u32,
     /// Which of the job clone's files (for error messages).
     file: u16,
@@ -239,6 +244,8 @@ struct Buffered {
     throttled: VecDeque<u32>,
     /// Buffered reads waiting for pages another read is bringing.
     waiting_reads: Vec<u32>,
+    /// Buffered writes waiting for the pages they cover in part to be read.
+    waiting_writes: Vec<u32>,
     /// fsyncs waiting for every writeback up to a sequence number to land, then their
     /// flush goes to the device.
     fsyncs: Vec<(u32, u64)>,
@@ -384,6 +391,7 @@ impl<'o> Simulation<'o> {
                 outstanding: BTreeSet::new(),
                 throttled: VecDeque::new(),
                 waiting_reads: Vec::new(),
+                waiting_writes: Vec::new(),
                 fsyncs: Vec::new(),
                 timer: None,
                 expiring: false,
@@ -699,6 +707,7 @@ impl<'o> Simulation<'o> {
                     rq: Request::read(0, 0),
                     job: 0,
                     op: Op::Read,
+                    offset_bytes: 0,
                     len: 0,
                     file: 0,
                     created: Nanos::ZERO,
@@ -752,6 +761,7 @@ impl<'o> Simulation<'o> {
             };
             rec.job = j;
             rec.op = unit.op;
+            rec.offset_bytes = unit.offset_bytes;
             rec.len = unit.len_bytes;
             rec.file = unit.file;
             rec.created = self.now;
@@ -990,10 +1000,10 @@ impl<'o> Simulation<'o> {
                 let b = self.buffered.as_mut().expect("a page cache");
                 b.cache.fill(offset_bytes, u64::from(len_bytes));
             }
-            CacheEffect::ReadAhead { offset_bytes, len_bytes } => {
+            CacheEffect::OwnRead { offset_bytes, len_bytes } => {
                 let b = self.buffered.as_mut().expect("a page cache");
                 b.cache.fill(offset_bytes, u64::from(len_bytes));
-                self.finish_own_request(slot, offset_bytes);
+                self.finish_own_request(slot);
                 return;
             }
             CacheEffect::Writeback { chunk, seq, sync } => {
@@ -1003,7 +1013,7 @@ impl<'o> Simulation<'o> {
                 if !sync {
                     b.background_inflight -= 1;
                 }
-                self.finish_own_request(slot, chunk.offset_bytes);
+                self.finish_own_request(slot);
                 return;
             }
         }
@@ -1021,7 +1031,7 @@ impl<'o> Simulation<'o> {
         let io = CompletedIo {
             op: rec.op,
             len_bytes: rec.len,
-            offset_bytes: rec.rq.offset_bytes,
+            offset_bytes: rec.offset_bytes,
             file: rec.file,
             prio: rec.rq.prio,
             created: rec.created,
@@ -1031,23 +1041,16 @@ impl<'o> Simulation<'o> {
         if let Some(stop) = self.steady.on_complete(rec.job, &job.driver, rec.op, rec.len, now) {
             self.steady_stopped.extend_from_slice(stop);
         }
-        let mut as_issued = rec.rq;
-        as_issued.op = rec.op;
-        as_issued.len_bytes = rec.len;
-        self.observer.on_complete(now, &as_issued, latency);
-        let r = &mut self.rqs[slot as usize];
-        r.state = RqState::Free;
-        r.merged_next = NONE;
-        self.free.push(slot);
+        self.finish_own_request(slot);
     }
 
-    /// A request the engine sent for the page cache (writeback, read-ahead) landed: no
-    /// job sees it, the observer does (as sent: a merge may have moved its request's
-    /// start).
-    fn finish_own_request(&mut self, slot: u32, offset_bytes: u64) {
+    /// Shows the observer a request that landed as it was issued (a merge may have
+    /// grown it, or moved its start), and frees its slot. A request the engine sent for
+    /// the page cache (writeback, read-ahead) ends here directly: no job sees it.
+    fn finish_own_request(&mut self, slot: u32) {
         let rec = self.rqs[slot as usize];
         let mut as_issued = rec.rq;
-        (as_issued.op, as_issued.offset_bytes, as_issued.len_bytes) = (rec.op, offset_bytes, rec.len);
+        (as_issued.op, as_issued.offset_bytes, as_issued.len_bytes) = (rec.op, rec.offset_bytes, rec.len);
         self.observer.on_complete(self.now, &as_issued, self.now - rec.created);
         let r = &mut self.rqs[slot as usize];
         r.state = RqState::Free;
@@ -1081,8 +1084,8 @@ impl<'o> Simulation<'o> {
                     job.ra_marker = (ahead > 0).then_some(start);
                     job.ra_next = start + u64::from(ahead);
                     if ahead > 0 && !b.cache.holds_or_reads(start, u64::from(ahead)) {
-                        b.cache.start_read(start, u64::from(ahead));
-                        self.read_ahead(j, start, ahead);
+                        self.counters.readahead_requests += 1;
+                        self.own_read(j, start, ahead);
                     }
                 }
                 let b = self.buffered.as_mut().expect("a page cache");
@@ -1098,30 +1101,30 @@ impl<'o> Simulation<'o> {
                     return false;
                 }
                 self.counters.cache_read_misses += 1;
-                let mut fill = len;
+                let mut fill_end = end;
                 if sequential {
                     // read ahead, within the file: the reader waits for this window, and
                     // its next read (the marker) sends the one after
-                    fill = fill.max(window(offset));
+                    fill_end = fill_end.max(offset + u64::from(window(offset)));
                     let job = &mut self.jobs[j as usize];
-                    job.ra_marker = Some(end).filter(|&m| m < offset + u64::from(fill));
-                    job.ra_next = offset + u64::from(fill);
+                    job.ra_marker = Some(end).filter(|&m| m < fill_end);
+                    job.ra_next = fill_end;
                 }
-                b.cache.start_read(offset, u64::from(fill));
+                // the device reads whole pages
+                let fill_start = offset - offset % PAGE_BYTES;
+                let fill = (fill_end.next_multiple_of(PAGE_BYTES) - fill_start) as u32;
+                b.cache.start_read(fill_start, u64::from(fill));
                 let rec = &mut self.rqs[slot as usize];
-                rec.rq.len_bytes = fill;
-                rec.cache = CacheEffect::Fill { offset_bytes: offset, len_bytes: fill };
+                (rec.rq.offset_bytes, rec.rq.len_bytes) = (fill_start, fill);
+                rec.cache = CacheEffect::Fill { offset_bytes: fill_start, len_bytes: fill };
                 true
             }
             Op::Write => {
-                if b.throttled.is_empty() && !b.cache.must_wait_to_dirty(offset, u64::from(len)) {
-                    b.cache.dirty(offset, u64::from(len), j, now);
-                    self.events.push(submitted + copy, EventKind::CacheDone(slot));
+                if self.read_partial_pages(slot) {
+                    self.buffer_write(slot, submitted + copy);
                 } else {
-                    b.throttled.push_back(slot);
-                    self.counters.throttled_writes += 1;
+                    self.buffered.as_mut().expect("a page cache").waiting_writes.push(slot);
                 }
-                self.start_writeback();
                 false
             }
             Op::Discard => {
@@ -1143,6 +1146,40 @@ impl<'o> Simulation<'o> {
                 false
             }
         }
+    }
+
+    /// Whether the pages buffered write `slot` covers only in part are cached; those that
+    /// are not, and are not on their way, are read first (as the kernel's `write_begin`
+    /// does), at the writer's priority.
+    fn read_partial_pages(&mut self, slot: u32) -> bool {
+        let rec = &self.rqs[slot as usize];
+        let (job, offset, len) = (rec.job, rec.offset_bytes, u64::from(rec.len));
+        let b = self.buffered.as_mut().expect("a page cache");
+        let missing = b.cache.partial_pages_missing(offset, len);
+        for page in missing.into_iter().flatten() {
+            let b = self.buffered.as_mut().expect("a page cache");
+            if !b.cache.holds_or_reads(page, PAGE_BYTES) {
+                self.counters.partial_page_reads += 1;
+                self.own_read(job, page, PAGE_BYTES as u32);
+            }
+        }
+        missing == [None, None]
+    }
+
+    /// Buffered write `slot` copies into the cache, done at `done_at`, or waits while
+    /// too much of the cache is dirty (behind the writes already waiting).
+    fn buffer_write(&mut self, slot: u32, done_at: Nanos) {
+        let rec = &self.rqs[slot as usize];
+        let (job, offset, len) = (rec.job, rec.offset_bytes, u64::from(rec.len));
+        let b = self.buffered.as_mut().expect("a page cache");
+        if b.throttled.is_empty() && !b.cache.must_wait_to_dirty(offset, len) {
+            b.cache.dirty(offset, len, job, self.now);
+            self.events.push(done_at, EventKind::CacheDone(slot));
+        } else {
+            b.throttled.push_back(slot);
+            self.counters.throttled_writes += 1;
+        }
+        self.start_writeback();
     }
 
     /// Background writeback: above the background threshold or with writers waiting,
@@ -1217,9 +1254,10 @@ impl<'o> Simulation<'o> {
         self.submit_own_request(rq, CacheEffect::Writeback { chunk, seq, sync });
     }
 
-    /// Job `j` reads ahead: a read at its own priority and tenant that fills the cache
-    /// and completes none of the job's reads as such.
-    fn read_ahead(&mut self, j: u32, offset_bytes: u64, len_bytes: u32) {
+    /// Job `j` reads pages into the cache (ahead of its reads, or before it writes part
+    /// of them): a read at its own priority and tenant that completes none of its I/O as
+    /// such.
+    fn own_read(&mut self, j: u32, offset_bytes: u64, len_bytes: u32) {
         let job = &self.jobs[j as usize];
         let rq = Request {
             id: RequestId(0),
@@ -1235,8 +1273,9 @@ impl<'o> Simulation<'o> {
             tenant_weight: job.tenant_weight,
             submit_time: Nanos::ZERO,
         };
-        self.counters.readahead_requests += 1;
-        self.submit_own_request(rq, CacheEffect::ReadAhead { offset_bytes, len_bytes });
+        let b = self.buffered.as_mut().expect("a page cache");
+        b.cache.start_read(offset_bytes, u64::from(len_bytes));
+        self.submit_own_request(rq, CacheEffect::OwnRead { offset_bytes, len_bytes });
     }
 
     /// Sends a request of the engine's own (writeback, read-ahead) down the submission
@@ -1250,6 +1289,7 @@ impl<'o> Simulation<'o> {
         rec.rq = rq;
         rec.job = rq.job;
         rec.op = rq.op;
+        rec.offset_bytes = rq.offset_bytes;
         rec.len = rq.len_bytes;
         rec.file = 0;
         rec.created = self.now;
@@ -1278,11 +1318,24 @@ impl<'o> Simulation<'o> {
                 self.events.push(now + b.copy_time(len), EventKind::CacheDone(slot));
             }
         }
+        if !b.waiting_writes.is_empty() {
+            // a page read for a write may have been evicted before it was written: it is
+            // read again
+            for slot in std::mem::take(&mut b.waiting_writes) {
+                if self.read_partial_pages(slot) {
+                    let copy =
+                        self.buffered.as_ref().expect("a page cache").copy_time(u64::from(self.rqs[slot as usize].len));
+                    self.buffer_write(slot, now + copy);
+                } else {
+                    self.buffered.as_mut().expect("a page cache").waiting_writes.push(slot);
+                }
+            }
+        }
         loop {
             let b = self.buffered.as_mut().expect("a page cache");
             let Some(&slot) = b.throttled.front() else { break };
             let rec = &self.rqs[slot as usize];
-            let (offset, len) = (rec.rq.offset_bytes, u64::from(rec.len));
+            let (offset, len) = (rec.offset_bytes, u64::from(rec.len));
             if b.cache.must_wait_to_dirty(offset, len) {
                 break;
             }

@@ -133,6 +133,18 @@ impl PageCache {
         pages(offset_bytes, len_bytes).all(|p| self.pages.contains_key(&p))
     }
 
+    /// The pages (byte offsets) a write of the range covers only in part that are not
+    /// cached: its first and its last, each if so.
+    pub fn partial_pages_missing(&self, offset_bytes: u64, len_bytes: u64) -> [Option<u64>; 2] {
+        let end = offset_bytes + len_bytes;
+        let first = offset_bytes - offset_bytes % PAGE_BYTES;
+        let last = (end - 1) - (end - 1) % PAGE_BYTES;
+        let missing = |page: u64, partial: bool| (partial && !self.holds(page, PAGE_BYTES)).then_some(page);
+        let head = missing(first, !offset_bytes.is_multiple_of(PAGE_BYTES) || (first == last && !end.is_multiple_of(PAGE_BYTES)));
+        let tail = missing(last, last != first && !end.is_multiple_of(PAGE_BYTES));
+        [head, tail]
+    }
+
     /// A read from the device starts: its pages not in the cache are on their way.
     pub fn start_read(&mut self, offset_bytes: u64, len_bytes: u64) {
         for p in pages(offset_bytes, len_bytes) {
@@ -272,6 +284,23 @@ mod tests {
     }
 
     const KIB: u64 = 1024;
+
+    #[test]
+    fn a_write_misses_the_pages_it_covers_in_part_until_they_are_cached() {
+        let mut c = cache(1 << 20);
+        assert_eq!(c.partial_pages_missing(0, 4 * KIB), [None, None], "whole pages");
+        assert_eq!(c.partial_pages_missing(0, 8 * KIB), [None, None]);
+        assert_eq!(c.partial_pages_missing(512, 512), [Some(0), None], "inside one page");
+        assert_eq!(c.partial_pages_missing(0, 512), [Some(0), None]);
+        assert_eq!(c.partial_pages_missing(2 * KIB, 4 * KIB), [Some(0), Some(4 * KIB)], "across two");
+        assert_eq!(c.partial_pages_missing(2 * KIB, 6 * KIB), [Some(0), None], "ends on a boundary");
+        assert_eq!(c.partial_pages_missing(4 * KIB, 6 * KIB), [None, Some(8 * KIB)], "starts on one");
+        c.start_read(0, 4 * KIB);
+        assert_eq!(c.partial_pages_missing(512, 512), [Some(0), None], "on its way is not cached");
+        c.fill(0, 4 * KIB);
+        c.dirty(4 * KIB, 4 * KIB, 0, Nanos::ZERO);
+        assert_eq!(c.partial_pages_missing(2 * KIB, 4 * KIB), [None, None], "one clean, one dirty");
+    }
 
     #[test]
     fn a_written_page_is_read_from_the_cache_until_trimmed() {

@@ -499,3 +499,31 @@ fn a_policy_misreporting_its_wakeup_stalls_with_an_error_instead_of_spinning() {
     assert!(err.0.contains("policy 'gate' holds 2 request(s)"), "{err}");
     assert!(err.0.contains("next wakeup (0ns) is already past, yet it dispatches nothing"), "{err}");
 }
+
+#[test]
+fn a_front_merged_request_completes_at_the_offset_its_job_issued() {
+    // descending 4 KiB reads, held by k2's bound of 1: each front-merges into the one
+    // queued before it, whose request then starts lower than what its job asked for
+    struct Offsets(Vec<(u64, u32)>);
+    impl Observer for Offsets {
+        fn on_complete(&mut self, _now: Nanos, rq: &Request, _latency: Nanos) {
+            self.0.push((rq.offset_bytes, rq.len_bytes));
+        }
+    }
+    let dir = std::env::temp_dir().join(format!("nvsched-front-merge-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let trace = dir.join("descending.log");
+    let mut log = String::from("fio version 2 iolog\n/dev/nvme0n1 add\n/dev/nvme0n1 open\n");
+    for k in (0..16u64).rev() {
+        log += &format!("/dev/nvme0n1 read {} 4096\n", k * 4096);
+    }
+    std::fs::write(&trace, log + "/dev/nvme0n1 close\n").unwrap();
+    let text = format!("[r]\nread_iolog={}\nioengine=libaio\niodepth=16\n", trace.display());
+    let mut seen = Offsets(Vec::new());
+    let out = run_with(&text, "k2:bound=1,merge=1", &profile(&[]), 0, &mut seen);
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(out.engine.sched_merges > 0);
+    seen.0.sort_unstable();
+    let issued: Vec<(u64, u32)> = (0..16u64).map(|k| (k * 4096, 4096)).collect();
+    assert_eq!(seen.0, issued);
+}

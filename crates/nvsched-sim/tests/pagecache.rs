@@ -235,3 +235,51 @@ fn o_sync_writes_and_direct_jobs_bypass_the_cache_and_runs_repeat_exactly() {
     assert_eq!(key(&a), key(&b));
     assert!(a.engine.throttled_writes > 0 && a.engine.cache_read_misses > 0);
 }
+
+#[test]
+fn a_write_of_part_of_a_page_reads_the_page_first_and_waits_for_it() {
+    // 512-byte random writes into 1 MiB: each page is read once, by the first write into
+    // it, at the writer's priority; a write into a page being read waits for that read
+    let text = "[w]\nfilename=/dev/nvme0n1\ndirect=0\nrw=randwrite\nbs=512\nsize=1m\n\
+                prioclass=1\niodepth=1\n";
+    let p = cached("67108864", &[("simple.read_ns", "50000")]);
+    let (out, log) = run_logged(text, &p);
+    let e = &out.engine;
+    let reads: Vec<&Request> = log.dispatched.iter().map(|(_, r)| r).filter(|r| r.op == Op::Read).collect();
+    assert_eq!(e.partial_page_reads, 256, "each of the 256 pages, once");
+    assert_eq!(reads.len(), 256);
+    assert!(reads.iter().all(|r| r.len_bytes == 4096 && r.offset_bytes % 4096 == 0 && r.prio.class.name() == "rt"));
+    let write = &out.clones[0].stats.dirs[1];
+    assert_eq!(write.total_ios, 2048);
+    // 256 writes waited for the device's 50 us read; the rest copied from memory
+    let slow = p.host.submit_ns + 50_000;
+    assert!(write.lat.max >= slow, "a write waited for its page: max {}", write.lat.max);
+    assert!(write.lat.min < 10_000, "a write into a cached page does not wait: min {}", write.lat.min);
+}
+
+#[test]
+fn a_write_of_whole_pages_or_into_cached_ones_reads_nothing() {
+    // aligned 4 KiB writes, then 512-byte writes into the pages they dirtied
+    let text = "[global]\nfilename=/dev/nvme0n1\ndirect=0\nsize=1m\n\
+                [whole]\nrw=write\nbs=4k\n\
+                [part]\nstonewall\nrw=randwrite\nbs=512\n";
+    let (out, _) = run_logged(text, &cached("67108864", &[]));
+    assert_eq!(out.engine.partial_page_reads, 0);
+    let text = "[s]\nfilename=/dev/nvme0n1\ndirect=0\nsize=3m\nrw=write\nbs=6k\n";
+    let (out, _) = run_logged(text, &cached("67108864", &[]));
+    // 512 writes of 6 KiB: each pair shares a page, which the first reads (it ends
+    // there) and the second finds dirty (it starts there)
+    assert_eq!(out.engine.partial_page_reads, 256);
+}
+
+#[test]
+fn a_buffered_read_of_part_of_a_page_reads_the_whole_page() {
+    let text = "[r]\nfilename=/dev/nvme0n1\ndirect=0\nrw=randread\nbs=512\nsize=64k\nnumber_ios=64\n";
+    let (_, log) = run_logged(text, &cached("67108864", &[]));
+    let reads: Vec<&Request> = log.dispatched.iter().map(|(_, r)| r).filter(|r| r.op == Op::Read).collect();
+    assert!(!reads.is_empty());
+    assert!(reads.iter().all(|r| r.offset_bytes % 4096 == 0 && r.len_bytes == 4096), "{reads:?}");
+    // jobs and observers still see what the job asked for
+    let done: Vec<&Request> = log.completed.iter().map(|(_, r)| r).collect();
+    assert!(done.iter().all(|r| r.len_bytes == 512));
+}

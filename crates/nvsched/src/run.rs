@@ -236,6 +236,7 @@ pub fn run_sim(
             "read_waits": e.cache_read_waits,
             "read_misses": e.cache_read_misses,
             "readahead_requests": e.readahead_requests,
+            "partial_page_reads": e.partial_page_reads,
             "writeback_requests": e.writeback_requests,
             "writeback_bytes": e.writeback_bytes,
             "throttled_writes": e.throttled_writes,
