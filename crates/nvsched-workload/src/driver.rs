@@ -1031,6 +1031,20 @@ impl JobDriver {
         }
     }
 
+    /// A flush that is due, a stop, or a backlog to issue comes first, in that order.
+    fn poll_due(&mut self, now: Nanos, out: &mut Vec<IoUnit>, max_units: u32) -> Option<Poll> {
+        if self.flush_due != FlushDue::No {
+            return Some(self.poll_flush(out));
+        }
+        if self.stopped {
+            return Some(self.poll_stopped(now, out, max_units));
+        }
+        if self.backlog_due {
+            return Some(self.poll_backlog(now, out, max_units));
+        }
+        None
+    }
+
     fn poll_units(&mut self, now: Nanos, out: &mut Vec<IoUnit>, max_units: u32) -> Poll {
         let Some(start) = self.started_at else { return Poll::Blocked };
         if now < start && !self.stopped {
@@ -1039,14 +1053,8 @@ impl JobDriver {
         if !self.stopped && self.end.is_some_and(|end| now >= end) {
             self.stop_issuing();
         }
-        if self.flush_due != FlushDue::No {
-            return self.poll_flush(out);
-        }
-        if self.stopped {
-            return self.poll_stopped(now, out, max_units);
-        }
-        if self.backlog_due {
-            return self.poll_backlog(now, out, max_units);
+        if let Some(poll) = self.poll_due(now, out, max_units) {
+            return poll;
         }
         if self.quiescing.is_some() || self.draining || self.refill_wait {
             return Poll::Blocked;
@@ -1213,14 +1221,8 @@ impl JobDriver {
         if out.len() > start_len {
             return Poll::Ready;
         }
-        if self.flush_due != FlushDue::No {
-            return self.poll_flush(out);
-        }
-        if self.stopped {
-            return self.poll_stopped(now, out, max_units);
-        }
-        if self.backlog_due {
-            return self.poll_backlog(now, out, max_units);
+        if let Some(poll) = self.poll_due(now, out, max_units) {
+            return poll;
         }
         if held {
             return self.hold(now);
