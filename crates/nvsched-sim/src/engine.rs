@@ -4,7 +4,7 @@
 
 use crate::events::{EventKind, EventQueue, Lane};
 use crate::layout::{self, PlacedFile};
-use crate::pagecache::{Chunk, PageCache, PAGE_BYTES};
+use crate::pagecache::{first_readahead_window, next_readahead_window, Chunk, PageCache, PAGE_BYTES};
 use nvsched_core::{IoPrio, LogClock, Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Request, RequestId, Scheduler};
 use nvsched_report::{CompletedIo, JobRecorder, JobStats};
@@ -216,10 +216,11 @@ struct JobSlot {
     file_ranges: Vec<(u64, u64)>,
     /// Where a sequential buffered read would start next (read-ahead).
     next_seq_read: u64,
-    /// Read-ahead: the byte a sequential read reaches to start the next window, and
-    /// where that window starts.
+    /// Read-ahead: the byte a sequential read reaches to start the next window, where
+    /// that window starts, and the size of the last one.
     ra_marker: Option<u64>,
     ra_next: u64,
+    ra_window_bytes: u64,
 }
 
 impl Buffered {
@@ -371,6 +372,7 @@ impl<'o> Simulation<'o> {
                     next_seq_read: file_ranges.first().map_or(0, |r| r.0),
                     ra_marker: None,
                     ra_next: 0,
+                    ra_window_bytes: 0,
                     file_ranges,
                 });
             }
@@ -1076,11 +1078,12 @@ impl<'o> Simulation<'o> {
                 job.next_seq_read = end;
                 let file_end = file.map_or(u64::MAX, |(start, flen)| start + flen);
                 let max_window = u64::from(b.cfg.readahead_bytes);
-                let window = |from: u64| file_end.saturating_sub(from).min(max_window) as u32;
-                // a sequential reader reaching the marker sends the next window ahead
-                // (Linux's asynchronous read-ahead), so it seldom waits for the device
+                let window = |from: u64, size: u64| file_end.saturating_sub(from).min(size) as u32;
+                // a sequential reader reaching the marker sends the next, larger, window
+                // ahead (Linux's asynchronous read-ahead), so it seldom waits for the device
                 if sequential && job.ra_marker.is_some_and(|m| (offset..end).contains(&m)) {
-                    let (start, ahead) = (job.ra_next, window(job.ra_next));
+                    job.ra_window_bytes = next_readahead_window(job.ra_window_bytes, max_window);
+                    let (start, ahead) = (job.ra_next, window(job.ra_next, job.ra_window_bytes));
                     job.ra_marker = (ahead > 0).then_some(start);
                     job.ra_next = start + u64::from(ahead);
                     if ahead > 0 && !b.cache.holds_or_reads(start, u64::from(ahead)) {
@@ -1105,8 +1108,9 @@ impl<'o> Simulation<'o> {
                 if sequential {
                     // read ahead, within the file: the reader waits for this window, and
                     // its next read (the marker) sends the one after
-                    fill_end = fill_end.max(offset + u64::from(window(offset)));
                     let job = &mut self.jobs[j as usize];
+                    job.ra_window_bytes = first_readahead_window(u64::from(len), max_window);
+                    fill_end = fill_end.max(offset + u64::from(window(offset, job.ra_window_bytes)));
                     job.ra_marker = Some(end).filter(|&m| m < fill_end);
                     job.ra_next = fill_end;
                 }

@@ -15,6 +15,37 @@ fn pages(offset_bytes: u64, len_bytes: u64) -> std::ops::Range<u64> {
     offset_bytes / PAGE_BYTES..(offset_bytes + len_bytes).div_ceil(PAGE_BYTES)
 }
 
+/// The read-ahead window a sequential miss of `request_bytes` reads (Linux's
+/// `get_init_ra_size`): the request in pages, rounded up to a power of two, four times
+/// over if small against the most, twice if middling, else the most.
+pub fn first_readahead_window(request_bytes: u64, max_bytes: u64) -> u64 {
+    let max = (max_bytes / PAGE_BYTES).max(1);
+    let pages = request_bytes.div_ceil(PAGE_BYTES).max(1).next_power_of_two();
+    let size = if pages <= max / 32 {
+        pages * 4
+    } else if pages <= max / 4 {
+        pages * 2
+    } else {
+        max
+    };
+    size * PAGE_BYTES
+}
+
+/// The window after one of `current_bytes` (Linux's `get_next_ra_size`): four times as
+/// large while under a sixteenth of the most, twice up to half of it, then the most.
+pub fn next_readahead_window(current_bytes: u64, max_bytes: u64) -> u64 {
+    let max = (max_bytes / PAGE_BYTES).max(1);
+    let current = (current_bytes / PAGE_BYTES).max(1);
+    let size = if current < max / 16 {
+        current * 4
+    } else if current <= max / 2 {
+        current * 2
+    } else {
+        max
+    };
+    size * PAGE_BYTES
+}
+
 /// Who dirtied a page first since it was last clean: its writeback is charged to them
 /// (as cgroup writeback charges the dirtying cgroup).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -140,7 +171,10 @@ impl PageCache {
         let first = offset_bytes - offset_bytes % PAGE_BYTES;
         let last = (end - 1) - (end - 1) % PAGE_BYTES;
         let missing = |page: u64, partial: bool| (partial && !self.holds(page, PAGE_BYTES)).then_some(page);
-        let head = missing(first, !offset_bytes.is_multiple_of(PAGE_BYTES) || (first == last && !end.is_multiple_of(PAGE_BYTES)));
+        let head = missing(
+            first,
+            !offset_bytes.is_multiple_of(PAGE_BYTES) || (first == last && !end.is_multiple_of(PAGE_BYTES)),
+        );
         let tail = missing(last, last != first && !end.is_multiple_of(PAGE_BYTES));
         [head, tail]
     }
@@ -284,6 +318,30 @@ mod tests {
     }
 
     const KIB: u64 = 1024;
+
+    #[test]
+    fn read_ahead_windows_grow_from_a_few_pages_to_the_most() {
+        let (max, page) = (128 * KIB, 4 * KIB);
+        // 4 KiB reads: 16, 32, 64, 128, 128 KiB (Linux's ramp for read_ahead_kb=128)
+        let mut w = first_readahead_window(page, max);
+        let mut ramp = vec![w];
+        for _ in 0..4 {
+            w = next_readahead_window(w, max);
+            ramp.push(w);
+        }
+        assert_eq!(ramp, [16 * KIB, 32 * KIB, 64 * KIB, 128 * KIB, 128 * KIB]);
+        assert_eq!(first_readahead_window(16 * KIB, max), 32 * KIB, "4 pages: twice");
+        assert_eq!(first_readahead_window(12 * KIB, max), 32 * KIB, "3 pages round up to 4");
+        assert_eq!(first_readahead_window(64 * KIB, max), 128 * KIB, "large: the most");
+        assert_eq!(first_readahead_window(1024 * KIB, max), 128 * KIB);
+        // a bigger limit ramps from 4x to 2x steps
+        let big = 2048 * KIB;
+        assert_eq!(first_readahead_window(page, big), 16 * KIB);
+        assert_eq!(next_readahead_window(16 * KIB, big), 64 * KIB, "under 1/16: four times");
+        assert_eq!(next_readahead_window(256 * KIB, big), 512 * KIB, "up to half: twice");
+        assert_eq!(next_readahead_window(1024 * KIB, big), 2048 * KIB);
+        assert_eq!(next_readahead_window(2048 * KIB, big), 2048 * KIB);
+    }
 
     #[test]
     fn a_write_misses_the_pages_it_covers_in_part_until_they_are_cached() {

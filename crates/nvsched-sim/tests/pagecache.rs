@@ -72,18 +72,20 @@ fn reads_of_cached_pages_skip_the_device_and_a_sequential_miss_reads_ahead() {
     let (out, log) = run_logged(text, &cached("67108864", &[]));
     // the cold job's first read, in the middle of the device, is not sequential to
     // anything and reads just its page (as Linux's on-demand read-ahead does); the second
-    // misses and reads a 128 KiB window; from then on each window, once the reader
-    // enters it, sends the next one ahead, and the reader finds its pages cached or on
-    // their way
+    // misses and reads a 16 KiB window; from then on each window, once the reader enters
+    // it, sends the next one ahead, twice or four times as large up to 128 KiB, and the
+    // reader finds its pages cached or on their way
     let e = &out.engine;
     assert_eq!(e.cache_read_misses, 2);
     assert_eq!(e.cache_read_hits + e.cache_read_waits, 1024 + 1022);
-    // the last window the job reaches sends one more, past its 4 MiB (the file is the
-    // whole device)
-    assert_eq!(e.readahead_requests, 32);
+    // 32 and 64 KiB, then 33 of 128 KiB: the last window the job reaches sends one
+    // more, past its 4 MiB (the file is the whole device)
+    assert_eq!(e.readahead_requests, 2 + 33);
     let reads: Vec<&Request> = log.dispatched.iter().map(|(_, r)| r).filter(|r| r.op == Op::Read).collect();
     assert_eq!((reads[0].offset_bytes, reads[0].len_bytes), (4 * MIB, 4096));
-    assert!(reads[1..].iter().all(|r| r.len_bytes == 128 * 1024));
+    let kib: Vec<u32> = reads[1..5].iter().map(|r| r.len_bytes / 1024).collect();
+    assert_eq!(kib, [16, 32, 64, 128]);
+    assert!(reads[4..].iter().all(|r| r.len_bytes == 128 * 1024));
     // each page comes from the device once, and the reads cover the job's 4 MiB
     let mut pages: Vec<u64> =
         reads.iter().flat_map(|r| (r.offset_bytes / 4096)..(r.offset_bytes + u64::from(r.len_bytes)) / 4096).collect();
@@ -91,7 +93,7 @@ fn reads_of_cached_pages_skip_the_device_and_a_sequential_miss_reads_ahead() {
     pages.sort_unstable();
     pages.dedup();
     assert_eq!(pages.len(), read_pages, "a page read twice");
-    assert_eq!((read_pages, pages[0]), (1 + 32 + 32 * 32, 1024));
+    assert_eq!((read_pages, pages[0]), (1 + 4 + 8 + 16 + 33 * 32, 1024));
     // the job still sees its own 4 KiB reads
     assert_eq!(out.clones[2].stats.dirs[0].total_ios, 1024);
 }
@@ -150,16 +152,19 @@ fn fsync_sends_its_flush_once_the_writes_before_it_are_written_back() {
 }
 
 #[test]
-fn a_sequential_reader_slower_than_the_device_never_waits_after_its_first_window() {
+fn a_sequential_reader_slower_than_the_device_waits_only_while_the_windows_grow() {
     let text = "[r]\nfilename=/dev/nvme0n1\ndirect=0\nrw=read\nbs=4k\nsize=4m\nthinktime=20us\n";
     let (out, _) = run_logged(text, &cached("67108864", &[]));
     let e = &out.engine;
-    assert_eq!((e.cache_read_misses, e.cache_read_waits, e.cache_read_hits), (1, 0, 1023));
-    assert_eq!(e.readahead_requests, 32, "31 within the 4 MiB, one past it");
+    // the first read misses and waits for 16 KiB; the 32 KiB window it sends is still
+    // on its way when the reader gets there, three reads later; from the 64 KiB window
+    // on, each arrives before the reader
+    assert_eq!((e.cache_read_misses, e.cache_read_waits, e.cache_read_hits), (1, 1, 1022));
+    assert_eq!(e.readahead_requests, 2 + 33, "32 and 64 KiB, 128 KiB to the end and one past it");
     let read = &out.clones[0].stats.dirs[0];
-    assert!(read.clat.max > 100_000, "the first window is waited for");
-    // all but the first read: the system call and the copy
-    assert_eq!((read.clat_hist.fraction_at_most(3_000) * 1024.0).round(), 1023.0);
+    assert!(read.clat.max > 80_000, "the first window is waited for (80 us a page)");
+    // all but two reads: the system call and the copy
+    assert_eq!((read.clat_hist.fraction_at_most(3_000) * 1024.0).round(), 1022.0);
 }
 
 #[test]
@@ -172,8 +177,8 @@ fn a_trim_drops_cached_pages_and_dirty_ones_are_never_written() {
     assert_eq!(e.cache_read_hits + e.cache_read_waits + e.cache_read_misses, 256);
     assert_eq!(
         (e.cache_read_misses, e.readahead_requests),
-        (1, 8),
-        "every page was trimmed: all read again (one window past the end)"
+        (1, 2 + 9),
+        "every page was trimmed: all read again (16, 32, 64 KiB, then 128 KiB, one window past the end)"
     );
     assert_eq!(out.device.discards, 256);
 }

@@ -83,7 +83,8 @@ pub struct PageCacheConfig {
     /// Background writeback requests in flight at most (the block layer's writeback
     /// throttling keeps it shallow so reads are not starved).
     pub writeback_depth: u32,
-    /// A sequential read miss reads at least this much (`read_ahead_kb`).
+    /// The largest read-ahead window (`read_ahead_kb`); the first is smaller, and each
+    /// one after grows towards it.
     pub readahead_bytes: u32,
     /// Copying between the cache and the application, per KiB (memory bandwidth).
     pub copy_ns_per_kib: u64,
