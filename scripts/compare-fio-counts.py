@@ -30,13 +30,16 @@ import tempfile
 
 
 def issued(output: str):
-    """(job, read I/Os, write I/Os, read bytes, write bytes[, ("sync", flushes)]) per job of
-    a JSON report."""
+    """(job, read I/Os, write I/Os, read bytes, write bytes[, ("sync", flushes)][, ("short",
+    reads, writes)]) per job of a JSON report."""
     text = output[output.index("{"):]
     report = json.JSONDecoder().raw_decode(text)[0]
     return [
         (j["jobname"], j["read"]["total_ios"], j["write"]["total_ios"], j["read"]["io_bytes"], j["write"]["io_bytes"])
         + ((("sync", j["sync"]["total_ios"]),) if j.get("sync", {}).get("total_ios") else ())
+        # fio 3.33 books fdatasyncs and sync_file_ranges as short reads and writes
+        + ((("short", j["read"]["short_ios"], j["write"]["short_ios"]),)
+           if j["read"]["short_ios"] or j["write"]["short_ios"] else ())
         for j in report["jobs"]
         if "jobname" in j  # fio adds a nameless empty entry in some group layouts
     ]

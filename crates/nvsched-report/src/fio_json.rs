@@ -57,7 +57,7 @@ fn ddir_value(dir: usize, job: &JobStats, group_bytes_per_sec: u64, bins: bool) 
     m.insert("iops".into(), json!(iops));
     m.insert("runtime".into(), json!(ms_round(runtime_ns)));
     m.insert("total_ios".into(), json!(d.total_ios));
-    m.insert("short_ios".into(), json!(0));
+    m.insert("short_ios".into(), json!(job.short_ios(dir)));
     m.insert("drop_ios".into(), json!(0));
     let kinds = job.percentile_kinds;
     let list = job.percentile_list.as_slice();

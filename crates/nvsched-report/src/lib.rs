@@ -13,7 +13,7 @@ pub mod terse;
 
 pub use hist::FioHistogram;
 pub use recorder::{write_merged_blktrace, CompletedIo, JobRecorder};
-pub use stats::{CpuUsage, DirStats, JobError, JobStats, LatStats, PercentileKinds};
+pub use stats::{CpuUsage, DirStats, FlushCall, JobError, JobStats, LatStats, PercentileKinds};
 
 use nvsched_core::Nanos;
 use std::io::Write;

@@ -384,11 +384,13 @@ pub fn render(r: &RunReport) -> String {
         levels_line(&mut out, "     complete  ", &batch_keys, batch_percentages(&job.complete_levels));
         let _ = writeln!(
             out,
-            "     issued rwts: total={},{},{},{} short=0,0,0,0 dropped=0,0,0,0",
+            "     issued rwts: total={},{},{},{} short={},{},0,0 dropped=0,0,0,0",
             job.dirs[0].total_ios,
             job.dirs[1].total_ios,
             job.dirs[2].total_ios,
-            job.sync_total_ios()
+            job.sync_total_ios(),
+            job.short_ios(0),
+            job.short_ios(1)
         );
         if let Some(e) = job.io_errors {
             let _ = writeln!(

@@ -3,7 +3,7 @@
 //! [`JobRecorder`], so a completion counts the same in simulation and on a real device.
 
 use crate::iolog::{IoLogs, IssueLog};
-use crate::stats::{ErrorCount, JobError, JobStats, PercentileKinds};
+use crate::stats::{ErrorCount, FlushCall, JobError, JobStats, PercentileKinds};
 use nvsched_core::{IoPrio, LogClock, Nanos, Op};
 use nvsched_workload::steadystate::SteadyStateReport;
 use nvsched_workload::{EngineKind, Failure, JobDriver, JobSpec};
@@ -105,7 +105,11 @@ impl JobRecorder {
         stats.percentile_precision = spec.percentile_precision;
         stats.description = spec.description.clone();
         stats.job_options = spec.job_options.clone();
-        stats.flushes_are_datasyncs = spec.fdatasync_every > 0;
+        stats.flush_call = match (spec.fdatasync_every > 0, spec.sync_file_range.is_some()) {
+            (true, _) => FlushCall::Fdatasync,
+            (_, true) => FlushCall::SyncFileRange,
+            _ => FlushCall::Fsync,
+        };
         stats.latency_target_ns = spec.latency.target.0;
         stats.latency_window_us = spec.latency.window.0 / 1_000;
         stats.latency_percentile = spec.latency.percentile;

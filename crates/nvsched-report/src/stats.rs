@@ -262,6 +262,15 @@ pub fn batch_bucket(n: u32) -> usize {
     }
 }
 
+/// The call a job's counted flushes are: `fsync=N`, `fdatasync=N` or `sync_file_range=`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum FlushCall {
+    #[default]
+    Fsync,
+    Fdatasync,
+    SyncFileRange,
+}
+
 /// Everything recorded for one job (or, merged, one reporting group).
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobStats {
@@ -279,10 +288,14 @@ pub struct JobStats {
     /// fsync/fdatasync latencies, and their histogram for fio's sync percentiles.
     pub sync: LatStats,
     pub sync_hist: FioHistogram,
-    /// The job's counted flushes are `fdatasync=N`'s (set by the recorder), and how many
-    /// were recorded: fio 3.33 puts them in the sync latencies but not in `total_ios`.
-    pub flushes_are_datasyncs: bool,
+    /// Which call the job's counted flushes are (set by the recorder), and how many
+    /// fdatasyncs and sync_file_ranges were recorded. fio 3.33 puts them in the sync
+    /// latencies but counts them one slot past its sync counter (an index beyond the
+    /// array): as short reads (fdatasync) or short writes (sync_file_range), not in the
+    /// syncs' `total_ios`.
+    pub flush_call: FlushCall,
     pub datasyncs: u64,
+    pub range_syncs: u64,
     pub depth_levels: [u64; 7],
     pub submit_levels: [u64; 7],
     pub complete_levels: [u64; 7],
@@ -470,9 +483,19 @@ impl JobStats {
     }
 
     /// Flushes fio counts as issued (`sync.total_ios`, the fourth of "issued rwts"):
-    /// fsyncs, not fdatasyncs.
+    /// fsyncs, not fdatasyncs or sync_file_ranges.
     pub fn sync_total_ios(&self) -> u64 {
-        self.sync.n - self.datasyncs
+        self.sync.n - self.datasyncs - self.range_syncs
+    }
+
+    /// What fio 3.33 reports as short I/Os of direction `dir` (read, write, trim): its
+    /// fdatasyncs and sync_file_ranges, see [`JobStats::flush_call`].
+    pub fn short_ios(&self, dir: usize) -> u64 {
+        match dir {
+            0 => self.datasyncs,
+            1 => self.range_syncs,
+            _ => 0,
+        }
     }
 
     pub fn new(name: impl Into<String>, groupid: u32, percentile_list: Vec<f64>, iodepth: u32) -> JobStats {
@@ -486,8 +509,9 @@ impl JobStats {
             group_samples: None,
             sync: LatStats::default(),
             sync_hist: FioHistogram::default(),
-            flushes_are_datasyncs: false,
+            flush_call: FlushCall::Fsync,
             datasyncs: 0,
+            range_syncs: 0,
             depth_levels: [0; 7],
             submit_levels: [0; 7],
             complete_levels: [0; 7],
@@ -601,7 +625,11 @@ impl JobStats {
             let latency = clat.0 + slat.map_or(0, |s| s.0);
             self.sync.record(latency);
             self.sync_hist.record(latency);
-            self.datasyncs += u64::from(self.flushes_are_datasyncs);
+            match self.flush_call {
+                FlushCall::Fsync => {}
+                FlushCall::Fdatasync => self.datasyncs += 1,
+                FlushCall::SyncFileRange => self.range_syncs += 1,
+            }
             return;
         }
         let d = &mut self.dirs[op.index()];
@@ -719,6 +747,7 @@ impl JobStats {
         self.sync.merge(&other.sync);
         self.sync_hist.merge(&other.sync_hist);
         self.datasyncs += other.datasyncs;
+        self.range_syncs += other.range_syncs;
         for i in 0..7 {
             self.depth_levels[i] += other.depth_levels[i];
             self.submit_levels[i] += other.submit_levels[i];

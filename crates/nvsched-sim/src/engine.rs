@@ -165,11 +165,12 @@ enum CacheEffect {
         offset_bytes: u64,
         len_bytes: u32,
     },
-    /// The flusher's write; `sync` for one an fsync started.
+    /// The flusher's write; `background` for one the flusher started on its own (not
+    /// an fsync or a sync_file_range).
     Writeback {
         chunk: Chunk,
         seq: u64,
-        sync: bool,
+        background: bool,
     },
 }
 
@@ -230,6 +231,15 @@ impl Buffered {
     }
 }
 
+/// A sync waiting for writeback.
+struct SyncWait {
+    slot: u32,
+    /// It waits until every writeback up to this sequence number has landed.
+    upto: u64,
+    /// An fsync: its flush then goes to the device (a sync_file_range completes).
+    then_flush: bool,
+}
+
 /// The page cache and the flusher's state.
 struct Buffered {
     cache: PageCache,
@@ -247,9 +257,9 @@ struct Buffered {
     waiting_reads: Vec<u32>,
     /// Buffered writes waiting for the pages they cover in part to be read.
     waiting_writes: Vec<u32>,
-    /// fsyncs waiting for every writeback up to a sequence number to land, then their
-    /// flush goes to the device.
-    fsyncs: Vec<(u32, u64)>,
+    /// fsyncs (and sync_file_ranges) waiting for every writeback up to a sequence
+    /// number to land; then an fsync's flush goes to the device.
+    fsyncs: Vec<SyncWait>,
     timer: Option<Nanos>,
     /// A timer tick found pages dirty for too long and they are not all written yet.
     expiring: bool,
@@ -772,6 +782,10 @@ impl<'o> Simulation<'o> {
             rec.cache = CacheEffect::None;
             self.counters.requests += 1;
             self.note_in_system(1);
+            if unit.op == Op::Flush && !unit.sync_range.is_fsync() {
+                self.sync_file_range(slot, &unit, buffered);
+                continue;
+            }
             if buffered {
                 if self.through_cache(j, slot, &unit) {
                     self.tags_used += 1;
@@ -1008,11 +1022,11 @@ impl<'o> Simulation<'o> {
                 self.finish_own_request(slot);
                 return;
             }
-            CacheEffect::Writeback { chunk, seq, sync } => {
+            CacheEffect::Writeback { chunk, seq, background } => {
                 let b = self.buffered.as_mut().expect("a page cache");
                 b.cache.written_back(&chunk);
                 b.outstanding.remove(&seq);
-                if !sync {
+                if background {
                     b.background_inflight -= 1;
                 }
                 self.finish_own_request(slot);
@@ -1137,19 +1151,56 @@ impl<'o> Simulation<'o> {
             }
             Op::Flush => {
                 // fsync: write back the file's dirty pages, wait for them, then flush
-                let max = self.host.max_merge_bytes;
-                while let Some(chunk) = self.buffered.as_mut().and_then(|b| b.cache.next_chunk(file, Nanos::MAX, max)) {
-                    self.submit_writeback(chunk, true);
-                }
+                self.write_back_range(file, true);
                 let b = self.buffered.as_mut().expect("a page cache");
                 let upto = b.next_seq - 1;
                 if b.outstanding.first().is_none_or(|&first| first > upto) {
                     return true;
                 }
-                b.fsyncs.push((slot, upto));
+                b.fsyncs.push(SyncWait { slot, upto, then_flush: true });
                 false
             }
         }
+    }
+
+    /// Writes back the dirty pages of a device byte range (`None`: all), as sync requests
+    /// (an fsync's, or a sync_file_range with all three flags) or async ones.
+    fn write_back_range(&mut self, range: Option<(u64, u64)>, sync: bool) {
+        let max = self.host.max_merge_bytes;
+        while let Some(chunk) = self.buffered.as_mut().and_then(|b| b.cache.next_chunk(range, Nanos::MAX, max)) {
+            self.submit_writeback(chunk, sync, false);
+        }
+    }
+
+    /// `sync_file_range` never reaches the device (no flush). Through the page cache it
+    /// writes back the range's dirty pages (`write`) and waits for writeback: with
+    /// `wait_after`, for what it started; with `wait_before` alone, for what was in
+    /// flight. Like fsync here, it waits for every writeback in flight, not the range's
+    /// alone, and `wait_before`'s writes start at once rather than after the wait.
+    /// Without the cache there is nothing to write: the system call only.
+    fn sync_file_range(&mut self, slot: u32, unit: &IoUnit, buffered: bool) {
+        let done_at = self.now + self.host.submit();
+        let flags = unit.sync_range;
+        let Some(b) = self.buffered.as_ref().filter(|_| buffered) else {
+            self.events.push(done_at, EventKind::CacheDone(slot));
+            return;
+        };
+        let in_flight_before = b.next_seq - 1;
+        if flags.writes() && unit.len_bytes > 0 {
+            self.write_back_range(Some((unit.offset_bytes, u64::from(unit.len_bytes))), flags.is_data_sync());
+        }
+        let b = self.buffered.as_mut().expect("a page cache");
+        let upto = match (flags.waits_after(), flags.waits_before()) {
+            (true, _) => b.next_seq - 1,
+            (false, true) => in_flight_before,
+            (false, false) => 0,
+        };
+        if b.outstanding.first().is_none_or(|&first| first > upto) {
+            self.events.push(done_at, EventKind::CacheDone(slot));
+        } else {
+            b.fsyncs.push(SyncWait { slot, upto, then_flush: false });
+        }
+        self.start_writeback();
     }
 
     /// Whether the pages buffered write `slot` covers only in part are cached; those that
@@ -1213,7 +1264,7 @@ impl<'o> Simulation<'o> {
                 break;
             };
             b.background_inflight += 1;
-            self.submit_writeback(chunk, false);
+            self.submit_writeback(chunk, false, true);
         }
         let b = self.buffered.as_mut().expect("a page cache");
         if b.timer.is_none() && b.cache.dirty_pages() > 0 {
@@ -1232,7 +1283,7 @@ impl<'o> Simulation<'o> {
 
     /// The flusher submits a write of `chunk`: async and best-effort (the flusher's, not
     /// the dirtying job's priority), charged to the tenant that dirtied it.
-    fn submit_writeback(&mut self, chunk: Chunk, sync: bool) {
+    fn submit_writeback(&mut self, chunk: Chunk, sync: bool, background: bool) {
         let dirtier = &self.jobs[chunk.dirtier as usize];
         let (tenant, tenant_weight) = (dirtier.tenant, dirtier.tenant_weight);
         let b = self.buffered.as_mut().expect("a page cache");
@@ -1255,7 +1306,7 @@ impl<'o> Simulation<'o> {
         };
         self.counters.writeback_requests += 1;
         self.counters.writeback_bytes += u64::from(chunk.len_bytes);
-        self.submit_own_request(rq, CacheEffect::Writeback { chunk, seq, sync });
+        self.submit_own_request(rq, CacheEffect::Writeback { chunk, seq, background });
     }
 
     /// Job `j` reads pages into the cache (ahead of its reads, or before it writes part
@@ -1349,13 +1400,17 @@ impl<'o> Simulation<'o> {
         }
         let b = self.buffered.as_mut().expect("a page cache");
         let first = b.outstanding.first().copied().unwrap_or(u64::MAX);
-        if b.fsyncs.iter().any(|&(_, upto)| upto < first) {
-            let (ready, waiting): (Vec<_>, Vec<_>) = b.fsyncs.drain(..).partition(|&(_, upto)| upto < first);
+        if b.fsyncs.iter().any(|w| w.upto < first) {
+            let (ready, waiting): (Vec<_>, Vec<_>) = b.fsyncs.drain(..).partition(|w| w.upto < first);
             b.fsyncs = waiting;
             let submit_cpu = Nanos(self.host.submit_cpu_ns);
-            for (slot, _) in ready {
-                self.tags_used += 1;
-                self.schedule_insert(slot, submit_cpu);
+            for wait in ready {
+                if wait.then_flush {
+                    self.tags_used += 1;
+                    self.schedule_insert(wait.slot, submit_cpu);
+                } else {
+                    self.events.push(now, EventKind::CacheDone(wait.slot));
+                }
             }
         }
         self.start_writeback();

@@ -288,3 +288,43 @@ fn a_buffered_read_of_part_of_a_page_reads_the_whole_page() {
     let done: Vec<&Request> = log.completed.iter().map(|(_, r)| r).collect();
     assert!(done.iter().all(|r| r.len_bytes == 512));
 }
+
+#[test]
+fn sync_file_range_write_starts_writeback_of_the_range_and_returns() {
+    // every 16 writes, the 64 KiB written since the last one is written back (async);
+    // nothing waits, and nothing flushes the device's cache
+    let text = "[w]\nfilename=/dev/nvme0n1\ndirect=0\nrw=write\nbs=4k\nsize=1m\nsync_file_range=write:16\n";
+    let (out, log) = run_logged(text, &cached("67108864", &[]));
+    let sync = &out.clones[0].stats.sync;
+    assert_eq!(sync.n, 15, "after every 16th write but the last");
+    assert_eq!(out.device.flushes, 0);
+    assert_eq!(out.engine.writeback_bytes, 15 * 64 * 1024, "the last 16 writes stay dirty");
+    let writes: Vec<&Request> = log.dispatched.iter().map(|(_, r)| r).filter(|r| r.op == Op::Write).collect();
+    assert!(writes.iter().all(|r| !r.sync && r.len_bytes == 64 * 1024 && r.offset_bytes % (64 * 1024) == 0));
+    assert!(sync.max < 10_000, "the call does not wait: {} ns", sync.max);
+}
+
+#[test]
+fn sync_file_range_with_all_flags_waits_for_its_sync_writeback_and_never_flushes() {
+    let text = "[w]\nfilename=/dev/nvme0n1\ndirect=0\nrw=randwrite\nbs=4k\nsize=1m\n\
+                sync_file_range=wait_before,write,wait_after:8\n";
+    let (out, log) = run_logged(text, &cached("67108864", &[]));
+    assert_eq!(out.device.flushes, 0);
+    let writes: Vec<&Request> = log.dispatched.iter().map(|(_, r)| r).filter(|r| r.op == Op::Write).collect();
+    assert!(!writes.is_empty() && writes.iter().all(|r| r.sync), "WB_SYNC_ALL: sync requests");
+    // each call waits for the device's 20 us write of its pages
+    let sync = &out.clones[0].stats.sync;
+    assert_eq!(sync.n, 31);
+    assert!(sync.min > 20_000, "{} ns", sync.min);
+    // the range is the writes' span: random 4 KiB writes spread it, so the pages
+    // written back are exactly those written (never more)
+    assert_eq!(out.engine.writeback_bytes, 31 * 8 * 4096);
+}
+
+#[test]
+fn sync_file_range_without_the_page_cache_is_the_system_call_only() {
+    let text = "[w]\nfilename=/dev/nvme0n1\nrw=write\nbs=4k\nsize=1m\nsync_file_range=write,wait_after:16\n";
+    let (out, _) = run_logged(text, &profile(&[]));
+    assert_eq!((out.clones[0].stats.sync.n, out.device.flushes), (15, 0));
+    assert_eq!(out.engine.writeback_requests, 0);
+}

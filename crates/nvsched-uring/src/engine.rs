@@ -12,7 +12,9 @@ use nvsched_workload::errors::ErrorKind;
 use nvsched_workload::steadystate::SteadyStates;
 use nvsched_workload::written::{WrittenBlocks, TRIM_GENERATION};
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, reporting_groups, wait_for_targets, Tenants};
-use nvsched_workload::{BufferFiller, EngineKind, ExitWhat, FileLocks, FlowGroups, IoUnit, JobDriver, JobSpec, Poll};
+use nvsched_workload::{
+    BufferFiller, EngineKind, ExitWhat, FileLocks, FlowGroups, IoUnit, JobDriver, JobSpec, Poll, SyncRange,
+};
 use std::alloc::{alloc_zeroed, dealloc, Layout};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -75,6 +77,8 @@ struct Slot {
     offset: u64,
     /// Which of its clone's files.
     file: u16,
+    /// A flush's `sync_file_range` flags (none: an fsync).
+    sync_range: SyncRange,
     created: Nanos,
     inserted: Nanos,
     dispatched: Nanos,
@@ -975,6 +979,7 @@ impl Engine {
             buf: AlignedBuf::new(self.max_bs),
             merged_next: NONE,
             file: 0,
+            sync_range: SyncRange::FSYNC,
             generation: 0,
             header_generation: 0,
             state: State::Free,
@@ -1040,6 +1045,7 @@ impl Engine {
         s.len = unit.len_bytes;
         s.offset = unit.offset_bytes;
         s.file = unit.file;
+        s.sync_range = unit.sync_range;
         // fio's slat runs from the I/O's start, once its buffer is filled, to its handing
         // over (here, to the policy); both clocks are read afresh, as `now` is the loop's
         s.created = elapsed_since(self.start).max(now);
@@ -1090,6 +1096,9 @@ impl Engine {
         let fd = types::Fd(self.targets[clone.targets[s.file as usize]].0);
         let ioprio = s.rq.prio.to_raw();
         let entry = match s.op {
+            Op::Flush if !s.sync_range.is_fsync() => {
+                opcode::SyncFileRange::new(fd, s.len).offset(s.offset).flags(u32::from(s.sync_range.0)).build()
+            }
             Op::Flush => {
                 let flags = if clone.datasync { types::FsyncFlags::DATASYNC } else { types::FsyncFlags::empty() };
                 opcode::Fsync::new(fd).flags(flags).build()

@@ -4,7 +4,7 @@
 
 use crate::filelock::CloneLocks;
 use crate::flow::FlowShare;
-use crate::gen::{IoGenerator, IoUnit, Region, SkewedFiles};
+use crate::gen::{IoGenerator, IoUnit, Region, SkewedFiles, SyncRange};
 use crate::latency_target::{LatencyProbe, Verdict};
 use crate::spec::{EngineKind, FileService, JobSpec, RateProcess, ThinktimeCounts};
 use crate::trace::{place, DeviceSpan, Placement};
@@ -98,6 +98,9 @@ pub struct JobDriver {
     tracked: Option<Box<Tracked>>,
     writes_since_flush: u32,
     flush_every: u32,
+    /// With `sync_file_range`: per file, the bytes written since its last sync (first
+    /// offset, end), as fio's first_write and last_write.
+    written_since_sync: Vec<Option<(u64, u64)>>,
     flush_due: FlushDue,
     /// End-of-pass flushes in flight, one per file (then nothing else is in flight).
     end_flushes_inflight: u32,
@@ -342,7 +345,7 @@ impl VerifyPass {
                 Some(w) => w.block(i as u64),
                 None => self.list[i],
             };
-            out.push(IoUnit { op: Op::Read, offset_bytes, len_bytes, prio, file });
+            out.push(IoUnit { op: Op::Read, sync_range: SyncRange::FSYNC, offset_bytes, len_bytes, prio, file });
             self.read_bytes += u64::from(len_bytes);
         }
         self.next += n;
@@ -592,7 +595,8 @@ impl JobDriver {
         Ok(JobDriver {
             depth: spec.queue_depth(),
             batch: spec.iodepth_batch_submit.max(1),
-            flush_every: spec.fsync_every.max(spec.fdatasync_every),
+            flush_every: spec.fsync_every.max(spec.fdatasync_every).max(spec.sync_file_range.map_or(0, |(_, n)| n)),
+            written_since_sync: Vec::new(),
             spec,
             clone_index,
             gen,
@@ -983,6 +987,7 @@ impl JobDriver {
             }
         };
         let count = files.len() as u32;
+        let counted = self.flush_due == FlushDue::Counted;
         if self.flush_due == FlushDue::EndOfPass {
             self.end_flushes_inflight = count;
         }
@@ -990,7 +995,17 @@ impl JobDriver {
         self.last_was_flush = true;
         self.inflight += count;
         for file in files {
-            out.push(IoUnit { op: Op::Flush, offset_bytes: 0, len_bytes: 0, prio: self.prio, file });
+            let (sync_range, offset_bytes, len_bytes) = match self.spec.sync_file_range {
+                Some((flags, _)) if counted => {
+                    // the range written since the file's last sync, as fio tracks it
+                    // (io_uring takes a 32-bit length)
+                    let (first, end) =
+                        self.written_since_sync.get(usize::from(file)).copied().flatten().unwrap_or((0, 0));
+                    (flags, first, (end - first).min(u64::from(u32::MAX)) as u32)
+                }
+                _ => (SyncRange::FSYNC, 0, 0),
+            };
+            out.push(IoUnit { op: Op::Flush, sync_range, offset_bytes, len_bytes, prio: self.prio, file });
         }
         Poll::Ready
     }
@@ -1325,7 +1340,14 @@ impl JobDriver {
             Some(p) if self.spec.replay.trace_ioprio => p,
             _ => self.prio_of(rec.op, rec.len_bytes),
         };
-        Some(IoUnit { op: rec.op, offset_bytes: offset, len_bytes: rec.len_bytes, prio, file: 0 })
+        Some(IoUnit {
+            op: rec.op,
+            sync_range: SyncRange::FSYNC,
+            offset_bytes: offset,
+            len_bytes: rec.len_bytes,
+            prio,
+            file: 0,
+        })
     }
 
     /// When the replayed unit just taken is not due yet, its time; else counts it as
@@ -1417,8 +1439,30 @@ impl JobDriver {
         if let Some(locks) = &mut self.locks {
             locks.give_back(file, op);
         }
+        if self.spec.sync_file_range.is_some() {
+            self.note_written_range(op, file, offset_bytes, len_bytes);
+        }
         if let Some(t) = &mut self.tracked {
             t.landed(op, file, offset_bytes, len_bytes);
+        }
+    }
+
+    /// `sync_file_range`'s range: a write extends its file's, any sync ends it.
+    #[cold]
+    fn note_written_range(&mut self, op: Op, file: u16, offset_bytes: u64, len_bytes: u32) {
+        let file = usize::from(file);
+        if self.written_since_sync.len() <= file {
+            self.written_since_sync.resize(file + 1, None);
+        }
+        let range = &mut self.written_since_sync[file];
+        match op {
+            Op::Write => {
+                let end = offset_bytes + u64::from(len_bytes);
+                *range =
+                    Some(range.map_or((offset_bytes, end), |(first, last)| (first.min(offset_bytes), last.max(end))));
+            }
+            Op::Flush => *range = None,
+            Op::Read | Op::Discard => {}
         }
     }
 

@@ -191,10 +191,11 @@ impl FileLocks {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::gen::SyncRange;
     use nvsched_core::IoPrio;
 
     fn unit(op: Op) -> IoUnit {
-        IoUnit { op, offset_bytes: 0, len_bytes: 4096, prio: IoPrio::default(), file: 0 }
+        IoUnit { op, sync_range: SyncRange::FSYNC, offset_bytes: 0, len_bytes: 4096, prio: IoPrio::default(), file: 0 }
     }
 
     fn clones(mode: LockMode, n: usize) -> Vec<CloneLocks> {

@@ -5,10 +5,43 @@ use crate::randmap::{self, RandomMap};
 use crate::spec::{BlockSizes, Distribution, JobSpec, Pattern, ZoneSize, ZoneSpec};
 use nvsched_core::{IoPrio, Op, Permutation, SimRng};
 
+/// `sync_file_range`'s flags, numbered as Linux does; none for an fsync.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SyncRange(pub u8);
+
+impl SyncRange {
+    /// An fsync (or fdatasync), not a range.
+    pub const FSYNC: SyncRange = SyncRange(0);
+    pub const WAIT_BEFORE: u8 = 1;
+    pub const WRITE: u8 = 2;
+    pub const WAIT_AFTER: u8 = 4;
+
+    pub fn is_fsync(self) -> bool {
+        self.0 == 0
+    }
+    /// Starts writeback of the range's dirty pages.
+    pub fn writes(self) -> bool {
+        self.0 & Self::WRITE != 0
+    }
+    pub fn waits_before(self) -> bool {
+        self.0 & Self::WAIT_BEFORE != 0
+    }
+    pub fn waits_after(self) -> bool {
+        self.0 & Self::WAIT_AFTER != 0
+    }
+    /// All three flags: the kernel writes back with WB_SYNC_ALL (sync requests).
+    pub fn is_data_sync(self) -> bool {
+        self.0 == Self::WAIT_BEFORE | Self::WRITE | Self::WAIT_AFTER
+    }
+}
+
 /// One I/O a job wants to do, in device byte offsets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct IoUnit {
     pub op: Op,
+    /// A flush's range and `sync_file_range` flags: the writes since the job's last
+    /// sync (`sync_file_range=`), or none (an fsync of the whole file).
+    pub sync_range: SyncRange,
     pub offset_bytes: u64,
     pub len_bytes: u32,
     /// The priority it is issued with (the driver's choice: the job's, or `cmdprio`'s).
@@ -250,6 +283,7 @@ impl IoGenerator {
         }
         let unit = IoUnit {
             op,
+            sync_range: SyncRange::FSYNC,
             offset_bytes: self.region.start + rel,
             len_bytes: len64 as u32,
             prio: IoPrio::default(),

@@ -23,7 +23,7 @@ pub use buffers::{BufferFiller, BufferSpec};
 pub use driver::{Completed, Failure, JobDriver, Poll, ReplayStats};
 pub use filelock::{FileLocks, LockMode};
 pub use flow::FlowGroups;
-pub use gen::{IoGenerator, IoUnit, Region};
+pub use gen::{IoGenerator, IoUnit, Region, SyncRange};
 pub use jobfile::{Environment, HostEnvironment, JobFileError, Location};
 pub use spec::{find_option, why_not_an_option};
 pub use spec::{

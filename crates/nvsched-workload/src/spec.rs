@@ -3,6 +3,7 @@
 
 use crate::buffers::BufferSpec;
 use crate::filelock::LockMode;
+use crate::gen::SyncRange;
 use crate::jobfile::{Environment, JobFileError, Location, RawOption, RawSection};
 use crate::steadystate::SteadyStateSpec;
 use crate::trace::{load_trace, DeviceMapping, Outside, Trace, TraceFormat};
@@ -277,6 +278,9 @@ pub struct JobSpec {
     pub sync_mode: SyncMode,
     pub fsync_every: u32,
     pub fdatasync_every: u32,
+    /// `sync_file_range=FLAGS:N`: after every N writes, sync the range written since the
+    /// last sync with these flags (instead of an fsync).
+    pub sync_file_range: Option<(SyncRange, u32)>,
     /// `end_fsync`: flush once a pass's writes are done (fio does not count it in the
     /// statistics, but the job's runtime includes it).
     pub end_fsync: bool,
@@ -636,6 +640,7 @@ impl JobSpec {
             sync_mode: SyncMode::None,
             fsync_every: 0,
             fdatasync_every: 0,
+            sync_file_range: None,
             end_fsync: false,
             fsync_on_close: false,
             numjobs: 1,
@@ -1517,6 +1522,31 @@ pub static OPTIONS: &[OptionDef] = &[
         j.fdatasync_every = int_in(v, 0, u32::MAX.into())? as u32;
         Ok(())
     }),
+    opt!(
+        "sync_file_range",
+        [],
+        None,
+        "every N writes, sync_file_range over the range written since the last sync: FLAGS[:N], FLAGS wait_before, write and/or wait_after, comma-separated (N default 1); it writes back and waits in the page cache (--page-cache), never flushes the device",
+        |j, v| {
+            let (flags, every) = match v.split_once(':') {
+                Some((flags, n)) => (flags, int_in(n, 1, u32::MAX.into())? as u32),
+                None => (v, 1),
+            };
+            let mut bits = 0;
+            for flag in flags.split(',').map(str::trim) {
+                bits |= match flag {
+                    "wait_before" => SyncRange::WAIT_BEFORE,
+                    "write" => SyncRange::WRITE,
+                    "wait_after" => SyncRange::WAIT_AFTER,
+                    other => {
+                        return Err(format!("'{other}' is not a sync_file_range flag; accepted: wait_before, write, wait_after"))
+                    }
+                };
+            }
+            j.sync_file_range = Some((SyncRange(bits), every));
+            Ok(())
+        }
+    ),
     opt!("end_fsync", [], Some("1"), "flush once the job's writes are done (each loop), not counted in stats", |j, v| {
         j.end_fsync = parse_bool(v)?;
         Ok(())
@@ -3158,7 +3188,6 @@ const FIO_UNSUPPORTED: &[(&str, &str)] = &[
     ("hipri", "polled completions (IORING_SETUP_IOPOLL) are not supported; --poll busy-polls the completion queue"),
     ("hipri_percentage", "polled completions (IORING_SETUP_IOPOLL) are not supported"),
     ("cmd_type", "io_uring passthrough commands (io_uring_cmd) are not supported"),
-    ("sync_file_range", "the page cache (--page-cache) writes back whole files on fsync; ranges started or awaited alone are not modelled"),
     ("write_barrier", "barrier writes are not supported"),
     ("uid", "jobs run as the user who starts nvsched"),
     ("gid", "jobs run as the user who starts nvsched"),
@@ -3585,6 +3614,12 @@ fn finish_job(job: &mut JobSpec, warnings: &mut Vec<String>) -> Result<(), JobFi
     }
     if job.fsync_every > 0 && job.fdatasync_every > 0 {
         return Err(err(Some("fsync"), format!("job '{}': set fsync or fdatasync, not both", job.name)));
+    }
+    if job.sync_file_range.is_some() && job.fsync_every.max(job.fdatasync_every) > 0 {
+        return Err(err(
+            Some("sync_file_range"),
+            format!("job '{}': set sync_file_range or fsync/fdatasync, not both", job.name),
+        ));
     }
     Ok(())
 }

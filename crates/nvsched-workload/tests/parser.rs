@@ -177,6 +177,11 @@ fn direct_sync_fsync() {
     assert!(job("sync=dsync").writes_fua());
     assert_eq!(job("fsync=8").fsync_every, 8);
     assert_eq!(job("fdatasync=1").fdatasync_every, 1);
+    let sfr = |body| job(body).sync_file_range.map(|(flags, every)| (flags.0, every));
+    assert_eq!(sfr("sync_file_range=wait_before,write:8"), Some((3, 8)), "fio's own example");
+    assert_eq!(sfr("sync_file_range=write"), Some((SyncRange::WRITE, 1)), "every write by default");
+    assert_eq!(sfr("sync_file_range=wait_after, write ,wait_before:2"), Some((7, 2)));
+    assert!(job("sync_file_range=write,wait_before,wait_after").sync_file_range.unwrap().0.is_data_sync());
     // buffered I/O: direct I/O unless the simulated host has a page cache
     let f = parse("[job]\ndirect=0\n").unwrap();
     let w = f.simulation_warnings(false);
@@ -431,6 +436,9 @@ const BAD: &[(&str, &str)] = &[
     ("direct=yes", "'yes' is not a boolean"),
     ("sync=maybe", "'maybe' is not a sync mode"),
     ("fsync=-1", "-1 is out of range 0..="),
+    ("sync_file_range=flush", "'flush' is not a sync_file_range flag; accepted: wait_before, write, wait_after"),
+    ("sync_file_range=write:0", "0 is out of range 1..="),
+    ("sync_file_range=write\nfsync=2", "set sync_file_range or fsync/fdatasync, not both"),
     ("numjobs=0", "0 is out of range 1..=4096"),
     ("size=abc", "'abc' is not a number"),
     ("size=0", "size must be greater than 0"),
@@ -516,7 +524,10 @@ fn bad_inputs_give_precise_errors() {
         assert!(err.contains(expected), "'{body}': got '{err}', expected '{expected}'");
         assert!(err.starts_with("test.fio:"), "'{body}': error does not name the file: {err}");
         let key = body.split(['=', '\n']).next().unwrap();
-        if !matches!(*body, "time_based" | "fsync=1\nfdatasync=1" | "cmdprio_percentage=30") {
+        if !matches!(
+            *body,
+            "time_based" | "fsync=1\nfdatasync=1" | "sync_file_range=write\nfsync=2" | "cmdprio_percentage=30"
+        ) {
             assert!(err.contains("test.fio:3:"), "'{body}': wrong line: {err}");
             assert!(err.contains(&format!("option '{key}'")), "'{body}': error does not name the option: {err}");
         } else {

@@ -60,8 +60,12 @@ fn job_section(i: usize, g: &JobGen) -> String {
     if g.fua {
         s.push_str("sync=dsync\n");
     }
-    if g.fsync > 0 {
-        s.push_str(&format!("fsync={}\n", g.fsync));
+    // every other syncing job uses sync_file_range, with one of its flag sets
+    match (g.fsync, g.fsync % 4) {
+        (0, _) => {}
+        (n, 1) => s.push_str(&format!("sync_file_range=write:{n}\n")),
+        (n, 3) => s.push_str(&format!("sync_file_range=wait_before,write,wait_after:{n}\n")),
+        (n, _) => s.push_str(&format!("fsync={n}\n")),
     }
     if g.batch > 1 {
         s.push_str(&format!("iodepth_batch_submit={}\n", g.batch));

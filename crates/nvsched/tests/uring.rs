@@ -723,6 +723,31 @@ fn end_fsync_flushes_the_file_without_counting_the_flush() {
 }
 
 #[test]
+fn sync_file_range_is_issued_every_n_writes_and_counted_as_fio_counts_it() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let job = write_job(
+        &d,
+        "sfr.fio",
+        &format!(
+            "[w]\nfilename={}\nsize=1m\nbs=4k\nrw=write\nioengine=io_uring\niodepth=4\n\
+             sync_file_range=wait_before,write,wait_after:64\n",
+            d.join("a.dat").display()
+        ),
+    );
+    let v = run_uring_json(&job, &[]);
+    let j = &v["jobs"][0];
+    assert_eq!(j["error"].as_u64(), Some(0), "the system calls succeed");
+    // fio 3.33: in the sync latencies, and booked as short writes, not as syncs
+    assert_eq!(j["sync"]["lat_ns"]["N"].as_u64(), Some(3), "none after the last write");
+    assert_eq!((j["write"]["total_ios"].as_u64(), j["write"]["short_ios"].as_u64()), (Some(256), Some(3)));
+    assert_eq!(j["sync"]["total_ios"].as_u64(), Some(0));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+#[test]
 fn exitall_ends_the_background_job_with_the_measured_one() {
     if skip() {
         return;
