@@ -6,7 +6,7 @@ use crate::iolog::{IoLogs, IssueLog};
 use crate::stats::{ErrorCount, FlushCall, JobError, JobStats, PercentileKinds};
 use nvsched_core::{IoPrio, LogClock, Nanos, Op};
 use nvsched_workload::steadystate::SteadyStateReport;
-use nvsched_workload::{EngineKind, Failure, JobDriver, JobSpec};
+use nvsched_workload::{EngineKind, Failure, IoUnit, JobDriver, JobSpec};
 use std::path::Path;
 
 /// One completed request as an engine saw it.
@@ -149,9 +149,10 @@ impl JobRecorder {
 
     /// An I/O issued at `now`: into the `write_iolog`, if there is one.
     #[inline]
-    pub fn on_issue(&mut self, now: Nanos, op: Op, file: u16, offset_bytes: u64, len_bytes: u32) {
-        if let Some(log) = &mut self.issue_log {
-            log.issue(now, op, file, offset_bytes, len_bytes);
+    pub fn on_issue(&mut self, now: Nanos, unit: &IoUnit) {
+        // fio's write_iolog leaves sync_file_range out
+        if let Some(log) = self.issue_log.as_mut().filter(|_| unit.sync_range.is_fsync()) {
+            log.issue(now, unit.op, unit.file, unit.offset_bytes, unit.len_bytes);
         }
     }
 

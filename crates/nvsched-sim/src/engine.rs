@@ -751,7 +751,7 @@ impl<'o> Simulation<'o> {
         let mut parent = NONE;
         for i in 0..self.batch.len() {
             let unit = self.batch[i];
-            self.jobs[j as usize].rec.on_issue(self.now, unit.op, unit.file, unit.offset_bytes, unit.len_bytes);
+            self.jobs[j as usize].rec.on_issue(self.now, &unit);
             self.device.prefetch(unit.offset_bytes);
             let slot = self.alloc_slot();
             let rec = &mut self.rqs[slot as usize];

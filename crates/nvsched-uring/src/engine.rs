@@ -994,7 +994,7 @@ impl Engine {
         self.requests += 1;
         let clone = &mut self.clones[c as usize];
         clone.rec.stats.record_issue_depth(clone.driver.inflight());
-        clone.rec.on_issue(now, unit.op, unit.file, unit.offset_bytes, unit.len_bytes);
+        clone.rec.on_issue(now, &unit);
         let s = &mut self.slots[slot as usize];
         s.generation = s.generation.wrapping_add(1);
         if unit.op == Op::Write && clone.verify {
