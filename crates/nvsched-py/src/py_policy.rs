@@ -163,6 +163,9 @@ pub struct PyPolicy {
     methods: Methods,
     /// Inserted and not yet dispatched, by id, as the policy sees them.
     queued: HashMap<u64, Py<PyRequest>>,
+    /// Dispatched and not yet completed (kept for a policy with `complete`, which gets
+    /// the very object it dispatched, so it may keep requests in sets and dicts).
+    dispatched: HashMap<u64, Py<PyRequest>>,
     error: PolicyError,
 }
 
@@ -200,7 +203,8 @@ impl PyPolicy {
             }
         };
         let host_cost = HostCost { dispatch: cost("dispatch_cost_ns")?, complete: cost("complete_cost_ns")? };
-        Ok((PyPolicy { obj, methods, queued: HashMap::new(), error }, name, host_cost))
+        let policy = PyPolicy { obj, methods, queued: HashMap::new(), dispatched: HashMap::new(), error };
+        Ok((policy, name, host_cost))
     }
 
     fn failed(&self) -> bool {
@@ -335,7 +339,12 @@ impl Scheduler for PyPolicy {
                     return None;
                 }
             };
-            self.queued.remove(&id).map(|obj| obj.bind(py).borrow().rq)
+            let obj = self.queued.remove(&id)?;
+            let rq = obj.bind(py).borrow().rq;
+            if self.methods.complete {
+                self.dispatched.insert(id, obj);
+            }
+            Some(rq)
         })
     }
 
@@ -344,7 +353,14 @@ impl Scheduler for PyPolicy {
             return;
         }
         Python::attach(|py| {
-            self.call(py, "complete", (PyRequest::of(done.rq), done.now.0, done.dispatched_at.0));
+            let obj = match self.dispatched.remove(&done.rq.id.0) {
+                Some(obj) => obj,
+                None => match Py::new(py, PyRequest::of(done.rq)) {
+                    Ok(obj) => obj,
+                    Err(e) => return self.fail("complete", e),
+                },
+            };
+            self.call(py, "complete", (obj, done.now.0, done.dispatched_at.0));
         });
     }
 

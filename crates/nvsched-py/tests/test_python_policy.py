@@ -345,3 +345,27 @@ def test_a_merge_the_request_cannot_take_fails_the_run():
 
     with pytest.raises(RuntimeError, match=r"returned the request being inserted"):
         nvsched.run(MIXED, policy=MergesIntoItself(), timestamp_ms=0)
+
+
+def test_complete_gets_the_object_dispatch_returned():
+    class InFlightSet(Fifo):
+        """Keeps what is at the device in a set, by object."""
+
+        def __init__(self):
+            super().__init__()
+            self.at_device = set()
+            self.completed = 0
+
+        def dispatch(self, now_ns, inflight, queue_depth):
+            rq = super().dispatch(now_ns, inflight, queue_depth)
+            if rq is not None:
+                self.at_device.add(rq)
+            return rq
+
+        def complete(self, rq, now_ns, dispatched_ns):
+            self.at_device.remove(rq)  # KeyError for a stand-in object
+            self.completed += 1
+
+    policy = InFlightSet()
+    nvsched.run(MIXED, policy=policy, timestamp_ms=0)
+    assert policy.completed > 1000 and not policy.at_device

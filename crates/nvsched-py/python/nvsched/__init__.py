@@ -98,7 +98,8 @@ def run(
     (``queued.can_merge(rq)`` says whether they can: same direction, flags, priority and
     tenant, contiguous, at most 512 KiB together); the queued request then grows in
     place, and the new one is never dispatched: it completes with the one it joined.
-    Optional: ``complete(rq, now_ns, dispatched_ns)``, ``requeue(rq, now_ns)`` (default:
+    Optional: ``complete(rq, now_ns, dispatched_ns)`` (``rq`` is the object ``dispatch``
+    returned, so requests may be kept in sets and dicts), ``requeue(rq, now_ns)`` (default:
     insert again), ``next_wakeup()`` (ns or ``None``: when ``dispatch`` should
     be called with no other event), ``report()`` (a dict of counters for the report's
     ``nvsched.policy``), and the attributes ``name`` (default: the class name),
