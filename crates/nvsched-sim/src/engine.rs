@@ -12,7 +12,7 @@ use nvsched_ssd::{Command, Device, DeviceCounters, HostPath, PageCacheConfig};
 use nvsched_workload::steadystate::SteadyStates;
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, reporting_groups, wait_for_targets, Tenants};
 use nvsched_workload::{ExitWhat, FileLocks, FlowGroups, IoUnit, JobDriver, JobSpec, Poll, ReplayStats};
-use std::collections::{BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
@@ -225,6 +225,18 @@ struct JobSlot {
 }
 
 impl Buffered {
+    /// Whether a writeback `wait` waits for is still in flight (writeback requests are
+    /// at most `max_chunk` bytes).
+    fn writing_back(&self, wait: &SyncWait, max_chunk: u32) -> bool {
+        let Some((start, len)) = wait.range else {
+            return self.outstanding.first_key_value().is_some_and(|(&seq, _)| seq <= wait.upto);
+        };
+        let from = start.saturating_sub(u64::from(max_chunk));
+        self.outstanding_at
+            .range((from, 0)..(start + len, 0))
+            .any(|&(offset, seq)| seq <= wait.upto && offset + u64::from(self.outstanding[&seq].len_bytes) > start)
+    }
+
     /// Copying `len_bytes` between the cache and the application.
     fn copy_time(&self, len_bytes: u64) -> Nanos {
         Nanos(self.cfg.copy_ns_per_kib * len_bytes / 1024)
@@ -234,8 +246,11 @@ impl Buffered {
 /// A sync waiting for writeback.
 struct SyncWait {
     slot: u32,
-    /// It waits until every writeback up to this sequence number has landed.
+    /// It waits until every writeback up to this sequence number over its range (device
+    /// bytes: start, length; none: anywhere) has landed: an fsync's file, a
+    /// sync_file_range's range.
     upto: u64,
+    range: Option<(u64, u64)>,
     /// An fsync: its flush then goes to the device (a sync_file_range completes).
     then_flush: bool,
 }
@@ -250,7 +265,9 @@ struct Buffered {
     background_inflight: u32,
     next_seq: u64,
     /// Writeback requests in flight, by sequence number.
-    outstanding: BTreeSet<u64>,
+    outstanding: BTreeMap<u64, Chunk>,
+    /// The same, by (offset, sequence number), for the syncs that wait on a range.
+    outstanding_at: BTreeSet<(u64, u64)>,
     /// Buffered writes waiting for the dirty pages to drop below the limit, in order.
     throttled: VecDeque<u32>,
     /// Buffered reads waiting for pages another read is bringing.
@@ -400,7 +417,8 @@ impl<'o> Simulation<'o> {
                 flusher_job: jobs.len() as u32,
                 background_inflight: 0,
                 next_seq: 1,
-                outstanding: BTreeSet::new(),
+                outstanding: BTreeMap::new(),
+                outstanding_at: BTreeSet::new(),
                 throttled: VecDeque::new(),
                 waiting_reads: Vec::new(),
                 waiting_writes: Vec::new(),
@@ -1026,6 +1044,7 @@ impl<'o> Simulation<'o> {
                 let b = self.buffered.as_mut().expect("a page cache");
                 b.cache.written_back(&chunk);
                 b.outstanding.remove(&seq);
+                b.outstanding_at.remove(&(chunk.offset_bytes, seq));
                 if background {
                     b.background_inflight -= 1;
                 }
@@ -1151,33 +1170,34 @@ impl<'o> Simulation<'o> {
             }
             Op::Flush => {
                 // fsync: write back the file's dirty pages, wait for them, then flush
-                self.write_back_range(file, true);
+                self.write_back_range(file, true, j);
+                let max_chunk = self.host.max_merge_bytes;
                 let b = self.buffered.as_mut().expect("a page cache");
-                let upto = b.next_seq - 1;
-                if b.outstanding.first().is_none_or(|&first| first > upto) {
+                let wait = SyncWait { slot, upto: b.next_seq - 1, range: file, then_flush: true };
+                if !b.writing_back(&wait, max_chunk) {
                     return true;
                 }
-                b.fsyncs.push(SyncWait { slot, upto, then_flush: true });
+                b.fsyncs.push(wait);
                 false
             }
         }
     }
 
-    /// Writes back the dirty pages of a device byte range (`None`: all), as sync requests
-    /// (an fsync's, or a sync_file_range with all three flags) or async ones.
-    fn write_back_range(&mut self, range: Option<(u64, u64)>, sync: bool) {
+    /// Writes back the dirty pages of a device byte range (`None`: all) for job `caller`,
+    /// as sync requests (an fsync's, or a sync_file_range with all three flags) or async
+    /// ones.
+    fn write_back_range(&mut self, range: Option<(u64, u64)>, sync: bool, caller: u32) {
         let max = self.host.max_merge_bytes;
         while let Some(chunk) = self.buffered.as_mut().and_then(|b| b.cache.next_chunk(range, Nanos::MAX, max)) {
-            self.submit_writeback(chunk, sync, false);
+            self.submit_writeback(chunk, sync, Some(caller));
         }
     }
 
     /// `sync_file_range` never reaches the device (no flush). Through the page cache it
-    /// writes back the range's dirty pages (`write`) and waits for writeback: with
-    /// `wait_after`, for what it started; with `wait_before` alone, for what was in
-    /// flight. Like fsync here, it waits for every writeback in flight, not the range's
-    /// alone, and `wait_before`'s writes start at once rather than after the wait.
-    /// Without the cache there is nothing to write: the system call only.
+    /// writes back the range's dirty pages (`write`) and waits for the range's writeback:
+    /// with `wait_after`, up to what it started; with `wait_before` alone, what was in
+    /// flight (whose writes start at once here, not after the wait). Without the cache
+    /// there is nothing to write: the system call only.
     fn sync_file_range(&mut self, slot: u32, unit: &IoUnit, buffered: bool) {
         let done_at = self.now + self.host.submit();
         let flags = unit.sync_range;
@@ -1187,18 +1207,22 @@ impl<'o> Simulation<'o> {
         };
         let in_flight_before = b.next_seq - 1;
         if flags.writes() && unit.len_bytes > 0 {
-            self.write_back_range(Some((unit.offset_bytes, u64::from(unit.len_bytes))), flags.is_data_sync());
+            let caller = self.rqs[slot as usize].job;
+            self.write_back_range(Some((unit.offset_bytes, u64::from(unit.len_bytes))), flags.is_data_sync(), caller);
         }
+        let max_chunk = self.host.max_merge_bytes;
         let b = self.buffered.as_mut().expect("a page cache");
         let upto = match (flags.waits_after(), flags.waits_before()) {
             (true, _) => b.next_seq - 1,
             (false, true) => in_flight_before,
             (false, false) => 0,
         };
-        if b.outstanding.first().is_none_or(|&first| first > upto) {
-            self.events.push(done_at, EventKind::CacheDone(slot));
+        let wait =
+            SyncWait { slot, upto, range: Some((unit.offset_bytes, u64::from(unit.len_bytes))), then_flush: false };
+        if b.writing_back(&wait, max_chunk) {
+            b.fsyncs.push(wait);
         } else {
-            b.fsyncs.push(SyncWait { slot, upto, then_flush: false });
+            self.events.push(done_at, EventKind::CacheDone(slot));
         }
         self.start_writeback();
     }
@@ -1264,7 +1288,7 @@ impl<'o> Simulation<'o> {
                 break;
             };
             b.background_inflight += 1;
-            self.submit_writeback(chunk, false, true);
+            self.submit_writeback(chunk, false, None);
         }
         let b = self.buffered.as_mut().expect("a page cache");
         if b.timer.is_none() && b.cache.dirty_pages() > 0 {
@@ -1281,15 +1305,21 @@ impl<'o> Simulation<'o> {
         self.start_writeback();
     }
 
-    /// The flusher submits a write of `chunk`: async and best-effort (the flusher's, not
-    /// the dirtying job's priority), charged to the tenant that dirtied it.
-    fn submit_writeback(&mut self, chunk: Chunk, sync: bool, background: bool) {
+    /// A write of `chunk` back to the device, charged to the tenant that dirtied it. The
+    /// flusher's own (no `caller`) is async and best effort, nice 0; one an fsync or a
+    /// sync_file_range starts carries its caller's priority, as the kernel gives a bio
+    /// the submitting task's.
+    fn submit_writeback(&mut self, chunk: Chunk, sync: bool, caller: Option<u32>) {
         let dirtier = &self.jobs[chunk.dirtier as usize];
         let (tenant, tenant_weight) = (dirtier.tenant, dirtier.tenant_weight);
+        let (prio, nice) =
+            caller.map_or((IoPrio::default(), 0), |j| (self.jobs[j as usize].prio, self.jobs[j as usize].nice));
+        let background = caller.is_none();
         let b = self.buffered.as_mut().expect("a page cache");
         let seq = b.next_seq;
         b.next_seq += 1;
-        b.outstanding.insert(seq);
+        b.outstanding.insert(seq, chunk);
+        b.outstanding_at.insert((chunk.offset_bytes, seq));
         let rq = Request {
             id: RequestId(0),
             op: Op::Write,
@@ -1297,8 +1327,8 @@ impl<'o> Simulation<'o> {
             len_bytes: chunk.len_bytes,
             sync,
             fua: false,
-            prio: IoPrio::default(),
-            nice: 0,
+            prio,
+            nice,
             job: b.flusher_job,
             tenant,
             tenant_weight,
@@ -1398,10 +1428,11 @@ impl<'o> Simulation<'o> {
             b.cache.dirty(offset, len, rec.job, now);
             self.events.push(now + b.copy_time(len), EventKind::CacheDone(slot));
         }
+        let max_chunk = self.host.max_merge_bytes;
         let b = self.buffered.as_mut().expect("a page cache");
-        let first = b.outstanding.first().copied().unwrap_or(u64::MAX);
-        if b.fsyncs.iter().any(|w| w.upto < first) {
-            let (ready, waiting): (Vec<_>, Vec<_>) = b.fsyncs.drain(..).partition(|w| w.upto < first);
+        if b.fsyncs.iter().any(|w| !b.writing_back(w, max_chunk)) {
+            let (waiting, ready): (Vec<_>, Vec<_>) =
+                std::mem::take(&mut b.fsyncs).into_iter().partition(|w| b.writing_back(w, max_chunk));
             b.fsyncs = waiting;
             let submit_cpu = Nanos(self.host.submit_cpu_ns);
             for wait in ready {
