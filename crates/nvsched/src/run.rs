@@ -3,7 +3,7 @@
 use nvsched_core::Nanos;
 use nvsched_policy::BuiltPolicy;
 use nvsched_report::{DiskUtil, JobStats, RunReport};
-use nvsched_sim::{simulate, Observer, SimInput, SimOutcome};
+use nvsched_sim::{simulate, EngineCounters, Observer, SimInput, SimOutcome};
 use nvsched_ssd::{load_profile, DeviceProfile, DriveStates, ModelConfig, Precondition};
 use nvsched_workload::jobfile::{Environment, HostEnvironment, JobFileError};
 use nvsched_workload::{JobFile, JobSpec, ReplayStats, UnifiedRw};
@@ -231,16 +231,7 @@ pub fn run_sim(
         "mean_in_system": if outcome.end.0 > 0 { e.in_system_integral / outcome.end.0 as f64 } else { 0.0 },
     });
     if cache.size_bytes > 0 {
-        counters["page_cache"] = json!({
-            "read_hits": e.cache_read_hits,
-            "read_waits": e.cache_read_waits,
-            "read_misses": e.cache_read_misses,
-            "readahead_requests": e.readahead_requests,
-            "partial_page_reads": e.partial_page_reads,
-            "writeback_requests": e.writeback_requests,
-            "writeback_bytes": e.writeback_bytes,
-            "throttled_writes": e.throttled_writes,
-        });
+        counters["page_cache"] = page_cache_counters(e).into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
     }
     nvsched.insert("engine_counters".into(), counters);
     let by_tenant: Vec<(u32, &JobStats)> = outcome.clones.iter().map(|c| (c.tenant, &c.stats)).collect();
@@ -407,6 +398,20 @@ fn disk_util(p: &DeviceProfile, o: &SimOutcome) -> DiskUtil {
     }
 }
 
+/// What the page cache did, by the names the JSON report gives them.
+fn page_cache_counters(e: &EngineCounters) -> [(&'static str, u64); 8] {
+    [
+        ("read_hits", e.cache_read_hits),
+        ("read_waits", e.cache_read_waits),
+        ("read_misses", e.cache_read_misses),
+        ("readahead_requests", e.readahead_requests),
+        ("partial_page_reads", e.partial_page_reads),
+        ("writeback_requests", e.writeback_requests),
+        ("writeback_bytes", e.writeback_bytes),
+        ("throttled_writes", e.throttled_writes),
+    ]
+}
+
 fn summary_lines(p: &DeviceProfile, policy: &str, seed: u64, o: &SimOutcome) -> Vec<String> {
     let mut lines = vec![format!(
         "nvsched: policy {policy} on {} ({} model), seed {seed}, {} simulated, {} events",
@@ -429,6 +434,10 @@ fn summary_lines(p: &DeviceProfile, policy: &str, seed: u64, o: &SimOutcome) -> 
         d.reads_behind_program,
         util.join(" ")
     ));
+    if p.host.page_cache.size_bytes > 0 {
+        let c: Vec<String> = page_cache_counters(&o.engine).iter().map(|(k, v)| format!("{k}={v}")).collect();
+        lines.push(format!("  page cache: {}", c.join(", ")));
+    }
     if !o.policy.counters.is_empty() {
         let c: Vec<String> = o.policy.counters.iter().map(|(k, v)| format!("{k}={}", trim_number(*v))).collect();
         lines.push(format!("  policy: {}", c.join(", ")));

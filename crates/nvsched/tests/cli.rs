@@ -1354,3 +1354,28 @@ fn unit_base_1_prints_bandwidth_in_bits() {
     assert!(line("READ: bw=").contains("bit/s), ") && line("READ: bw=").contains("io="), "{text}");
     assert!(line("bw (").contains("B/s): min="), "samples stay in bytes: {text}");
 }
+
+#[test]
+fn the_run_summary_says_what_the_page_cache_did() {
+    let job = temp_job(
+        "page-cache-summary.fio",
+        "[w]\nfilename=/dev/nvme0n1\nrw=randwrite\nbs=512\nsize=1m\nnumber_ios=100\nsync_file_range=write:10\n",
+    );
+    let job = job.to_str().unwrap();
+    let args = ["run", job, "--page-cache", "64m", "--device", "simple-nvme"];
+    let normal = String::from_utf8(nvsched(&args).stdout).unwrap();
+    let line = normal.lines().find(|l| l.starts_with("  page cache: ")).expect("a page cache line");
+    let out = nvsched(&[&args[..], &["--output-format", "json"]].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let counters = &v["nvsched"]["engine_counters"]["page_cache"];
+    // the summary shows the JSON's counters, by the same names
+    for (name, value) in counters.as_object().unwrap() {
+        assert!(line.contains(&format!("{name}={value}")), "{name} missing from {line}");
+    }
+    assert!(counters["partial_page_reads"].as_u64().unwrap() > 0, "512-byte writes read their pages first");
+    assert!(counters["writeback_requests"].as_u64().unwrap() > 0, "sync_file_range=write writes back");
+    // without a cache: no such line
+    let out = nvsched(&["run", job, "--device", "simple-nvme"]);
+    assert!(out.status.success() && !String::from_utf8(out.stdout).unwrap().contains("page cache:"));
+}
