@@ -411,8 +411,12 @@ impl<'o> Simulation<'o> {
         }
         let queue_depth = input.device.queue_depth().max(1);
         let buffered = jobs.iter().any(|j| j.buffered).then(|| {
+            let mut cache = PageCache::new(&input.host.page_cache);
+            let files: Vec<(u64, u64)> =
+                jobs.iter().filter(|j| j.buffered).flat_map(|j| j.file_ranges.iter().copied()).collect();
+            cache.set_files(&files);
             Box::new(Buffered {
-                cache: PageCache::new(&input.host.page_cache),
+                cache,
                 cfg: input.host.page_cache.clone(),
                 flusher_job: jobs.len() as u32,
                 background_inflight: 0,

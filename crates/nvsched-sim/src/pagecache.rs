@@ -105,10 +105,27 @@ pub struct PageCache {
     clean_pages: u64,
     writeback_pages: u64,
     lru: Lru,
-    /// Where background writeback goes on (it sweeps the device in offset order, as the
-    /// flusher takes inodes in turn).
+    /// Where the next sync writeback of a range starts looking.
+    cursor: u64,
+    /// The files (page ranges) background writeback takes in turn, as the flusher takes
+    /// inodes, each with where its writeback goes on (the inode's writeback_index).
+    files: Vec<FileTurn>,
+    /// Whose turn it is, and the pages it may still write in it.
+    turn: usize,
+    turn_left_pages: u64,
+}
+
+/// One file as background writeback sees it.
+#[derive(Clone, Copy, Debug)]
+struct FileTurn {
+    first_page: u64,
+    end_page: u64,
     cursor: u64,
 }
+
+/// The most background writeback writes of one file before the next file's turn
+/// (Linux's MIN_WRITEBACK_PAGES, 4 MiB).
+const TURN_PAGES: u64 = (4 << 20) / PAGE_BYTES;
 
 impl PageCache {
     pub fn new(cfg: &PageCacheConfig) -> PageCache {
@@ -123,7 +140,43 @@ impl PageCache {
             writeback_pages: 0,
             lru: Lru::default(),
             cursor: 0,
+            files: vec![FileTurn { first_page: 0, end_page: u64::MAX, cursor: 0 }],
+            turn: 0,
+            turn_left_pages: TURN_PAGES,
         }
+    }
+
+    /// The files writeback takes in turn: device byte ranges (start, length), in any
+    /// order, overlapping or not (one device file shared by several jobs). Dirty pages
+    /// outside them are written in a turn of their own.
+    pub fn set_files(&mut self, ranges: &[(u64, u64)]) {
+        let mut pages: Vec<(u64, u64)> =
+            ranges.iter().map(|&(start, len)| (start / PAGE_BYTES, (start + len).div_ceil(PAGE_BYTES))).collect();
+        pages.sort_unstable();
+        // overlapping ranges are one file (the same device or file named twice)
+        let mut merged: Vec<(u64, u64)> = Vec::new();
+        for (first, end) in pages {
+            match merged.last_mut() {
+                Some(last) if first < last.1 => last.1 = last.1.max(end),
+                _ => merged.push((first, end)),
+            }
+        }
+        // and the gaps between them, so that no dirty page is left out of every turn
+        let mut turns = Vec::new();
+        let mut at = 0;
+        for (first, end) in merged {
+            if first > at {
+                turns.push(FileTurn { first_page: at, end_page: first, cursor: at });
+            }
+            turns.push(FileTurn { first_page: first, end_page: end, cursor: first });
+            at = end;
+        }
+        if at < u64::MAX {
+            turns.push(FileTurn { first_page: at, end_page: u64::MAX, cursor: at });
+        }
+        self.files = turns;
+        self.turn = 0;
+        self.turn_left_pages = TURN_PAGES;
     }
 
     pub fn dirty_pages(&self) -> u64 {
@@ -248,19 +301,51 @@ impl PageCache {
         }
     }
 
-    /// The next run of dirty pages to write back, of at most `max_bytes`, starting at
-    /// the first dirty page from the cursor on (wrapping) that lies in `range` and was
-    /// dirtied no later than `dirtied_by`; its pages move to writeback.
+    /// The next run of dirty pages to write back, of at most `max_bytes`, dirtied no
+    /// later than `dirtied_by`; its pages move to writeback. In `range` (a sync's), from
+    /// where the last such run ended; otherwise (background writeback) from the file
+    /// whose turn it is, which may write 4 MiB before the next file's turn, each file
+    /// from where its writeback last ended.
     pub fn next_chunk(&mut self, range: Option<(u64, u64)>, dirtied_by: Nanos, max_bytes: u32) -> Option<Chunk> {
-        let (lo, hi) = match range {
-            Some((start, len)) => (start / PAGE_BYTES, (start + len).div_ceil(PAGE_BYTES)),
-            None => (0, u64::MAX),
-        };
-        let from = self.cursor.clamp(lo, hi);
-        let eligible = |(p, d): (&u64, &Dirtier)| (d.since <= dirtied_by).then_some(*p);
-        let first =
-            self.dirty.range(from..hi).find_map(eligible).or_else(|| self.dirty.range(lo..from).find_map(eligible))?;
         let max_pages = (u64::from(max_bytes) / PAGE_BYTES).max(1);
+        if let Some((start, len)) = range {
+            let (lo, hi) = (start / PAGE_BYTES, (start + len).div_ceil(PAGE_BYTES));
+            let first = self.first_dirty(lo, hi, self.cursor, dirtied_by)?;
+            let chunk = self.take_run(first, hi, max_pages);
+            self.cursor = chunk.1;
+            return Some(chunk.0);
+        }
+        for _ in 0..=self.files.len() {
+            let f = self.files[self.turn];
+            let found = if self.turn_left_pages > 0 {
+                self.first_dirty(f.first_page, f.end_page, f.cursor, dirtied_by)
+            } else {
+                None
+            };
+            let Some(first) = found else {
+                self.turn = (self.turn + 1) % self.files.len();
+                self.turn_left_pages = TURN_PAGES;
+                continue;
+            };
+            let (chunk, end) = self.take_run(first, f.end_page, max_pages.min(self.turn_left_pages));
+            self.files[self.turn].cursor = end;
+            self.turn_left_pages -= end - first;
+            return Some(chunk);
+        }
+        None
+    }
+
+    /// The first dirty page in pages `[lo, hi)` from `from` on (wrapping) dirtied no
+    /// later than `dirtied_by`.
+    fn first_dirty(&self, lo: u64, hi: u64, from: u64, dirtied_by: Nanos) -> Option<u64> {
+        let from = from.clamp(lo, hi);
+        let eligible = |(p, d): (&u64, &Dirtier)| (d.since <= dirtied_by).then_some(*p);
+        self.dirty.range(from..hi).find_map(eligible).or_else(|| self.dirty.range(lo..from).find_map(eligible))
+    }
+
+    /// Moves the run of dirty pages from `first` (before `hi`, at most `max_pages`) to
+    /// writeback; returns it and the page after it.
+    fn take_run(&mut self, first: u64, hi: u64, max_pages: u64) -> (Chunk, u64) {
         let dirtier = self.dirty[&first].job;
         let mut end = first;
         while end - first < max_pages && end < hi && self.dirty.remove(&end).is_some() {
@@ -272,8 +357,7 @@ impl PageCache {
             pg.writeback += 1;
             end += 1;
         }
-        self.cursor = end;
-        Some(Chunk { offset_bytes: first * PAGE_BYTES, len_bytes: ((end - first) * PAGE_BYTES) as u32, dirtier })
+        (Chunk { offset_bytes: first * PAGE_BYTES, len_bytes: ((end - first) * PAGE_BYTES) as u32, dirtier }, end)
     }
 
     /// A writeback landed: its pages are clean unless dirtied again meanwhile.
@@ -318,6 +402,33 @@ mod tests {
     }
 
     const KIB: u64 = 1024;
+
+    #[test]
+    fn background_writeback_takes_files_in_turn_4_mib_each() {
+        const MIB: u64 = 1 << 20;
+        let mut c = cache(1 << 30);
+        // files at 0 and 100 MiB (the second named twice, overlapping), 8 MiB dirty each
+        c.set_files(&[(100 * MIB, 16 * MIB), (0, 16 * MIB), (100 * MIB, 8 * MIB)]);
+        c.dirty(0, 8 * MIB, 0, Nanos::ZERO);
+        c.dirty(100 * MIB, 8 * MIB, 1, Nanos::ZERO);
+        // and a page outside both: it has a turn too
+        c.dirty(50 * MIB, 4 * KIB, 2, Nanos::ZERO);
+        let mut order = Vec::new();
+        while let Some(chunk) = c.next_chunk(None, Nanos::MAX, 512 * 1024) {
+            assert!(chunk.len_bytes <= 512 * 1024);
+            if order.last().is_none_or(|&(dirtier, _)| dirtier != chunk.dirtier) {
+                order.push((chunk.dirtier, 0));
+            }
+            order.last_mut().unwrap().1 += u64::from(chunk.len_bytes);
+        }
+        assert_eq!(order, [(0, 4 * MIB), (2, 4 * KIB), (1, 4 * MIB), (0, 4 * MIB), (1, 4 * MIB)]);
+        assert_eq!(c.dirty_pages(), 0);
+        // a sync's range is written whole, whoever's turn it is
+        c.dirty(0, MIB, 0, Nanos::ZERO);
+        c.dirty(100 * MIB, MIB, 1, Nanos::ZERO);
+        let chunk = c.next_chunk(Some((100 * MIB, MIB)), Nanos::MAX, 2 * MIB as u32).unwrap();
+        assert_eq!((chunk.offset_bytes, chunk.len_bytes, chunk.dirtier), (100 * MIB, MIB as u32, 1));
+    }
 
     #[test]
     fn read_ahead_windows_grow_from_a_few_pages_to_the_most() {
