@@ -11,7 +11,7 @@ use nvsched_report::{CompletedIo, JobRecorder, JobStats};
 use nvsched_ssd::{Command, Device, DeviceCounters, HostPath, PageCacheConfig};
 use nvsched_workload::steadystate::SteadyStates;
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, reporting_groups, wait_for_targets, Tenants};
-use nvsched_workload::{ExitWhat, FileLocks, FlowGroups, IoUnit, JobDriver, JobSpec, Poll, ReplayStats};
+use nvsched_workload::{ExitWhat, FileLocks, FlowGroups, IoUnit, JobDriver, JobSpec, Poll, ReplayStats, SyncRange};
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::sync::Arc;
@@ -251,8 +251,18 @@ struct SyncWait {
     /// sync_file_range's range.
     upto: u64,
     range: Option<(u64, u64)>,
-    /// An fsync: its flush then goes to the device (a sync_file_range completes).
-    then_flush: bool,
+    then: AfterSync,
+}
+
+/// What a sync does once the writeback it waits for has landed.
+#[derive(Clone, Copy)]
+enum AfterSync {
+    /// An fsync: its flush goes to the device.
+    Flush,
+    /// A sync_file_range after `wait_before`: it writes (and maybe waits again).
+    Write(SyncRange),
+    /// A sync_file_range after `wait_after`: it completes.
+    Complete,
 }
 
 /// The page cache and the flusher's state.
@@ -1177,7 +1187,7 @@ impl<'o> Simulation<'o> {
                 self.write_back_range(file, true, j);
                 let max_chunk = self.host.max_merge_bytes;
                 let b = self.buffered.as_mut().expect("a page cache");
-                let wait = SyncWait { slot, upto: b.next_seq - 1, range: file, then_flush: true };
+                let wait = SyncWait { slot, upto: b.next_seq - 1, range: file, then: AfterSync::Flush };
                 if !b.writing_back(&wait, max_chunk) {
                     return true;
                 }
@@ -1198,32 +1208,39 @@ impl<'o> Simulation<'o> {
     }
 
     /// `sync_file_range` never reaches the device (no flush). Through the page cache it
-    /// writes back the range's dirty pages (`write`) and waits for the range's writeback:
-    /// with `wait_after`, up to what it started; with `wait_before` alone, what was in
-    /// flight (whose writes start at once here, not after the wait). Without the cache
-    /// there is nothing to write: the system call only.
+    /// waits for the range's writeback in flight (`wait_before`), writes back the range's
+    /// dirty pages (`write`) and waits for that (`wait_after`). Without the cache there is
+    /// nothing to write: the system call only.
     fn sync_file_range(&mut self, slot: u32, unit: &IoUnit, buffered: bool) {
         let done_at = self.now + self.host.submit();
-        let flags = unit.sync_range;
-        let Some(b) = self.buffered.as_ref().filter(|_| buffered) else {
+        let max_chunk = self.host.max_merge_bytes;
+        let Some(b) = self.buffered.as_mut().filter(|_| buffered) else {
             self.events.push(done_at, EventKind::CacheDone(slot));
             return;
         };
-        let in_flight_before = b.next_seq - 1;
-        if flags.writes() && unit.len_bytes > 0 {
+        let range = (unit.offset_bytes, u64::from(unit.len_bytes));
+        if unit.sync_range.waits_before() {
+            let wait =
+                SyncWait { slot, upto: b.next_seq - 1, range: Some(range), then: AfterSync::Write(unit.sync_range) };
+            if b.writing_back(&wait, max_chunk) {
+                b.fsyncs.push(wait);
+                return;
+            }
+        }
+        self.sync_range_write(slot, range, unit.sync_range, done_at);
+    }
+
+    /// `sync_file_range` after its `wait_before`: writes back the range (`write`), waits
+    /// for that (`wait_after`), and completes, at `done_at` at the earliest.
+    fn sync_range_write(&mut self, slot: u32, range: (u64, u64), flags: SyncRange, done_at: Nanos) {
+        if flags.writes() && range.1 > 0 {
             let caller = self.rqs[slot as usize].job;
-            self.write_back_range(Some((unit.offset_bytes, u64::from(unit.len_bytes))), flags.is_data_sync(), caller);
+            self.write_back_range(Some(range), flags.is_data_sync(), caller);
         }
         let max_chunk = self.host.max_merge_bytes;
         let b = self.buffered.as_mut().expect("a page cache");
-        let upto = match (flags.waits_after(), flags.waits_before()) {
-            (true, _) => b.next_seq - 1,
-            (false, true) => in_flight_before,
-            (false, false) => 0,
-        };
-        let wait =
-            SyncWait { slot, upto, range: Some((unit.offset_bytes, u64::from(unit.len_bytes))), then_flush: false };
-        if b.writing_back(&wait, max_chunk) {
+        let wait = SyncWait { slot, upto: b.next_seq - 1, range: Some(range), then: AfterSync::Complete };
+        if flags.waits_after() && b.writing_back(&wait, max_chunk) {
             b.fsyncs.push(wait);
         } else {
             self.events.push(done_at, EventKind::CacheDone(slot));
@@ -1440,11 +1457,16 @@ impl<'o> Simulation<'o> {
             b.fsyncs = waiting;
             let submit_cpu = Nanos(self.host.submit_cpu_ns);
             for wait in ready {
-                if wait.then_flush {
-                    self.tags_used += 1;
-                    self.schedule_insert(wait.slot, submit_cpu);
-                } else {
-                    self.events.push(now, EventKind::CacheDone(wait.slot));
+                match wait.then {
+                    AfterSync::Flush => {
+                        self.tags_used += 1;
+                        self.schedule_insert(wait.slot, submit_cpu);
+                    }
+                    AfterSync::Write(flags) => {
+                        let range = wait.range.expect("a sync_file_range has its range");
+                        self.sync_range_write(wait.slot, range, flags, now);
+                    }
+                    AfterSync::Complete => self.events.push(now, EventKind::CacheDone(wait.slot)),
                 }
             }
         }

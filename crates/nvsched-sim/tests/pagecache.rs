@@ -383,3 +383,39 @@ fn the_flusher_takes_the_writers_files_in_turn() {
     assert!(runs.len() > 4, "{runs:?}");
     assert!(runs.iter().filter(|(_, bytes)| *bytes == 4 * MIB).count() >= runs.len() / 2, "{runs:?}");
 }
+
+#[test]
+fn sync_file_range_wait_before_writes_only_once_the_range_is_written_back() {
+    // two pages rewritten in turn, each write followed by sync_file_range over it: with
+    // wait_before the call waits for the page's writeback still in flight and only then
+    // writes the page again, so a page never has two writebacks in flight; with write
+    // alone it does not wait, and they overlap
+    let p = cached("67108864", &[("simple.write_ns", "1000000"), ("simple.units", "1")]);
+    let overlaps = |flags: &str| {
+        let text = format!(
+            "[w]\nfilename=/dev/nvme0n1\ndirect=0\nrw=write\nbs=4k\nsize=8k\nruntime=50ms\ntime_based\nsync_file_range={flags}\n"
+        );
+        let (out, log) = run_logged(&text, &p);
+        let mut events: Vec<(Nanos, bool, u64)> =
+            log.completed.iter().filter(|(_, r)| r.job == 1).map(|(t, r)| (*t, true, r.offset_bytes)).collect();
+        events.extend(log.dispatched.iter().filter(|(_, r)| r.job == 1).map(|(t, r)| (*t, false, r.offset_bytes)));
+        events.sort();
+        let mut in_flight = [0u32; 2];
+        let mut most = 0;
+        for (_, done, offset) in events {
+            let page = (offset / 4096) as usize;
+            if done {
+                in_flight[page] -= 1;
+            } else {
+                in_flight[page] += 1;
+                most = most.max(in_flight[page]);
+            }
+        }
+        (out.clones[0].stats.sync.n, most)
+    };
+    let (syncs, most) = overlaps("wait_before,write");
+    assert!(syncs > 10);
+    assert_eq!(most, 1, "wait_before: one writeback of a page at a time");
+    let (_, most) = overlaps("write");
+    assert!(most > 1, "write alone does not wait: {most}");
+}
