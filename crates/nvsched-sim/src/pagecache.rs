@@ -220,6 +220,9 @@ impl PageCache {
     /// The pages (byte offsets) a write of the range covers only in part that are not
     /// cached: its first and its last, each if so.
     pub fn partial_pages_missing(&self, offset_bytes: u64, len_bytes: u64) -> [Option<u64>; 2] {
+        if len_bytes == 0 {
+            return [None, None];
+        }
         let end = offset_bytes + len_bytes;
         let first = offset_bytes - offset_bytes % PAGE_BYTES;
         let last = (end - 1) - (end - 1) % PAGE_BYTES;
@@ -458,6 +461,7 @@ mod tests {
     fn a_write_misses_the_pages_it_covers_in_part_until_they_are_cached() {
         let mut c = cache(1 << 20);
         assert_eq!(c.partial_pages_missing(0, 4 * KIB), [None, None], "whole pages");
+        assert_eq!(c.partial_pages_missing(0, 0), [None, None], "nothing");
         assert_eq!(c.partial_pages_missing(0, 8 * KIB), [None, None]);
         assert_eq!(c.partial_pages_missing(512, 512), [Some(0), None], "inside one page");
         assert_eq!(c.partial_pages_missing(0, 512), [Some(0), None]);
