@@ -123,19 +123,27 @@ impl Request {
             && u64::from(self.len_bytes) + u64::from(next.len_bytes) <= u64::from(max_bytes)
     }
 
-    /// Grows this (queued) request to cover `rq` if `rq` follows or precedes it under
-    /// [`Request::can_back_merge`]'s rules; says which end it joined.
-    pub fn absorb(&mut self, rq: &Request, max_bytes: u32) -> Option<MergeSide> {
+    /// Which end of this (queued) request `rq` could join, following or preceding it
+    /// under [`Request::can_back_merge`]'s rules, if either.
+    pub fn merge_side(&self, rq: &Request, max_bytes: u32) -> Option<MergeSide> {
         if self.can_back_merge(rq, max_bytes) {
-            self.len_bytes += rq.len_bytes;
-            return Some(MergeSide::Back);
+            Some(MergeSide::Back)
+        } else if rq.can_back_merge(self, max_bytes) {
+            Some(MergeSide::Front)
+        } else {
+            None
         }
-        if rq.can_back_merge(self, max_bytes) {
+    }
+
+    /// Grows this (queued) request to cover `rq` where [`Request::merge_side`] allows;
+    /// says which end it joined.
+    pub fn absorb(&mut self, rq: &Request, max_bytes: u32) -> Option<MergeSide> {
+        let side = self.merge_side(rq, max_bytes)?;
+        if side == MergeSide::Front {
             self.offset_bytes = rq.offset_bytes;
-            self.len_bytes += rq.len_bytes;
-            return Some(MergeSide::Front);
         }
-        None
+        self.len_bytes += rq.len_bytes;
+        Some(side)
     }
 }
 

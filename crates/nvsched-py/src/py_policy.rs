@@ -110,7 +110,7 @@ impl PyRequest {
     /// one): same direction, flags, priority and tenant, contiguous at either end, and
     /// together at most 512 KiB.
     fn can_merge(&self, other: &PyRequest) -> bool {
-        self.rq.can_back_merge(&other.rq, MAX_MERGE_BYTES) || other.rq.can_back_merge(&self.rq, MAX_MERGE_BYTES)
+        self.rq.merge_side(&other.rq, MAX_MERGE_BYTES).is_some()
     }
     fn __repr__(&self) -> String {
         let rq = &self.rq;
@@ -219,8 +219,9 @@ impl PyPolicy {
     }
 
     /// Queues `rq` and hands its object to `insert` (for `requeue` too, when the policy
-    /// has no `requeue`); a queued request returned from it takes `rq` in (a merge).
-    fn insert_as(&mut self, what: &str, rq: Request, now: Nanos) -> Inserted {
+    /// has no `requeue`: then `may_merge` is false, as the engine keeps a requeued
+    /// request as its own); a queued request returned from it takes `rq` in (a merge).
+    fn insert_as(&mut self, rq: Request, now: Nanos, may_merge: bool) -> Inserted {
         Python::attach(|py| {
             let Some(obj) = self.hold(py, rq) else { return Inserted::Queued };
             if self.failed() {
@@ -230,7 +231,7 @@ impl PyPolicy {
             if answer.is_none() {
                 return Inserted::Queued;
             }
-            let merged = if what == "requeue" {
+            let merged = if !may_merge {
                 Err(PyValueError::new_err(
                     "insert() merged a request given back through requeue; define requeue() to take it back",
                 ))
@@ -320,7 +321,7 @@ impl Scheduler for PyPolicy {
     }
 
     fn insert(&mut self, rq: Request, now: Nanos) -> Inserted {
-        self.insert_as("insert", rq, now)
+        self.insert_as(rq, now, true)
     }
 
     fn dispatch(&mut self, now: Nanos, device: DeviceView) -> Option<Request> {
@@ -366,8 +367,7 @@ impl Scheduler for PyPolicy {
 
     fn requeue(&mut self, rq: Request, now: Nanos) {
         if !self.methods.requeue {
-            // the engine keeps a requeued request as its own: it cannot be merged away
-            let _ = self.insert_as("requeue", rq, now);
+            let _ = self.insert_as(rq, now, false);
             return;
         }
         Python::attach(|py| {
