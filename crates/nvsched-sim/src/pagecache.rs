@@ -150,12 +150,17 @@ impl PageCache {
     /// order, overlapping or not (one device file shared by several jobs). Dirty pages
     /// outside them are written in a turn of their own.
     pub fn set_files(&mut self, ranges: &[(u64, u64)]) {
-        let mut pages: Vec<(u64, u64)> =
-            ranges.iter().map(|&(start, len)| (start / PAGE_BYTES, (start + len).div_ceil(PAGE_BYTES))).collect();
-        pages.sort_unstable();
+        let mut page_ranges: Vec<(u64, u64)> = ranges
+            .iter()
+            .map(|&(start, len)| {
+                let p = pages(start, len);
+                (p.start, p.end)
+            })
+            .collect();
+        page_ranges.sort_unstable();
         // overlapping ranges are one file (the same device or file named twice)
         let mut merged: Vec<(u64, u64)> = Vec::new();
-        for (first, end) in pages {
+        for (first, end) in page_ranges {
             match merged.last_mut() {
                 Some(last) if first < last.1 => last.1 = last.1.max(end),
                 _ => merged.push((first, end)),
@@ -224,8 +229,8 @@ impl PageCache {
             return [None, None];
         }
         let end = offset_bytes + len_bytes;
-        let first = offset_bytes - offset_bytes % PAGE_BYTES;
-        let last = (end - 1) - (end - 1) % PAGE_BYTES;
+        let covered = pages(offset_bytes, len_bytes);
+        let (first, last) = (covered.start * PAGE_BYTES, (covered.end - 1) * PAGE_BYTES);
         let missing = |page: u64, partial: bool| (partial && !self.holds(page, PAGE_BYTES)).then_some(page);
         let head = missing(
             first,
@@ -312,11 +317,11 @@ impl PageCache {
     pub fn next_chunk(&mut self, range: Option<(u64, u64)>, dirtied_by: Nanos, max_bytes: u32) -> Option<Chunk> {
         let max_pages = (u64::from(max_bytes) / PAGE_BYTES).max(1);
         if let Some((start, len)) = range {
-            let (lo, hi) = (start / PAGE_BYTES, (start + len).div_ceil(PAGE_BYTES));
-            let first = self.first_dirty(lo, hi, self.cursor, dirtied_by)?;
-            let chunk = self.take_run(first, hi, max_pages);
-            self.cursor = chunk.1;
-            return Some(chunk.0);
+            let range = pages(start, len);
+            let first = self.first_dirty(range.start, range.end, self.cursor, dirtied_by)?;
+            let (chunk, end) = self.take_run(first, range.end, max_pages);
+            self.cursor = end;
+            return Some(chunk);
         }
         for _ in 0..=self.files.len() {
             let f = self.files[self.turn];
