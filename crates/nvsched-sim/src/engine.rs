@@ -225,16 +225,15 @@ struct JobSlot {
 }
 
 impl Buffered {
-    /// Whether a writeback `wait` waits for is still in flight (writeback requests are
-    /// at most `max_chunk` bytes).
-    fn writing_back(&self, wait: &SyncWait, max_chunk: u32) -> bool {
+    /// Whether a writeback `wait` waits for is still in flight.
+    fn writing_back(&self, wait: &SyncWait) -> bool {
         let Some((start, len)) = wait.range else {
-            return self.outstanding.first_key_value().is_some_and(|(&seq, _)| seq <= wait.upto);
+            return self.outstanding.first().is_some_and(|&seq| seq <= wait.upto);
         };
-        let from = start.saturating_sub(u64::from(max_chunk));
+        let from = start.saturating_sub(u64::from(self.max_chunk_bytes));
         self.outstanding_at
             .range((from, 0)..(start + len, 0))
-            .any(|&(offset, seq)| seq <= wait.upto && offset + u64::from(self.outstanding[&seq].len_bytes) > start)
+            .any(|(&(offset, seq), &len_bytes)| seq <= wait.upto && offset + u64::from(len_bytes) > start)
     }
 
     /// Copying `len_bytes` between the cache and the application.
@@ -275,9 +274,11 @@ struct Buffered {
     background_inflight: u32,
     next_seq: u64,
     /// Writeback requests in flight, by sequence number.
-    outstanding: BTreeMap<u64, Chunk>,
-    /// The same, by (offset, sequence number), for the syncs that wait on a range.
-    outstanding_at: BTreeSet<(u64, u64)>,
+    outstanding: BTreeSet<u64>,
+    /// Their lengths by (offset, sequence number), for the syncs that wait on a range.
+    outstanding_at: BTreeMap<(u64, u64), u32>,
+    /// The most bytes one writeback request writes (`host.max_merge_bytes`).
+    max_chunk_bytes: u32,
     /// Buffered writes waiting for the dirty pages to drop below the limit, in order.
     throttled: VecDeque<u32>,
     /// Buffered reads waiting for pages another read is bringing.
@@ -431,8 +432,9 @@ impl<'o> Simulation<'o> {
                 flusher_job: jobs.len() as u32,
                 background_inflight: 0,
                 next_seq: 1,
-                outstanding: BTreeMap::new(),
-                outstanding_at: BTreeSet::new(),
+                outstanding: BTreeSet::new(),
+                outstanding_at: BTreeMap::new(),
+                max_chunk_bytes: input.host.max_merge_bytes,
                 throttled: VecDeque::new(),
                 waiting_reads: Vec::new(),
                 waiting_writes: Vec::new(),
@@ -1172,7 +1174,7 @@ impl<'o> Simulation<'o> {
             }
             Op::Write => {
                 if self.read_partial_pages(slot) {
-                    self.buffer_write(slot, submitted + copy);
+                    self.buffer_write(slot, submitted);
                 } else {
                     self.buffered.as_mut().expect("a page cache").waiting_writes.push(slot);
                 }
@@ -1185,10 +1187,9 @@ impl<'o> Simulation<'o> {
             Op::Flush => {
                 // fsync: write back the file's dirty pages, wait for them, then flush
                 self.write_back_range(file, true, j);
-                let max_chunk = self.host.max_merge_bytes;
                 let b = self.buffered.as_mut().expect("a page cache");
                 let wait = SyncWait { slot, upto: b.next_seq - 1, range: file, then: AfterSync::Flush };
-                if !b.writing_back(&wait, max_chunk) {
+                if !b.writing_back(&wait) {
                     return true;
                 }
                 b.fsyncs.push(wait);
@@ -1213,7 +1214,6 @@ impl<'o> Simulation<'o> {
     /// nothing to write: the system call only.
     fn sync_file_range(&mut self, slot: u32, unit: &IoUnit, buffered: bool) {
         let done_at = self.now + self.host.submit();
-        let max_chunk = self.host.max_merge_bytes;
         let Some(b) = self.buffered.as_mut().filter(|_| buffered) else {
             self.events.push(done_at, EventKind::CacheDone(slot));
             return;
@@ -1222,7 +1222,7 @@ impl<'o> Simulation<'o> {
         if unit.sync_range.waits_before() {
             let wait =
                 SyncWait { slot, upto: b.next_seq - 1, range: Some(range), then: AfterSync::Write(unit.sync_range) };
-            if b.writing_back(&wait, max_chunk) {
+            if b.writing_back(&wait) {
                 b.fsyncs.push(wait);
                 return;
             }
@@ -1237,10 +1237,9 @@ impl<'o> Simulation<'o> {
             let caller = self.rqs[slot as usize].job;
             self.write_back_range(Some(range), flags.is_data_sync(), caller);
         }
-        let max_chunk = self.host.max_merge_bytes;
         let b = self.buffered.as_mut().expect("a page cache");
         let wait = SyncWait { slot, upto: b.next_seq - 1, range: Some(range), then: AfterSync::Complete };
-        if flags.waits_after() && b.writing_back(&wait, max_chunk) {
+        if flags.waits_after() && b.writing_back(&wait) {
             b.fsyncs.push(wait);
         } else {
             self.events.push(done_at, EventKind::CacheDone(slot));
@@ -1266,20 +1265,28 @@ impl<'o> Simulation<'o> {
         missing == [None, None]
     }
 
-    /// Buffered write `slot` copies into the cache, done at `done_at`, or waits while
-    /// too much of the cache is dirty (behind the writes already waiting).
-    fn buffer_write(&mut self, slot: u32, done_at: Nanos) {
+    /// Buffered write `slot` copies into the cache from `start` on, or waits while too
+    /// much of the cache is dirty (behind the writes already waiting).
+    fn buffer_write(&mut self, slot: u32, start: Nanos) {
         let rec = &self.rqs[slot as usize];
-        let (job, offset, len) = (rec.job, rec.offset_bytes, u64::from(rec.len));
+        let (offset, len) = (rec.offset_bytes, u64::from(rec.len));
         let b = self.buffered.as_mut().expect("a page cache");
         if b.throttled.is_empty() && !b.cache.must_wait_to_dirty(offset, len) {
-            b.cache.dirty(offset, len, job, self.now);
-            self.events.push(done_at, EventKind::CacheDone(slot));
+            self.copy_in(slot, start);
         } else {
             b.throttled.push_back(slot);
             self.counters.throttled_writes += 1;
         }
         self.start_writeback();
+    }
+
+    /// Buffered write `slot` dirties its pages now; it returns once copied, after `start`.
+    fn copy_in(&mut self, slot: u32, start: Nanos) {
+        let rec = &self.rqs[slot as usize];
+        let (job, offset, len) = (rec.job, rec.offset_bytes, u64::from(rec.len));
+        let b = self.buffered.as_mut().expect("a page cache");
+        b.cache.dirty(offset, len, job, self.now);
+        self.events.push(start + b.copy_time(len), EventKind::CacheDone(slot));
     }
 
     /// Background writeback: above the background threshold or with writers waiting,
@@ -1339,8 +1346,8 @@ impl<'o> Simulation<'o> {
         let b = self.buffered.as_mut().expect("a page cache");
         let seq = b.next_seq;
         b.next_seq += 1;
-        b.outstanding.insert(seq, chunk);
-        b.outstanding_at.insert((chunk.offset_bytes, seq));
+        b.outstanding.insert(seq);
+        b.outstanding_at.insert((chunk.offset_bytes, seq), chunk.len_bytes);
         let rq = Request {
             id: RequestId(0),
             op: Op::Write,
@@ -1414,7 +1421,7 @@ impl<'o> Simulation<'o> {
         let b = self.buffered.as_mut().expect("a page cache");
         if !b.waiting_reads.is_empty() {
             let rqs = &self.rqs;
-            let range = |s: u32| (rqs[s as usize].rq.offset_bytes, u64::from(rqs[s as usize].len));
+            let range = |s: u32| (rqs[s as usize].offset_bytes, u64::from(rqs[s as usize].len));
             let (ready, waiting): (Vec<u32>, Vec<u32>) =
                 std::mem::take(&mut b.waiting_reads).into_iter().partition(|&s| b.cache.holds(range(s).0, range(s).1));
             b.waiting_reads = waiting;
@@ -1429,9 +1436,7 @@ impl<'o> Simulation<'o> {
             // read again
             for slot in std::mem::take(&mut b.waiting_writes) {
                 if self.read_partial_pages(slot) {
-                    let copy =
-                        self.buffered.as_ref().expect("a page cache").copy_time(u64::from(self.rqs[slot as usize].len));
-                    self.buffer_write(slot, now + copy);
+                    self.buffer_write(slot, now);
                 } else {
                     self.buffered.as_mut().expect("a page cache").waiting_writes.push(slot);
                 }
@@ -1446,14 +1451,12 @@ impl<'o> Simulation<'o> {
                 break;
             }
             b.throttled.pop_front();
-            b.cache.dirty(offset, len, rec.job, now);
-            self.events.push(now + b.copy_time(len), EventKind::CacheDone(slot));
+            self.copy_in(slot, now);
         }
-        let max_chunk = self.host.max_merge_bytes;
         let b = self.buffered.as_mut().expect("a page cache");
-        if b.fsyncs.iter().any(|w| !b.writing_back(w, max_chunk)) {
+        if b.fsyncs.iter().any(|w| !b.writing_back(w)) {
             let (waiting, ready): (Vec<_>, Vec<_>) =
-                std::mem::take(&mut b.fsyncs).into_iter().partition(|w| b.writing_back(w, max_chunk));
+                std::mem::take(&mut b.fsyncs).into_iter().partition(|w| b.writing_back(w));
             b.fsyncs = waiting;
             let submit_cpu = Nanos(self.host.submit_cpu_ns);
             for wait in ready {
