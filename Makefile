@@ -58,8 +58,9 @@ bench:
 	$(CARGO) build --release
 	./target/release/nvsched bench
 
-# A minute of libFuzzer on the job-file parser and one on the trace readers (stable
-# toolchain via RUSTC_BOOTSTRAP).
+# A minute of libFuzzer on the job-file parser, one on the trace readers and one on whole
+# simulated runs (stable toolchain via RUSTC_BOOTSTRAP; `cargo install cargo-fuzz` first).
 fuzz:
 	cd fuzz && RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run jobfile -- -max_total_time=60 -max_len=2048
 	cd fuzz && RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run trace -- -max_total_time=60 -max_len=4096
+	cd fuzz && RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run simulate -- -max_total_time=60 -max_len=4096 -timeout=20

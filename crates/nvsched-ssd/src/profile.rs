@@ -342,7 +342,9 @@ fn set_dotted(table: &mut toml::Table, key: &str, value: &str) -> Result<(), Pro
             if std::mem::discriminant(old) != std::mem::discriminant(&parsed)
                 && !(old.is_float() && parsed.is_integer()) =>
         {
-            Err(ProfileError(format!("override '{key}={value}': expected a {}", old.type_str())))
+            let kind = old.type_str();
+            let article = if kind.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
+            Err(ProfileError(format!("override '{key}={value}': expected {article} {kind}")))
         }
         Some(old) => {
             let new = if old.is_float() {
@@ -388,7 +390,7 @@ mod tests {
         let e = load_profile("simple-nvme", &[("host.page_cache.size_bytes".into(), "4096".into())]).unwrap_err();
         assert!(e.to_string().contains("at least 1 MiB"), "{e}");
         let e = load_profile("simple-nvme", &[("simple.units".into(), "many".into())]).unwrap_err();
-        assert!(e.0.contains("expected a integer"), "{e}");
+        assert!(e.0.contains("expected an integer"), "{e}");
         let e = load_profile("simple-nvme", &[("nosuch.x".into(), "1".into())]).unwrap_err();
         assert!(e.0.contains("no section 'nosuch'"), "{e}");
     }

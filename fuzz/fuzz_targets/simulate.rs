@@ -1,0 +1,81 @@
+//! Fuzzes a whole simulated run: any job file that parses, under any shipped policy, on
+//! the simple model or a small flash drive, with or without the page cache, must run to
+//! an error or a report, never panic or hang, and complete every request it issued.
+//!
+//! The first input byte picks the policy, the second the device and cache; the rest is
+//! the job file. Runtimes are capped at 20 ms of simulated time so one input runs in
+//! milliseconds.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use nvsched::run::{run_sim, RunSpec};
+use nvsched_core::Nanos;
+use nvsched_policy::POLICIES;
+use nvsched_ssd::{load_profile, DeviceProfile};
+use nvsched_workload::jobfile::Environment;
+use nvsched_workload::{parse_job_str, ParseOptions};
+use std::path::Path;
+use std::sync::OnceLock;
+
+const MAX_RUNTIME: Nanos = Nanos::from_ms(20);
+
+struct FixedEnv;
+impl Environment for FixedEnv {
+    fn var(&self, _: &str) -> Option<String> {
+        Some("4k".into())
+    }
+    fn keyword(&self, name: &str) -> Option<u64> {
+        (name == "pagesize").then_some(4096)
+    }
+}
+
+/// A 1 GiB 970 EVO Plus (48 blocks per die, a 16 MiB SLC cache), half written, so that
+/// writes reach TLC and garbage collection within a short run.
+fn small_flash(page_cache: bool) -> DeviceProfile {
+    let set = |k: &str, v: &str| (k.to_string(), v.to_string());
+    let mut overrides = vec![
+        set("capacity_bytes", "1073741824"),
+        set("nand.blocks_per_die", "48"),
+        set("nand.slc_static_bytes", "16777216"),
+        set("nand.slc_dynamic_max_bytes", "0"),
+        set("nand.bg_gc_free_blocks", "30"),
+        set("nand.precondition", "partial:0.5"),
+    ];
+    if page_cache {
+        overrides.push(set("host.page_cache.size_bytes", "8388608"));
+    }
+    load_profile("970evoplus-250g", &overrides).expect("the small flash profile loads")
+}
+
+fn devices() -> &'static [DeviceProfile; 3] {
+    static DEVICES: OnceLock<[DeviceProfile; 3]> = OnceLock::new();
+    DEVICES.get_or_init(|| {
+        // jobs may write logs (write_lat_log=...) into the working directory
+        let scratch = std::env::temp_dir().join("nvsched-fuzz");
+        std::fs::create_dir_all(&scratch).expect("a scratch directory");
+        std::env::set_current_dir(&scratch).expect("into the scratch directory");
+        [load_profile("simple-nvme", &[]).expect("simple-nvme loads"), small_flash(false), small_flash(true)]
+    })
+}
+
+fuzz_target!(|data: &[u8]| {
+    let [policy_pick, device_pick, job @ ..] = data else { return };
+    let text = String::from_utf8_lossy(job);
+    let Ok(mut file) = parse_job_str(&text, Path::new("fuzz.fio"), &FixedEnv, ParseOptions::default()) else {
+        return;
+    };
+    for spec in &mut file.jobs {
+        if spec.runtime == Nanos::ZERO || spec.runtime > MAX_RUNTIME {
+            spec.runtime = MAX_RUNTIME;
+        }
+        spec.ramp_time = spec.ramp_time.min(Nanos::from_ms(5));
+    }
+    let info = &POLICIES[usize::from(*policy_pick) % POLICIES.len()];
+    let policy = nvsched_policy::build(info.example).expect("every policy's example builds");
+    let profile = &devices()[usize::from(*device_pick) % 3];
+    let spec = RunSpec { jobs: &file, policy, profile, seed: u64::from(*device_pick), drive_states: None };
+    if let Ok((_, outcome)) = run_sim(spec, &mut nvsched_sim::NoObserver, 0) {
+        let e = &outcome.engine;
+        assert_eq!(e.completed, e.requests, "{}: every issued request completes", info.id);
+    }
+});
