@@ -319,6 +319,9 @@ pub struct JobStats {
     pub iodepth: u32,
     /// How many of this entry's completions happened during ramp and were dropped.
     pub ramp_dropped: u64,
+    /// How many were recorded and then discarded when the latency search's final window
+    /// restarted the statistics (`latency_target`).
+    pub restart_dropped: u64,
     /// `unified_rw_reporting=mixed`: every direction was folded into `dirs[0]`.
     pub unified: bool,
     /// fio's `unified_rw_reporting=both`: the directions apart, then their sum as
@@ -524,6 +527,7 @@ impl JobStats {
             percentile_kinds: PercentileKinds::default(),
             iodepth,
             ramp_dropped: 0,
+            restart_dropped: 0,
             unified: false,
             also_mixed: false,
             latency_target_ns: 0,
@@ -571,10 +575,14 @@ impl JobStats {
     /// Forgets everything measured so far, as fio's `reset_all_stats` does when the
     /// latency search starts its final window; what describes the job stays.
     pub fn restart(&mut self) {
+        self.restart_dropped += self.total_ios() + self.sync.n;
         let kinds = self.percentile_kinds;
         self.dirs = Default::default();
         self.set_percentile_kinds(kinds);
         self.sync = LatStats::default();
+        // what of `sync` were fdatasyncs and sync_file_ranges (kept, they outnumbered it)
+        self.datasyncs = 0;
+        self.range_syncs = 0;
         self.sync_hist = FioHistogram::default();
         self.depth_levels = [0; 7];
         self.submit_levels = [0; 7];
@@ -762,6 +770,7 @@ impl JobStats {
         self.stats_start = self.stats_start.min(other.stats_start);
         self.clones += other.clones;
         self.ramp_dropped += other.ramp_dropped;
+        self.restart_dropped += other.restart_dropped;
         self.cpu.add(&other.cpu);
         if self.error.is_none() {
             self.error.clone_from(&other.error);
@@ -787,6 +796,12 @@ impl JobStats {
 
     pub fn total_ios(&self) -> u64 {
         self.dirs.iter().map(|d| d.total_ios).sum()
+    }
+
+    /// Completions the report leaves out: during ramp, or before a latency search's
+    /// final window.
+    pub fn discarded(&self) -> u64 {
+        self.ramp_dropped + self.restart_dropped
     }
 }
 
@@ -895,6 +910,24 @@ mod tests {
         assert_eq!(a.cpu.percentages(), (10.0, 10.0));
         assert_eq!(a.cpu.ctx, 15);
         assert_eq!(CpuUsage::default().percentages(), (0.0, 0.0), "no runtime: 0%, as in simulation");
+    }
+
+    #[test]
+    fn a_restart_counts_what_it_discards() {
+        let mut j = JobStats::new("a", 0, Vec::new(), 1);
+        for op in [Op::Read, Op::Write, Op::Read] {
+            j.record(op, 4096, None, Nanos(1000), Nanos(2000));
+        }
+        j.flush_call = FlushCall::Fdatasync;
+        j.record(Op::Flush, 0, None, Nanos(500), Nanos(2000));
+        j.ramp_dropped = 2;
+        j.restart();
+        j.record(Op::Read, 4096, None, Nanos(1000), Nanos(3000));
+        assert_eq!((j.total_ios(), j.sync.n, j.restart_dropped, j.discarded()), (1, 0, 4, 6));
+        assert_eq!(j.sync_total_ios(), 0, "the fdatasync went with the sync statistics");
+        let mut group = j.clone();
+        group.merge(&j);
+        assert_eq!(group.discarded(), 12, "a group entry sums its members'");
     }
 
     #[test]

@@ -70,6 +70,10 @@ fn job_section(i: usize, g: &JobGen) -> String {
     if g.batch > 1 {
         s.push_str(&format!("iodepth_batch_submit={}\n", g.batch));
     }
+    // fio's latency search: depth changes, drains, and a restart of the statistics
+    if g.latency_target {
+        s.push_str("latency_target=300us\nlatency_window=2ms\nlatency_percentile=99\n");
+    }
     s
 }
 
@@ -89,6 +93,7 @@ struct JobGen {
     batch: u32,
     /// Through the page cache, where the host has one.
     buffered: bool,
+    latency_target: bool,
 }
 
 fn job_gen() -> impl Strategy<Value = JobGen> {
@@ -102,11 +107,30 @@ fn job_gen() -> impl Strategy<Value = JobGen> {
             prop_oneof![Just(0u32), 1u32..16],
             1u32..8,
             any::<bool>(),
+            prop::bool::weighted(0.2),
         ),
     )
         .prop_map(
-            |((rw, sync, depth, bs, prio_class, level), (nice, tenant, think_us, fua, fsync, batch, buffered))| {
-                JobGen { rw, sync, depth, bs, prio_class, level, nice, tenant, think_us, fua, fsync, batch, buffered }
+            |(
+                (rw, sync, depth, bs, prio_class, level),
+                (nice, tenant, think_us, fua, fsync, batch, buffered, latency_target),
+            )| {
+                JobGen {
+                    rw,
+                    sync,
+                    depth,
+                    bs,
+                    prio_class,
+                    level,
+                    nice,
+                    tenant,
+                    think_us,
+                    fua,
+                    fsync,
+                    batch,
+                    buffered,
+                    latency_target,
+                }
             },
         )
 }
@@ -153,7 +177,7 @@ proptest! {
             // policy timer did)
             let runtime = Nanos::from_ms(u64::from(runtime_ms));
             prop_assert!(out.end <= ledger.last_completion.max(runtime), "{}: the run ends at {}, its last completion at {}", info.id, out.end, ledger.last_completion);
-            let reported: u64 = out.clones.iter().map(|c| c.stats.total_ios() + c.stats.sync.n + c.stats.ramp_dropped).sum();
+            let reported: u64 = out.clones.iter().map(|c| c.stats.total_ios() + c.stats.sync.n + c.stats.discarded()).sum();
             prop_assert_eq!(reported, e.requests, "{}: statistics account for every request", info.id);
             let (_, again, json2) = simulate(&text, info.example, device, page_cache);
             prop_assert_eq!(again.engine.events, out.engine.events, "{}: deterministic", info.id);
