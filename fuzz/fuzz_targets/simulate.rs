@@ -1,7 +1,7 @@
 //! Fuzzes a whole simulated run: any job file that parses, under any shipped policy, on
 //! the simple model or a small flash drive, with or without the page cache, must run to
 //! an error other than a stall or to a report, never panic or hang, complete every
-//! request it issued and account for each in the statistics.
+//! request it issued, account for each in the statistics and render in every format.
 //!
 //! The first input byte picks the policy, the second the device and cache (its top bit
 //! runs the input twice, to compare the reports); the rest is the job file. Runtimes are
@@ -82,11 +82,16 @@ fuzz_target!(|data: &[u8]| {
         // a stall is the engine's or a policy's fault, never the job file's
         Err(e) => assert!(!e.contains("stalled"), "{}: {e}", info.id),
         Ok((report, outcome)) => {
+            // every output format renders (the renderers derive counts from the statistics)
+            use nvsched_report::Format;
+            let json = report.render(Format::Json);
+            for format in [Format::Normal, Format::JsonPlus, Format::Terse] {
+                let _ = report.render(format);
+            }
             // one input in two runs again: the same report, byte for byte
             if device_pick & 0x80 != 0 {
                 let again = run().expect("a run that succeeded succeeds again").0;
-                let json = |r: &nvsched_report::RunReport| r.render(nvsched_report::Format::Json);
-                assert_eq!(json(&report), json(&again), "{}: deterministic", info.id);
+                assert_eq!(json, again.render(Format::Json), "{}: deterministic", info.id);
             }
             let e = &outcome.engine;
             assert_eq!(e.completed, e.requests, "{}: every issued request completes", info.id);
