@@ -1,10 +1,10 @@
 //! Fuzzes a whole simulated run: any job file that parses, under any shipped policy, on
 //! the simple model or a small flash drive, with or without the page cache, must run to
 //! an error other than a stall or to a report, never panic or hang, complete every
-//! request it issued, account for each in the statistics and render in every format.
+//! request it issued, account for each in the statistics and render its reports.
 //!
 //! The first input byte picks the policy, the second the device and cache (its top bit
-//! runs the input twice, to compare the reports); the rest is the job file. Runtimes are
+//! runs the input twice, to compare the JSON reports); the rest is the job file. Runtimes are
 //! capped at 20 ms of simulated time so one input runs in milliseconds.
 #![no_main]
 
@@ -82,16 +82,14 @@ fuzz_target!(|data: &[u8]| {
         // a stall is the engine's or a policy's fault, never the job file's
         Err(e) => assert!(!e.contains("stalled"), "{}: {e}", info.id),
         Ok((report, outcome)) => {
-            // every output format renders (the renderers derive counts from the statistics)
+            // the reports render (the renderers derive counts from the statistics)
             use nvsched_report::Format;
-            let json = report.render(Format::Json);
-            for format in [Format::Normal, Format::JsonPlus, Format::Terse] {
-                let _ = report.render(format);
-            }
-            // one input in two runs again: the same report, byte for byte
+            let _ = (report.render(Format::Normal), report.render(Format::Terse));
+            // one input in two also renders json+ and runs again: the same JSON, byte for byte
             if device_pick & 0x80 != 0 {
+                let _ = report.render(Format::JsonPlus);
                 let again = run().expect("a run that succeeded succeeds again").0;
-                assert_eq!(json, again.render(Format::Json), "{}: deterministic", info.id);
+                assert_eq!(report.render(Format::Json), again.render(Format::Json), "{}: deterministic", info.id);
             }
             let e = &outcome.engine;
             assert_eq!(e.completed, e.requests, "{}: every issued request completes", info.id);
