@@ -4,7 +4,8 @@
 //! request it issued, account for each in the statistics and render its reports.
 //!
 //! The first input byte picks the policy, the second the device and cache (its top bit
-//! runs the input twice, to compare the JSON reports); the rest is the job file. Runtimes are
+//! runs the input twice, to compare the JSON reports); the rest is the job file and,
+//! after a line `%%`, a block trace it may replay (`read_iolog=fuzz.trace`). Runtimes are
 //! capped at 20 ms of simulated time so one input runs in milliseconds.
 #![no_main]
 
@@ -51,7 +52,8 @@ fn small_flash(page_cache: bool) -> DeviceProfile {
 fn devices() -> &'static [DeviceProfile; 3] {
     static DEVICES: OnceLock<[DeviceProfile; 3]> = OnceLock::new();
     DEVICES.get_or_init(|| {
-        // jobs may write logs (write_lat_log=...) into the working directory
+        // jobs may write logs (write_lat_log=...) into the working directory, and replay
+        // the input's trace from it
         let scratch = std::env::temp_dir().join("nvsched-fuzz");
         std::fs::create_dir_all(&scratch).expect("a scratch directory");
         std::env::set_current_dir(&scratch).expect("into the scratch directory");
@@ -59,8 +61,20 @@ fn devices() -> &'static [DeviceProfile; 3] {
     })
 }
 
+const TRACE_FILE: &str = "fuzz.trace";
+
+/// Where the job file ends and the trace begins.
+const TRACE_SEPARATOR: &[u8] = b"\n%%\n";
+
 fuzz_target!(|data: &[u8]| {
-    let [policy_pick, device_pick, job @ ..] = data else { return };
+    let [policy_pick, device_pick, input @ ..] = data else { return };
+    let devices = devices();
+    // after a line `%%`, a block trace the job may replay (read_iolog=fuzz.trace)
+    let (job, trace) = match input.windows(TRACE_SEPARATOR.len()).position(|w| w == TRACE_SEPARATOR) {
+        Some(at) => (&input[..at], &input[at + TRACE_SEPARATOR.len()..]),
+        None => (input, &[][..]),
+    };
+    std::fs::write(TRACE_FILE, trace).expect("the trace file");
     let text = String::from_utf8_lossy(job);
     let Ok(mut file) = parse_job_str(&text, Path::new("fuzz.fio"), &FixedEnv, ParseOptions::default()) else {
         return;
@@ -72,7 +86,7 @@ fuzz_target!(|data: &[u8]| {
         spec.ramp_time = spec.ramp_time.min(Nanos::from_ms(5));
     }
     let info = &POLICIES[usize::from(*policy_pick) % POLICIES.len()];
-    let profile = &devices()[usize::from(*device_pick & 0x7f) % 3];
+    let profile = &devices[usize::from(*device_pick & 0x7f) % 3];
     let run = || {
         let policy = nvsched_policy::build(info.example).expect("every policy's example builds");
         let spec = RunSpec { jobs: &file, policy, profile, seed: u64::from(*device_pick), drive_states: None };

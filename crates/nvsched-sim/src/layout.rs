@@ -62,7 +62,9 @@ pub fn place(jobs: &[JobSpec], capacity: u64) -> Result<(Vec<PlacedFile>, Vec<Ve
             spec.name, spec.at
         ));
     }
-    let mut next = 0u64;
+    // where the next file starts: the files so far may end past what a u64 addresses
+    // (746 files of 256 PiB), which only the error below reports
+    let mut needed = 0u128;
     // sized files first, in the order the jobs name them; the fill files share the rest
     let mut order: Vec<usize> = (0..files.len()).filter(|&k| !is_device_path(&files[k].name)).collect();
     order.sort_by_key(|&k| fills[k]);
@@ -70,18 +72,17 @@ pub fn place(jobs: &[JobSpec], capacity: u64) -> Result<(Vec<PlacedFile>, Vec<Ve
     let mut fill_share = None;
     for k in order {
         let f = &mut files[k];
-        f.start = next;
+        f.start = u64::try_from(needed).unwrap_or(u64::MAX);
         if fills[k] {
-            let share =
-                *fill_share.get_or_insert_with(|| capacity.saturating_sub(next) / fill_count / FILE_ALIGN * FILE_ALIGN);
+            let share = *fill_share
+                .get_or_insert_with(|| capacity.saturating_sub(f.start) / fill_count / FILE_ALIGN * FILE_ALIGN);
             f.len = f.len.max(share);
         }
-        next = (f.start + f.len).div_ceil(FILE_ALIGN) * FILE_ALIGN;
+        needed = (needed + u128::from(f.len)).div_ceil(FILE_ALIGN.into()) * u128::from(FILE_ALIGN);
     }
-    if next > capacity {
+    if needed > u128::from(capacity) {
         return Err(format!(
-            "the job files need {} bytes but the device holds {capacity}; shrink size/filesize or use filename=/dev/...",
-            next
+            "the job files need {needed} bytes but the device holds {capacity}; shrink size/filesize or use filename=/dev/..."
         ));
     }
     let mut regions = Vec::with_capacity(jobs.len());
@@ -223,6 +224,9 @@ mod tests {
         assert!(e.contains("set size or filesize"), "{e}");
         let e = place(&jobs("[a]\nsize=2g\n"), 1 << 30).unwrap_err();
         assert!(e.contains("the device holds"), "{e}");
+        // more than a u64 addresses: 746 files of 256 PiB (the sum overflowed)
+        let e = place(&jobs("[a]\nnumjobs=746\nsize=256p\n"), 1 << 30).unwrap_err();
+        assert!(e.contains("need 215019860609176961024 bytes"), "{e}");
         let e = place(&jobs("[a]\nfilesize=1m\noffset=2m\n"), 1 << 30).unwrap_err();
         assert!(e.contains("beyond the end"), "{e}");
     }
