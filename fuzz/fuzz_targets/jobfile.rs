@@ -4,20 +4,10 @@
 
 use libfuzzer_sys::fuzz_target;
 use nvsched_core::Nanos;
-use nvsched_workload::jobfile::Environment;
+use nvsched_fuzz::FixedEnv;
 use nvsched_workload::{parse_job_str, IoGenerator, JobDriver, ParseOptions, Poll, Region};
 use std::path::Path;
 use std::sync::Arc;
-
-struct FixedEnv;
-impl Environment for FixedEnv {
-    fn var(&self, _: &str) -> Option<String> {
-        Some("4k".into())
-    }
-    fn keyword(&self, name: &str) -> Option<u64> {
-        (name == "pagesize").then_some(4096)
-    }
-}
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);

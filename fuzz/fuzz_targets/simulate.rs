@@ -12,24 +12,14 @@
 use libfuzzer_sys::fuzz_target;
 use nvsched::run::{run_sim, RunSpec};
 use nvsched_core::Nanos;
+use nvsched_fuzz::FixedEnv;
 use nvsched_policy::POLICIES;
 use nvsched_ssd::{load_profile, DeviceProfile};
-use nvsched_workload::jobfile::Environment;
 use nvsched_workload::{parse_job_str, ParseOptions};
 use std::path::Path;
 use std::sync::OnceLock;
 
 const MAX_RUNTIME: Nanos = Nanos::from_ms(20);
-
-struct FixedEnv;
-impl Environment for FixedEnv {
-    fn var(&self, _: &str) -> Option<String> {
-        Some("4k".into())
-    }
-    fn keyword(&self, name: &str) -> Option<u64> {
-        (name == "pagesize").then_some(4096)
-    }
-}
 
 /// A 1 GiB 970 EVO Plus (48 blocks per die, a 16 MiB SLC cache), half written, so that
 /// writes reach TLC and garbage collection within a short run.
