@@ -14,12 +14,14 @@ use nvsched::run::{run_sim, RunSpec};
 use nvsched_core::Nanos;
 use nvsched_fuzz::FixedEnv;
 use nvsched_policy::POLICIES;
+use nvsched_report::Format;
 use nvsched_ssd::{load_profile, DeviceProfile};
 use nvsched_workload::{parse_job_str, ParseOptions};
 use std::path::Path;
 use std::sync::OnceLock;
 
 const MAX_RUNTIME: Nanos = Nanos::from_ms(20);
+const MAX_RAMP: Nanos = Nanos::from_ms(5);
 
 /// A 1 GiB 970 EVO Plus (48 blocks per die, a 16 MiB SLC cache), half written, so that
 /// writes reach TLC and garbage collection within a short run.
@@ -73,10 +75,10 @@ fuzz_target!(|data: &[u8]| {
         if spec.runtime == Nanos::ZERO || spec.runtime > MAX_RUNTIME {
             spec.runtime = MAX_RUNTIME;
         }
-        spec.ramp_time = spec.ramp_time.min(Nanos::from_ms(5));
+        spec.ramp_time = spec.ramp_time.min(MAX_RAMP);
     }
     let info = &POLICIES[usize::from(*policy_pick) % POLICIES.len()];
-    let profile = &devices[usize::from(*device_pick & 0x7f) % 3];
+    let profile = &devices[usize::from(*device_pick & 0x7f) % devices.len()];
     let run = || {
         let policy = nvsched_policy::build(info.example).expect("every policy's example builds");
         let spec = RunSpec { jobs: &file, policy, profile, seed: u64::from(*device_pick), drive_states: None };
@@ -87,7 +89,6 @@ fuzz_target!(|data: &[u8]| {
         Err(e) => assert!(!e.contains("stalled"), "{}: {e}", info.id),
         Ok((report, outcome)) => {
             // the reports render (the renderers derive counts from the statistics)
-            use nvsched_report::Format;
             let _ = (report.render(Format::Normal), report.render(Format::Terse));
             // one input in two also renders json+ and runs again: the same JSON, byte for byte
             if device_pick & 0x80 != 0 {
@@ -98,7 +99,7 @@ fuzz_target!(|data: &[u8]| {
             let e = &outcome.engine;
             assert_eq!(e.completed, e.requests, "{}: every issued request completes", info.id);
             let reported: u64 =
-                outcome.clones.iter().map(|c| c.stats.total_ios() + c.stats.sync.n + c.stats.discarded()).sum();
+                outcome.clones.iter().map(|c| c.stats.recorded() + c.stats.discarded()).sum();
             assert_eq!(reported, e.requests, "{}: the statistics account for every request", info.id);
         }
     }

@@ -575,12 +575,13 @@ impl JobStats {
     /// Forgets everything measured so far, as fio's `reset_all_stats` does when the
     /// latency search starts its final window; what describes the job stays.
     pub fn restart(&mut self) {
-        self.restart_dropped += self.total_ios() + self.sync.n;
+        self.restart_dropped += self.recorded();
         let kinds = self.percentile_kinds;
         self.dirs = Default::default();
         self.set_percentile_kinds(kinds);
         self.sync = LatStats::default();
-        // what of `sync` were fdatasyncs and sync_file_ranges (kept, they outnumbered it)
+        // how many of `sync` were fdatasyncs and sync_file_ranges (left alone, they would
+        // outnumber it)
         self.datasyncs = 0;
         self.range_syncs = 0;
         self.sync_hist = FioHistogram::default();
@@ -798,6 +799,11 @@ impl JobStats {
         self.dirs.iter().map(|d| d.total_ios).sum()
     }
 
+    /// The requests the statistics hold: data requests and syncs.
+    pub fn recorded(&self) -> u64 {
+        self.total_ios() + self.sync.n
+    }
+
     /// Completions the report leaves out: during ramp, or before a latency search's
     /// final window.
     pub fn discarded(&self) -> u64 {
@@ -924,6 +930,7 @@ mod tests {
         j.restart();
         j.record(Op::Read, 4096, None, Nanos(1000), Nanos(3000));
         assert_eq!((j.total_ios(), j.sync.n, j.restart_dropped, j.discarded()), (1, 0, 4, 6));
+        assert_eq!(j.recorded(), 1);
         assert_eq!(j.sync_total_ios(), 0, "the fdatasync went with the sync statistics");
         let mut group = j.clone();
         group.merge(&j);

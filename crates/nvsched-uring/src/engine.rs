@@ -216,7 +216,7 @@ fn usage() -> Usage {
 /// its CPU time, context switches and faults over the jobs' I/O are split among the
 /// clones by their share of the requests.
 fn attribute_cpu(clones: &mut [CloneState], start: Usage, end: Usage) {
-    let requests = |c: &CloneState| c.rec.stats.total_ios() + c.rec.stats.sync.n;
+    let requests = |c: &CloneState| c.rec.stats.recorded();
     let total = clones.iter().map(requests).sum::<u64>().max(1) as f64;
     for c in clones {
         let share = requests(c) as f64 / total;
