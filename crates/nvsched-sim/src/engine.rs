@@ -111,6 +111,9 @@ pub struct EngineCounters {
     pub cache_read_waits: u64,
     pub cache_read_misses: u64,
     pub readahead_requests: u64,
+    /// Reads that waited for pages on their way and went to the device after all,
+    /// because the pages were evicted before the read was woken.
+    pub cache_read_waits_evicted: u64,
     /// Pages read because a buffered write covered them only in part.
     pub partial_page_reads: u64,
     /// Writeback requests and bytes, and buffered writes that waited for writeback
@@ -1163,13 +1166,7 @@ impl<'o> Simulation<'o> {
                     job.ra_marker = Some(end).filter(|&m| m < fill_end);
                     job.ra_next = fill_end;
                 }
-                // the device reads whole pages
-                let fill_start = offset - offset % PAGE_BYTES;
-                let fill = (fill_end.next_multiple_of(PAGE_BYTES) - fill_start) as u32;
-                b.cache.start_read(fill_start, u64::from(fill));
-                let rec = &mut self.rqs[slot as usize];
-                (rec.rq.offset_bytes, rec.rq.len_bytes) = (fill_start, fill);
-                rec.cache = CacheEffect::Fill { offset_bytes: fill_start, len_bytes: fill };
+                self.fill_from_device(slot, offset, fill_end);
                 true
             }
             Op::Write => {
@@ -1367,6 +1364,18 @@ impl<'o> Simulation<'o> {
         self.submit_own_request(rq, CacheEffect::Writeback { chunk, seq, background });
     }
 
+    /// Buffered read `slot` goes to the device for the pages of `[start, end)`, whole
+    /// pages as the device reads them, and fills the cache with them on its way back.
+    fn fill_from_device(&mut self, slot: u32, start: u64, end: u64) {
+        let b = self.buffered.as_mut().expect("a page cache");
+        let fill_start = start - start % PAGE_BYTES;
+        let fill = (end.next_multiple_of(PAGE_BYTES) - fill_start) as u32;
+        b.cache.start_read(fill_start, u64::from(fill));
+        let rec = &mut self.rqs[slot as usize];
+        (rec.rq.offset_bytes, rec.rq.len_bytes) = (fill_start, fill);
+        rec.cache = CacheEffect::Fill { offset_bytes: fill_start, len_bytes: fill };
+    }
+
     /// Job `j` reads pages into the cache (ahead of its reads, or before it writes part
     /// of them): a read at its own priority and tenant that completes none of its I/O as
     /// such.
@@ -1424,13 +1433,26 @@ impl<'o> Simulation<'o> {
             let range = |s: u32| (rqs[s as usize].offset_bytes, u64::from(rqs[s as usize].len));
             let (ready, waiting): (Vec<u32>, Vec<u32>) =
                 std::mem::take(&mut b.waiting_reads).into_iter().partition(|&s| b.cache.holds(range(s).0, range(s).1));
+            // pages a read waited for may have been evicted between their arrival and
+            // this wake-up (their read landed with others): the read goes to the device
+            let (waiting, evicted): (Vec<u32>, Vec<u32>) =
+                waiting.into_iter().partition(|&s| b.cache.holds_or_reads(range(s).0, range(s).1));
             b.waiting_reads = waiting;
             for slot in ready {
                 let (offset, len) = range(slot);
                 b.cache.touch(offset, len);
                 self.events.push(now + b.copy_time(len), EventKind::CacheDone(slot));
             }
+            let evicted: Vec<(u32, (u64, u64))> = evicted.into_iter().map(|s| (s, range(s))).collect();
+            let submit_cpu = Nanos(self.host.submit_cpu_ns);
+            for (slot, (offset, len)) in evicted {
+                self.counters.cache_read_waits_evicted += 1;
+                self.fill_from_device(slot, offset, offset + len);
+                self.tags_used += 1;
+                self.schedule_insert(slot, submit_cpu);
+            }
         }
+        let b = self.buffered.as_mut().expect("a page cache");
         if !b.waiting_writes.is_empty() {
             // a page read for a write may have been evicted before it was written: it is
             // read again

@@ -419,3 +419,19 @@ fn sync_file_range_wait_before_writes_only_once_the_range_is_written_back() {
     let (_, most) = overlaps("write");
     assert!(most > 1, "write alone does not wait: {most}");
 }
+
+#[test]
+fn a_read_whose_waited_for_pages_were_evicted_meanwhile_goes_to_the_device() {
+    // an idle-class sequential reader's 6 KiB reads straddle pages; a page it holds is
+    // evicted by the random reader's misses while it waits for the other one, which
+    // an earlier read brings: once that lands, the read must go to the device (it
+    // waited for ever, and the run stalled)
+    let text = "[global]\nfilename=/dev/nvme0n1\ndirect=0\nruntime=22ms\ntime_based\n\
+                [seq]\nrw=read\nioengine=psync\nbs=6144\nsize=64m\nprioclass=3\n\
+                [rand]\nrw=randread\nioengine=io_uring\niodepth=39\nbs=16k\noffset=64m\nsize=64m\n";
+    let out = run_with(text, "mq-deadline", &cached("8388608", &[]), 1, &mut nvsched_sim::NoObserver);
+    let e = &out.engine;
+    assert!(e.cache_read_waits_evicted > 0, "the case arises");
+    assert_eq!(e.completed, e.requests);
+    assert!(out.clones[0].stats.dirs[0].total_ios > 0);
+}

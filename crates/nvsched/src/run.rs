@@ -399,10 +399,11 @@ fn disk_util(p: &DeviceProfile, o: &SimOutcome) -> DiskUtil {
 }
 
 /// What the page cache did, by the names the JSON report gives them.
-fn page_cache_counters(e: &EngineCounters) -> [(&'static str, u64); 8] {
+fn page_cache_counters(e: &EngineCounters) -> [(&'static str, u64); 9] {
     [
         ("read_hits", e.cache_read_hits),
         ("read_waits", e.cache_read_waits),
+        ("read_waits_evicted", e.cache_read_waits_evicted),
         ("read_misses", e.cache_read_misses),
         ("readahead_requests", e.readahead_requests),
         ("partial_page_reads", e.partial_page_reads),
