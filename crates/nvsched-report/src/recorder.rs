@@ -212,6 +212,8 @@ impl JobRecorder {
         let done = driver.on_complete(now, io.op, io.len_bytes, now - io.created);
         if done.counted {
             self.record(io, now, ramp_end);
+        } else {
+            self.stats.uncounted += 1;
         }
         if done.restart_stats || done.failed.is_some() {
             self.job_event(driver, io, now, done.restart_stats, done.failed);

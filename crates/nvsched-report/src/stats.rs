@@ -322,6 +322,9 @@ pub struct JobStats {
     /// How many were recorded and then discarded when the latency search's final window
     /// restarted the statistics (`latency_target`).
     pub restart_dropped: u64,
+    /// Completions fio does not count: the flushes of `end_fsync` and `fsync_on_close`,
+    /// and what lands after the job failed.
+    pub uncounted: u64,
     /// `unified_rw_reporting=mixed`: every direction was folded into `dirs[0]`.
     pub unified: bool,
     /// fio's `unified_rw_reporting=both`: the directions apart, then their sum as
@@ -528,6 +531,7 @@ impl JobStats {
             iodepth,
             ramp_dropped: 0,
             restart_dropped: 0,
+            uncounted: 0,
             unified: false,
             also_mixed: false,
             latency_target_ns: 0,
@@ -772,6 +776,7 @@ impl JobStats {
         self.clones += other.clones;
         self.ramp_dropped += other.ramp_dropped;
         self.restart_dropped += other.restart_dropped;
+        self.uncounted += other.uncounted;
         self.cpu.add(&other.cpu);
         if self.error.is_none() {
             self.error.clone_from(&other.error);
@@ -804,10 +809,10 @@ impl JobStats {
         self.total_ios() + self.sync.n
     }
 
-    /// Completions the report leaves out: during ramp, or before a latency search's
-    /// final window.
+    /// Completions the report leaves out: during ramp, before a latency search's final
+    /// window, or not counted by fio at all.
     pub fn discarded(&self) -> u64 {
-        self.ramp_dropped + self.restart_dropped
+        self.ramp_dropped + self.restart_dropped + self.uncounted
     }
 }
 

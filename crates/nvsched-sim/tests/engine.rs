@@ -527,3 +527,19 @@ fn a_front_merged_request_completes_at_the_offset_its_job_issued() {
     let issued: Vec<(u64, u32)> = (0..16u64).map(|k| (k * 4096, 4096)).collect();
     assert_eq!(seen.0, issued);
 }
+
+#[test]
+fn the_statistics_account_for_every_request_fio_leaves_uncounted_too() {
+    // end_fsync's flush is not in fio's statistics; after a max_latency failure, what
+    // was in flight lands uncounted
+    let cases = [
+        ("[j]\nrw=write\nbs=1m\nsize=5m\nend_fsync=1\n", 1),
+        ("[j]\nrw=randread\nioengine=io_uring\niodepth=16\nbs=4k\nsize=64m\nmax_latency=30us\n", 15),
+    ];
+    for (text, uncounted) in cases {
+        let out = run(text, "none");
+        let s = &out.clones[0].stats;
+        assert_eq!(s.uncounted, uncounted, "{text}");
+        assert_eq!(s.recorded() + s.discarded(), out.engine.requests, "{text}");
+    }
+}
