@@ -1,5 +1,5 @@
 //! Fuzzes a whole simulated run: any job file that parses, under any shipped policy, on
-//! the simple model or a small flash drive, with or without the page cache, must run to
+//! the simple model or a small flash drive, each with or without the page cache, must run to
 //! an error other than a stall or to a report, never panic or hang, complete every
 //! request it issued, account for each in the statistics and render its reports.
 //!
@@ -22,6 +22,8 @@ use std::sync::OnceLock;
 
 const MAX_RUNTIME: Nanos = Nanos::from_ms(20);
 const MAX_RAMP: Nanos = Nanos::from_ms(5);
+/// A small page cache (8 MiB), so that buffered jobs fill it, evict and write back.
+const PAGE_CACHE_BYTES: &str = "8388608";
 
 /// A 1 GiB 970 EVO Plus (48 blocks per die, a 16 MiB SLC cache), half written, so that
 /// writes reach TLC and garbage collection within a short run.
@@ -36,20 +38,26 @@ fn small_flash(page_cache: bool) -> DeviceProfile {
         set("nand.precondition", "partial:0.5"),
     ];
     if page_cache {
-        overrides.push(set("host.page_cache.size_bytes", "8388608"));
+        overrides.push(set("host.page_cache.size_bytes", PAGE_CACHE_BYTES));
     }
     load_profile("970evoplus-250g", &overrides).expect("the small flash profile loads")
 }
 
-fn devices() -> &'static [DeviceProfile; 3] {
-    static DEVICES: OnceLock<[DeviceProfile; 3]> = OnceLock::new();
+/// The simple model, with the page cache or without.
+fn simple(page_cache: bool) -> DeviceProfile {
+    let cache = ("host.page_cache.size_bytes".to_string(), if page_cache { PAGE_CACHE_BYTES } else { "0" }.to_string());
+    load_profile("simple-nvme", &[cache]).expect("simple-nvme loads")
+}
+
+fn devices() -> &'static [DeviceProfile; 4] {
+    static DEVICES: OnceLock<[DeviceProfile; 4]> = OnceLock::new();
     DEVICES.get_or_init(|| {
         // jobs may write logs (write_lat_log=...) into the working directory, and replay
         // the input's trace from it
         let scratch = std::env::temp_dir().join("nvsched-fuzz");
         std::fs::create_dir_all(&scratch).expect("a scratch directory");
         std::env::set_current_dir(&scratch).expect("into the scratch directory");
-        [load_profile("simple-nvme", &[]).expect("simple-nvme loads"), small_flash(false), small_flash(true)]
+        [simple(false), simple(true), small_flash(false), small_flash(true)]
     })
 }
 
@@ -98,8 +106,7 @@ fuzz_target!(|data: &[u8]| {
             }
             let e = &outcome.engine;
             assert_eq!(e.completed, e.requests, "{}: every issued request completes", info.id);
-            let reported: u64 =
-                outcome.clones.iter().map(|c| c.stats.recorded() + c.stats.discarded()).sum();
+            let reported: u64 = outcome.clones.iter().map(|c| c.stats.recorded() + c.stats.discarded()).sum();
             assert_eq!(reported, e.requests, "{}: the statistics account for every request", info.id);
         }
     }
