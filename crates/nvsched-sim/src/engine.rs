@@ -783,7 +783,10 @@ impl<'o> Simulation<'o> {
         let fua = job.driver.fua();
         let buffered = job.buffered;
         for i in 0..n {
-            self.jobs[j as usize].rec.stats.record_issue_depth(depth_after - (n - 1 - i));
+            let job = &mut self.jobs[j as usize];
+            if job.driver.counts_depth(self.batch[i as usize].op) {
+                job.rec.stats.record_issue_depth(depth_after - (n - 1 - i));
+            }
         }
         let mut parent = NONE;
         for i in 0..self.batch.len() {

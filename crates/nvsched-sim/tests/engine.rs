@@ -543,3 +543,13 @@ fn the_statistics_account_for_every_request_fio_leaves_uncounted_too() {
         assert_eq!(s.recorded() + s.discarded(), out.engine.requests, "{text}");
     }
 }
+
+#[test]
+fn end_fsync_waits_between_passes_and_stays_out_of_the_depths_as_in_fio() {
+    // fio 3.33, libaio on a file: "IO depths : 1=20.0%, 2=80.0%": each pass starts at
+    // depth 1 once the end flush before it has completed, and the flushes are not counted
+    let out = run("[j]\nrw=write\nbs=1m\nsize=5m\nioengine=libaio\niodepth=2\nloops=3\nend_fsync=1\n", "none");
+    let s = &out.clones[0].stats;
+    assert_eq!(s.depth_levels, [3, 12, 0, 0, 0, 0, 0]);
+    assert_eq!(s.uncounted, 3, "one flush per pass");
+}

@@ -993,7 +993,9 @@ impl Engine {
         let slot = self.alloc_slot(c);
         self.requests += 1;
         let clone = &mut self.clones[c as usize];
-        clone.rec.stats.record_issue_depth(clone.driver.inflight());
+        if clone.driver.counts_depth(unit.op) {
+            clone.rec.stats.record_issue_depth(clone.driver.inflight());
+        }
         clone.rec.on_issue(now, &unit);
         let s = &mut self.slots[slot as usize];
         s.generation = s.generation.wrapping_add(1);

@@ -102,8 +102,11 @@ pub struct JobDriver {
     /// offset, end), as fio's first_write and last_write.
     written_since_sync: Vec<Option<(u64, u64)>>,
     flush_due: FlushDue,
-    /// End-of-pass flushes in flight, one per file (then nothing else is in flight).
+    /// End-of-pass flushes in flight (one, or none; then nothing else is in flight).
     end_flushes_inflight: u32,
+    /// The file whose end-of-pass flush comes next: fio flushes the files one at a
+    /// time, each once the one before has completed.
+    end_flush_file: u16,
     /// The last unit issued was a flush (fio then skips the end-of-pass one).
     last_was_flush: bool,
     /// Bytes per `loops` pass: `io_size`, else `size` (fio's keep_running goes on while
@@ -634,6 +637,7 @@ impl JobDriver {
             writes_since_flush: 0,
             flush_due: FlushDue::No,
             end_flushes_inflight: 0,
+            end_flush_file: 0,
             last_was_flush: false,
             loop_bytes,
             pass_bytes,
@@ -723,6 +727,12 @@ impl JobDriver {
     }
     pub fn inflight(&self) -> u32 {
         self.inflight
+    }
+    /// Whether a request of type `op` just issued counts in fio's I/O depth distribution:
+    /// not the flushes at a pass's end (`end_fsync`, `fsync_on_close`), which fio issues
+    /// in its FSYNCING state and leaves out.
+    pub fn counts_depth(&self, op: Op) -> bool {
+        op != Op::Flush || self.end_flushes_inflight == 0
     }
     pub fn depth(&self) -> u32 {
         self.depth
@@ -977,36 +987,37 @@ impl JobDriver {
             return Poll::Blocked;
         }
         // fsync=N flushes the file whose turn is next, and takes that turn (fio takes
-        // a file for the flush as for any I/O); the end of a pass flushes every file
-        let files = match (&mut self.files, self.flush_due) {
-            (None, _) => 0..1,
-            (Some(f), FlushDue::EndOfPass) => 0..f.parked.len() as u16,
-            (Some(f), _) => {
-                let file = f.choose(&mut self.gen) as u16;
-                file..file + 1
-            }
-        };
-        let count = files.len() as u32;
+        // a file for the flush as for any I/O); the end of a pass flushes every file,
+        // one at a time (fio's fio_io_sync waits for each)
         let counted = self.flush_due == FlushDue::Counted;
+        let file = match (&mut self.files, self.flush_due) {
+            (None, _) => 0,
+            (Some(f), FlushDue::EndOfPass) => {
+                let file = self.end_flush_file;
+                let last = usize::from(file) + 1 >= f.parked.len();
+                self.end_flush_file = if last { 0 } else { file + 1 };
+                file
+            }
+            (Some(f), _) => f.choose(&mut self.gen) as u16,
+        };
         if self.flush_due == FlushDue::EndOfPass {
-            self.end_flushes_inflight = count;
+            self.end_flushes_inflight = 1;
         }
-        self.flush_due = FlushDue::No;
+        if self.end_flush_file == 0 {
+            self.flush_due = FlushDue::No;
+        }
         self.last_was_flush = true;
-        self.inflight += count;
-        for file in files {
-            let (sync_range, offset_bytes, len_bytes) = match self.spec.sync_file_range {
-                Some((flags, _)) if counted => {
-                    // the range written since the file's last sync, as fio tracks it
-                    // (io_uring takes a 32-bit length)
-                    let (first, end) =
-                        self.written_since_sync.get(usize::from(file)).copied().flatten().unwrap_or((0, 0));
-                    (flags, first, (end - first).min(u64::from(u32::MAX)) as u32)
-                }
-                _ => (SyncRange::FSYNC, 0, 0),
-            };
-            out.push(IoUnit { op: Op::Flush, sync_range, offset_bytes, len_bytes, prio: self.prio, file });
-        }
+        self.inflight += 1;
+        let (sync_range, offset_bytes, len_bytes) = match self.spec.sync_file_range {
+            Some((flags, _)) if counted => {
+                // the range written since the file's last sync, as fio tracks it
+                // (io_uring takes a 32-bit length)
+                let (first, end) = self.written_since_sync.get(usize::from(file)).copied().flatten().unwrap_or((0, 0));
+                (flags, first, (end - first).min(u64::from(u32::MAX)) as u32)
+            }
+            _ => (SyncRange::FSYNC, 0, 0),
+        };
+        out.push(IoUnit { op: Op::Flush, sync_range, offset_bytes, len_bytes, prio: self.prio, file });
         Poll::Ready
     }
 
@@ -1048,6 +1059,10 @@ impl JobDriver {
 
     /// A flush that is due, a stop, or a backlog to issue comes first, in that order.
     fn poll_due(&mut self, now: Nanos, out: &mut Vec<IoUnit>, max_units: u32) -> Option<Poll> {
+        if self.end_flushes_inflight > 0 {
+            // fio goes on once its end-of-pass flush has completed
+            return Some(Poll::Blocked);
+        }
         if self.flush_due != FlushDue::No {
             return Some(self.poll_flush(out));
         }
@@ -2096,6 +2111,39 @@ mod tests {
             }
         }
         order
+    }
+
+    #[test]
+    fn end_of_pass_flushes_go_one_file_at_a_time_and_the_next_pass_waits_for_them() {
+        let text = "[j]\nsize=16k\nnrfiles=2\nbs=4k\nrw=write\nioengine=libaio\niodepth=4\nloops=2\nend_fsync=1\n";
+        let spec = parse_job_str(text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0);
+        let regions: Vec<Region> = (0..2).map(|k| Region { start: k << 20, len: 8 << 10 }).collect();
+        let mut d = JobDriver::new(Arc::new(spec), 0, &regions, 1).unwrap();
+        d.start(Nanos::ZERO);
+        let mut out = Vec::new();
+        let mut poll = |d: &mut JobDriver, t: u64| {
+            out.clear();
+            let p = d.poll(Nanos(t), &mut out);
+            (p, out.iter().map(|u| (u.op, u.file)).collect::<Vec<_>>())
+        };
+        let mut first = Vec::new();
+        while let (Poll::Ready, units) = poll(&mut d, 1) {
+            first.extend(units);
+        }
+        assert_eq!(first.len(), 4, "the first pass's writes: {first:?}");
+        for (op, _) in &first {
+            d.on_complete(Nanos(2), *op, 4096, Nanos::ZERO);
+        }
+        // fio's fio_io_sync: a flush per file, each waited for, outside the statistics
+        for file in 0..2 {
+            assert_eq!(poll(&mut d, 3), (Poll::Ready, vec![(Op::Flush, file)]));
+            assert!(d.counts_depth(Op::Write) && !d.counts_depth(Op::Flush), "fio leaves it out of the depths");
+            assert_eq!(poll(&mut d, 4), (Poll::Blocked, vec![]), "nothing else while it is out");
+            assert!(!d.on_complete(Nanos(5), Op::Flush, 0, Nanos::ZERO).counted);
+        }
+        let (_, second) = poll(&mut d, 6);
+        assert!(!second.is_empty() && second.iter().all(|(op, _)| *op == Op::Write), "the second pass: {second:?}");
+        assert!(d.counts_depth(Op::Flush), "an fsync=N flush counts again");
     }
 
     #[test]
