@@ -2057,6 +2057,16 @@ mod tests {
         driver_over(text, 1 << 30)
     }
 
+    /// A started driver for the first job of `text` over `files` files of `file_bytes`
+    /// each, 1 MiB apart.
+    fn driver_over_files(text: &str, files: u64, file_bytes: u64) -> JobDriver {
+        let spec = parse_job_str(text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0);
+        let regions: Vec<Region> = (0..files).map(|k| Region { start: k << 20, len: file_bytes }).collect();
+        let mut d = JobDriver::new(Arc::new(spec), 0, &regions, 1).unwrap();
+        d.start(Nanos::ZERO);
+        d
+    }
+
     /// A started driver for the first job of `text` over a region of `region_bytes`.
     fn driver_over(text: &str, region_bytes: u64) -> JobDriver {
         let spec = parse_job_str(text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0);
@@ -2093,10 +2103,7 @@ mod tests {
     /// (file, block) of every I/O a three-file job issues, completing each at once.
     fn file_order(service: &str) -> Vec<(u16, u64)> {
         let text = format!("[j]\nsize=48k\nnrfiles=3\nbs=4k\nrw=write\nfile_service_type={service}\n");
-        let spec = parse_job_str(&text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0);
-        let regions: Vec<Region> = (0..3).map(|k| Region { start: k << 20, len: 16 << 10 }).collect();
-        let mut d = JobDriver::new(Arc::new(spec), 0, &regions, 1).unwrap();
-        d.start(Nanos::ZERO);
+        let mut d = driver_over_files(&text, 3, 16 << 10);
         let mut out = Vec::new();
         let mut order = Vec::new();
         for t in 1..100u64 {
@@ -2116,10 +2123,7 @@ mod tests {
     #[test]
     fn end_of_pass_flushes_go_one_file_at_a_time_and_the_next_pass_waits_for_them() {
         let text = "[j]\nsize=16k\nnrfiles=2\nbs=4k\nrw=write\nioengine=libaio\niodepth=4\nloops=2\nend_fsync=1\n";
-        let spec = parse_job_str(text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0);
-        let regions: Vec<Region> = (0..2).map(|k| Region { start: k << 20, len: 8 << 10 }).collect();
-        let mut d = JobDriver::new(Arc::new(spec), 0, &regions, 1).unwrap();
-        d.start(Nanos::ZERO);
+        let mut d = driver_over_files(text, 2, 8 << 10);
         let mut out = Vec::new();
         let mut poll = |d: &mut JobDriver, t: u64| {
             out.clear();
@@ -2149,10 +2153,7 @@ mod tests {
     #[test]
     fn fsync_and_end_fsync_with_several_files_follow_fio() {
         let text = "[j]\nsize=24k\nnrfiles=3\nbs=4k\nrw=write\nend_fsync=1\nfsync=4\n";
-        let spec = parse_job_str(text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0);
-        let regions: Vec<Region> = (0..3).map(|k| Region { start: k << 20, len: 8 << 10 }).collect();
-        let mut d = JobDriver::new(Arc::new(spec), 0, &regions, 1).unwrap();
-        d.start(Nanos::ZERO);
+        let mut d = driver_over_files(text, 3, 8 << 10);
         let (mut out, mut seen) = (Vec::new(), Vec::new());
         for t in 1..100u64 {
             out.clear();
@@ -2180,10 +2181,7 @@ mod tests {
     /// Runs the first job of `text` over `files` files of `file_bytes` each, every request
     /// completing at once; what it issued.
     fn run_over_files(text: &str, files: u64, file_bytes: u64) -> Vec<IoUnit> {
-        let spec = parse_job_str(text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0);
-        let regions: Vec<Region> = (0..files).map(|k| Region { start: k << 20, len: file_bytes }).collect();
-        let mut d = JobDriver::new(Arc::new(spec), 0, &regions, 1).unwrap();
-        d.start(Nanos::ZERO);
+        let mut d = driver_over_files(text, files, file_bytes);
         let mut out = Vec::new();
         for t in 1..1000u64 {
             let before = out.len();
