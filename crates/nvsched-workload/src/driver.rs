@@ -981,12 +981,14 @@ impl JobDriver {
         }
     }
 
-    /// Issues the flush that is due once nothing is in flight (fio drains first).
-    fn poll_flush(&mut self, out: &mut Vec<IoUnit>) -> Poll {
-        // an asynchronous engine queues an fsync=N flush behind what is in flight, as
-        // fio's libaio and io_uring engines do; the end of a pass waits for it all
+    /// Issues the flush that is due: an `fsync=N` flush of an asynchronous engine as
+    /// the next request (fio's libaio and io_uring engines queue it behind what is in
+    /// flight), any other once nothing is in flight (the end of a pass waits for it all;
+    /// a synchronous engine has only one request out).
+    fn poll_flush(&mut self, out: &mut Vec<IoUnit>, max_units: u32) -> Poll {
         let queues = self.flush_due == FlushDue::Counted && self.spec.engine_kind != EngineKind::Sync;
-        if self.inflight > 0 && !queues {
+        let room = self.inflight < self.depth && max_units > 0 && !self.held_back();
+        if self.inflight > 0 && !(queues && room) {
             return Poll::Blocked;
         }
         // fsync=N flushes the file whose turn is next, and takes that turn (fio takes
@@ -1060,6 +1062,13 @@ impl JobDriver {
         }
     }
 
+    /// Whether the job issues nothing new until requests complete: it waits for what is
+    /// out before a pause, drains to a lower depth, or refills a full queue only once
+    /// it has emptied far enough (`iodepth_low`, `iodepth_batch_complete_min`).
+    fn held_back(&self) -> bool {
+        self.quiescing.is_some() || self.draining || self.refill_wait
+    }
+
     /// A flush that is due, a stop, or a backlog to issue comes first, in that order.
     fn poll_due(&mut self, now: Nanos, out: &mut Vec<IoUnit>, max_units: u32) -> Option<Poll> {
         if self.end_flushes_inflight > 0 {
@@ -1067,7 +1076,7 @@ impl JobDriver {
             return Some(Poll::Blocked);
         }
         if self.flush_due != FlushDue::No {
-            return Some(self.poll_flush(out));
+            return Some(self.poll_flush(out, max_units));
         }
         if self.stopped {
             return Some(self.poll_stopped(now, out, max_units));
@@ -1089,7 +1098,7 @@ impl JobDriver {
         if let Some(poll) = self.poll_due(now, out, max_units) {
             return poll;
         }
-        if self.quiescing.is_some() || self.draining || self.refill_wait {
+        if self.held_back() {
             return Poll::Blocked;
         }
         if now < self.think_until {
@@ -1546,7 +1555,7 @@ impl JobDriver {
         }
         if self.inflight == 0 && !self.failed && std::mem::take(&mut self.empty_pass_flush) {
             self.flush_due = FlushDue::EndOfPass;
-            return self.poll_flush(out);
+            return self.poll_flush(out, max_units);
         }
         self.mark_finished(now);
         if self.inflight == 0 {
@@ -2960,6 +2969,15 @@ mod tests {
         let ops: Vec<Op> = out.iter().map(|u| u.op).collect();
         assert_eq!(ops, [Op::Write, Op::Write, Op::Flush, Op::Write], "queued at depth 4");
         assert_eq!(d.poll(Nanos::ZERO, &mut out), Poll::Blocked);
+        // but only into a free slot of the queue, and a free scheduler tag
+        let mut d = driver("[a]\nioengine=libaio\niodepth=2\nrw=write\nfsync=2\nsize=1m\n");
+        out.clear();
+        while d.poll(Nanos::ZERO, &mut out) == Poll::Ready {}
+        assert_eq!(out.len(), 2, "the queue is full: {out:?}");
+        d.on_complete(Nanos(1), Op::Write, 4096, Nanos::ZERO);
+        assert_eq!(d.poll_at_most(Nanos(1), &mut out, 0), Poll::Blocked, "no tag free");
+        assert_eq!(d.poll_at_most(Nanos(1), &mut out, 1), Poll::Ready);
+        assert_eq!((out[2].op, d.inflight()), (Op::Flush, 2));
         // a synchronous engine has nothing else out when its flush is due
         let mut d = driver("[a]\nioengine=psync\nrw=write\nfsync=2\nsize=1m\n");
         let mut ops = Vec::new();
