@@ -107,12 +107,75 @@ pub struct PageCache {
     lru: Lru,
     /// Where the next sync writeback of a range starts looking.
     cursor: u64,
-    /// The files (page ranges) background writeback takes in turn, as the flusher takes
-    /// inodes, each with where its writeback goes on (the inode's writeback_index).
-    files: Vec<FileTurn>,
-    /// Whose turn it is, and the pages it may still write in it.
-    turn: usize,
+    files: FileQueue,
+    /// The pages the file at the front of the queue may still write in its turn.
     turn_left_pages: u64,
+}
+
+/// The files as background writeback takes them.
+struct FileQueue {
+    /// The files (page ranges, in offset order, covering every page), each with where its
+    /// writeback goes on (the inode's writeback_index) and its dirty pages.
+    files: Vec<FileTurn>,
+    /// The files with dirty pages in the order background writeback takes them, as the
+    /// flusher takes inodes: by when each became dirty, and after its turn to the back
+    /// while it has dirty pages left (Linux's b_dirty, b_io and b_more_io). A file
+    /// cleaned outside its turn (by a sync or a trim) leaves the queue, and joins its
+    /// back when dirtied again; its old entry, which carries an older `queued` number, is
+    /// skipped. The file whose turn it is stays in front while its turn lasts, as the
+    /// kernel's scan of a file picks up pages dirtied ahead of it.
+    queue: VecDeque<(usize, u64)>,
+}
+
+impl FileQueue {
+    /// The file page `p` belongs to.
+    fn file_of(&self, p: u64) -> usize {
+        self.files.partition_point(|f| f.first_page <= p) - 1
+    }
+
+    /// Page `p` became dirty: its file joins the back of the queue unless it is in it.
+    fn page_dirtied(&mut self, p: u64) {
+        let i = self.file_of(p);
+        let f = &mut self.files[i];
+        f.dirty_pages += 1;
+        if !f.in_queue {
+            f.in_queue = true;
+            f.queued += 1;
+            self.queue.push_back((i, f.queued));
+        }
+    }
+
+    /// Page `p` is no longer dirty, written back in its file's turn or not.
+    fn page_cleaned(&mut self, p: u64, in_its_turn: bool) {
+        let i = self.file_of(p);
+        let f = &mut self.files[i];
+        f.dirty_pages -= 1;
+        if f.dirty_pages == 0 && !in_its_turn {
+            f.in_queue = false;
+        }
+    }
+
+    /// The file in front, whose turn it is.
+    fn front(&mut self) -> Option<usize> {
+        while let Some(&(i, queued)) = self.queue.front() {
+            let f = &self.files[i];
+            if f.in_queue && f.queued == queued {
+                return Some(i);
+            }
+            self.queue.pop_front();
+        }
+        None
+    }
+
+    /// The front file's turn is over: to the back if it has dirty pages left.
+    fn end_turn(&mut self) {
+        let Some((i, queued)) = self.queue.pop_front() else { return };
+        if self.files[i].dirty_pages > 0 {
+            self.queue.push_back((i, queued));
+        } else {
+            self.files[i].in_queue = false;
+        }
+    }
 }
 
 /// One file as background writeback sees it.
@@ -121,6 +184,16 @@ struct FileTurn {
     first_page: u64,
     end_page: u64,
     cursor: u64,
+    dirty_pages: u64,
+    in_queue: bool,
+    /// Counts the times the file joined the queue; its live entry carries the latest.
+    queued: u64,
+}
+
+impl FileTurn {
+    fn new(first_page: u64, end_page: u64) -> FileTurn {
+        FileTurn { first_page, end_page, cursor: first_page, dirty_pages: 0, in_queue: false, queued: 0 }
+    }
 }
 
 /// The most background writeback writes of one file before the next file's turn
@@ -140,8 +213,7 @@ impl PageCache {
             writeback_pages: 0,
             lru: Lru::default(),
             cursor: 0,
-            files: vec![FileTurn { first_page: 0, end_page: u64::MAX, cursor: 0 }],
-            turn: 0,
+            files: FileQueue { files: vec![FileTurn::new(0, u64::MAX)], queue: VecDeque::new() },
             turn_left_pages: TURN_PAGES,
         }
     }
@@ -171,17 +243,20 @@ impl PageCache {
         let mut at = 0;
         for (first, end) in merged {
             if first > at {
-                turns.push(FileTurn { first_page: at, end_page: first, cursor: at });
+                turns.push(FileTurn::new(at, first));
             }
-            turns.push(FileTurn { first_page: first, end_page: end, cursor: first });
+            turns.push(FileTurn::new(first, end));
             at = end;
         }
         if at < u64::MAX {
-            turns.push(FileTurn { first_page: at, end_page: u64::MAX, cursor: at });
+            turns.push(FileTurn::new(at, u64::MAX));
         }
-        self.files = turns;
-        self.turn = 0;
+        // pages dirtied before: their files queue in offset order
+        self.files = FileQueue { files: turns, queue: VecDeque::new() };
         self.turn_left_pages = TURN_PAGES;
+        for &p in self.dirty.keys() {
+            self.files.page_dirtied(p);
+        }
     }
 
     pub fn dirty_pages(&self) -> u64 {
@@ -269,6 +344,7 @@ impl PageCache {
             if !pg.dirty {
                 pg.dirty = true;
                 self.dirty.insert(p, Dirtier { job, since: now });
+                self.files.page_dirtied(p);
             }
         }
         self.evict();
@@ -298,6 +374,7 @@ impl PageCache {
             if pg.dirty {
                 pg.dirty = false;
                 self.dirty.remove(&p);
+                self.files.page_cleaned(p, false);
             }
             if pg.clean_stamp > 0 {
                 pg.clean_stamp = 0;
@@ -313,30 +390,38 @@ impl PageCache {
     /// later than `dirtied_by`; its pages move to writeback. In `range` (a sync's), from
     /// where the last such run ended; otherwise (background writeback) from the file
     /// whose turn it is, which may write 4 MiB before the next file's turn, each file
-    /// from where its writeback last ended.
+    /// from where its writeback last ended. The files take their turns in the order they
+    /// became dirty, a file with dirty pages left after its turn going to the back.
     pub fn next_chunk(&mut self, range: Option<(u64, u64)>, dirtied_by: Nanos, max_bytes: u32) -> Option<Chunk> {
         let max_pages = (u64::from(max_bytes) / PAGE_BYTES).max(1);
         if let Some((start, len)) = range {
             let range = pages(start, len);
             let first = self.first_dirty(range.start, range.end, self.cursor, dirtied_by)?;
-            let (chunk, end) = self.take_run(first, range.end, max_pages);
+            let (chunk, end) = self.take_run(first, range.end, max_pages, false);
             self.cursor = end;
             return Some(chunk);
         }
-        for _ in 0..=self.files.len() {
-            let f = self.files[self.turn];
+        // every queued file may be passed over once (nothing old enough) before giving up,
+        // and the file whose turn ran out comes round again
+        let mut passes_left = self.files.queue.len() + 1;
+        while let Some(turn) = self.files.front() {
+            let f = self.files.files[turn];
             let found = if self.turn_left_pages > 0 {
                 self.first_dirty(f.first_page, f.end_page, f.cursor, dirtied_by)
             } else {
                 None
             };
             let Some(first) = found else {
-                self.turn = (self.turn + 1) % self.files.len();
+                if passes_left == 0 {
+                    return None;
+                }
+                passes_left -= 1;
+                self.files.end_turn();
                 self.turn_left_pages = TURN_PAGES;
                 continue;
             };
-            let (chunk, end) = self.take_run(first, f.end_page, max_pages.min(self.turn_left_pages));
-            self.files[self.turn].cursor = end;
+            let (chunk, end) = self.take_run(first, f.end_page, max_pages.min(self.turn_left_pages), true);
+            self.files.files[turn].cursor = end;
             self.turn_left_pages -= end - first;
             return Some(chunk);
         }
@@ -352,11 +437,12 @@ impl PageCache {
     }
 
     /// Moves the run of dirty pages from `first` (before `hi`, at most `max_pages`) to
-    /// writeback; returns it and the page after it.
-    fn take_run(&mut self, first: u64, hi: u64, max_pages: u64) -> (Chunk, u64) {
+    /// writeback, in their file's turn or not; returns it and the page after it.
+    fn take_run(&mut self, first: u64, hi: u64, max_pages: u64, in_turn: bool) -> (Chunk, u64) {
         let dirtier = self.dirty[&first].job;
         let mut end = first;
         while end - first < max_pages && end < hi && self.dirty.remove(&end).is_some() {
+            self.files.page_cleaned(end, in_turn);
             let pg = self.pages.get_mut(&end).expect("a dirty page is cached");
             pg.dirty = false;
             if pg.writeback == 0 {
@@ -411,17 +497,9 @@ mod tests {
 
     const KIB: u64 = 1024;
 
-    #[test]
-    fn background_writeback_takes_files_in_turn_4_mib_each() {
-        const MIB: u64 = 1 << 20;
-        let mut c = cache(1 << 30);
-        // files at 0 and 100 MiB (the second named twice, overlapping), 8 MiB dirty each
-        c.set_files(&[(100 * MIB, 16 * MIB), (0, 16 * MIB), (100 * MIB, 8 * MIB)]);
-        c.dirty(0, 8 * MIB, 0, Nanos::ZERO);
-        c.dirty(100 * MIB, 8 * MIB, 1, Nanos::ZERO);
-        // and a page outside both: it has a turn too
-        c.dirty(50 * MIB, 4 * KIB, 2, Nanos::ZERO);
-        let mut order = Vec::new();
+    /// Who dirtied the chunks background writeback takes, and how many bytes in a row.
+    fn writeback_order(c: &mut PageCache) -> Vec<(u32, u64)> {
+        let mut order: Vec<(u32, u64)> = Vec::new();
         while let Some(chunk) = c.next_chunk(None, Nanos::MAX, 512 * 1024) {
             assert!(chunk.len_bytes <= 512 * 1024);
             if order.last().is_none_or(|&(dirtier, _)| dirtier != chunk.dirtier) {
@@ -429,13 +507,51 @@ mod tests {
             }
             order.last_mut().unwrap().1 += u64::from(chunk.len_bytes);
         }
-        assert_eq!(order, [(0, 4 * MIB), (2, 4 * KIB), (1, 4 * MIB), (0, 4 * MIB), (1, 4 * MIB)]);
+        order
+    }
+
+    #[test]
+    fn background_writeback_takes_files_in_turn_4_mib_each_in_the_order_they_became_dirty() {
+        const MIB: u64 = 1 << 20;
+        let mut c = cache(1 << 30);
+        // files at 0 and 100 MiB (the second named twice, overlapping), 8 MiB dirty
+        // each, the second first
+        c.set_files(&[(100 * MIB, 16 * MIB), (0, 16 * MIB), (100 * MIB, 8 * MIB)]);
+        c.dirty(100 * MIB, 8 * MIB, 1, Nanos(1));
+        c.dirty(0, 8 * MIB, 0, Nanos(2));
+        // and a page outside both, dirtied last: it has a turn too
+        c.dirty(50 * MIB, 4 * KIB, 2, Nanos(3));
+        assert_eq!(writeback_order(&mut c), [(1, 4 * MIB), (0, 4 * MIB), (2, 4 * KIB), (1, 4 * MIB), (0, 4 * MIB)]);
         assert_eq!(c.dirty_pages(), 0);
+        assert_eq!(c.files.front(), None, "clean files leave the queue");
         // a sync's range is written whole, whoever's turn it is
         c.dirty(0, MIB, 0, Nanos::ZERO);
         c.dirty(100 * MIB, MIB, 1, Nanos::ZERO);
         let chunk = c.next_chunk(Some((100 * MIB, MIB)), Nanos::MAX, 2 * MIB as u32).unwrap();
         assert_eq!((chunk.offset_bytes, chunk.len_bytes, chunk.dirtier), (100 * MIB, MIB as u32, 1));
+    }
+
+    #[test]
+    fn a_file_cleaned_and_dirtied_again_waits_behind_the_files_dirty_meanwhile() {
+        const MIB: u64 = 1 << 20;
+        let mut c = cache(1 << 30);
+        c.set_files(&[(0, 16 * MIB), (16 * MIB, 16 * MIB), (32 * MIB, 16 * MIB)]);
+        c.dirty(0, MIB, 0, Nanos(1));
+        c.dirty(16 * MIB, 6 * MIB, 1, Nanos(2));
+        // a sync writes the first file out: it is clean and leaves the queue
+        while c.next_chunk(Some((0, MIB)), Nanos::MAX, 512 * 1024).is_some() {}
+        c.dirty(32 * MIB, MIB, 2, Nanos(3));
+        c.dirty(0, MIB, 0, Nanos(4));
+        // the second file has its turn (4 MiB), the third, the first (dirtied again
+        // last), and the second's rest
+        assert_eq!(writeback_order(&mut c), [(1, 4 * MIB), (2, MIB), (0, MIB), (1, 2 * MIB)]);
+        // pages that are not old enough are passed over, not lost
+        c.dirty(16 * MIB, MIB, 1, Nanos(10));
+        c.dirty(32 * MIB, MIB, 2, Nanos(20));
+        let chunk = c.next_chunk(None, Nanos(15), 2 * MIB as u32).unwrap();
+        assert_eq!(chunk.dirtier, 1);
+        assert_eq!(c.next_chunk(None, Nanos(15), 2 * MIB as u32), None);
+        assert_eq!(c.next_chunk(None, Nanos(20), 2 * MIB as u32).map(|ch| ch.dirtier), Some(2));
     }
 
     #[test]
