@@ -385,6 +385,27 @@ fn the_flusher_takes_the_writers_files_in_turn() {
 }
 
 #[test]
+fn the_flusher_starts_with_the_file_that_became_dirty_first() {
+    // b dirties 1 MiB of its file, then a (its file lies first on the device) 1 MiB of
+    // its own, which passes the background threshold of a 16 MiB cache (1.6 MiB): the
+    // flusher writes b's file first, as the kernel takes inodes by when they became
+    // dirty
+    let p = cached("16777216", &[("simple.write_ns", "200000")]);
+    let text = "[global]\ndirect=0\nrw=write\nbs=64k\nsize=1m\n\
+                [a]\nfilename=a\nstartdelay=1ms\n[b]\nfilename=b\n";
+    let (_, log) = run_logged(text, &p);
+    let flusher = 2;
+    let b_starts = log.completed.iter().filter(|(_, r)| r.job == 1).map(|(_, r)| r.offset_bytes).min().unwrap();
+    let a_ends = log.completed.iter().filter(|(_, r)| r.job == 0).map(|(_, r)| r.offset_bytes).max().unwrap();
+    assert!(a_ends < b_starts, "a's file lies first");
+    let writeback: Vec<u64> =
+        log.dispatched.iter().filter(|(_, r)| r.job == flusher).map(|(_, r)| r.offset_bytes).collect();
+    // it writes until the dirty pages are under the threshold again: 4 runs of 128 KiB
+    assert_eq!(writeback.len(), 4);
+    assert!(writeback.iter().all(|&o| o >= b_starts), "b's file first: {writeback:?}");
+}
+
+#[test]
 fn sync_file_range_wait_before_writes_only_once_the_range_is_written_back() {
     // two pages rewritten in turn, each write followed by sync_file_range over it: with
     // wait_before the call waits for the page's writeback still in flight and only then
