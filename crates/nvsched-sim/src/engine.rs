@@ -116,6 +116,9 @@ pub struct EngineCounters {
     pub cache_read_waits_evicted: u64,
     /// Pages read because a buffered write covered them only in part.
     pub partial_page_reads: u64,
+    /// Pages a buffered write covered only in part that it filled with zeros instead,
+    /// as they held no data yet (a file fio lays out without data).
+    pub partial_pages_zeroed: u64,
     /// Writeback requests and bytes, and buffered writes that waited for writeback
     /// (the dirty limit).
     pub writeback_requests: u64,
@@ -424,11 +427,13 @@ impl<'o> Simulation<'o> {
             clones_of[job.job_index].push(k as u32);
         }
         let queue_depth = input.device.queue_depth().max(1);
+        let unwritten = unwritten_files(&files, &jobs);
         let buffered = jobs.iter().any(|j| j.buffered).then(|| {
             let mut cache = PageCache::new(&input.host.page_cache);
             let files: Vec<(u64, u64)> =
                 jobs.iter().filter(|j| j.buffered).flat_map(|j| j.file_ranges.iter().copied()).collect();
             cache.set_files(&files);
+            cache.set_unwritten_files(&unwritten);
             Box::new(Buffered {
                 cache,
                 cfg: input.host.page_cache.clone(),
@@ -1285,7 +1290,8 @@ impl<'o> Simulation<'o> {
         let rec = &self.rqs[slot as usize];
         let (job, offset, len) = (rec.job, rec.offset_bytes, u64::from(rec.len));
         let b = self.buffered.as_mut().expect("a page cache");
-        b.cache.dirty(offset, len, job, self.now);
+        let zeroed = b.cache.dirty(offset, len, job, self.now);
+        self.counters.partial_pages_zeroed += u64::from(zeroed);
         self.events.push(start + b.copy_time(len), EventKind::CacheDone(slot));
     }
 
@@ -1547,6 +1553,26 @@ impl<'o> Simulation<'o> {
 }
 
 /// Builds and runs a simulation.
+/// The regular files that hold no data when the run begins, as fio lays them out: every
+/// job on them writes through the page cache, and none has fio write the file out first
+/// (`JobSpec::lays_out_data`). A direct job's writes pass the cache by, so a file one uses
+/// is taken to hold data.
+fn unwritten_files(files: &[PlacedFile], jobs: &[JobSlot]) -> Vec<(u64, u64)> {
+    let mut unwritten: BTreeMap<(u64, u64), bool> = BTreeMap::new();
+    for job in jobs {
+        let without_data = job.buffered && !job.driver.spec.lays_out_data();
+        for &range in &job.file_ranges {
+            *unwritten.entry(range).or_insert(true) &= without_data;
+        }
+    }
+    files
+        .iter()
+        .filter(|f| !layout::is_device_path(&f.name))
+        .map(|f| (f.start, f.len))
+        .filter(|range| unwritten.get(range) == Some(&true))
+        .collect()
+}
+
 pub fn simulate(input: SimInput<'_>, observer: &mut dyn Observer) -> Result<SimOutcome, SimError> {
     Simulation::new(input, observer)?.run()
 }

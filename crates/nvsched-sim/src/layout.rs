@@ -14,7 +14,7 @@ pub struct PlacedFile {
     pub len: u64,
 }
 
-fn is_device_path(name: &str) -> bool {
+pub(crate) fn is_device_path(name: &str) -> bool {
     name.starts_with("/dev/")
 }
 

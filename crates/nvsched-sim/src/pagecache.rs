@@ -110,6 +110,25 @@ pub struct PageCache {
     files: FileQueue,
     /// The pages the file at the front of the queue may still write in its turn.
     turn_left_pages: u64,
+    /// Files laid out without data, in offset order.
+    unwritten_files: Vec<UnwrittenFile>,
+}
+
+/// A file that held no data when the run began (fio only allocated it: its extents are
+/// unwritten): a page of it that nothing has written since reads as zeros, so a write of
+/// part of it does not read it first, as the kernel's `write_begin` zeroes such a block.
+struct UnwrittenFile {
+    first_page: u64,
+    end_page: u64,
+    /// A bit per page: written (dirtied) since the run began.
+    written: Vec<u64>,
+}
+
+impl UnwrittenFile {
+    fn bit(&self, p: u64) -> (usize, u64) {
+        let i = p - self.first_page;
+        ((i / 64) as usize, 1 << (i % 64))
+    }
 }
 
 /// The files as background writeback takes them.
@@ -215,6 +234,52 @@ impl PageCache {
             cursor: 0,
             files: FileQueue { files: vec![FileTurn::new(0, u64::MAX)], queue: VecDeque::new() },
             turn_left_pages: TURN_PAGES,
+            unwritten_files: Vec::new(),
+        }
+    }
+
+    /// The files (device byte ranges, not overlapping) that hold no data when the run
+    /// begins.
+    pub fn set_unwritten_files(&mut self, ranges: &[(u64, u64)]) {
+        self.unwritten_files = ranges
+            .iter()
+            .map(|&(start, len)| {
+                let p = pages(start, len);
+                UnwrittenFile {
+                    first_page: p.start,
+                    end_page: p.end,
+                    written: vec![0; (p.end - p.start).div_ceil(64) as usize],
+                }
+            })
+            .collect();
+        self.unwritten_files.sort_unstable_by_key(|f| f.first_page);
+    }
+
+    fn unwritten_file(&self, p: u64) -> Option<usize> {
+        let i = self.unwritten_files.partition_point(|f| f.first_page <= p).checked_sub(1)?;
+        (p < self.unwritten_files[i].end_page).then_some(i)
+    }
+
+    /// Whether page `p` holds no data: a page of a file laid out without data that no
+    /// write has reached (or that a trim emptied again).
+    fn holds_no_data(&self, p: u64) -> bool {
+        self.unwritten_file(p).is_some_and(|i| {
+            let f = &self.unwritten_files[i];
+            let (word, bit) = f.bit(p);
+            f.written[word] & bit == 0
+        })
+    }
+
+    /// Page `p` has data (`true`) or none again (`false`, a trim), where that is tracked.
+    fn set_written(&mut self, p: u64, written: bool) {
+        if let Some(i) = self.unwritten_file(p) {
+            let f = &mut self.unwritten_files[i];
+            let (word, bit) = f.bit(p);
+            if written {
+                f.written[word] |= bit;
+            } else {
+                f.written[word] &= !bit;
+            }
         }
     }
 
@@ -298,7 +363,7 @@ impl PageCache {
     }
 
     /// The pages (byte offsets) a write of the range covers only in part that are not
-    /// cached: its first and its last, each if so.
+    /// cached and hold data (so must be read first): its first and its last, each if so.
     pub fn partial_pages_missing(&self, offset_bytes: u64, len_bytes: u64) -> [Option<u64>; 2] {
         if len_bytes == 0 {
             return [None, None];
@@ -306,7 +371,9 @@ impl PageCache {
         let end = offset_bytes + len_bytes;
         let covered = pages(offset_bytes, len_bytes);
         let (first, last) = (covered.start * PAGE_BYTES, (covered.end - 1) * PAGE_BYTES);
-        let missing = |page: u64, partial: bool| (partial && !self.holds(page, PAGE_BYTES)).then_some(page);
+        let missing = |page: u64, partial: bool| {
+            (partial && !self.holds(page, PAGE_BYTES) && !self.holds_no_data(page / PAGE_BYTES)).then_some(page)
+        };
         let head = missing(
             first,
             !offset_bytes.is_multiple_of(PAGE_BYTES) || (first == last && !end.is_multiple_of(PAGE_BYTES)),
@@ -331,9 +398,18 @@ impl PageCache {
         }
     }
 
-    /// A write into the cache.
-    pub fn dirty(&mut self, offset_bytes: u64, len_bytes: u64, job: u32, now: Nanos) {
+    /// A write into the cache. Returns the pages it covers in part that it filled with
+    /// zeros instead of reading (not cached, and holding no data).
+    pub fn dirty(&mut self, offset_bytes: u64, len_bytes: u64, job: u32, now: Nanos) -> u32 {
+        let mut zeroed = 0;
         for p in pages(offset_bytes, len_bytes) {
+            if !self.unwritten_files.is_empty() {
+                let whole = p * PAGE_BYTES >= offset_bytes && (p + 1) * PAGE_BYTES <= offset_bytes + len_bytes;
+                if !whole && !self.pages.contains_key(&p) && self.holds_no_data(p) {
+                    zeroed += 1;
+                }
+                self.set_written(p, true);
+            }
             let pg = self.pages.entry(p).or_default();
             // newer than what a read in flight brings
             pg.pending = false;
@@ -348,6 +424,7 @@ impl PageCache {
             }
         }
         self.evict();
+        zeroed
     }
 
     /// A read from the device landed: its pages are cached, clean where not dirtied
@@ -370,6 +447,10 @@ impl PageCache {
     /// writeback or being read stays until that lands.
     pub fn discard(&mut self, offset_bytes: u64, len_bytes: u64) {
         for p in pages(offset_bytes, len_bytes) {
+            // a hole punched over whole pages reads as zeros again
+            if p * PAGE_BYTES >= offset_bytes && (p + 1) * PAGE_BYTES <= offset_bytes + len_bytes {
+                self.set_written(p, false);
+            }
             let Some(pg) = self.pages.get_mut(&p).filter(|pg| !pg.pending) else { continue };
             if pg.dirty {
                 pg.dirty = false;
@@ -594,6 +675,37 @@ mod tests {
         c.fill(0, 4 * KIB);
         c.dirty(4 * KIB, 4 * KIB, 0, Nanos::ZERO);
         assert_eq!(c.partial_pages_missing(2 * KIB, 4 * KIB), [None, None], "one clean, one dirty");
+    }
+
+    #[test]
+    fn a_page_of_a_file_without_data_is_zeroed_not_read_until_written() {
+        let mut c = cache(1 << 20); // 256 pages
+                                    // a file of 64 KiB at 1 MiB holds no data; the rest of the device does
+        c.set_unwritten_files(&[(1 << 20, 64 * KIB)]);
+        assert_eq!(c.partial_pages_missing(512, 512), [Some(0), None], "outside it: read");
+        assert_eq!(c.partial_pages_missing((1 << 20) + 512, 512), [None, None], "inside: zeros");
+        assert_eq!(c.partial_pages_missing((1 << 20) + 58 * KIB, 4 * KIB), [None, None], "up to its last page");
+        assert_eq!(c.partial_pages_missing((1 << 20) + 63 * KIB, 2 * KIB), [None, Some((1 << 20) + 64 * KIB)]);
+        // a write of part of a page zeroes it (counted once: then it is cached), of a
+        // whole page does not count
+        assert_eq!(c.dirty((1 << 20) + 512, 512, 0, Nanos::ZERO), 1);
+        assert_eq!(c.dirty((1 << 20) + 1024, 512, 0, Nanos::ZERO), 0, "cached now");
+        assert_eq!(c.dirty((1 << 20) + 4 * KIB, 4 * KIB, 0, Nanos::ZERO), 0, "a whole page");
+        assert_eq!(c.dirty((1 << 20) + 9 * KIB, 2 * KIB, 0, Nanos::ZERO), 1);
+        // written back and evicted, the page holds data: a write of part of it reads it
+        while let Some(chunk) = c.next_chunk(None, Nanos::MAX, 1 << 20) {
+            c.written_back(&chunk);
+        }
+        for k in 0..256 {
+            c.fill((512 + k) * 4 * KIB, 4 * KIB);
+        }
+        assert!(!c.holds(1 << 20, 4 * KIB), "evicted");
+        assert_eq!(c.partial_pages_missing((1 << 20) + 512, 512), [Some(1 << 20), None]);
+        // a hole punched over the whole page: zeros again; over part of one: data stays
+        c.discard(1 << 20, 4 * KIB);
+        c.discard((1 << 20) + 8 * KIB, 2 * KIB);
+        assert_eq!(c.partial_pages_missing((1 << 20) + 512, 512), [None, None]);
+        assert_eq!(c.partial_pages_missing((1 << 20) + 8 * KIB + 512, 512), [Some((1 << 20) + 8 * KIB), None]);
     }
 
     #[test]

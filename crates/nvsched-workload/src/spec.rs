@@ -430,6 +430,9 @@ pub struct JobSpec {
     /// (0 for a file the run creates), whatever `offset` says, and is `size` bytes long,
     /// so the job grows the file, as fio's get_start_offset does.
     pub file_append: bool,
+    /// `overwrite`: fio writes a new file out in full before a job that only writes
+    /// (without it, and for a job that reads either way, see `lays_out_data`).
+    pub overwrite: bool,
     /// `fill_device` (`fill_fs`): the job writes until its file system (or device) is
     /// full, an ENOSPC that ends the job without an error. Without a size, its file
     /// takes the free space: on a real file system what `statvfs` says is free, in
@@ -722,6 +725,7 @@ impl JobSpec {
             serialize_overlap: false,
             create_only: false,
             file_append: false,
+            overwrite: false,
             verify_format: VerifyFormat::default(),
             fill_device: false,
             write_hint: None,
@@ -867,6 +871,14 @@ impl JobSpec {
                 None => op.is_data(),
             },
         })
+    }
+
+    /// Whether fio lays a new regular file of this job out with data before it starts:
+    /// for a job that reads, or that writes with `overwrite` and does not append (fio's
+    /// extend_file); not for one that only writes, whose file is only allocated and so
+    /// holds no data yet.
+    pub fn lays_out_data(&self) -> bool {
+        self.active_ops().any(|op| op == Op::Read) || (self.overwrite && !self.file_append)
     }
 
     /// Whether the job writes data (a safety question on real devices).
@@ -2327,8 +2339,11 @@ pub static OPTIONS: &[OptionDef] = &[
         "overwrite",
         [],
         Some("1"),
-        "accepted: nvsched lays out a new file in full before the jobs start, so writes always overwrite",
-        accept_bool
+        "1: a job that only writes finds its new file laid out with data, as one that reads does; 0 (fio's default): it finds the file without data (fio only allocates it), so in the simulated page cache a buffered write of part of a page it has not written does not read the page; nvsched's real-device engine lays out new files in full either way",
+        |j, v| {
+            j.overwrite = parse_bool(v)?;
+            Ok(())
+        }
     ),
     opt!(
         "allow_mounted_write",

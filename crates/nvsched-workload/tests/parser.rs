@@ -361,6 +361,13 @@ fn overhead_and_layout_options_are_accepted_without_effect() {
     assert_eq!(with.job_options.len(), 32);
     assert!(with.thread, "thread only changes the normal output's 'Starting' line");
     with.thread = false;
+    // overwrite says whether fio writes a new file out first, which the simulated page
+    // cache asks (its test)
+    assert!(with.overwrite && !job("").overwrite);
+    assert!(job("rw=write\noverwrite=1").lays_out_data() && !job("rw=write").lays_out_data());
+    assert!(job("rw=randrw").lays_out_data() && job("").lays_out_data(), "a job that reads (fio's default)");
+    assert!(!job("rw=write\noverwrite=1\nfile_append=1\nsize=1m").lays_out_data(), "appends");
+    with.overwrite = false;
     with.job_options.clear();
     with.option_lines.clear();
     let mut without = without;

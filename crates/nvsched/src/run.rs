@@ -399,7 +399,7 @@ fn disk_util(p: &DeviceProfile, o: &SimOutcome) -> DiskUtil {
 }
 
 /// What the page cache did, by the names the JSON report gives them.
-fn page_cache_counters(e: &EngineCounters) -> [(&'static str, u64); 9] {
+fn page_cache_counters(e: &EngineCounters) -> [(&'static str, u64); 10] {
     [
         ("read_hits", e.cache_read_hits),
         ("read_waits", e.cache_read_waits),
@@ -407,6 +407,7 @@ fn page_cache_counters(e: &EngineCounters) -> [(&'static str, u64); 9] {
         ("read_misses", e.cache_read_misses),
         ("readahead_requests", e.readahead_requests),
         ("partial_page_reads", e.partial_page_reads),
+        ("partial_pages_zeroed", e.partial_pages_zeroed),
         ("writeback_requests", e.writeback_requests),
         ("writeback_bytes", e.writeback_bytes),
         ("throttled_writes", e.throttled_writes),

@@ -76,6 +76,11 @@ fn job_section(i: usize, g: &JobGen) -> String {
     }
     // what fio leaves out of the statistics: the end-of-pass flushes, and the
     // completions after a job fails (a latency limit that the slower requests pass)
+    // a file of its own (a new one, which holds no data unless the job reads it), where
+    // the others share the device
+    if g.own_file {
+        s.push_str(&format!("filename=file{i}\noffset=0\n"));
+    }
     match g.ending {
         1 => s.push_str("end_fsync=1\n"),
         2 => s.push_str("fsync_on_close=1\n"),
@@ -104,6 +109,7 @@ struct JobGen {
     latency_target: bool,
     /// 0: nothing; 1: `end_fsync`; 2: `fsync_on_close`; 3: `max_latency`.
     ending: u8,
+    own_file: bool,
 }
 
 fn job_gen() -> impl Strategy<Value = JobGen> {
@@ -116,6 +122,7 @@ fn job_gen() -> impl Strategy<Value = JobGen> {
             0u8..4,
             0u8..8,
             prop_oneof![6 => Just(0u8), 1 => Just(1u8), 1 => Just(2u8), 1 => Just(3u8)],
+            prop::bool::weighted(0.3),
         ),
         (
             -20i8..20,
@@ -130,7 +137,7 @@ fn job_gen() -> impl Strategy<Value = JobGen> {
     )
         .prop_map(
             |(
-                (rw, sync, depth, bs, prio_class, level, ending),
+                (rw, sync, depth, bs, prio_class, level, ending, own_file),
                 (nice, tenant, think_us, fua, fsync, batch, buffered, latency_target),
             )| {
                 JobGen {
@@ -149,6 +156,7 @@ fn job_gen() -> impl Strategy<Value = JobGen> {
                     buffered,
                     latency_target,
                     ending,
+                    own_file,
                 }
             },
         )
