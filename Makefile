@@ -58,11 +58,14 @@ bench:
 	$(CARGO) build --release
 	./target/release/nvsched bench
 
-# A minute of libFuzzer on the job-file parser, one on the trace readers and one on whole
-# simulated runs (stable toolchain via RUSTC_BOOTSTRAP; `cargo install cargo-fuzz` first).
-# Whole runs go without AddressSanitizer (-s none): the simulator is safe Rust, and ASan's
-# allocator made them ten times slower; overflow checks and assertions stay on.
+# A minute of libFuzzer on the job-file parser, one on the trace readers, one on whole
+# simulated runs and one on runs on real files through io_uring, in a scratch directory
+# under $TMPDIR (stable toolchain via RUSTC_BOOTSTRAP; `cargo install cargo-fuzz` first).
+# Simulated runs go without AddressSanitizer (-s none): the simulator is safe Rust, and
+# ASan's allocator made them ten times slower; overflow checks and assertions stay on.
+# The io_uring engine has unsafe code (buffers the kernel fills), so it keeps ASan.
 fuzz:
 	cd fuzz && RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run jobfile -- -max_total_time=60 -max_len=2048
 	cd fuzz && RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run trace -- -max_total_time=60 -max_len=4096
 	cd fuzz && RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run -s none simulate -- -max_total_time=60 -max_len=4096 -timeout=20
+	cd fuzz && RUSTC_BOOTSTRAP=1 $(CARGO) fuzz run device -- -max_total_time=60 -max_len=2048 -timeout=20
