@@ -104,13 +104,21 @@ const ALLOWED: &[&str] = &[
     "nowait",
 ];
 
-/// Keeps section headers and the allowed options, drops every other line.
+/// Keeps section headers and the allowed options, drops every other line. A job's name
+/// makes its default file name (`NAME.0.0`), so names keep only letters, digits, `_` and
+/// `-`: no path leaves the scratch directory.
 fn allowed_lines(text: &str) -> String {
     let mut out = String::new();
     for line in text.lines() {
         let t = line.trim();
+        if let Some(name) = t.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
+            let safe: String =
+                name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' }).collect();
+            out.push_str(&format!("[{safe}]\n"));
+            continue;
+        }
         let key = t.split('=').next().unwrap_or("").trim().to_ascii_lowercase();
-        if (t.starts_with('[') && t.ends_with(']')) || ALLOWED.contains(&key.as_str()) {
+        if ALLOWED.contains(&key.as_str()) {
             out.push_str(t);
             out.push('\n');
         }
