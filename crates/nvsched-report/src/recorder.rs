@@ -228,16 +228,20 @@ impl JobRecorder {
         driver.landed(io.op, io.file, io.offset_bytes, io.len_bytes);
         let done = driver.on_error(now, io.op, errno);
         // fio counts the error that failed the job too, but nothing after it; the I/O is
-        // one of the direction's total_ios (and IOPS), without bytes or latency
+        // one of the direction's total_ios (and IOPS), without bytes or latency. What it
+        // leaves out is still accounted for: during ramp as dropped, otherwise (after the
+        // job failed, or a flush) as uncounted.
         if self.stats.error.is_none() {
             if let Some(count) = &mut self.stats.io_errors {
                 count.add(errno);
             }
-            if now >= driver.ramp_end() {
-                if let Some(d) = io.op.data_index() {
-                    self.stats.dirs[d].total_ios += 1;
-                }
+            match io.op.data_index() {
+                Some(_) if now < driver.ramp_end() => self.stats.ramp_dropped += 1,
+                Some(d) => self.stats.dirs[d].total_ios += 1,
+                None => self.stats.uncounted += 1,
             }
+        } else {
+            self.stats.uncounted += 1;
         }
         if done.restart_stats || done.failed.is_some() {
             self.job_event(driver, io, now, done.restart_stats, done.failed);
