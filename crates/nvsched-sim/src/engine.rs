@@ -1552,7 +1552,6 @@ impl<'o> Simulation<'o> {
     }
 }
 
-/// Builds and runs a simulation.
 /// The regular files that hold no data when the run begins, as fio lays them out: every
 /// job on them writes through the page cache, and none has fio write the file out first
 /// (`JobSpec::lays_out_data`). A direct job's writes pass the cache by, so a file one uses
@@ -1573,6 +1572,7 @@ fn unwritten_files(files: &[PlacedFile], jobs: &[JobSlot]) -> Vec<(u64, u64)> {
         .collect()
 }
 
+/// Builds and runs a simulation.
 pub fn simulate(input: SimInput<'_>, observer: &mut dyn Observer) -> Result<SimOutcome, SimError> {
     Simulation::new(input, observer)?.run()
 }
