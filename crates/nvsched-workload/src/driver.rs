@@ -102,8 +102,8 @@ pub struct JobDriver {
     /// offset, end), as fio's first_write and last_write.
     written_since_sync: Vec<Option<(u64, u64)>>,
     flush_due: FlushDue,
-    /// End-of-pass flushes in flight (one, or none; then nothing else is in flight).
-    end_flushes_inflight: u32,
+    /// An end-of-pass flush is in flight (then nothing else is).
+    end_flush_out: bool,
     /// The file whose end-of-pass flush comes next: fio flushes the files one at a
     /// time, each once the one before has completed.
     end_flush_file: u16,
@@ -636,7 +636,7 @@ impl JobDriver {
                 .then(|| Box::new(Tracked { in_flight: serialize_overlap.then(InFlightRanges::default), verify })),
             writes_since_flush: 0,
             flush_due: FlushDue::No,
-            end_flushes_inflight: 0,
+            end_flush_out: false,
             end_flush_file: 0,
             last_was_flush: false,
             loop_bytes,
@@ -732,7 +732,7 @@ impl JobDriver {
     /// not the flushes at a pass's end (`end_fsync`, `fsync_on_close`), which fio issues
     /// in its FSYNCING state and leaves out.
     pub fn counts_depth(&self, op: Op) -> bool {
-        op != Op::Flush || self.end_flushes_inflight == 0
+        op != Op::Flush || !self.end_flush_out
     }
     pub fn depth(&self) -> u32 {
         self.depth
@@ -1006,7 +1006,7 @@ impl JobDriver {
             (Some(f), _) => f.choose(&mut self.gen) as u16,
         };
         if self.flush_due == FlushDue::EndOfPass {
-            self.end_flushes_inflight = 1;
+            self.end_flush_out = true;
         }
         if self.end_flush_file == 0 {
             self.flush_due = FlushDue::No;
@@ -1071,7 +1071,7 @@ impl JobDriver {
 
     /// A flush that is due, a stop, or a backlog to issue comes first, in that order.
     fn poll_due(&mut self, now: Nanos, out: &mut Vec<IoUnit>, max_units: u32) -> Option<Poll> {
-        if self.end_flushes_inflight > 0 {
+        if self.end_flush_out {
             // fio goes on once its end-of-pass flush has completed
             return Some(Poll::Blocked);
         }
@@ -1649,9 +1649,8 @@ impl JobDriver {
     /// what that means for the job's statistics.
     pub fn on_complete(&mut self, now: Nanos, op: Op, len_bytes: u32, latency: Nanos) -> Completed {
         debug_assert!(self.inflight > 0, "completion without a request in flight");
-        let mut done =
-            Completed { counted: self.end_flushes_inflight == 0 && !self.failed, restart_stats: false, failed: None };
-        self.end_flushes_inflight = self.end_flushes_inflight.saturating_sub(1);
+        let mut done = Completed { counted: !self.end_flush_out && !self.failed, restart_stats: false, failed: None };
+        self.end_flush_out = false;
         self.inflight = self.inflight.saturating_sub(1);
         if op != Op::Flush {
             self.think_completed += 1;
@@ -1679,7 +1678,7 @@ impl JobDriver {
     pub fn on_error(&mut self, now: Nanos, op: Op, errno: i32) -> Completed {
         debug_assert!(self.inflight > 0, "completion without a request in flight");
         let mut done = Completed { counted: false, restart_stats: false, failed: None };
-        self.end_flushes_inflight = self.end_flushes_inflight.saturating_sub(1);
+        self.end_flush_out = false;
         self.inflight = self.inflight.saturating_sub(1);
         if !self.failed && !self.spec.on_error.goes_on(crate::errors::ErrorKind::of(op), errno) {
             if self.spec.fill_device && crate::errors::is_out_of_space(errno) {
