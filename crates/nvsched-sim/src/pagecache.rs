@@ -108,8 +108,6 @@ pub struct PageCache {
     /// Where the next sync writeback of a range starts looking.
     cursor: u64,
     files: FileQueue,
-    /// The pages the file at the front of the queue may still write in its turn.
-    turn_left_pages: u64,
     /// Files laid out without data, in offset order.
     unwritten_files: Vec<UnwrittenFile>,
 }
@@ -144,9 +142,15 @@ struct FileQueue {
     /// skipped. The file whose turn it is stays in front while its turn lasts, as the
     /// kernel's scan of a file picks up pages dirtied ahead of it.
     queue: VecDeque<(usize, u64)>,
+    /// The pages the file at the front may still write in its turn.
+    turn_left_pages: u64,
 }
 
 impl FileQueue {
+    fn new(files: Vec<FileTurn>) -> FileQueue {
+        FileQueue { files, queue: VecDeque::new(), turn_left_pages: TURN_PAGES }
+    }
+
     /// The file page `p` belongs to.
     fn file_of(&self, p: u64) -> usize {
         self.files.partition_point(|f| f.first_page <= p) - 1
@@ -164,8 +168,12 @@ impl FileQueue {
             // files cleaned by syncs leave stale entries, which only background writeback
             // walks past: without it (fsync after every write) they would pile up
             if self.queue.len() > 2 * self.files.len() + 16 {
+                let front = self.queue.front().copied();
                 let files = &self.files;
                 self.queue.retain(|&(i, queued)| files[i].in_queue && files[i].queued == queued);
+                if self.queue.front().copied() != front {
+                    self.turn_left_pages = TURN_PAGES;
+                }
             }
         }
     }
@@ -180,7 +188,8 @@ impl FileQueue {
         }
     }
 
-    /// The file in front, whose turn it is.
+    /// The file in front, whose turn it is. An entry left stale (its file cleaned
+    /// outside its turn) goes, and the next file's turn starts whole.
     fn front(&mut self) -> Option<usize> {
         while let Some(&(i, queued)) = self.queue.front() {
             let f = &self.files[i];
@@ -188,12 +197,14 @@ impl FileQueue {
                 return Some(i);
             }
             self.queue.pop_front();
+            self.turn_left_pages = TURN_PAGES;
         }
         None
     }
 
     /// The front file's turn is over: to the back if it has dirty pages left.
     fn end_turn(&mut self) {
+        self.turn_left_pages = TURN_PAGES;
         let Some((i, queued)) = self.queue.pop_front() else { return };
         if self.files[i].dirty_pages > 0 {
             self.queue.push_back((i, queued));
@@ -238,8 +249,7 @@ impl PageCache {
             writeback_pages: 0,
             lru: Lru::default(),
             cursor: 0,
-            files: FileQueue { files: vec![FileTurn::new(0, u64::MAX)], queue: VecDeque::new() },
-            turn_left_pages: TURN_PAGES,
+            files: FileQueue::new(vec![FileTurn::new(0, u64::MAX)]),
             unwritten_files: Vec::new(),
         }
     }
@@ -323,8 +333,7 @@ impl PageCache {
             turns.push(FileTurn::new(at, u64::MAX));
         }
         // pages dirtied before: their files queue in offset order
-        self.files = FileQueue { files: turns, queue: VecDeque::new() };
-        self.turn_left_pages = TURN_PAGES;
+        self.files = FileQueue::new(turns);
         for &p in self.dirty.keys() {
             self.files.page_dirtied(p);
         }
@@ -493,7 +502,7 @@ impl PageCache {
         let mut passes_left = self.files.queue.len() + 1;
         while let Some(turn) = self.files.front() {
             let f = self.files.files[turn];
-            let found = if self.turn_left_pages > 0 {
+            let found = if self.files.turn_left_pages > 0 {
                 self.first_dirty(f.first_page, f.end_page, f.cursor, dirtied_by)
             } else {
                 None
@@ -504,12 +513,11 @@ impl PageCache {
                 }
                 passes_left -= 1;
                 self.files.end_turn();
-                self.turn_left_pages = TURN_PAGES;
                 continue;
             };
-            let (chunk, end) = self.take_run(first, f.end_page, max_pages.min(self.turn_left_pages), true);
+            let (chunk, end) = self.take_run(first, f.end_page, max_pages.min(self.files.turn_left_pages), true);
             self.files.files[turn].cursor = end;
-            self.turn_left_pages -= end - first;
+            self.files.turn_left_pages -= end - first;
             return Some(chunk);
         }
         None
@@ -616,6 +624,22 @@ mod tests {
         c.dirty(100 * MIB, MIB, 1, Nanos::ZERO);
         let chunk = c.next_chunk(Some((100 * MIB, MIB)), Nanos::MAX, 2 * MIB as u32).unwrap();
         assert_eq!((chunk.offset_bytes, chunk.len_bytes, chunk.dirtier), (100 * MIB, MIB as u32, 1));
+    }
+
+    #[test]
+    fn a_file_whose_turn_a_sync_ends_leaves_the_next_one_a_whole_turn() {
+        const MIB: u64 = 1 << 20;
+        let mut c = cache(1 << 30);
+        c.set_files(&[(0, 16 * MIB), (16 * MIB, 16 * MIB), (32 * MIB, 16 * MIB)]);
+        c.dirty(0, 8 * MIB, 0, Nanos(1));
+        c.dirty(16 * MIB, 8 * MIB, 1, Nanos(2));
+        c.dirty(32 * MIB, 8 * MIB, 2, Nanos(3));
+        // the first file writes 3 MiB of its turn, then a sync writes the rest
+        for _ in 0..3 {
+            assert_eq!(c.next_chunk(None, Nanos::MAX, MIB as u32).unwrap().dirtier, 0);
+        }
+        while c.next_chunk(Some((0, 16 * MIB)), Nanos::MAX, MIB as u32).is_some() {}
+        assert_eq!(writeback_order(&mut c), [(1, 4 * MIB), (2, 4 * MIB), (1, 4 * MIB), (2, 4 * MIB)]);
     }
 
     #[test]
