@@ -427,13 +427,12 @@ impl<'o> Simulation<'o> {
             clones_of[job.job_index].push(k as u32);
         }
         let queue_depth = input.device.queue_depth().max(1);
-        let unwritten = unwritten_files(&files, &jobs);
         let buffered = jobs.iter().any(|j| j.buffered).then(|| {
             let mut cache = PageCache::new(&input.host.page_cache);
+            cache.set_unwritten_files(&unwritten_files(&files, &jobs));
             let files: Vec<(u64, u64)> =
                 jobs.iter().filter(|j| j.buffered).flat_map(|j| j.file_ranges.iter().copied()).collect();
             cache.set_files(&files);
-            cache.set_unwritten_files(&unwritten);
             Box::new(Buffered {
                 cache,
                 cfg: input.host.page_cache.clone(),

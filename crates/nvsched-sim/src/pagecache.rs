@@ -11,6 +11,11 @@ use std::collections::{BTreeMap, VecDeque};
 pub const PAGE_BYTES: u64 = 4096;
 
 /// Pages `[first, end)` covering a byte range.
+/// Whether page `p` lies whole inside the byte range.
+fn covers_whole_page(p: u64, offset_bytes: u64, len_bytes: u64) -> bool {
+    p * PAGE_BYTES >= offset_bytes && (p + 1) * PAGE_BYTES <= offset_bytes + len_bytes
+}
+
 fn pages(offset_bytes: u64, len_bytes: u64) -> std::ops::Range<u64> {
     offset_bytes / PAGE_BYTES..(offset_bytes + len_bytes).div_ceil(PAGE_BYTES)
 }
@@ -286,17 +291,19 @@ impl PageCache {
         })
     }
 
-    /// Page `p` has data (`true`) or none again (`false`, a trim), where that is tracked.
-    fn set_written(&mut self, p: u64, written: bool) {
-        if let Some(i) = self.unwritten_file(p) {
-            let f = &mut self.unwritten_files[i];
-            let (word, bit) = f.bit(p);
-            if written {
-                f.written[word] |= bit;
-            } else {
-                f.written[word] &= !bit;
-            }
+    /// Page `p` has data (`true`) or none again (`false`, a trim), where that is tracked;
+    /// returns whether it held no data before.
+    fn set_written(&mut self, p: u64, written: bool) -> bool {
+        let Some(i) = self.unwritten_file(p) else { return false };
+        let f = &mut self.unwritten_files[i];
+        let (word, bit) = f.bit(p);
+        let had_none = f.written[word] & bit == 0;
+        if written {
+            f.written[word] |= bit;
+        } else {
+            f.written[word] &= !bit;
         }
+        had_none
     }
 
     /// The files writeback takes in turn: device byte ranges (start, length), in any
@@ -418,12 +425,12 @@ impl PageCache {
     pub fn dirty(&mut self, offset_bytes: u64, len_bytes: u64, job: u32, now: Nanos) -> u32 {
         let mut zeroed = 0;
         for p in pages(offset_bytes, len_bytes) {
-            if !self.unwritten_files.is_empty() {
-                let whole = p * PAGE_BYTES >= offset_bytes && (p + 1) * PAGE_BYTES <= offset_bytes + len_bytes;
-                if !whole && !self.pages.contains_key(&p) && self.holds_no_data(p) {
-                    zeroed += 1;
-                }
-                self.set_written(p, true);
+            if !self.unwritten_files.is_empty()
+                && self.set_written(p, true)
+                && !covers_whole_page(p, offset_bytes, len_bytes)
+                && !self.pages.contains_key(&p)
+            {
+                zeroed += 1;
             }
             let pg = self.pages.entry(p).or_default();
             // newer than what a read in flight brings
@@ -463,7 +470,7 @@ impl PageCache {
     pub fn discard(&mut self, offset_bytes: u64, len_bytes: u64) {
         for p in pages(offset_bytes, len_bytes) {
             // a hole punched over whole pages reads as zeros again
-            if p * PAGE_BYTES >= offset_bytes && (p + 1) * PAGE_BYTES <= offset_bytes + len_bytes {
+            if covers_whole_page(p, offset_bytes, len_bytes) {
                 self.set_written(p, false);
             }
             let Some(pg) = self.pages.get_mut(&p).filter(|pg| !pg.pending) else { continue };
