@@ -637,7 +637,7 @@ fn spread_within_seconds(records: &mut [TraceRecord]) {
         let second = records[start].at_ns;
         let n = records[start..].iter().take_while(|r| r.at_ns == second).count();
         for (k, r) in records[start..start + n].iter_mut().enumerate() {
-            r.at_ns = second + k as u64 * 1_000_000_000 / n as u64;
+            r.at_ns = second.saturating_add(k as u64 * 1_000_000_000 / n as u64);
         }
         start += n;
     }
@@ -1001,7 +1001,7 @@ fn parse_blkparse<'a>(line: &'a str, probe: &mut DepthProbe) -> Result<Line<'a>,
         let (s, ns) = t[3].split_once('.').ok_or_else(|| format!("time '{}' is not SECONDS.NANOSECONDS", t[3]))?;
         let s: u64 = number(s, "time (s)")?;
         let ns: u64 = number(ns, "time (ns)")?;
-        s.saturating_mul(1_000_000_000) + ns
+        s.saturating_mul(1_000_000_000).saturating_add(ns)
     };
     block_request(time_ns, t[0], t[6], &t[7..])
 }
@@ -1301,6 +1301,20 @@ mod tests {
         assert!(e.to_string().ends_with(":1: opcode 'X' is neither R nor W"), "{e}");
         let e = load("1,0,8,2,5\n", Some(TraceFormat::Tencent)).unwrap_err();
         assert!(e.message.contains("I/O type '2' is neither 0 (read) nor 1 (write)"), "{e}");
+    }
+
+    #[test]
+    fn times_past_u64_nanoseconds_saturate_instead_of_overflowing() {
+        // blkparse: whole seconds that saturate, plus nanoseconds (found by fuzzing);
+        // times count from the first request
+        let text = "254,0 1 0 1.000000000 7 Q RS 8 + 8 [fio]\n254,0 1 0 99999999999.999999999 7 Q RS 8 + 8 [fio]\n";
+        let t = load(text, None).unwrap();
+        assert_eq!(t.records[1].at_ns, u64::MAX - 1_000_000_000);
+        // tencent: the requests of a saturated second are spread from there
+        let text = "Timestamp,Offset,Size,IOType,VolumeID\n1,0,8,0,1\n99999999999,0,8,0,1\n99999999999,8,8,0,1\n";
+        let t = load(text, None).unwrap();
+        let times: Vec<u64> = t.records.iter().map(|r| r.at_ns).collect();
+        assert_eq!(times, [0, u64::MAX - 1_000_000_000, u64::MAX - 500_000_000]);
     }
 
     #[test]
