@@ -25,8 +25,9 @@ pub type LabelledPoint = (f64, f64, String);
 /// What a panel draws.
 #[derive(Clone, Debug)]
 pub enum PanelKind {
-    /// One bar per (label, value).
-    Bars(Vec<(String, f64)>),
+    /// One bar per (label, value), and a value to compare each with where `reference`
+    /// gives one (the paper's), drawn as a black line across its bar.
+    Bars { bars: Vec<(String, f64)>, reference: Option<Reference> },
     /// One horizontal bar per (label, value), the first at the top: for long labels
     /// (the panel's x label describes the values, its y label the bars).
     HBars(Vec<(String, f64)>),
@@ -39,6 +40,24 @@ pub enum PanelKind {
     Cdf(Vec<(String, Vec<(f64, f64)>)>),
     /// Nothing: an empty slot of the figure's grid.
     Blank,
+}
+
+/// Values drawn over bars, one per bar where known, and their name in the panel's key.
+#[derive(Clone, Debug)]
+pub struct Reference {
+    pub name: String,
+    pub values: Vec<Option<f64>>,
+}
+
+impl Reference {
+    /// `None` when no bar has a value to compare with.
+    pub fn of(name: &str, values: Vec<Option<f64>>) -> Option<Reference> {
+        values.iter().any(Option::is_some).then(|| Reference { name: name.to_owned(), values })
+    }
+
+    fn known(&self) -> impl Iterator<Item = (usize, f64)> + '_ {
+        self.values.iter().enumerate().filter_map(|(i, v)| Some((i, (*v)?)))
+    }
 }
 
 /// One panel of a figure.
@@ -203,14 +222,17 @@ type Err<DB> = DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>;
 
 fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, plotters::coord::Shift>, p: &Panel) -> Result<(), Err<DB>> {
     let (xs, ys): (Vec<f64>, Vec<f64>) = match &p.kind {
-        PanelKind::Bars(b) => ((0..=b.len()).map(|i| i as f64).collect(), b.iter().map(|(_, v)| *v).collect()),
+        PanelKind::Bars { bars, reference } => {
+            let refs = reference.iter().flat_map(|r| r.known().map(|(_, v)| v));
+            ((0..=bars.len()).map(|i| i as f64).collect(), bars.iter().map(|(_, v)| *v).chain(refs).collect())
+        }
         PanelKind::HBars(b) => (b.iter().map(|(_, v)| *v).collect(), (0..=b.len()).map(|i| i as f64).collect()),
         PanelKind::Points(s) => s.iter().flat_map(|(_, pts)| pts.iter().map(|(x, y, _)| (*x, *y))).unzip(),
         PanelKind::Lines(s) | PanelKind::Cdf(s) => s.iter().flat_map(|(_, pts)| pts.iter().copied()).unzip(),
         PanelKind::Blank => (Vec::new(), Vec::new()),
     };
     let (mut x0, mut x1) = match &p.kind {
-        PanelKind::Bars(b) => (0.0, b.len().max(1) as f64),
+        PanelKind::Bars { bars, .. } => (0.0, bars.len().max(1) as f64),
         _ => bounds(xs.iter().copied(), p.log_x),
     };
     let (mut y0, mut y1) = match &p.kind {
@@ -231,8 +253,14 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, plotters::coord::Shift>
         let plot_px = (area.dim_in_pixel().0 as f64 - 64.0 - 24.0).max(100.0);
         x1 = widen_for_labels(series, (x0, x1, p.log_x), (y0, y1, p.log_y), plot_px);
     }
-    if matches!(p.kind, PanelKind::Bars(_)) && !p.log_y {
+    if matches!(p.kind, PanelKind::Bars { .. }) && !p.log_y {
         y0 = 0.0;
+    }
+    if let PanelKind::Bars { reference: Some(_), .. } = &p.kind {
+        // headroom for the key in the upper right (one row), so that it hides no bar
+        let plot_px = (area.dim_in_pixel().1 as f64 - 100.0).max(100.0);
+        let key_share = (36.0 / plot_px).min(0.5);
+        y1 = if p.log_y { y0 * (y1 / y0).powf(1.0 / (1.0 - key_share)) } else { y0 + (y1 - y0) / (1.0 - key_share) };
     }
     if matches!(p.kind, PanelKind::HBars(_)) && !p.log_x {
         x0 = 0.0;
@@ -257,7 +285,7 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, plotters::coord::Shift>
                 // a log axis draws a light line per sub-decade step: too dense to read
                 mesh.light_line_style(TRANSPARENT);
             }
-            if let PanelKind::Bars(b) = &p.kind {
+            if let PanelKind::Bars { bars: b, .. } = &p.kind {
                 let fmt = category_names(b.iter().map(|(n, _)| n.clone()).collect());
                 mesh.x_labels(names_len(b) * 2 + 1).x_label_formatter(&fmt).disable_x_mesh();
                 mesh.draw()?;
@@ -357,16 +385,29 @@ where
 {
     let plot_px = f64::from(chart.plotting_area().dim_in_pixel().0.max(1));
     match &p.kind {
-        PanelKind::Bars(bars) => {
-            let floor = if p.log_y {
-                bars.iter().map(|(_, v)| *v).filter(|v| *v > 0.0).fold(f64::INFINITY, f64::min) / 1.5
-            } else {
-                0.0
-            };
+        PanelKind::Bars { bars, reference } => {
+            let floor = if p.log_y { y0 } else { 0.0 };
             chart.draw_series(bars.iter().enumerate().map(|(i, (_, v))| {
                 let c = PALETTE[i % PALETTE.len()];
                 Rectangle::new([(i as f64 + 0.15, floor), (i as f64 + 0.85, v.max(floor))], c.filled())
             }))?;
+            if let Some(r) = reference {
+                let line = BLACK.stroke_width(3);
+                chart
+                    .draw_series(
+                        r.known()
+                            .map(|(i, v)| PathElement::new(vec![(i as f64 + 0.05, v), (i as f64 + 0.95, v)], line)),
+                    )?
+                    .label(r.name.as_str())
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], line));
+                chart
+                    .configure_series_labels()
+                    .position(SeriesLabelPosition::UpperRight)
+                    .label_font((FONT, 12))
+                    .border_style(BLACK)
+                    .background_style(WHITE.mix(0.8))
+                    .draw()?;
+            }
         }
         PanelKind::HBars(bars) => {
             let n = bars.len();
@@ -499,7 +540,10 @@ mod tests {
                     y_label: "p99.9 (us)".into(),
                     log_x: false,
                     log_y: true,
-                    kind: PanelKind::Bars(vec![("none".into(), 3000.0), ("K2-1".into(), 200.0)]),
+                    kind: PanelKind::Bars {
+                        bars: vec![("none".into(), 3000.0), ("K2-1".into(), 200.0), ("K2-2".into(), 190.0)],
+                        reference: Reference::of("paper", vec![Some(3251.0), None, Some(197.0)]),
+                    },
                 },
                 Panel {
                     title: "points".into(),
@@ -534,6 +578,7 @@ mod tests {
         assert!(std::fs::metadata(dir.join("fig.png")).unwrap().len() > 1000);
         let svg = std::fs::read_to_string(dir.join("fig.svg")).unwrap();
         assert!(svg.contains("p99.9 (us)"));
+        assert!(svg.contains("\npaper\n"), "the key names the reference values");
         assert!(svg.contains("k2-adaptive:target_p999=300us"), "a horizontal bar's name is written whole");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -1,8 +1,8 @@
 //! A reproduction's outputs: the console table, `results.json`, `report.md` and plots.
 
-use super::manifest::State;
+use super::manifest::{Manifest, State, Variant};
 use super::{Options, Outcome, Verdict};
-use nvsched_report::plots::{Figure, Panel, PanelKind};
+use nvsched_report::plots::{Figure, Panel, PanelKind, Reference};
 use serde_json::{json, Value};
 use std::fmt::Write;
 use std::path::Path;
@@ -170,6 +170,26 @@ fn short(policy: &str) -> String {
     }
 }
 
+/// A metric's bar per policy of a variant in a drive state, and the paper's values for
+/// them where the manifest gives any.
+fn bars_with_paper(
+    m: &Manifest,
+    cell: &dyn Fn(&str, &str, &str, &str) -> Option<f64>,
+    v: &Variant,
+    state: &str,
+    metric: &str,
+) -> (Vec<(String, f64)>, Option<Reference>) {
+    let (bars, paper): (Vec<_>, Vec<_>) = m
+        .policies_of(v)
+        .iter()
+        .filter_map(|p| {
+            let value = cell(&v.name, state, p, metric)?;
+            Some(((short(p), value), m.paper_value(&format!("{}/{state}/{p}/{metric}", v.name))))
+        })
+        .unzip();
+    (bars, Reference::of("paper", paper))
+}
+
 fn plots(o: &Outcome, out: &std::path::Path) -> Result<Vec<String>, String> {
     let m = &o.manifest;
     let mut names = Vec::new();
@@ -183,18 +203,14 @@ fn plots(o: &Outcome, out: &std::path::Path) -> Result<Vec<String>, String> {
                 [("rt_p999_us", "RT p99.9 latency (us)", true), ("total_bw_mbps", "total bandwidth (MB/s)", false)]
             {
                 for v in &m.variants {
-                    let bars = m
-                        .policies_of(v)
-                        .iter()
-                        .filter_map(|p| Some((short(p), cell(&v.name, &st.name, p, metric)?)))
-                        .collect();
+                    let (bars, reference) = bars_with_paper(m, &cell, v, &st.name, metric);
                     panels.push(Panel {
                         title: format!("{} ({})", v.name, st.name),
                         x_label: "policy".into(),
                         y_label: label.into(),
                         log_x: false,
                         log_y: log,
-                        kind: PanelKind::Bars(bars),
+                        kind: PanelKind::Bars { bars, reference },
                     });
                 }
             }
@@ -293,18 +309,14 @@ fn plots(o: &Outcome, out: &std::path::Path) -> Result<Vec<String>, String> {
                     m.variants
                         .iter()
                         .filter_map(|v| {
-                            let bars: Vec<(String, f64)> = m
-                                .policies_of(v)
-                                .iter()
-                                .filter_map(|p| Some((short(p), cell(&v.name, &st.name, p, metric)?)))
-                                .collect();
+                            let (bars, reference) = bars_with_paper(m, &cell, v, &st.name, metric);
                             bars.iter().any(|(_, v)| *v != 0.0).then(|| Panel {
                                 title: format!("{} ({})", v.name, st.name),
                                 x_label: "policy".into(),
                                 y_label: (*label).into(),
                                 log_x: false,
                                 log_y: false,
-                                kind: PanelKind::Bars(bars),
+                                kind: PanelKind::Bars { bars, reference },
                             })
                         })
                         .collect()
