@@ -2,7 +2,7 @@
 
 use super::manifest::{Manifest, State, Variant};
 use super::{Options, Outcome, Verdict};
-use nvsched_report::plots::{Figure, Panel, PanelKind, Reference};
+use nvsched_report::plots::{Figure, LabelledPoint, Panel, PanelKind, Reference};
 use serde_json::{json, Value};
 use std::fmt::Write;
 use std::path::Path;
@@ -231,24 +231,26 @@ fn plots(o: &Outcome, out: &std::path::Path) -> Result<Vec<String>, String> {
                 .variants
                 .iter()
                 .map(|v| {
-                    let pts = m
-                        .policies_of(v)
-                        .iter()
-                        .filter_map(|p| {
-                            Some((
-                                cell(&v.name, &st.name, p, "total_bw_mbps")?,
-                                cell(&v.name, &st.name, p, "rt_p999_us")?,
-                                short(p),
-                            ))
-                        })
-                        .collect();
+                    // nvsched's points, and the paper's where it gives both numbers
+                    let points = |value: &dyn Fn(&str, &str) -> Option<f64>| -> Vec<LabelledPoint> {
+                        m.policies_of(v)
+                            .iter()
+                            .filter_map(|p| Some((value(p, "total_bw_mbps")?, value(p, "rt_p999_us")?, short(p))))
+                            .collect()
+                    };
+                    let ours = points(&|p, metric| cell(&v.name, &st.name, p, metric));
+                    let paper = points(&|p, metric| m.paper_value(&format!("{}/{}/{p}/{metric}", v.name, st.name)));
+                    let mut series = vec![("nvsched".to_owned(), ours)];
+                    if !paper.is_empty() {
+                        series.push(("paper".to_owned(), paper));
+                    }
                     Panel {
                         title: format!("{} ({})", v.name, st.name),
                         x_label: "total bandwidth (MB/s)".into(),
                         y_label: "RT p99.9 (us)".into(),
                         log_x: false,
                         log_y: true,
-                        kind: PanelKind::Points(vec![("policy".into(), pts)]),
+                        kind: PanelKind::Points(series),
                     }
                 })
                 .collect();
