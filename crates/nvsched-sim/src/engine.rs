@@ -426,7 +426,9 @@ impl<'o> Simulation<'o> {
         for (k, job) in jobs.iter().enumerate() {
             clones_of[job.job_index].push(k as u32);
         }
-        let queue_depth = input.device.queue_depth().max(1);
+        let mut device = input.device;
+        device.lay_out(&laid_out_files(&files, &jobs));
+        let queue_depth = device.queue_depth().max(1);
         let buffered = jobs.iter().any(|j| j.buffered).then(|| {
             let mut cache = PageCache::new(&input.host.page_cache);
             cache.set_unwritten_files(&unwritten_files(&files, &jobs));
@@ -464,7 +466,7 @@ impl<'o> Simulation<'o> {
             free: Vec::new(),
             sched: input.scheduler,
             cost: input.host_cost,
-            device: input.device,
+            device,
             host: input.host,
             queue_depth,
             tags_used: 0,
@@ -1555,6 +1557,23 @@ impl<'o> Simulation<'o> {
 /// job on them writes through the page cache, and none has fio write the file out first
 /// (`JobSpec::lays_out_data`). A direct job's writes pass the cache by, so a file one uses
 /// is taken to hold data.
+/// The regular files fio writes out before the jobs start (`JobSpec::lays_out_data`: a
+/// job on the file reads, or overwrites with `overwrite=1`), so that they hold data on
+/// the drive; the others it only allocates.
+fn laid_out_files(files: &[PlacedFile], jobs: &[JobSlot]) -> Vec<(u64, u64)> {
+    let laid_out: BTreeSet<(u64, u64)> = jobs
+        .iter()
+        .filter(|job| job.driver.spec.lays_out_data())
+        .flat_map(|job| job.file_ranges.iter().copied())
+        .collect();
+    files
+        .iter()
+        .filter(|f| !layout::is_device_path(&f.name))
+        .map(|f| (f.start, f.len))
+        .filter(|range| laid_out.contains(range))
+        .collect()
+}
+
 fn unwritten_files(files: &[PlacedFile], jobs: &[JobSlot]) -> Vec<(u64, u64)> {
     let mut unwritten: BTreeMap<(u64, u64), bool> = BTreeMap::new();
     for job in jobs {

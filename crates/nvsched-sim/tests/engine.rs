@@ -553,3 +553,32 @@ fn end_fsync_waits_between_passes_and_stays_out_of_the_depths_as_in_fio() {
     assert_eq!(s.depth_levels, [3, 12, 0, 0, 0, 0, 0]);
     assert_eq!(s.uncounted, 3, "one flush per pass");
 }
+
+#[test]
+fn fio_lays_out_the_files_of_jobs_that_read_so_their_reads_sense_the_flash() {
+    // a clean 970 EVO Plus: fio writes a new file out before a job that reads it starts,
+    // so its reads find data; a write-only job's file is only allocated, and a read of
+    // the bare device finds nothing written
+    let p = nvsched_ssd::load_profile("970evoplus-250g", &[]).unwrap();
+    let run_on = |job: &str| {
+        let text = format!("[a]\ndirect=1\nbs=4k\nsize=64m\nnumber_ios=200\n{job}\n");
+        run_with(&text, "none", &p, 1, &mut NoObserver)
+    };
+    let unmapped = |out: &SimOutcome| out.device.extra("unmapped_reads").unwrap();
+    let mapped_bytes = |out: &SimOutcome| {
+        (out.device.extra("mapped_fraction").unwrap() * p.capacity_bytes as f64 / 4096.0).round() as u64 * 4096
+    };
+    let file = run_on("rw=randread");
+    assert_eq!(unmapped(&file), 0.0);
+    assert_eq!(mapped_bytes(&file), 64 << 20, "the whole file holds data");
+    let mean_us = file.clones[0].stats.dirs[0].clat.mean() / 1e3;
+    assert!(mean_us > 40.0, "a read senses the flash: {mean_us} us");
+    assert_eq!(file.device.host_pages_written, 0, "laying out is not part of the run");
+    let overwrite = run_on("rw=randwrite\noverwrite=1");
+    assert_eq!(mapped_bytes(&overwrite), 64 << 20);
+    let allocated = run_on("rw=randwrite");
+    assert_eq!(mapped_bytes(&allocated), allocated.device.host_pages_written * 4096, "only what the job wrote");
+    let device = run_on("rw=randread\nfilename=/dev/nvme0n1");
+    assert_eq!(unmapped(&device), 200.0);
+    assert_eq!(mapped_bytes(&device), 0);
+}

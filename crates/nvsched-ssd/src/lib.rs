@@ -38,6 +38,10 @@ pub trait Device: Send {
     /// it, never its results.
     #[inline]
     fn prefetch(&self, _offset_bytes: u64) {}
+    /// Before the run: the byte ranges `(start, len)` that hold no data yet get it, as a
+    /// sequential write leaves them (fio laying out its files before the jobs start);
+    /// the counters stay at zero. A model without a mapping has nothing to do.
+    fn lay_out(&mut self, _ranges_bytes: &[(u64, u64)]) {}
     /// Commands the device accepts at once (NVMe submission queue depth, SATA NCQ 32).
     fn queue_depth(&self) -> u32;
     fn capacity_bytes(&self) -> u64;

@@ -289,6 +289,40 @@ fn partial_precondition_equals_a_sequential_fill_through_the_device() {
 }
 
 #[test]
+fn laying_out_a_range_gives_its_empty_pages_data_and_keeps_what_is_written() {
+    let mut cfg = small_config();
+    cfg.precondition = "partial:0.25".into();
+    let mut dev = device(cfg.clone(), 0.15);
+    let untouched = device(cfg.clone(), 0.15);
+    let quarter = u64::from(dev.geometry().user_lpns / 4);
+    // a range from inside the written quarter to past it, its last page covered in part
+    let (first, end) = (quarter - 100, quarter + 1000);
+    dev.lay_out(&[(first * LPN_BYTES, (end - first) * LPN_BYTES - 100)]);
+    for lpn in 0..quarter as u32 {
+        assert_eq!(dev.ftl().lookup(lpn), untouched.ftl().lookup(lpn), "lpn {lpn} keeps its data where it was");
+    }
+    assert_eq!(dev.ftl().mapped_lpns(), end, "the pages up to the range's end, the partly covered one too");
+    assert_eq!(dev.ftl().lookup(end as u32), Lookup::Unmapped);
+    dev.ftl().check_consistency().unwrap();
+    // laying out is not part of the run: its counters start at zero
+    let c = dev.counters(Nanos::ZERO);
+    assert_eq!((c.host_pages_written, c.nand_pages_written, c.gc_runs), (0, 0, 0));
+    // a read of a laid-out page senses the flash (50 us); one past the range does not
+    let t = dev.submit(&cmd(Op::Read, quarter + 500, 1, false), Nanos::ZERO);
+    assert!(t >= Nanos::from_us(50), "{t:?}");
+    let t2 = dev.submit(&cmd(Op::Read, end + 10, 1, false), t);
+    assert!(t2 - t < Nanos::from_us(20), "{:?}", t2 - t);
+    // on a clean drive, laying out the first quarter leaves what the partial state does
+    let partial = untouched;
+    cfg.precondition = "clean".into();
+    let mut laid = device(cfg, 0.15);
+    laid.lay_out(&[(0, quarter * LPN_BYTES)]);
+    for lpn in 0..quarter as u32 {
+        assert_eq!(laid.ftl().lookup(lpn), partial.ftl().lookup(lpn), "lpn {lpn}");
+    }
+}
+
+#[test]
 fn trim_saves_gc_copies() {
     let cfg = small_config();
     let geo = Geometry::new(&cfg, capacity_for(&cfg, 0.10)).unwrap();

@@ -1755,7 +1755,9 @@ impl JobDriver {
             return None;
         }
         r.mark[d] = Some((now, bytes, ios));
-        let per_s = |n: u64| (u128::from(n) * 1_000_000_000 / u128::from(spent.0.max(1))) as u64;
+        // as fio: per whole millisecond spent (truncated), and no rate in none
+        let spent_ms = spent.0 / 1_000_000;
+        let per_s = |n: u64| if spent_ms == 0 { 0 } else { (u128::from(n) * 1000 / u128::from(spent_ms)) as u64 };
         if min_bps > 0 {
             let rate = per_s(bytes - bytes_then);
             (rate < min_bps).then(|| format!("rate_min={min_bps}B/s not met, got {rate}B/s"))

@@ -2339,7 +2339,7 @@ pub static OPTIONS: &[OptionDef] = &[
         "overwrite",
         [],
         Some("1"),
-        "1: a job that only writes finds its new file laid out with data, as one that reads does; 0 (fio's default): it finds the file without data (fio only allocates it), so in the simulated page cache a buffered write of part of a page it has not written does not read the page; nvsched's real-device engine lays out new files in full either way",
+        "1: a job that only writes finds its new file laid out with data, as one that reads does (in simulation its pages hold data on the drive); 0 (fio's default): it finds the file without data (fio only allocates it), so the drive holds nothing there until written, and in the simulated page cache a buffered write of part of a page it has not written does not read the page; nvsched's real-device engine lays out new files in full either way",
         |j, v| {
             j.overwrite = parse_bool(v)?;
             Ok(())

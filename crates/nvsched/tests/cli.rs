@@ -825,7 +825,14 @@ fn steady_state_ends_a_job_once_its_iops_hold() {
 #[test]
 fn rate_min_fails_a_job_that_is_too_slow_as_fio_does() {
     let text = "[a]\nioengine=io_uring\nsize=1g\nrw=randread\ntime_based\nruntime=6\nrate_iops=100\nrate_min=1m\n";
-    let out = nvsched(&["run", temp_job("rate-min.fio", text).to_str().unwrap(), "--output-format=json", "-q"]);
+    // a device with fixed service times, as fio's null engine has
+    let out = nvsched(&[
+        "run",
+        temp_job("rate-min.fio", text).to_str().unwrap(),
+        "--device=simple-nvme",
+        "--output-format=json",
+        "-q",
+    ]);
     assert_eq!(out.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("job 'a': rate_min=1048576B/s not met, got 409600B/s: err=5 (check_min_rate)"), "{stderr}");

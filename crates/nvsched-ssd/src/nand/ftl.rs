@@ -531,20 +531,31 @@ impl Ftl {
         (work, cursor)
     }
 
-    /// Sequential fill of the first `fraction` of the logical space, striped over the dies
-    /// one native program unit at a time, as a host writing sequentially (with the SLC
-    /// cache folded afterwards) leaves it.
+    /// Sequential fill of the first `fraction` of the logical space (see `fill_sequential`).
     pub fn precondition_sequential(&mut self, fraction: f64) {
         let n = ((f64::from(self.geo.user_lpns) * fraction.clamp(0.0, 1.0)) as u64).min(u64::from(self.geo.user_lpns));
-        let unit = u64::from(self.geo.unit_slots);
-        let mut lpn = 0u64;
-        while lpn < n {
-            let die = self.next_host_die();
-            let end = (lpn + unit).min(n);
-            for l in lpn..end {
-                self.write(l as u32, die, Stream::Host);
+        self.fill_sequential(std::iter::once(0..n));
+    }
+
+    /// Writes the logical pages of `lpns` that hold no data, in order, striped over the
+    /// dies one native program unit at a time, as a host writing them sequentially (with
+    /// the SLC cache folded afterwards) leaves them. Pages that hold data keep it, so
+    /// nothing becomes invalid. Pages past the logical space are left out.
+    pub fn fill_sequential(&mut self, lpns: impl IntoIterator<Item = std::ops::Range<u64>>) {
+        let unit = self.geo.unit_slots;
+        let (mut die, mut in_unit) = (0, 0);
+        for range in lpns {
+            for lpn in range.start..range.end.min(u64::from(self.geo.user_lpns)) {
+                let lpn = lpn as u32;
+                if self.l2p[lpn as usize] != UNMAPPED {
+                    continue;
+                }
+                if in_unit == 0 {
+                    die = self.next_host_die();
+                }
+                self.write(lpn, die, Stream::Host);
+                in_unit = (in_unit + 1) % unit;
             }
-            lpn = end;
         }
     }
 

@@ -755,6 +755,15 @@ impl NandDevice {
 }
 
 impl Device for NandDevice {
+    fn lay_out(&mut self, ranges_bytes: &[(u64, u64)]) {
+        // a page the range covers any byte of holds data (the file system writes whole blocks)
+        let lpns =
+            ranges_bytes.iter().map(|&(start, len)| start / LPN_BYTES..start.saturating_add(len).div_ceil(LPN_BYTES));
+        self.ftl.fill_sequential(lpns);
+        self.ftl.counters = ftl::FtlCounters::default();
+        self.counters.min_free_blocks = (0..self.geo.dies).map(|d| self.ftl.free_blocks(d)).min().unwrap_or(0);
+    }
+
     fn submit(&mut self, cmd: &Command, now: Nanos) -> Nanos {
         // no channel or link booking starts before this arrival
         self.arrival = now;
