@@ -426,12 +426,13 @@ impl<'o> Simulation<'o> {
         for (k, job) in jobs.iter().enumerate() {
             clones_of[job.job_index].push(k as u32);
         }
+        let data_at_start = layout::data_at_start(input.jobs, &files, capacity);
         let mut device = input.device;
-        device.lay_out(&laid_out_files(&files, &jobs));
+        device.lay_out(&laid_out_files(&files, &data_at_start));
         let queue_depth = device.queue_depth().max(1);
         let buffered = jobs.iter().any(|j| j.buffered).then(|| {
             let mut cache = PageCache::new(&input.host.page_cache);
-            cache.set_unwritten_files(&unwritten_files(&files, &jobs));
+            cache.set_unwritten_files(&unwritten_files(&files, &data_at_start, &jobs));
             let files: Vec<(u64, u64)> =
                 jobs.iter().filter(|j| j.buffered).flat_map(|j| j.file_ranges.iter().copied()).collect();
             cache.set_files(&files);
@@ -1557,36 +1558,23 @@ impl<'o> Simulation<'o> {
 /// job on them writes through the page cache, and none has fio write the file out first
 /// (`JobSpec::lays_out_data`). A direct job's writes pass the cache by, so a file one uses
 /// is taken to hold data.
-/// The regular files fio writes out before the jobs start (`JobSpec::lays_out_data`: a
-/// job on the file reads, or overwrites with `overwrite=1`), so that they hold data on
-/// the drive; the others it only allocates.
-fn laid_out_files(files: &[PlacedFile], jobs: &[JobSlot]) -> Vec<(u64, u64)> {
-    let laid_out: BTreeSet<(u64, u64)> = jobs
-        .iter()
-        .filter(|job| job.driver.spec.lays_out_data())
-        .flat_map(|job| job.file_ranges.iter().copied())
-        .collect();
-    files
-        .iter()
-        .filter(|f| !layout::is_device_path(&f.name))
-        .map(|f| (f.start, f.len))
-        .filter(|range| laid_out.contains(range))
-        .collect()
+/// The byte ranges of the files that hold data when the jobs start (`layout::data_at_start`).
+fn laid_out_files(files: &[PlacedFile], data_at_start: &[Option<u64>]) -> Vec<(u64, u64)> {
+    files.iter().zip(data_at_start).filter_map(|(f, bytes)| Some((f.start, (*bytes)?))).collect()
 }
 
-fn unwritten_files(files: &[PlacedFile], jobs: &[JobSlot]) -> Vec<(u64, u64)> {
-    let mut unwritten: BTreeMap<(u64, u64), bool> = BTreeMap::new();
-    for job in jobs {
-        let without_data = job.buffered && !job.driver.spec.lays_out_data();
-        for &range in &job.file_ranges {
-            *unwritten.entry(range).or_insert(true) &= without_data;
-        }
-    }
+/// The regular files that hold no data when the jobs start (`layout::data_at_start`), for
+/// the page cache, which then need not read a page it writes in part. A direct job's
+/// writes pass the cache by, so a file one uses is taken to hold data.
+fn unwritten_files(files: &[PlacedFile], data_at_start: &[Option<u64>], jobs: &[JobSlot]) -> Vec<(u64, u64)> {
+    let past_the_cache: BTreeSet<(u64, u64)> =
+        jobs.iter().filter(|j| !j.buffered).flat_map(|j| j.file_ranges.iter().copied()).collect();
     files
         .iter()
-        .filter(|f| !layout::is_device_path(&f.name))
-        .map(|f| (f.start, f.len))
-        .filter(|range| unwritten.get(range) == Some(&true))
+        .zip(data_at_start)
+        .filter(|(f, bytes)| bytes.is_none() && !layout::is_device_path(&f.name))
+        .map(|(f, _)| (f.start, f.len))
+        .filter(|range| !past_the_cache.contains(range))
         .collect()
 }
 

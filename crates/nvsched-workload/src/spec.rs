@@ -433,6 +433,9 @@ pub struct JobSpec {
     /// `overwrite`: fio writes a new file out in full before a job that only writes
     /// (without it, and for a job that reads either way, see `lays_out_data`).
     pub overwrite: bool,
+    /// `fallocate` gives a new file its size when fio only allocates it (any mode but
+    /// `none`, `0` and `keep`, which leave it empty, so the next job on it extends it).
+    pub fallocate_sizes_file: bool,
     /// `fill_device` (`fill_fs`): the job writes until its file system (or device) is
     /// full, an ENOSPC that ends the job without an error. Without a size, its file
     /// takes the free space: on a real file system what `statvfs` says is free, in
@@ -726,6 +729,7 @@ impl JobSpec {
             create_only: false,
             file_append: false,
             overwrite: false,
+            fallocate_sizes_file: true,
             verify_format: VerifyFormat::default(),
             fill_device: false,
             write_hint: None,
@@ -878,7 +882,8 @@ impl JobSpec {
     /// extend_file); not for one that only writes, whose file is only allocated and so
     /// holds no data yet.
     pub fn lays_out_data(&self) -> bool {
-        self.active_ops().any(|op| op == Op::Read) || (self.overwrite && !self.file_append)
+        let ops = || self.active_ops();
+        ops().any(|op| op == Op::Read) || (self.overwrite && !self.file_append && ops().any(|op| op == Op::Write))
     }
 
     /// Whether the job writes data (a safety question on real devices).
@@ -2331,8 +2336,12 @@ pub static OPTIONS: &[OptionDef] = &[
         "fallocate",
         [],
         None,
-        "none, native, posix, keep or truncate (or 0/1): accepted; nvsched lays out a new file by writing it in full with pseudo-random data",
-        |_, v| one_of(v, &["none", "native", "posix", "keep", "truncate", "0", "1"])
+        "none, native, posix, keep or truncate (or 0/1): real devices: accepted, nvsched lays out a new file by writing it in full with pseudo-random data; simulation: a file a job only allocates has its full size, or none with none, 0 or keep, so the next job on it writes it out if that job reads",
+        |j, v| {
+            one_of(v, &["none", "native", "posix", "keep", "truncate", "0", "1"])?;
+            j.fallocate_sizes_file = !["none", "0", "keep"].contains(&v);
+            Ok(())
+        }
     ),
     opt!("create_serialize", [], Some("1"), "accepted: nvsched lays out its files one after another before any job starts", accept_bool),
     opt!(

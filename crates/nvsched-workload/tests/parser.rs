@@ -361,13 +361,21 @@ fn overhead_and_layout_options_are_accepted_without_effect() {
     assert_eq!(with.job_options.len(), 32);
     assert!(with.thread, "thread only changes the normal output's 'Starting' line");
     with.thread = false;
-    // overwrite says whether fio writes a new file out first, which the simulated page
-    // cache asks (its test)
+    // overwrite says whether fio writes a new file out first, which the simulated drive
+    // and page cache ask (their tests)
     assert!(with.overwrite && !job("").overwrite);
     assert!(job("rw=write\noverwrite=1").lays_out_data() && !job("rw=write").lays_out_data());
     assert!(job("rw=randrw").lays_out_data() && job("").lays_out_data(), "a job that reads (fio's default)");
     assert!(!job("rw=write\noverwrite=1\nfile_append=1\nsize=1m").lays_out_data(), "appends");
+    assert!(!job("rw=trim\noverwrite=1").lays_out_data(), "trims are not writes");
     with.overwrite = false;
+    // so does fallocate, through whether a file a job only allocates has its size
+    // (the simulated layout's test)
+    assert!(
+        !with.fallocate_sizes_file && job("fallocate=truncate").fallocate_sizes_file && job("").fallocate_sizes_file
+    );
+    assert!(!job("fallocate=keep").fallocate_sizes_file && !job("fallocate=0").fallocate_sizes_file);
+    with.fallocate_sizes_file = true;
     with.job_options.clear();
     with.option_lines.clear();
     let mut without = without;
