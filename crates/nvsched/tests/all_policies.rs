@@ -179,7 +179,11 @@ fn simulate(text: &str, sched: &str, device: &str, page_cache: bool) -> (Ledger,
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 32, ..ProptestConfig::default() })]
+    // 32 cases in the suite; PROPTEST_CASES=N for a longer soak
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(32),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn every_policy_completes_each_request_exactly_once(

@@ -1386,3 +1386,26 @@ fn the_run_summary_says_what_the_page_cache_did() {
     let out = nvsched(&["run", job, "--device", "simple-nvme"]);
     assert!(out.status.success() && !String::from_utf8(out.stdout).unwrap().contains("page cache:"));
 }
+
+/// Reads of what the drive never had written return at once: the summary says so when
+/// they are a notable share, and the files fio writes out first are not among them.
+#[test]
+fn the_summary_notes_reads_of_pages_that_hold_no_data() {
+    let job = |target: &str| {
+        temp_job(
+            &format!("nodata-{}.fio", target.len()),
+            &format!("[a]\nrw=randread\nbs=4k\n{target}\nnumber_ios=500\nioengine=io_uring\ndirect=1\n"),
+        )
+    };
+    let summary = |job: &Path, extra: &[&str]| {
+        let out = nvsched(&[&["run", job.to_str().unwrap()], extra].concat());
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let device = job("filename=/dev/nvme0n1");
+    let text = summary(&device, &[]);
+    assert!(text.contains("note: 100% of the pages read (500 of 500) hold no data on the drive"), "{text}");
+    assert!(!summary(&device, &["--precondition", "full"]).contains("hold no data"));
+    // a new file a job reads is written out before the run, as fio does
+    assert!(!summary(&job("size=64m"), &[]).contains("hold no data"));
+}
