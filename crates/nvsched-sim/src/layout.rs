@@ -104,30 +104,16 @@ pub fn place(jobs: &[JobSpec], capacity: u64) -> Result<(Vec<PlacedFile>, Vec<Ve
     Ok((files, regions))
 }
 
-/// How many bytes from its start each of `files` holds data when the jobs start (`None`:
-/// none; a device is not set up, and holds what the drive's state gives it). fio sets
-/// the files up one job after another, in job order, before any job starts
-/// (`create_serialize`): a job that needs more of a file than it has makes it anew. One
-/// that reads, or writes with `overwrite=1` (`JobSpec::lays_out_data`), writes it out;
-/// any other only allocates it, without data, at the size it needs, or at none with
-/// `fallocate=none` or `keep`, so that the next job on it makes it again.
+/// How many bytes from its start each of `files` holds data when the jobs start, as fio
+/// sets new files up (`nvsched_workload::file_setup`); `None`: none, and for a device,
+/// which is not set up and holds what the drive's state gives it.
 pub fn data_at_start(jobs: &[JobSpec], files: &[PlacedFile], capacity: u64) -> Vec<Option<u64>> {
-    // per file: its size and whether it holds data
-    let mut made: Vec<(u64, bool)> = vec![(0, false); files.len()];
-    for spec in jobs {
-        for (clone, filenum) in spec.clone_files() {
-            let name = spec.file_name_of(clone, filenum);
-            let Some(k) = files.iter().position(|f| f.name == name && !is_device_path(&f.name)) else { continue };
-            let needed = spec.needed_file_bytes(clone, filenum, Some(capacity)).unwrap_or(files[k].len);
-            if needed > made[k].0 {
-                made[k] = match spec.lays_out_data() {
-                    true => (needed, true),
-                    false => (if spec.fallocate_sizes_file { needed } else { 0 }, false),
-                };
-            }
-        }
-    }
-    made.into_iter().map(|(size, data)| data.then_some(size)).collect()
+    let placed_len = |name: &str| files.iter().find(|f| f.name == name).map_or(0, |f| f.len);
+    let data = nvsched_workload::file_setup::data_at_start(jobs, |spec, clone, filenum| {
+        let name = spec.file_name_of(clone, filenum);
+        spec.needed_file_bytes(clone, filenum, Some(capacity)).unwrap_or_else(|| placed_len(&name))
+    });
+    files.iter().map(|f| data.iter().find(|(name, _)| *name == f.name).and_then(|(_, bytes)| *bytes)).collect()
 }
 
 #[cfg(test)]

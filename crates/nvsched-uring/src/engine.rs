@@ -353,6 +353,16 @@ pub fn run_with_status(
             w.name
         ));
     }
+    // a new file no job has fio write out first is only allocated (its jobs write it),
+    // unless --prefill asks for data everywhere
+    let new_file_data = nvsched_workload::file_setup::data_at_start(jobs, |spec, clone, filenum| {
+        spec.needed_file_bytes(clone, filenum, None).unwrap_or(0)
+    });
+    for w in wanted.iter_mut().filter(|w| w.fill == Fill::No && !opts.prefill) {
+        if new_file_data.iter().any(|(name, data)| *name == w.name && data.is_none()) {
+            w.fill = Fill::Allocate;
+        }
+    }
     let mut targets_open = Vec::new();
     for w in &wanted {
         // prefilling writes, so it is subject to the same safety rules as a writing job

@@ -73,7 +73,10 @@ fn block_device_size(file: &File) -> std::io::Result<u64> {
 /// How a target that a `fill_device` job works on is made.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Fill {
-    /// Not a fill target: laid out to `size` if nvsched creates it.
+    /// Not a fill target, and no job has fio write it out first (its jobs only write):
+    /// allocated to `size` without data if nvsched creates it, as fio does.
+    Allocate,
+    /// Not a fill target: laid out to `size` with data if nvsched creates it.
     No,
     /// Writes grow the file until the file system is full: a new file starts empty.
     Grow,
@@ -124,6 +127,7 @@ pub fn open(path: &Path, size: u64, writes: bool, safety: Safety, fill: Fill) ->
     };
     if created {
         match fill {
+            Fill::Allocate => allocate(path, size)?,
             Fill::No => layout(path, size)?,
             Fill::Grow => create_empty(path)?,
             Fill::LayOut => fill_up(path, size)?,
@@ -229,20 +233,47 @@ fn fill_up(path: &Path, size: u64) -> Result<(), String> {
 /// pseudo-random data so reads are not served from sparse holes. Refuses a size the file
 /// system has no room for, and removes the file again if filling it fails.
 pub fn layout(path: &Path, size: u64) -> Result<(), String> {
-    if let Some(free) = free_bytes(parent_dir(path)) {
-        if size > free {
-            return Err(format!(
-                "cannot lay out '{}': the jobs need {size} bytes but its file system has {free} free (set a smaller size)",
-                path.display()
-            ));
-        }
-    }
+    check_room(path, size, "lay out")?;
     let f = create_new(path)?;
     write_random(&f, path, size, false)
         .inspect_err(|_| {
             let _ = std::fs::remove_file(path);
         })
         .map(drop)
+}
+
+/// Creates a new file of `size` bytes without data, as fio allocates the file of a job
+/// that only writes (`fallocate`: the blocks are reserved, and read as zeros until
+/// written); a sparse file where the file system cannot allocate ahead.
+fn allocate(path: &Path, size: u64) -> Result<(), String> {
+    check_room(path, size, "allocate")?;
+    let f = create_new(path)?;
+    let len = libc::off_t::try_from(size).map_err(|_| format!("cannot allocate '{}': {size} bytes", path.display()))?;
+    // SAFETY: fallocate on an open descriptor; no memory is passed.
+    let result = if unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, len) } == 0 {
+        Ok(())
+    } else {
+        match std::io::Error::last_os_error() {
+            e if e.raw_os_error() == Some(libc::EOPNOTSUPP) => f.set_len(size),
+            e => Err(e),
+        }
+        .map_err(|e| format!("cannot allocate '{}': {e}", path.display()))
+    };
+    if result.is_err() {
+        let _ = std::fs::remove_file(path);
+    }
+    result
+}
+
+/// Refuses a new file of `size` bytes that its file system has no room for.
+fn check_room(path: &Path, size: u64, what: &str) -> Result<(), String> {
+    match free_bytes(parent_dir(path)) {
+        Some(free) if size > free => Err(format!(
+            "cannot {what} '{}': the jobs need {size} bytes but its file system has {free} free (set a smaller size)",
+            path.display()
+        )),
+        _ => Ok(()),
+    }
 }
 
 /// Extends the file at `path` from `len` to `size` bytes of random data.

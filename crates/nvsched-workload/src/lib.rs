@@ -6,6 +6,7 @@
 pub mod buffers;
 pub mod driver;
 pub mod errors;
+pub mod file_setup;
 pub mod filelock;
 pub mod flow;
 pub mod gen;

@@ -2336,7 +2336,7 @@ pub static OPTIONS: &[OptionDef] = &[
         "fallocate",
         [],
         None,
-        "none, native, posix, keep or truncate (or 0/1): real devices: accepted, nvsched lays out a new file by writing it in full with pseudo-random data; simulation: a file a job only allocates has its full size, or none with none, 0 or keep, so the next job on it writes it out if that job reads",
+        "none, native, posix, keep or truncate (or 0/1): a file a job only allocates has its full size, or none with none, 0 or keep, so the next job on it writes it out if that job reads (in simulation; on real devices nvsched allocates such a file with fallocate either way)",
         |j, v| {
             one_of(v, &["none", "native", "posix", "keep", "truncate", "0", "1"])?;
             j.fallocate_sizes_file = !["none", "0", "keep"].contains(&v);
@@ -2348,7 +2348,7 @@ pub static OPTIONS: &[OptionDef] = &[
         "overwrite",
         [],
         Some("1"),
-        "1: a job that only writes finds its new file laid out with data, as one that reads does (in simulation its pages hold data on the drive); 0 (fio's default): it finds the file without data (fio only allocates it), so the drive holds nothing there until written, and in the simulated page cache a buffered write of part of a page it has not written does not read the page; nvsched's real-device engine lays out new files in full either way",
+        "1: a job that only writes finds its new file laid out with data, as one that reads does; 0 (fio's default): it finds the file without data (fio only allocates it), so the simulated drive holds nothing there until written, a buffered write of part of a page it has not written does not read the page in the simulated page cache, and on real devices nvsched only allocates the file",
         |j, v| {
             j.overwrite = parse_bool(v)?;
             Ok(())

@@ -211,7 +211,8 @@ struct RunArgs {
     poll: bool,
     /// uring: overwrite existing files or devices with random data before the jobs start,
     /// so reads are not served from holes or unmapped blocks (needs --allow-destructive;
-    /// files nvsched creates are always laid out with random data).
+    /// the files nvsched creates get random data when a job reads them, as fio lays them
+    /// out, and with --prefill always).
     #[arg(long)]
     prefill: bool,
     /// uring: ring size (the most requests at the device at once).

@@ -1374,3 +1374,32 @@ fn laying_out_lines_follow_the_header_as_in_fio() {
     );
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// As fio, a new file gets data before the run only when a job on it reads (or writes
+/// with `overwrite=1`); one that jobs only write is allocated, and reads as zeros where
+/// they did not write. A reader after a writer (`stonewall`) reads what the writer wrote.
+#[test]
+fn a_new_file_is_written_out_only_for_a_job_that_reads_it() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let data = d.join("f.dat");
+    let contents = |jobs: &str| {
+        let _ = std::fs::remove_file(&data);
+        let text = format!("[global]\nfilename={}\nsize=1m\nbs=4k\ndirect=1\n{jobs}", data.display());
+        run_uring_json(&write_job(&d, "f.fio", &text), &["--keep-files"]);
+        let bytes = std::fs::read(&data).unwrap();
+        assert_eq!(bytes.len(), 1 << 20);
+        // blocks of 4 KiB: (first block all zeros, how many of the others are)
+        let zero = |b: &[u8]| b.iter().all(|&x| x == 0);
+        (zero(&bytes[..4096]), bytes[4096..].chunks(4096).filter(|b| zero(b)).count())
+    };
+    // one 4 KiB write at the start, random data, and nothing else
+    assert_eq!(contents("[w]\nrw=write\nnumber_ios=1\n"), (false, 255), "allocated, not written out");
+    assert_eq!(contents("[w]\nrw=write\nnumber_ios=1\noverwrite=1\n"), (false, 0));
+    assert_eq!(contents("[r]\nrw=randread\nnumber_ios=1\n"), (false, 0), "written out for the reader");
+    assert_eq!(contents("[w]\nrw=write\nnumber_ios=1\n[r]\nstonewall\nrw=read\nnumber_ios=1\n"), (false, 255));
+    assert_eq!(contents("[r]\nrw=read\nnumber_ios=1\n[w]\nstonewall\nrw=write\nnumber_ios=1\n"), (false, 0));
+    std::fs::remove_dir_all(&d).unwrap();
+}
