@@ -371,6 +371,25 @@ fn names_len(b: &[(String, f64)]) -> usize {
     b.len()
 }
 
+/// The panel's key in `corner`, on a white box the lines show through a little.
+fn draw_key<'a, DB, X, Y>(
+    chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
+    corner: SeriesLabelPosition,
+) -> Result<(), Err<DB>>
+where
+    DB: DrawingBackend + 'a,
+    X: Ranged<ValueType = f64>,
+    Y: Ranged<ValueType = f64>,
+{
+    chart
+        .configure_series_labels()
+        .position(corner)
+        .label_font((FONT, 12))
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.8))
+        .draw()
+}
+
 /// `x` and `y` are the axes' spans.
 fn draw_content<'a, DB, X, Y>(
     chart: &mut ChartContext<'a, DB, Cartesian2d<X, Y>>,
@@ -400,13 +419,7 @@ where
                     )?
                     .label(r.name.as_str())
                     .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], line));
-                chart
-                    .configure_series_labels()
-                    .position(SeriesLabelPosition::UpperRight)
-                    .label_font((FONT, 12))
-                    .border_style(BLACK)
-                    .background_style(WHITE.mix(0.8))
-                    .draw()?;
+                draw_key(chart, SeriesLabelPosition::UpperRight)?;
             }
         }
         PanelKind::HBars(bars) => {
@@ -433,13 +446,7 @@ where
                     .legend(move |(x, y)| Circle::new((x + 8, y), 4, c.filled()));
             }
             if series.len() > 1 {
-                chart
-                    .configure_series_labels()
-                    .position(SeriesLabelPosition::UpperLeft)
-                    .label_font((FONT, 12))
-                    .border_style(BLACK)
-                    .background_style(WHITE.mix(0.8))
-                    .draw()?;
+                draw_key(chart, SeriesLabelPosition::UpperLeft)?;
             }
         }
         PanelKind::Lines(series) | PanelKind::Cdf(series) => {
@@ -456,13 +463,7 @@ where
                 SeriesLabelPosition::UpperRight
             };
             if series.len() > 1 {
-                chart
-                    .configure_series_labels()
-                    .position(corner)
-                    .label_font((FONT, 12))
-                    .border_style(BLACK)
-                    .background_style(WHITE.mix(0.8))
-                    .draw()?;
+                draw_key(chart, corner)?;
             }
         }
         PanelKind::Blank => {}
