@@ -4,7 +4,7 @@
 
 use crate::events::{EventKind, EventQueue, Lane};
 use crate::layout::{self, PlacedFile};
-use crate::pagecache::{first_readahead_window, next_readahead_window, Chunk, PageCache, PAGE_BYTES};
+use crate::pagecache::{self, first_readahead_window, next_readahead_window, Chunk, PageCache, PAGE_BYTES};
 use nvsched_core::{IoPrio, LogClock, Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Request, RequestId, Scheduler};
 use nvsched_report::{CompletedIo, JobRecorder, JobStats};
@@ -119,6 +119,9 @@ pub struct EngineCounters {
     /// Pages a buffered write covered only in part that it filled with zeros instead,
     /// as they held no data yet (a file fio lays out without data).
     pub partial_pages_zeroed: u64,
+    /// Pages buffered reads found holding no data, which the cache filled with zeros
+    /// instead of reading them (pages of such a file that nothing wrote yet).
+    pub read_pages_zeroed: u64,
     /// Writeback requests and bytes, and buffered writes that waited for writeback
     /// (the dirty limit).
     pub writeback_requests: u64,
@@ -1163,6 +1166,13 @@ impl<'o> Simulation<'o> {
                 if b.cache.holds_or_reads(offset, u64::from(len)) {
                     b.waiting_reads.push(slot);
                     self.counters.cache_read_waits += 1;
+                    return false;
+                }
+                if b.cache.holds_no_data_in(offset, u64::from(len)) {
+                    // nothing to read: the pages are zeros, as Linux makes them
+                    b.cache.fill(offset, u64::from(len));
+                    self.counters.read_pages_zeroed += pagecache::pages(offset, u64::from(len)).count() as u64;
+                    self.events.push(submitted + copy, EventKind::CacheDone(slot));
                     return false;
                 }
                 self.counters.cache_read_misses += 1;

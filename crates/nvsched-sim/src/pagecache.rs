@@ -10,13 +10,13 @@ use std::collections::{BTreeMap, VecDeque};
 
 pub const PAGE_BYTES: u64 = 4096;
 
-/// Pages `[first, end)` covering a byte range.
 /// Whether page `p` lies whole inside the byte range.
 fn covers_whole_page(p: u64, offset_bytes: u64, len_bytes: u64) -> bool {
     p * PAGE_BYTES >= offset_bytes && (p + 1) * PAGE_BYTES <= offset_bytes + len_bytes
 }
 
-fn pages(offset_bytes: u64, len_bytes: u64) -> std::ops::Range<u64> {
+/// Pages `[first, end)` covering a byte range.
+pub(crate) fn pages(offset_bytes: u64, len_bytes: u64) -> std::ops::Range<u64> {
     offset_bytes / PAGE_BYTES..(offset_bytes + len_bytes).div_ceil(PAGE_BYTES)
 }
 
@@ -289,6 +289,12 @@ impl PageCache {
             let (word, bit) = f.bit(p);
             f.written[word] & bit == 0
         })
+    }
+
+    /// Whether no page of the range holds data (see `holds_no_data`): Linux reads such a
+    /// page as zeros, without I/O.
+    pub fn holds_no_data_in(&self, offset_bytes: u64, len_bytes: u64) -> bool {
+        !self.unwritten_files.is_empty() && pages(offset_bytes, len_bytes).all(|p| self.holds_no_data(p))
     }
 
     /// Page `p` has data (`true`) or none again (`false`, a trim), where that is tracked;

@@ -303,6 +303,23 @@ fn a_write_of_part_of_a_page_of_a_new_file_reads_nothing_unless_fio_lays_the_fil
 }
 
 #[test]
+fn a_buffered_read_of_pages_of_a_new_file_that_nothing_wrote_reads_zeros_without_io() {
+    // the writer comes first, so fio only allocates the file (the reader finds it made);
+    // the writer writes its first 64 KiB, and the reader then reads the whole 1 MiB
+    let text = "[global]\nfilename=f\ndirect=0\nbs=4k\nsize=1m\n\
+                [w]\nrw=write\nnumber_ios=16\n[r]\nstonewall\nrw=read\n";
+    let (out, log) = run_logged(text, &cached("67108864", &[]));
+    let device_reads = log.dispatched.iter().filter(|(_, r)| r.op == Op::Read).count();
+    assert_eq!((device_reads, out.engine.read_pages_zeroed), (0, 240), "{:?}", out.engine);
+    assert_eq!(out.clones[1].stats.dirs[0].total_ios, 256);
+    // written out first (the reader comes first): every page is read from the drive
+    let text = text.replace("[w]\nrw=write\nnumber_ios=16\n[r]\nstonewall\nrw=read\n", "[r]\nrw=read\n");
+    let (out, log) = run_logged(&text, &cached("67108864", &[]));
+    assert!(log.dispatched.iter().any(|(_, r)| r.op == Op::Read));
+    assert_eq!(out.engine.read_pages_zeroed, 0);
+}
+
+#[test]
 fn a_buffered_read_of_part_of_a_page_reads_the_whole_page() {
     let text = "[r]\nfilename=/dev/nvme0n1\ndirect=0\nrw=randread\nbs=512\nsize=64k\nnumber_ios=64\n";
     let (_, log) = run_logged(text, &cached("67108864", &[]));

@@ -399,7 +399,7 @@ fn disk_util(p: &DeviceProfile, o: &SimOutcome) -> DiskUtil {
 }
 
 /// What the page cache did, by the names the JSON report gives them.
-fn page_cache_counters(e: &EngineCounters) -> [(&'static str, u64); 10] {
+fn page_cache_counters(e: &EngineCounters) -> [(&'static str, u64); 11] {
     [
         ("read_hits", e.cache_read_hits),
         ("read_waits", e.cache_read_waits),
@@ -408,6 +408,7 @@ fn page_cache_counters(e: &EngineCounters) -> [(&'static str, u64); 10] {
         ("readahead_requests", e.readahead_requests),
         ("partial_page_reads", e.partial_page_reads),
         ("partial_pages_zeroed", e.partial_pages_zeroed),
+        ("read_pages_zeroed", e.read_pages_zeroed),
         ("writeback_requests", e.writeback_requests),
         ("writeback_bytes", e.writeback_bytes),
         ("throttled_writes", e.throttled_writes),
