@@ -1564,10 +1564,6 @@ impl<'o> Simulation<'o> {
     }
 }
 
-/// The regular files that hold no data when the run begins, as fio lays them out: every
-/// job on them writes through the page cache, and none has fio write the file out first
-/// (`JobSpec::lays_out_data`). A direct job's writes pass the cache by, so a file one uses
-/// is taken to hold data.
 /// The byte ranges of the files that hold data when the jobs start (`layout::data_at_start`).
 fn laid_out_files(files: &[PlacedFile], data_at_start: &[Option<u64>]) -> Vec<(u64, u64)> {
     files.iter().zip(data_at_start).filter_map(|(f, bytes)| Some((f.start, (*bytes)?))).collect()
