@@ -4,6 +4,7 @@
 
 use crate::events::{EventKind, EventQueue, Lane};
 use crate::layout::{self, PlacedFile};
+use crate::nodata::NoDataPages;
 use crate::pagecache::{self, first_readahead_window, next_readahead_window, Chunk, PageCache, PAGE_BYTES};
 use nvsched_core::{IoPrio, LogClock, Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Request, RequestId, Scheduler};
@@ -119,8 +120,8 @@ pub struct EngineCounters {
     /// Pages a buffered write covered only in part that it filled with zeros instead,
     /// as they held no data yet (a file fio lays out without data).
     pub partial_pages_zeroed: u64,
-    /// Pages buffered reads found holding no data, which the cache filled with zeros
-    /// instead of reading them (pages of such a file that nothing wrote yet).
+    /// Pages reads found holding no data (of a file fio only allocated, that nothing
+    /// wrote yet), which came back as zeros without I/O: buffered ones fill the cache.
     pub read_pages_zeroed: u64,
     /// Writeback requests and bytes, and buffered writes that waited for writeback
     /// (the dirty limit).
@@ -352,6 +353,8 @@ pub struct Simulation<'o> {
     status_clock: Option<nvsched_report::StatusClock>,
     /// The page cache, when the host has one.
     buffered: Option<Box<Buffered>>,
+    /// The pages of files fio only allocated that nothing has written yet.
+    no_data: NoDataPages,
 }
 
 impl<'o> Simulation<'o> {
@@ -432,10 +435,10 @@ impl<'o> Simulation<'o> {
         let data_at_start = layout::data_at_start(input.jobs, &files, capacity);
         let mut device = input.device;
         device.lay_out(&laid_out_files(&files, &data_at_start));
+        let no_data = NoDataPages::new(&unwritten_files(&files, &data_at_start));
         let queue_depth = device.queue_depth().max(1);
         let buffered = jobs.iter().any(|j| j.buffered).then(|| {
             let mut cache = PageCache::new(&input.host.page_cache);
-            cache.set_unwritten_files(&unwritten_files(&files, &data_at_start, &jobs));
             let files: Vec<(u64, u64)> =
                 jobs.iter().filter(|j| j.buffered).flat_map(|j| j.file_ranges.iter().copied()).collect();
             cache.set_files(&files);
@@ -494,6 +497,7 @@ impl<'o> Simulation<'o> {
             status_clock: observer.status_every().and_then(nvsched_report::StatusClock::new),
             observer,
             buffered,
+            no_data,
         })
     }
 
@@ -843,6 +847,9 @@ impl<'o> Simulation<'o> {
                 }
                 continue;
             }
+            if !self.no_data.is_empty() && self.direct_without_data(slot, &unit) {
+                continue;
+            }
             self.tags_used += 1;
             if parent != NONE {
                 let p = self.rqs[parent as usize].rq;
@@ -861,6 +868,26 @@ impl<'o> Simulation<'o> {
         if parent != NONE {
             self.schedule_insert(parent, submit_cpu);
         }
+    }
+
+    /// A direct request meets the pages that hold no data: a write or a trim changes
+    /// which do; a read of such pages alone completes with zeros without reaching the
+    /// policy or the device, as Linux reads unwritten extents (returns whether it did).
+    fn direct_without_data(&mut self, slot: u32, unit: &IoUnit) -> bool {
+        let (offset, len) = (unit.offset_bytes, u64::from(unit.len_bytes));
+        match unit.op {
+            Op::Write => self.no_data.written(offset, len),
+            Op::Discard => self.no_data.trimmed(offset, len),
+            Op::Read if self.no_data.holds_no_data_in(offset, len) => {
+                let submitted = self.now + self.host.submit();
+                self.rqs[slot as usize].inserted = submitted;
+                self.counters.read_pages_zeroed += pagecache::pages(offset, len).count() as u64;
+                self.events.push(submitted, EventKind::CacheDone(slot));
+                return true;
+            }
+            _ => {}
+        }
+        false
     }
 
     /// The submission path of one request: CPU time (with a CPU model), then latency.
@@ -1168,7 +1195,7 @@ impl<'o> Simulation<'o> {
                     self.counters.cache_read_waits += 1;
                     return false;
                 }
-                if b.cache.holds_no_data_in(offset, u64::from(len)) {
+                if self.no_data.holds_no_data_in(offset, u64::from(len)) {
                     // nothing to read: the pages are zeros, as Linux makes them
                     b.cache.fill(offset, u64::from(len));
                     self.counters.read_pages_zeroed += pagecache::pages(offset, u64::from(len)).count() as u64;
@@ -1198,7 +1225,7 @@ impl<'o> Simulation<'o> {
                 false
             }
             Op::Discard => {
-                b.cache.discard(offset, u64::from(len));
+                b.cache.discard(&mut self.no_data, offset, u64::from(len));
                 true
             }
             Op::Flush => {
@@ -1271,7 +1298,7 @@ impl<'o> Simulation<'o> {
         let rec = &self.rqs[slot as usize];
         let (job, offset, len) = (rec.job, rec.offset_bytes, u64::from(rec.len));
         let b = self.buffered.as_mut().expect("a page cache");
-        let missing = b.cache.partial_pages_missing(offset, len);
+        let missing = b.cache.partial_pages_missing(&self.no_data, offset, len);
         for page in missing.into_iter().flatten() {
             let b = self.buffered.as_mut().expect("a page cache");
             if !b.cache.holds_or_reads(page, PAGE_BYTES) {
@@ -1302,7 +1329,7 @@ impl<'o> Simulation<'o> {
         let rec = &self.rqs[slot as usize];
         let (job, offset, len) = (rec.job, rec.offset_bytes, u64::from(rec.len));
         let b = self.buffered.as_mut().expect("a page cache");
-        let zeroed = b.cache.dirty(offset, len, job, self.now);
+        let zeroed = b.cache.dirty(&mut self.no_data, offset, len, job, self.now);
         self.counters.partial_pages_zeroed += u64::from(zeroed);
         self.events.push(start + b.copy_time(len), EventKind::CacheDone(slot));
     }
@@ -1569,18 +1596,13 @@ fn laid_out_files(files: &[PlacedFile], data_at_start: &[Option<u64>]) -> Vec<(u
     files.iter().zip(data_at_start).filter_map(|(f, bytes)| Some((f.start, (*bytes)?))).collect()
 }
 
-/// The regular files that hold no data when the jobs start (`layout::data_at_start`), for
-/// the page cache, which then need not read a page it writes in part. A direct job's
-/// writes pass the cache by, so a file one uses is taken to hold data.
-fn unwritten_files(files: &[PlacedFile], data_at_start: &[Option<u64>], jobs: &[JobSlot]) -> Vec<(u64, u64)> {
-    let past_the_cache: BTreeSet<(u64, u64)> =
-        jobs.iter().filter(|j| !j.buffered).flat_map(|j| j.file_ranges.iter().copied()).collect();
+/// The regular files that hold no data when the jobs start (`layout::data_at_start`).
+fn unwritten_files(files: &[PlacedFile], data_at_start: &[Option<u64>]) -> Vec<(u64, u64)> {
     files
         .iter()
         .zip(data_at_start)
         .filter(|(f, bytes)| bytes.is_none() && !layout::is_device_path(&f.name))
         .map(|(f, _)| (f.start, f.len))
-        .filter(|range| !past_the_cache.contains(range))
         .collect()
 }
 

@@ -5,6 +5,7 @@
 mod engine;
 pub mod events;
 pub mod layout;
+pub mod nodata;
 pub mod pagecache;
 
 pub use engine::{

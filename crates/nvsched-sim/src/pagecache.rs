@@ -3,6 +3,7 @@
 //! memory runs out. It only keeps the books; the engine decides when to write back and
 //! what waits.
 
+use crate::nodata::NoDataPages;
 use nvsched_core::Nanos;
 use nvsched_ssd::PageCacheConfig;
 use rustc_hash::FxHashMap as HashMap;
@@ -11,7 +12,7 @@ use std::collections::{BTreeMap, VecDeque};
 pub const PAGE_BYTES: u64 = 4096;
 
 /// Whether page `p` lies whole inside the byte range.
-fn covers_whole_page(p: u64, offset_bytes: u64, len_bytes: u64) -> bool {
+pub(crate) fn covers_whole_page(p: u64, offset_bytes: u64, len_bytes: u64) -> bool {
     p * PAGE_BYTES >= offset_bytes && (p + 1) * PAGE_BYTES <= offset_bytes + len_bytes
 }
 
@@ -113,25 +114,6 @@ pub struct PageCache {
     /// Where the next sync writeback of a range starts looking.
     cursor: u64,
     files: FileQueue,
-    /// Files laid out without data, in offset order.
-    unwritten_files: Vec<UnwrittenFile>,
-}
-
-/// A file that held no data when the run began (fio only allocated it: its extents are
-/// unwritten): a page of it that nothing has written since reads as zeros, so a write of
-/// part of it does not read it first, as the kernel's `write_begin` zeroes such a block.
-struct UnwrittenFile {
-    first_page: u64,
-    end_page: u64,
-    /// A bit per page: written (dirtied) since the run began.
-    written: Vec<u64>,
-}
-
-impl UnwrittenFile {
-    fn bit(&self, p: u64) -> (usize, u64) {
-        let i = p - self.first_page;
-        ((i / 64) as usize, 1 << (i % 64))
-    }
 }
 
 /// The files as background writeback takes them.
@@ -255,61 +237,7 @@ impl PageCache {
             lru: Lru::default(),
             cursor: 0,
             files: FileQueue::new(vec![FileTurn::new(0, u64::MAX)]),
-            unwritten_files: Vec::new(),
         }
-    }
-
-    /// The files (device byte ranges, not overlapping) that hold no data when the run
-    /// begins.
-    pub fn set_unwritten_files(&mut self, ranges: &[(u64, u64)]) {
-        self.unwritten_files = ranges
-            .iter()
-            .map(|&(start, len)| {
-                let p = pages(start, len);
-                UnwrittenFile {
-                    first_page: p.start,
-                    end_page: p.end,
-                    written: vec![0; (p.end - p.start).div_ceil(64) as usize],
-                }
-            })
-            .collect();
-        self.unwritten_files.sort_unstable_by_key(|f| f.first_page);
-    }
-
-    fn unwritten_file(&self, p: u64) -> Option<usize> {
-        let i = self.unwritten_files.partition_point(|f| f.first_page <= p).checked_sub(1)?;
-        (p < self.unwritten_files[i].end_page).then_some(i)
-    }
-
-    /// Whether page `p` holds no data: a page of a file laid out without data that no
-    /// write has reached (or that a trim emptied again).
-    fn holds_no_data(&self, p: u64) -> bool {
-        self.unwritten_file(p).is_some_and(|i| {
-            let f = &self.unwritten_files[i];
-            let (word, bit) = f.bit(p);
-            f.written[word] & bit == 0
-        })
-    }
-
-    /// Whether no page of the range holds data (see `holds_no_data`): Linux reads such a
-    /// page as zeros, without I/O.
-    pub fn holds_no_data_in(&self, offset_bytes: u64, len_bytes: u64) -> bool {
-        !self.unwritten_files.is_empty() && pages(offset_bytes, len_bytes).all(|p| self.holds_no_data(p))
-    }
-
-    /// Page `p` has data (`true`) or none again (`false`, a trim), where that is tracked;
-    /// returns whether it held no data before.
-    fn set_written(&mut self, p: u64, written: bool) -> bool {
-        let Some(i) = self.unwritten_file(p) else { return false };
-        let f = &mut self.unwritten_files[i];
-        let (word, bit) = f.bit(p);
-        let had_none = f.written[word] & bit == 0;
-        if written {
-            f.written[word] |= bit;
-        } else {
-            f.written[word] &= !bit;
-        }
-        had_none
     }
 
     /// The files writeback takes in turn: device byte ranges (start, length), in any
@@ -392,7 +320,7 @@ impl PageCache {
 
     /// The pages (byte offsets) a write of the range covers only in part that are not
     /// cached and hold data (so must be read first): its first and its last, each if so.
-    pub fn partial_pages_missing(&self, offset_bytes: u64, len_bytes: u64) -> [Option<u64>; 2] {
+    pub fn partial_pages_missing(&self, no_data: &NoDataPages, offset_bytes: u64, len_bytes: u64) -> [Option<u64>; 2] {
         if len_bytes == 0 {
             return [None, None];
         }
@@ -400,7 +328,7 @@ impl PageCache {
         let covered = pages(offset_bytes, len_bytes);
         let (first, last) = (covered.start * PAGE_BYTES, (covered.end - 1) * PAGE_BYTES);
         let missing = |page: u64, partial: bool| {
-            (partial && !self.holds(page, PAGE_BYTES) && !self.holds_no_data(page / PAGE_BYTES)).then_some(page)
+            (partial && !self.holds(page, PAGE_BYTES) && !no_data.holds_no_data(page / PAGE_BYTES)).then_some(page)
         };
         let head = missing(
             first,
@@ -428,11 +356,11 @@ impl PageCache {
 
     /// A write into the cache. Returns the pages it covers in part that it filled with
     /// zeros instead of reading (not cached, and holding no data).
-    pub fn dirty(&mut self, offset_bytes: u64, len_bytes: u64, job: u32, now: Nanos) -> u32 {
+    pub fn dirty(&mut self, no_data: &mut NoDataPages, offset_bytes: u64, len_bytes: u64, job: u32, now: Nanos) -> u32 {
         let mut zeroed = 0;
         for p in pages(offset_bytes, len_bytes) {
-            if !self.unwritten_files.is_empty()
-                && self.set_written(p, true)
+            if !no_data.is_empty()
+                && no_data.set_written(p, true)
                 && !covers_whole_page(p, offset_bytes, len_bytes)
                 && !self.pages.contains_key(&p)
             {
@@ -473,12 +401,9 @@ impl PageCache {
 
     /// A trim: its pages leave the cache, dirty or not (their data is gone); one under
     /// writeback or being read stays until that lands.
-    pub fn discard(&mut self, offset_bytes: u64, len_bytes: u64) {
+    pub fn discard(&mut self, no_data: &mut NoDataPages, offset_bytes: u64, len_bytes: u64) {
+        no_data.trimmed(offset_bytes, len_bytes);
         for p in pages(offset_bytes, len_bytes) {
-            // a hole punched over whole pages reads as zeros again
-            if covers_whole_page(p, offset_bytes, len_bytes) {
-                self.set_written(p, false);
-            }
             let Some(pg) = self.pages.get_mut(&p).filter(|pg| !pg.pending) else { continue };
             if pg.dirty {
                 pg.dirty = false;
@@ -625,16 +550,16 @@ mod tests {
         // files at 0 and 100 MiB (the second named twice, overlapping), 8 MiB dirty
         // each, the second first
         c.set_files(&[(100 * MIB, 16 * MIB), (0, 16 * MIB), (100 * MIB, 8 * MIB)]);
-        c.dirty(100 * MIB, 8 * MIB, 1, Nanos(1));
-        c.dirty(0, 8 * MIB, 0, Nanos(2));
+        c.dirty(&mut NoDataPages::default(), 100 * MIB, 8 * MIB, 1, Nanos(1));
+        c.dirty(&mut NoDataPages::default(), 0, 8 * MIB, 0, Nanos(2));
         // and a page outside both, dirtied last: it has a turn too
-        c.dirty(50 * MIB, 4 * KIB, 2, Nanos(3));
+        c.dirty(&mut NoDataPages::default(), 50 * MIB, 4 * KIB, 2, Nanos(3));
         assert_eq!(writeback_order(&mut c), [(1, 4 * MIB), (0, 4 * MIB), (2, 4 * KIB), (1, 4 * MIB), (0, 4 * MIB)]);
         assert_eq!(c.dirty_pages(), 0);
         assert_eq!(c.files.front(), None, "clean files leave the queue");
         // a sync's range is written whole, whoever's turn it is
-        c.dirty(0, MIB, 0, Nanos::ZERO);
-        c.dirty(100 * MIB, MIB, 1, Nanos::ZERO);
+        c.dirty(&mut NoDataPages::default(), 0, MIB, 0, Nanos::ZERO);
+        c.dirty(&mut NoDataPages::default(), 100 * MIB, MIB, 1, Nanos::ZERO);
         let chunk = c.next_chunk(Some((100 * MIB, MIB)), Nanos::MAX, 2 * MIB as u32).unwrap();
         assert_eq!((chunk.offset_bytes, chunk.len_bytes, chunk.dirtier), (100 * MIB, MIB as u32, 1));
     }
@@ -644,9 +569,9 @@ mod tests {
         const MIB: u64 = 1 << 20;
         let mut c = cache(1 << 30);
         c.set_files(&[(0, 16 * MIB), (16 * MIB, 16 * MIB), (32 * MIB, 16 * MIB)]);
-        c.dirty(0, 8 * MIB, 0, Nanos(1));
-        c.dirty(16 * MIB, 8 * MIB, 1, Nanos(2));
-        c.dirty(32 * MIB, 8 * MIB, 2, Nanos(3));
+        c.dirty(&mut NoDataPages::default(), 0, 8 * MIB, 0, Nanos(1));
+        c.dirty(&mut NoDataPages::default(), 16 * MIB, 8 * MIB, 1, Nanos(2));
+        c.dirty(&mut NoDataPages::default(), 32 * MIB, 8 * MIB, 2, Nanos(3));
         // the first file writes 3 MiB of its turn, then a sync writes the rest
         for _ in 0..3 {
             assert_eq!(c.next_chunk(None, Nanos::MAX, MIB as u32).unwrap().dirtier, 0);
@@ -660,18 +585,18 @@ mod tests {
         const MIB: u64 = 1 << 20;
         let mut c = cache(1 << 30);
         c.set_files(&[(0, 16 * MIB), (16 * MIB, 16 * MIB), (32 * MIB, 16 * MIB)]);
-        c.dirty(0, MIB, 0, Nanos(1));
-        c.dirty(16 * MIB, 6 * MIB, 1, Nanos(2));
+        c.dirty(&mut NoDataPages::default(), 0, MIB, 0, Nanos(1));
+        c.dirty(&mut NoDataPages::default(), 16 * MIB, 6 * MIB, 1, Nanos(2));
         // a sync writes the first file out: it is clean and leaves the queue
         while c.next_chunk(Some((0, MIB)), Nanos::MAX, 512 * 1024).is_some() {}
-        c.dirty(32 * MIB, MIB, 2, Nanos(3));
-        c.dirty(0, MIB, 0, Nanos(4));
+        c.dirty(&mut NoDataPages::default(), 32 * MIB, MIB, 2, Nanos(3));
+        c.dirty(&mut NoDataPages::default(), 0, MIB, 0, Nanos(4));
         // the second file has its turn (4 MiB), the third, the first (dirtied again
         // last), and the second's rest
         assert_eq!(writeback_order(&mut c), [(1, 4 * MIB), (2, MIB), (0, MIB), (1, 2 * MIB)]);
         // pages that are not old enough are passed over, not lost
-        c.dirty(16 * MIB, MIB, 1, Nanos(10));
-        c.dirty(32 * MIB, MIB, 2, Nanos(20));
+        c.dirty(&mut NoDataPages::default(), 16 * MIB, MIB, 1, Nanos(10));
+        c.dirty(&mut NoDataPages::default(), 32 * MIB, MIB, 2, Nanos(20));
         let chunk = c.next_chunk(None, Nanos(15), 2 * MIB as u32).unwrap();
         assert_eq!(chunk.dirtier, 1);
         assert_eq!(c.next_chunk(None, Nanos(15), 2 * MIB as u32), None);
@@ -679,7 +604,7 @@ mod tests {
         // a file synced after every write, with no background writeback in between,
         // leaves no pile of stale entries
         for k in 0..1000 {
-            c.dirty(0, 4 * KIB, 0, Nanos(30 + k));
+            c.dirty(&mut NoDataPages::default(), 0, 4 * KIB, 0, Nanos(30 + k));
             while c.next_chunk(Some((0, 4 * KIB)), Nanos::MAX, 4096).is_some() {}
         }
         assert!(c.files.queue.len() <= 2 * c.files.files.len() + 16, "{} entries", c.files.queue.len());
@@ -712,36 +637,56 @@ mod tests {
     #[test]
     fn a_write_misses_the_pages_it_covers_in_part_until_they_are_cached() {
         let mut c = cache(1 << 20);
-        assert_eq!(c.partial_pages_missing(0, 4 * KIB), [None, None], "whole pages");
-        assert_eq!(c.partial_pages_missing(0, 0), [None, None], "nothing");
-        assert_eq!(c.partial_pages_missing(0, 8 * KIB), [None, None]);
-        assert_eq!(c.partial_pages_missing(512, 512), [Some(0), None], "inside one page");
-        assert_eq!(c.partial_pages_missing(0, 512), [Some(0), None]);
-        assert_eq!(c.partial_pages_missing(2 * KIB, 4 * KIB), [Some(0), Some(4 * KIB)], "across two");
-        assert_eq!(c.partial_pages_missing(2 * KIB, 6 * KIB), [Some(0), None], "ends on a boundary");
-        assert_eq!(c.partial_pages_missing(4 * KIB, 6 * KIB), [None, Some(8 * KIB)], "starts on one");
+        assert_eq!(c.partial_pages_missing(&NoDataPages::default(), 0, 4 * KIB), [None, None], "whole pages");
+        assert_eq!(c.partial_pages_missing(&NoDataPages::default(), 0, 0), [None, None], "nothing");
+        assert_eq!(c.partial_pages_missing(&NoDataPages::default(), 0, 8 * KIB), [None, None]);
+        assert_eq!(c.partial_pages_missing(&NoDataPages::default(), 512, 512), [Some(0), None], "inside one page");
+        assert_eq!(c.partial_pages_missing(&NoDataPages::default(), 0, 512), [Some(0), None]);
+        assert_eq!(
+            c.partial_pages_missing(&NoDataPages::default(), 2 * KIB, 4 * KIB),
+            [Some(0), Some(4 * KIB)],
+            "across two"
+        );
+        assert_eq!(
+            c.partial_pages_missing(&NoDataPages::default(), 2 * KIB, 6 * KIB),
+            [Some(0), None],
+            "ends on a boundary"
+        );
+        assert_eq!(
+            c.partial_pages_missing(&NoDataPages::default(), 4 * KIB, 6 * KIB),
+            [None, Some(8 * KIB)],
+            "starts on one"
+        );
         c.start_read(0, 4 * KIB);
-        assert_eq!(c.partial_pages_missing(512, 512), [Some(0), None], "on its way is not cached");
+        assert_eq!(
+            c.partial_pages_missing(&NoDataPages::default(), 512, 512),
+            [Some(0), None],
+            "on its way is not cached"
+        );
         c.fill(0, 4 * KIB);
-        c.dirty(4 * KIB, 4 * KIB, 0, Nanos::ZERO);
-        assert_eq!(c.partial_pages_missing(2 * KIB, 4 * KIB), [None, None], "one clean, one dirty");
+        c.dirty(&mut NoDataPages::default(), 4 * KIB, 4 * KIB, 0, Nanos::ZERO);
+        assert_eq!(
+            c.partial_pages_missing(&NoDataPages::default(), 2 * KIB, 4 * KIB),
+            [None, None],
+            "one clean, one dirty"
+        );
     }
 
     #[test]
     fn a_page_of_a_file_without_data_is_zeroed_not_read_until_written() {
         let mut c = cache(1 << 20); // 256 pages
                                     // a file of 64 KiB at 1 MiB holds no data; the rest of the device does
-        c.set_unwritten_files(&[(1 << 20, 64 * KIB)]);
-        assert_eq!(c.partial_pages_missing(512, 512), [Some(0), None], "outside it: read");
-        assert_eq!(c.partial_pages_missing((1 << 20) + 512, 512), [None, None], "inside: zeros");
-        assert_eq!(c.partial_pages_missing((1 << 20) + 58 * KIB, 4 * KIB), [None, None], "up to its last page");
-        assert_eq!(c.partial_pages_missing((1 << 20) + 63 * KIB, 2 * KIB), [None, Some((1 << 20) + 64 * KIB)]);
+        let mut no = NoDataPages::new(&[(1 << 20, 64 * KIB)]);
+        assert_eq!(c.partial_pages_missing(&no, 512, 512), [Some(0), None], "outside it: read");
+        assert_eq!(c.partial_pages_missing(&no, (1 << 20) + 512, 512), [None, None], "inside: zeros");
+        assert_eq!(c.partial_pages_missing(&no, (1 << 20) + 58 * KIB, 4 * KIB), [None, None], "up to its last page");
+        assert_eq!(c.partial_pages_missing(&no, (1 << 20) + 63 * KIB, 2 * KIB), [None, Some((1 << 20) + 64 * KIB)]);
         // a write of part of a page zeroes it (counted once: then it is cached), of a
         // whole page does not count
-        assert_eq!(c.dirty((1 << 20) + 512, 512, 0, Nanos::ZERO), 1);
-        assert_eq!(c.dirty((1 << 20) + 1024, 512, 0, Nanos::ZERO), 0, "cached now");
-        assert_eq!(c.dirty((1 << 20) + 4 * KIB, 4 * KIB, 0, Nanos::ZERO), 0, "a whole page");
-        assert_eq!(c.dirty((1 << 20) + 9 * KIB, 2 * KIB, 0, Nanos::ZERO), 1);
+        assert_eq!(c.dirty(&mut no, (1 << 20) + 512, 512, 0, Nanos::ZERO), 1);
+        assert_eq!(c.dirty(&mut no, (1 << 20) + 1024, 512, 0, Nanos::ZERO), 0, "cached now");
+        assert_eq!(c.dirty(&mut no, (1 << 20) + 4 * KIB, 4 * KIB, 0, Nanos::ZERO), 0, "a whole page");
+        assert_eq!(c.dirty(&mut no, (1 << 20) + 9 * KIB, 2 * KIB, 0, Nanos::ZERO), 1);
         // written back and evicted, the page holds data: a write of part of it reads it
         while let Some(chunk) = c.next_chunk(None, Nanos::MAX, 1 << 20) {
             c.written_back(&chunk);
@@ -750,30 +695,30 @@ mod tests {
             c.fill((512 + k) * 4 * KIB, 4 * KIB);
         }
         assert!(!c.holds(1 << 20, 4 * KIB), "evicted");
-        assert_eq!(c.partial_pages_missing((1 << 20) + 512, 512), [Some(1 << 20), None]);
+        assert_eq!(c.partial_pages_missing(&no, (1 << 20) + 512, 512), [Some(1 << 20), None]);
         // a hole punched over the whole page: zeros again; over part of one: data stays
-        c.discard(1 << 20, 4 * KIB);
-        c.discard((1 << 20) + 8 * KIB, 2 * KIB);
-        assert_eq!(c.partial_pages_missing((1 << 20) + 512, 512), [None, None]);
-        assert_eq!(c.partial_pages_missing((1 << 20) + 8 * KIB + 512, 512), [Some((1 << 20) + 8 * KIB), None]);
+        c.discard(&mut no, 1 << 20, 4 * KIB);
+        c.discard(&mut no, (1 << 20) + 8 * KIB, 2 * KIB);
+        assert_eq!(c.partial_pages_missing(&no, (1 << 20) + 512, 512), [None, None]);
+        assert_eq!(c.partial_pages_missing(&no, (1 << 20) + 8 * KIB + 512, 512), [Some((1 << 20) + 8 * KIB), None]);
     }
 
     #[test]
     fn a_written_page_is_read_from_the_cache_until_trimmed() {
         let mut c = cache(1 << 20);
         assert!(!c.holds(0, 4096));
-        c.dirty(0, 8192, 1, Nanos(5));
+        c.dirty(&mut NoDataPages::default(), 0, 8192, 1, Nanos(5));
         assert!(c.holds(0, 8192) && c.holds(4096, 100));
         assert!(!c.holds(0, 12 * KIB), "the third page was never written");
-        c.discard(4096, 4096);
+        c.discard(&mut NoDataPages::default(), 4096, 4096);
         assert!(c.holds(0, 4096) && !c.holds(4096, 4096));
     }
 
     #[test]
     fn writeback_takes_contiguous_runs_in_offset_order_and_cleans_them() {
         let mut c = cache(1 << 20);
-        c.dirty(64 * KIB, 8 * KIB, 2, Nanos(1));
-        c.dirty(0, 16 * KIB, 1, Nanos(2));
+        c.dirty(&mut NoDataPages::default(), 64 * KIB, 8 * KIB, 2, Nanos(1));
+        c.dirty(&mut NoDataPages::default(), 0, 16 * KIB, 1, Nanos(2));
         let a = c.next_chunk(None, Nanos::MAX, 128 * KIB as u32).unwrap();
         assert_eq!(a, Chunk { offset_bytes: 0, len_bytes: 16 * KIB as u32, dirtier: 1 });
         let b = c.next_chunk(None, Nanos::MAX, 4 * KIB as u32).unwrap();
@@ -787,9 +732,9 @@ mod tests {
     #[test]
     fn a_page_dirtied_during_its_writeback_stays_dirty() {
         let mut c = cache(1 << 20);
-        c.dirty(0, 4096, 1, Nanos(1));
+        c.dirty(&mut NoDataPages::default(), 0, 4096, 1, Nanos(1));
         let a = c.next_chunk(None, Nanos::MAX, 4096).unwrap();
-        c.dirty(0, 4096, 1, Nanos(2));
+        c.dirty(&mut NoDataPages::default(), 0, 4096, 1, Nanos(2));
         c.written_back(&a);
         assert_eq!(c.dirty_pages(), 1);
         let b = c.next_chunk(None, Nanos::MAX, 4096).unwrap();
@@ -800,8 +745,8 @@ mod tests {
     #[test]
     fn chunks_keep_to_a_range_and_an_age() {
         let mut c = cache(1 << 20);
-        c.dirty(0, 4096, 1, Nanos(10));
-        c.dirty(1 << 16, 4096, 1, Nanos(1));
+        c.dirty(&mut NoDataPages::default(), 0, 4096, 1, Nanos(10));
+        c.dirty(&mut NoDataPages::default(), 1 << 16, 4096, 1, Nanos(1));
         assert_eq!(c.next_chunk(Some((0, 8192)), Nanos(5), 1 << 20), None, "the page in range is too young");
         assert_eq!(c.next_chunk(None, Nanos(5), 1 << 20).unwrap().offset_bytes, 1 << 16);
     }
@@ -810,7 +755,7 @@ mod tests {
     fn the_dirty_limit_holds_writers_but_lets_one_oversized_write_through() {
         let mut c = cache(1 << 20); // 256 pages: limit 51, background 25
         assert!(!c.must_wait_to_dirty(0, 1 << 20), "nothing unwritten: even a huge write goes");
-        c.dirty(0, 50 * 4096, 1, Nanos(1));
+        c.dirty(&mut NoDataPages::default(), 0, 50 * 4096, 1, Nanos(1));
         assert!(c.over_background());
         assert!(!c.must_wait_to_dirty(50 * 4096, 4096));
         assert!(c.must_wait_to_dirty(50 * 4096, 8192));
@@ -822,9 +767,9 @@ mod tests {
         let mut c = cache(1 << 20);
         c.start_read(0, 16 * KIB);
         assert!(!c.holds(0, 4096) && c.holds_or_reads(0, 16 * KIB) && !c.holds_or_reads(0, 20 * KIB));
-        c.dirty(4096, 4096, 1, Nanos(1));
+        c.dirty(&mut NoDataPages::default(), 4096, 4096, 1, Nanos(1));
         assert!(c.holds(4096, 4096), "the written page is newer than the read");
-        c.discard(0, 4096);
+        c.discard(&mut NoDataPages::default(), 0, 4096);
         assert!(c.holds_or_reads(0, 4096), "a trim leaves a page being read to its read");
         c.fill(0, 16 * KIB);
         assert!(c.holds(0, 16 * KIB));

@@ -582,3 +582,20 @@ fn fio_lays_out_the_files_of_jobs_that_read_so_their_reads_sense_the_flash() {
     assert_eq!(unmapped(&device), 200.0);
     assert_eq!(mapped_bytes(&device), 0);
 }
+
+#[test]
+fn a_direct_read_of_pages_that_hold_no_data_returns_zeros_without_io() {
+    // the writer comes first, so its file is only allocated; it writes 64 KiB of it
+    // (direct), and the reader then reads the whole 1 MiB: only what was written goes to
+    // the device, the rest comes back as zeros, as Linux reads unwritten extents
+    let text =
+        "[global]\nfilename=f\ndirect=1\nbs=4k\nsize=1m\n[w]\nrw=write\nnumber_ios=16\n[r]\nstonewall\nrw=read\n";
+    let out = run(text, "none");
+    assert_eq!((out.engine.device_commands[0], out.engine.read_pages_zeroed), (16, 240));
+    assert_eq!(out.clones[1].stats.dirs[0].total_ios, 256);
+    // a trim over a written page empties it again
+    let trimmed =
+        text.replace("rw=write\nnumber_ios=16\n", "rw=write\nnumber_ios=16\n[t]\nstonewall\nrw=trim\nnumber_ios=4\n");
+    let out = run(&trimmed, "none");
+    assert_eq!((out.engine.device_commands[0], out.engine.read_pages_zeroed), (12, 244));
+}
