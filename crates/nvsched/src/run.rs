@@ -229,6 +229,8 @@ pub fn run_sim(
         "sched_merges": e.sched_merges,
         "max_device_inflight": e.max_device_inflight,
         "mean_in_system": if outcome.end.0 > 0 { e.in_system_integral / outcome.end.0 as f64 } else { 0.0 },
+        // reads of pages without data, answered with zeros and no I/O (buffered or direct)
+        "read_pages_zeroed": e.read_pages_zeroed,
     });
     if cache.size_bytes > 0 {
         counters["page_cache"] = page_cache_counters(e).into_iter().map(|(k, v)| (k.to_string(), json!(v))).collect();
@@ -399,7 +401,7 @@ fn disk_util(p: &DeviceProfile, o: &SimOutcome) -> DiskUtil {
 }
 
 /// What the page cache did, by the names the JSON report gives them.
-fn page_cache_counters(e: &EngineCounters) -> [(&'static str, u64); 11] {
+fn page_cache_counters(e: &EngineCounters) -> [(&'static str, u64); 10] {
     [
         ("read_hits", e.cache_read_hits),
         ("read_waits", e.cache_read_waits),
@@ -408,7 +410,6 @@ fn page_cache_counters(e: &EngineCounters) -> [(&'static str, u64); 11] {
         ("readahead_requests", e.readahead_requests),
         ("partial_page_reads", e.partial_page_reads),
         ("partial_pages_zeroed", e.partial_pages_zeroed),
-        ("read_pages_zeroed", e.read_pages_zeroed),
         ("writeback_requests", e.writeback_requests),
         ("writeback_bytes", e.writeback_bytes),
         ("throttled_writes", e.throttled_writes),
@@ -444,6 +445,12 @@ fn summary_lines(p: &DeviceProfile, policy: &str, seed: u64, o: &SimOutcome) -> 
         lines.push(format!(
             "  note: {:.0}% of the pages read ({unmapped} of {pages_read}) hold no data on the drive, so their reads return without touching the flash, as a real drive answers them; --precondition partial:F or full (or writing them first) gives them data",
             100.0 * unmapped / pages_read as f64
+        ));
+    }
+    if o.engine.read_pages_zeroed > 0 {
+        lines.push(format!(
+            "  files: {} pages read as zeros without I/O (allocated by fio, not yet written)",
+            o.engine.read_pages_zeroed
         ));
     }
     if p.host.page_cache.size_bytes > 0 {
