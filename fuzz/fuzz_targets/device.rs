@@ -6,7 +6,7 @@
 //! The input runs as root on the machine itself, so it only chooses what cannot reach
 //! outside the scratch directory: lines whose option is not on `ALLOWED` are dropped
 //! before parsing (no file names, directories, logs, traces, hooks or cgroups), and the
-//! parsed jobs are cut down to at most 3 clones of 3 files of 1 MiB each, 5 ms of
+//! parsed jobs are cut down to at most 3 clones of 3 files of 1 MiB each, depth 256, 5 ms of
 //! runtime and pauses of 1 ms. The first input byte picks the policy; the rest is the
 //! job file.
 #![no_main]
@@ -24,6 +24,7 @@ use std::sync::OnceLock;
 const MAX_RUNTIME: Nanos = Nanos::from_ms(5);
 const MAX_PAUSE: Nanos = Nanos::from_ms(1);
 const MAX_FILE_BYTES: u64 = 1 << 20;
+const MAX_DEPTH: u32 = 256;
 
 /// The options an input may set: what a job does to its own files, none of which names a
 /// path or runs anything.
@@ -195,6 +196,12 @@ fuzz_target!(|data: &[u8]| {
         spec.nrfiles = spec.nrfiles.clamp(1, 3);
         spec.numjobs = spec.numjobs.clamp(1, 3);
         spec.loops = spec.loops.clamp(1, 3);
+        // each request in flight holds a buffer of the largest block size, as in fio
+        // (iodepth=32k of 64 KiB blocks: 2 GiB), which is past the fuzzer's memory
+        spec.iodepth = spec.iodepth.clamp(1, MAX_DEPTH);
+        spec.iodepth_batch_submit = spec.iodepth_batch_submit.clamp(1, spec.iodepth);
+        spec.iodepth_batch_complete_min = spec.iodepth_batch_complete_min.min(spec.iodepth);
+        spec.iodepth_low = spec.iodepth_low.min(spec.iodepth);
         if spec.runtime == Nanos::ZERO || spec.runtime > MAX_RUNTIME {
             spec.runtime = MAX_RUNTIME;
         }
