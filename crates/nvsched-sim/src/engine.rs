@@ -13,7 +13,7 @@ use nvsched_ssd::{Command, Device, DeviceCounters, HostPath, PageCacheConfig};
 use nvsched_workload::steadystate::SteadyStates;
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, reporting_groups, wait_for_targets, Tenants};
 use nvsched_workload::{ExitWhat, FileLocks, FlowGroups, IoUnit, JobDriver, JobSpec, Poll, ReplayStats, SyncRange};
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
@@ -361,6 +361,7 @@ impl<'o> Simulation<'o> {
     pub fn new(input: SimInput<'_>, observer: &'o mut dyn Observer) -> Result<Simulation<'o>, SimError> {
         let capacity = input.device.capacity_bytes();
         let (files, regions) = layout::place(input.jobs, capacity).map_err(SimError)?;
+        let file_index: HashMap<String, usize> = files.iter().enumerate().map(|(k, f)| (f.name.clone(), k)).collect();
         let mut tenants = Tenants::default();
         let mut jobs = Vec::new();
         let mut phases: Vec<Vec<u32>> = vec![Vec::new()];
@@ -395,7 +396,7 @@ impl<'o> Simulation<'o> {
                 let file_ranges: Vec<(u64, u64)> = (0..spec.files_per_clone())
                     .map(|k| {
                         let name = spec.file_name_of(clone, k);
-                        files.iter().find(|f| f.name == name).map_or((0, capacity), |f| (f.start, f.len))
+                        file_index.get(&name).map_or((0, capacity), |&k| (files[k].start, files[k].len))
                     })
                     .collect();
                 let file_starts: Vec<u64> = file_ranges.iter().map(|&(start, _)| start).collect();

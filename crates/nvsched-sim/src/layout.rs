@@ -3,6 +3,7 @@
 //! means the whole device. Each clone then works in `[offset, offset + size)` of its file.
 
 use nvsched_workload::{JobSpec, Region};
+use std::collections::HashMap;
 
 const FILE_ALIGN: u64 = 1 << 20;
 
@@ -30,6 +31,8 @@ pub fn place(jobs: &[JobSpec], capacity: u64) -> Result<(Vec<PlacedFile>, Vec<Ve
     // per file: a fill_device job works on it; the first job that gives it no size
     let mut fills: Vec<bool> = Vec::new();
     let mut no_size_from: Vec<Option<&JobSpec>> = Vec::new();
+    // each file's index in `files`, by name
+    let mut index: HashMap<String, usize> = HashMap::new();
     for spec in jobs {
         for (clone, filenum) in spec.clone_files() {
             let name = spec.file_name_of(clone, filenum);
@@ -38,15 +41,12 @@ pub fn place(jobs: &[JobSpec], capacity: u64) -> Result<(Vec<PlacedFile>, Vec<Ve
             } else {
                 spec.needed_file_bytes(clone, filenum, Some(capacity))
             };
-            let k = match files.iter().position(|f| f.name == name) {
-                Some(k) => k,
-                None => {
-                    files.push(PlacedFile { name, start: 0, len: 0 });
-                    fills.push(false);
-                    no_size_from.push(None);
-                    files.len() - 1
-                }
-            };
+            let k = *index.entry(name.clone()).or_insert_with(|| {
+                files.push(PlacedFile { name, start: 0, len: 0 });
+                fills.push(false);
+                no_size_from.push(None);
+                files.len() - 1
+            });
             match need {
                 Some(len) => files[k].len = files[k].len.max(len),
                 None => {
@@ -92,7 +92,7 @@ pub fn place(jobs: &[JobSpec], capacity: u64) -> Result<(Vec<PlacedFile>, Vec<Ve
             let mut regions = Vec::with_capacity(spec.files_per_clone() as usize);
             for filenum in 0..spec.files_per_clone() {
                 let name = spec.file_name_of(clone, filenum);
-                let file = files.iter().find(|f| f.name == name).expect("placed above");
+                let file = &files[index[&name]];
                 // every simulated file is new: an appending job starts at 0
                 let r = spec.region_in(clone, filenum, &file.name, !is_device_path(&name), 0, file.len)?;
                 regions.push(Region { start: file.start + r.start, len: r.len });
@@ -108,12 +108,14 @@ pub fn place(jobs: &[JobSpec], capacity: u64) -> Result<(Vec<PlacedFile>, Vec<Ve
 /// sets new files up (`nvsched_workload::file_setup`); `None`: none, and for a device,
 /// which is not set up and holds what the drive's state gives it.
 pub fn data_at_start(jobs: &[JobSpec], files: &[PlacedFile], capacity: u64) -> Vec<Option<u64>> {
-    let placed_len = |name: &str| files.iter().find(|f| f.name == name).map_or(0, |f| f.len);
+    let placed: HashMap<&str, u64> = files.iter().map(|f| (f.name.as_str(), f.len)).collect();
+    let placed_len = |name: &str| placed.get(name).copied().unwrap_or(0);
     let data = nvsched_workload::file_setup::data_at_start(jobs, |spec, clone, filenum| {
         let name = spec.file_name_of(clone, filenum);
         spec.needed_file_bytes(clone, filenum, Some(capacity)).unwrap_or_else(|| placed_len(&name))
     });
-    files.iter().map(|f| data.iter().find(|(name, _)| *name == f.name).and_then(|(_, bytes)| *bytes)).collect()
+    let data: HashMap<String, Option<u64>> = data.into_iter().collect();
+    files.iter().map(|f| data.get(&f.name).copied().flatten()).collect()
 }
 
 #[cfg(test)]

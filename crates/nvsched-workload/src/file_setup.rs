@@ -10,6 +10,7 @@
 //! file), while a writer after a reader finds it written out (128 MiB).
 
 use crate::JobSpec;
+use std::collections::HashMap;
 
 fn is_device_path(name: &str) -> bool {
     name.starts_with("/dev/")
@@ -21,19 +22,17 @@ fn is_device_path(name: &str) -> bool {
 pub fn data_at_start(jobs: &[JobSpec], needed: impl Fn(&JobSpec, u32, u32) -> u64) -> Vec<(String, Option<u64>)> {
     // per file: its name, its size, and whether it holds data
     let mut made: Vec<(String, u64, bool)> = Vec::new();
+    let mut index: HashMap<String, usize> = HashMap::new();
     for spec in jobs {
         for (clone, filenum) in spec.clone_files() {
             let name = spec.file_name_of(clone, filenum);
             if is_device_path(&name) {
                 continue;
             }
-            let k = match made.iter().position(|m| m.0 == name) {
-                Some(k) => k,
-                None => {
-                    made.push((name, 0, false));
-                    made.len() - 1
-                }
-            };
+            let k = *index.entry(name.clone()).or_insert_with(|| {
+                made.push((name, 0, false));
+                made.len() - 1
+            });
             let need = needed(spec, clone, filenum);
             if need > made[k].1 {
                 let sized = if spec.fallocate_sizes_file { need } else { 0 };
