@@ -16,6 +16,7 @@ use nvsched_workload::{
     BufferFiller, EngineKind, ExitWhat, FileLocks, FlowGroups, IoUnit, JobDriver, JobSpec, Poll, SyncRange,
 };
 use std::alloc::{alloc_zeroed, dealloc, Layout};
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -355,11 +356,14 @@ pub fn run_with_status(
     }
     // a new file no job has fio write out first is only allocated (its jobs write it),
     // unless --prefill asks for data everywhere
-    let new_file_data = nvsched_workload::file_setup::data_at_start(jobs, |spec, clone, filenum| {
+    let without_data: HashSet<String> = nvsched_workload::file_setup::data_at_start(jobs, |spec, clone, filenum| {
         spec.needed_file_bytes(clone, filenum, None).unwrap_or(0)
-    });
+    })
+    .into_iter()
+    .filter_map(|(name, data)| data.is_none().then_some(name))
+    .collect();
     for w in wanted.iter_mut().filter(|w| w.fill == Fill::No && !opts.prefill) {
-        if new_file_data.iter().any(|(name, data)| *name == w.name && data.is_none()) {
+        if without_data.contains(&w.name) {
             w.fill = Fill::Allocate;
         }
     }
