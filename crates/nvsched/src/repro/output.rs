@@ -170,11 +170,14 @@ fn short(policy: &str) -> String {
     }
 }
 
+/// A cell's value (variant, state, policy, metric): nvsched's or the paper's.
+type CellValue<'a> = dyn Fn(&str, &str, &str, &str) -> Option<f64> + 'a;
+
 /// A metric's bar per policy of a variant in a drive state, and the paper's values for
 /// them where the manifest gives any.
 fn bars_with_paper(
     m: &Manifest,
-    cell: &dyn Fn(&str, &str, &str, &str) -> Option<f64>,
+    (cell, paper): (&CellValue, &CellValue),
     v: &Variant,
     state: &str,
     metric: &str,
@@ -182,10 +185,7 @@ fn bars_with_paper(
     let (bars, paper): (Vec<_>, Vec<_>) = m
         .policies_of(v)
         .iter()
-        .filter_map(|p| {
-            let value = cell(&v.name, state, p, metric)?;
-            Some(((short(p), value), m.paper_value(&format!("{}/{state}/{p}/{metric}", v.name))))
-        })
+        .filter_map(|p| Some(((short(p), cell(&v.name, state, p, metric)?), paper(&v.name, state, p, metric))))
         .unzip();
     (bars, Reference::of("paper", paper))
 }
@@ -194,6 +194,7 @@ fn plots(o: &Outcome, out: &std::path::Path) -> Result<Vec<String>, String> {
     let m = &o.manifest;
     let mut names = Vec::new();
     let cell = |v: &str, s: &str, p: &str, metric: &str| o.cells.get(&format!("{v}/{s}/{p}/{metric}")).copied();
+    let paper = |v: &str, s: &str, p: &str, metric: &str| m.paper_value(&format!("{v}/{s}/{p}/{metric}"));
     let cols = columns(&m.kind);
     for st in &m.states {
         if m.kind == "k2" {
@@ -203,7 +204,7 @@ fn plots(o: &Outcome, out: &std::path::Path) -> Result<Vec<String>, String> {
                 [("rt_p999_us", "RT p99.9 latency (us)", true), ("total_bw_mbps", "total bandwidth (MB/s)", false)]
             {
                 for v in &m.variants {
-                    let (bars, reference) = bars_with_paper(m, &cell, v, &st.name, metric);
+                    let (bars, reference) = bars_with_paper(m, (&cell, &paper), v, &st.name, metric);
                     panels.push(Panel {
                         title: format!("{} ({})", v.name, st.name),
                         x_label: "policy".into(),
@@ -239,10 +240,10 @@ fn plots(o: &Outcome, out: &std::path::Path) -> Result<Vec<String>, String> {
                             .collect()
                     };
                     let ours = points(&|p, metric| cell(&v.name, &st.name, p, metric));
-                    let paper = points(&|p, metric| m.paper_value(&format!("{}/{}/{p}/{metric}", v.name, st.name)));
+                    let theirs = points(&|p, metric| paper(&v.name, &st.name, p, metric));
                     let mut series = vec![("nvsched".to_owned(), ours)];
-                    if !paper.is_empty() {
-                        series.push(("paper".to_owned(), paper));
+                    if !theirs.is_empty() {
+                        series.push(("paper".to_owned(), theirs));
                     }
                     Panel {
                         title: format!("{} ({})", v.name, st.name),
@@ -311,7 +312,7 @@ fn plots(o: &Outcome, out: &std::path::Path) -> Result<Vec<String>, String> {
                     m.variants
                         .iter()
                         .filter_map(|v| {
-                            let (bars, reference) = bars_with_paper(m, &cell, v, &st.name, metric);
+                            let (bars, reference) = bars_with_paper(m, (&cell, &paper), v, &st.name, metric);
                             bars.iter().any(|(_, v)| *v != 0.0).then(|| Panel {
                                 title: format!("{} ({})", v.name, st.name),
                                 x_label: "policy".into(),
