@@ -2,6 +2,7 @@
 //! byte range of the device (files laid end to end, 1 MiB aligned); a `/dev/...` name
 //! means the whole device. Each clone then works in `[offset, offset + size)` of its file.
 
+pub(crate) use nvsched_workload::file_setup::is_device_path;
 use nvsched_workload::{JobSpec, Region};
 use std::collections::HashMap;
 
@@ -13,10 +14,6 @@ pub struct PlacedFile {
     pub name: String,
     pub start: u64,
     pub len: u64,
-}
-
-pub(crate) fn is_device_path(name: &str) -> bool {
-    name.starts_with("/dev/")
 }
 
 /// Each clone's regions, one per file it works on.

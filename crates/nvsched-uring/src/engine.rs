@@ -9,6 +9,7 @@ use nvsched_core::{LogClock, Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, Inserted, Request, RequestId, Scheduler};
 use nvsched_report::{CompletedIo, CpuUsage, JobError, JobRecorder};
 use nvsched_workload::errors::ErrorKind;
+use nvsched_workload::file_setup::is_device_path;
 use nvsched_workload::steadystate::SteadyStates;
 use nvsched_workload::written::{WrittenBlocks, TRIM_GENERATION};
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, reporting_groups, wait_for_targets, Tenants};
@@ -344,9 +345,8 @@ pub fn run_with_status(
         }
     }
     // as fio: a file (or device) that exists keeps its size, and a fill grows one
-    let unsized_new_file = |w: &&Wanted| {
-        w.bytes == 0 && w.fill == Fill::No && !w.name.starts_with("/dev/") && !Path::new(&w.name).exists()
-    };
+    let unsized_new_file =
+        |w: &&Wanted| w.bytes == 0 && w.fill == Fill::No && !is_device_path(&w.name) && !Path::new(&w.name).exists();
     if let Some(w) = wanted.iter().find(unsized_new_file) {
         return Err(format!(
             "job '{}': set size or filesize for '{}' (or filename=/dev/... for a whole device)",

@@ -6,6 +6,7 @@ use nvsched_core::SimRng;
 use nvsched_report::DiskUtil;
 use nvsched_workload::buffers::fill_random;
 use nvsched_workload::errors::is_out_of_space;
+use nvsched_workload::file_setup::is_device_path;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -105,7 +106,7 @@ pub fn open(path: &Path, size: u64, writes: bool, safety: Safety, fill: Fill) ->
             path.display()
         ));
     }
-    if !exists && path.to_string_lossy().starts_with("/dev/") {
+    if !exists && is_device_path(&path.to_string_lossy()) {
         return Err(format!("'{}' does not exist", path.display()));
     }
     let created = !exists;

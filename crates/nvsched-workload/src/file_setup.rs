@@ -12,7 +12,8 @@
 use crate::JobSpec;
 use std::collections::HashMap;
 
-fn is_device_path(name: &str) -> bool {
+/// Whether a job's file name is a device (`/dev/...`), which fio does not set up.
+pub fn is_device_path(name: &str) -> bool {
     name.starts_with("/dev/")
 }
 
