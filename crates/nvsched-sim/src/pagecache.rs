@@ -547,19 +547,20 @@ mod tests {
     fn background_writeback_takes_files_in_turn_4_mib_each_in_the_order_they_became_dirty() {
         const MIB: u64 = 1 << 20;
         let mut c = cache(1 << 30);
+        let mut no = NoDataPages::default();
         // files at 0 and 100 MiB (the second named twice, overlapping), 8 MiB dirty
         // each, the second first
         c.set_files(&[(100 * MIB, 16 * MIB), (0, 16 * MIB), (100 * MIB, 8 * MIB)]);
-        c.dirty(&mut NoDataPages::default(), 100 * MIB, 8 * MIB, 1, Nanos(1));
-        c.dirty(&mut NoDataPages::default(), 0, 8 * MIB, 0, Nanos(2));
+        c.dirty(&mut no, 100 * MIB, 8 * MIB, 1, Nanos(1));
+        c.dirty(&mut no, 0, 8 * MIB, 0, Nanos(2));
         // and a page outside both, dirtied last: it has a turn too
-        c.dirty(&mut NoDataPages::default(), 50 * MIB, 4 * KIB, 2, Nanos(3));
+        c.dirty(&mut no, 50 * MIB, 4 * KIB, 2, Nanos(3));
         assert_eq!(writeback_order(&mut c), [(1, 4 * MIB), (0, 4 * MIB), (2, 4 * KIB), (1, 4 * MIB), (0, 4 * MIB)]);
         assert_eq!(c.dirty_pages(), 0);
         assert_eq!(c.files.front(), None, "clean files leave the queue");
         // a sync's range is written whole, whoever's turn it is
-        c.dirty(&mut NoDataPages::default(), 0, MIB, 0, Nanos::ZERO);
-        c.dirty(&mut NoDataPages::default(), 100 * MIB, MIB, 1, Nanos::ZERO);
+        c.dirty(&mut no, 0, MIB, 0, Nanos::ZERO);
+        c.dirty(&mut no, 100 * MIB, MIB, 1, Nanos::ZERO);
         let chunk = c.next_chunk(Some((100 * MIB, MIB)), Nanos::MAX, 2 * MIB as u32).unwrap();
         assert_eq!((chunk.offset_bytes, chunk.len_bytes, chunk.dirtier), (100 * MIB, MIB as u32, 1));
     }
@@ -568,10 +569,11 @@ mod tests {
     fn a_file_whose_turn_a_sync_ends_leaves_the_next_one_a_whole_turn() {
         const MIB: u64 = 1 << 20;
         let mut c = cache(1 << 30);
+        let mut no = NoDataPages::default();
         c.set_files(&[(0, 16 * MIB), (16 * MIB, 16 * MIB), (32 * MIB, 16 * MIB)]);
-        c.dirty(&mut NoDataPages::default(), 0, 8 * MIB, 0, Nanos(1));
-        c.dirty(&mut NoDataPages::default(), 16 * MIB, 8 * MIB, 1, Nanos(2));
-        c.dirty(&mut NoDataPages::default(), 32 * MIB, 8 * MIB, 2, Nanos(3));
+        c.dirty(&mut no, 0, 8 * MIB, 0, Nanos(1));
+        c.dirty(&mut no, 16 * MIB, 8 * MIB, 1, Nanos(2));
+        c.dirty(&mut no, 32 * MIB, 8 * MIB, 2, Nanos(3));
         // the first file writes 3 MiB of its turn, then a sync writes the rest
         for _ in 0..3 {
             assert_eq!(c.next_chunk(None, Nanos::MAX, MIB as u32).unwrap().dirtier, 0);
@@ -584,19 +586,20 @@ mod tests {
     fn a_file_cleaned_and_dirtied_again_waits_behind_the_files_dirty_meanwhile() {
         const MIB: u64 = 1 << 20;
         let mut c = cache(1 << 30);
+        let mut no = NoDataPages::default();
         c.set_files(&[(0, 16 * MIB), (16 * MIB, 16 * MIB), (32 * MIB, 16 * MIB)]);
-        c.dirty(&mut NoDataPages::default(), 0, MIB, 0, Nanos(1));
-        c.dirty(&mut NoDataPages::default(), 16 * MIB, 6 * MIB, 1, Nanos(2));
+        c.dirty(&mut no, 0, MIB, 0, Nanos(1));
+        c.dirty(&mut no, 16 * MIB, 6 * MIB, 1, Nanos(2));
         // a sync writes the first file out: it is clean and leaves the queue
         while c.next_chunk(Some((0, MIB)), Nanos::MAX, 512 * 1024).is_some() {}
-        c.dirty(&mut NoDataPages::default(), 32 * MIB, MIB, 2, Nanos(3));
-        c.dirty(&mut NoDataPages::default(), 0, MIB, 0, Nanos(4));
+        c.dirty(&mut no, 32 * MIB, MIB, 2, Nanos(3));
+        c.dirty(&mut no, 0, MIB, 0, Nanos(4));
         // the second file has its turn (4 MiB), the third, the first (dirtied again
         // last), and the second's rest
         assert_eq!(writeback_order(&mut c), [(1, 4 * MIB), (2, MIB), (0, MIB), (1, 2 * MIB)]);
         // pages that are not old enough are passed over, not lost
-        c.dirty(&mut NoDataPages::default(), 16 * MIB, MIB, 1, Nanos(10));
-        c.dirty(&mut NoDataPages::default(), 32 * MIB, MIB, 2, Nanos(20));
+        c.dirty(&mut no, 16 * MIB, MIB, 1, Nanos(10));
+        c.dirty(&mut no, 32 * MIB, MIB, 2, Nanos(20));
         let chunk = c.next_chunk(None, Nanos(15), 2 * MIB as u32).unwrap();
         assert_eq!(chunk.dirtier, 1);
         assert_eq!(c.next_chunk(None, Nanos(15), 2 * MIB as u32), None);
@@ -604,7 +607,7 @@ mod tests {
         // a file synced after every write, with no background writeback in between,
         // leaves no pile of stale entries
         for k in 0..1000 {
-            c.dirty(&mut NoDataPages::default(), 0, 4 * KIB, 0, Nanos(30 + k));
+            c.dirty(&mut no, 0, 4 * KIB, 0, Nanos(30 + k));
             while c.next_chunk(Some((0, 4 * KIB)), Nanos::MAX, 4096).is_some() {}
         }
         assert!(c.files.queue.len() <= 2 * c.files.files.len() + 16, "{} entries", c.files.queue.len());
@@ -637,39 +640,20 @@ mod tests {
     #[test]
     fn a_write_misses_the_pages_it_covers_in_part_until_they_are_cached() {
         let mut c = cache(1 << 20);
-        assert_eq!(c.partial_pages_missing(&NoDataPages::default(), 0, 4 * KIB), [None, None], "whole pages");
-        assert_eq!(c.partial_pages_missing(&NoDataPages::default(), 0, 0), [None, None], "nothing");
-        assert_eq!(c.partial_pages_missing(&NoDataPages::default(), 0, 8 * KIB), [None, None]);
-        assert_eq!(c.partial_pages_missing(&NoDataPages::default(), 512, 512), [Some(0), None], "inside one page");
-        assert_eq!(c.partial_pages_missing(&NoDataPages::default(), 0, 512), [Some(0), None]);
-        assert_eq!(
-            c.partial_pages_missing(&NoDataPages::default(), 2 * KIB, 4 * KIB),
-            [Some(0), Some(4 * KIB)],
-            "across two"
-        );
-        assert_eq!(
-            c.partial_pages_missing(&NoDataPages::default(), 2 * KIB, 6 * KIB),
-            [Some(0), None],
-            "ends on a boundary"
-        );
-        assert_eq!(
-            c.partial_pages_missing(&NoDataPages::default(), 4 * KIB, 6 * KIB),
-            [None, Some(8 * KIB)],
-            "starts on one"
-        );
+        let mut no = NoDataPages::default();
+        assert_eq!(c.partial_pages_missing(&no, 0, 4 * KIB), [None, None], "whole pages");
+        assert_eq!(c.partial_pages_missing(&no, 0, 0), [None, None], "nothing");
+        assert_eq!(c.partial_pages_missing(&no, 0, 8 * KIB), [None, None]);
+        assert_eq!(c.partial_pages_missing(&no, 512, 512), [Some(0), None], "inside one page");
+        assert_eq!(c.partial_pages_missing(&no, 0, 512), [Some(0), None]);
+        assert_eq!(c.partial_pages_missing(&no, 2 * KIB, 4 * KIB), [Some(0), Some(4 * KIB)], "across two");
+        assert_eq!(c.partial_pages_missing(&no, 2 * KIB, 6 * KIB), [Some(0), None], "ends on a boundary");
+        assert_eq!(c.partial_pages_missing(&no, 4 * KIB, 6 * KIB), [None, Some(8 * KIB)], "starts on one");
         c.start_read(0, 4 * KIB);
-        assert_eq!(
-            c.partial_pages_missing(&NoDataPages::default(), 512, 512),
-            [Some(0), None],
-            "on its way is not cached"
-        );
+        assert_eq!(c.partial_pages_missing(&no, 512, 512), [Some(0), None], "on its way is not cached");
         c.fill(0, 4 * KIB);
-        c.dirty(&mut NoDataPages::default(), 4 * KIB, 4 * KIB, 0, Nanos::ZERO);
-        assert_eq!(
-            c.partial_pages_missing(&NoDataPages::default(), 2 * KIB, 4 * KIB),
-            [None, None],
-            "one clean, one dirty"
-        );
+        c.dirty(&mut no, 4 * KIB, 4 * KIB, 0, Nanos::ZERO);
+        assert_eq!(c.partial_pages_missing(&no, 2 * KIB, 4 * KIB), [None, None], "one clean, one dirty");
     }
 
     #[test]
@@ -706,19 +690,21 @@ mod tests {
     #[test]
     fn a_written_page_is_read_from_the_cache_until_trimmed() {
         let mut c = cache(1 << 20);
+        let mut no = NoDataPages::default();
         assert!(!c.holds(0, 4096));
-        c.dirty(&mut NoDataPages::default(), 0, 8192, 1, Nanos(5));
+        c.dirty(&mut no, 0, 8192, 1, Nanos(5));
         assert!(c.holds(0, 8192) && c.holds(4096, 100));
         assert!(!c.holds(0, 12 * KIB), "the third page was never written");
-        c.discard(&mut NoDataPages::default(), 4096, 4096);
+        c.discard(&mut no, 4096, 4096);
         assert!(c.holds(0, 4096) && !c.holds(4096, 4096));
     }
 
     #[test]
     fn writeback_takes_contiguous_runs_in_offset_order_and_cleans_them() {
         let mut c = cache(1 << 20);
-        c.dirty(&mut NoDataPages::default(), 64 * KIB, 8 * KIB, 2, Nanos(1));
-        c.dirty(&mut NoDataPages::default(), 0, 16 * KIB, 1, Nanos(2));
+        let mut no = NoDataPages::default();
+        c.dirty(&mut no, 64 * KIB, 8 * KIB, 2, Nanos(1));
+        c.dirty(&mut no, 0, 16 * KIB, 1, Nanos(2));
         let a = c.next_chunk(None, Nanos::MAX, 128 * KIB as u32).unwrap();
         assert_eq!(a, Chunk { offset_bytes: 0, len_bytes: 16 * KIB as u32, dirtier: 1 });
         let b = c.next_chunk(None, Nanos::MAX, 4 * KIB as u32).unwrap();
@@ -732,9 +718,10 @@ mod tests {
     #[test]
     fn a_page_dirtied_during_its_writeback_stays_dirty() {
         let mut c = cache(1 << 20);
-        c.dirty(&mut NoDataPages::default(), 0, 4096, 1, Nanos(1));
+        let mut no = NoDataPages::default();
+        c.dirty(&mut no, 0, 4096, 1, Nanos(1));
         let a = c.next_chunk(None, Nanos::MAX, 4096).unwrap();
-        c.dirty(&mut NoDataPages::default(), 0, 4096, 1, Nanos(2));
+        c.dirty(&mut no, 0, 4096, 1, Nanos(2));
         c.written_back(&a);
         assert_eq!(c.dirty_pages(), 1);
         let b = c.next_chunk(None, Nanos::MAX, 4096).unwrap();
@@ -745,8 +732,9 @@ mod tests {
     #[test]
     fn chunks_keep_to_a_range_and_an_age() {
         let mut c = cache(1 << 20);
-        c.dirty(&mut NoDataPages::default(), 0, 4096, 1, Nanos(10));
-        c.dirty(&mut NoDataPages::default(), 1 << 16, 4096, 1, Nanos(1));
+        let mut no = NoDataPages::default();
+        c.dirty(&mut no, 0, 4096, 1, Nanos(10));
+        c.dirty(&mut no, 1 << 16, 4096, 1, Nanos(1));
         assert_eq!(c.next_chunk(Some((0, 8192)), Nanos(5), 1 << 20), None, "the page in range is too young");
         assert_eq!(c.next_chunk(None, Nanos(5), 1 << 20).unwrap().offset_bytes, 1 << 16);
     }
@@ -754,8 +742,9 @@ mod tests {
     #[test]
     fn the_dirty_limit_holds_writers_but_lets_one_oversized_write_through() {
         let mut c = cache(1 << 20); // 256 pages: limit 51, background 25
+        let mut no = NoDataPages::default();
         assert!(!c.must_wait_to_dirty(0, 1 << 20), "nothing unwritten: even a huge write goes");
-        c.dirty(&mut NoDataPages::default(), 0, 50 * 4096, 1, Nanos(1));
+        c.dirty(&mut no, 0, 50 * 4096, 1, Nanos(1));
         assert!(c.over_background());
         assert!(!c.must_wait_to_dirty(50 * 4096, 4096));
         assert!(c.must_wait_to_dirty(50 * 4096, 8192));
@@ -765,11 +754,12 @@ mod tests {
     #[test]
     fn pages_on_their_way_are_not_held_until_filled_and_a_write_overtakes_them() {
         let mut c = cache(1 << 20);
+        let mut no = NoDataPages::default();
         c.start_read(0, 16 * KIB);
         assert!(!c.holds(0, 4096) && c.holds_or_reads(0, 16 * KIB) && !c.holds_or_reads(0, 20 * KIB));
-        c.dirty(&mut NoDataPages::default(), 4096, 4096, 1, Nanos(1));
+        c.dirty(&mut no, 4096, 4096, 1, Nanos(1));
         assert!(c.holds(4096, 4096), "the written page is newer than the read");
-        c.discard(&mut NoDataPages::default(), 0, 4096);
+        c.discard(&mut no, 0, 4096);
         assert!(c.holds_or_reads(0, 4096), "a trim leaves a page being read to its read");
         c.fill(0, 16 * KIB);
         assert!(c.holds(0, 16 * KIB));
