@@ -440,7 +440,7 @@ fn summary_lines(p: &DeviceProfile, policy: &str, seed: u64, o: &SimOutcome) -> 
     ));
     // reads of what was never written measure the drive's "no data" answer, not its flash:
     // say so when that is a notable share, as it is for a read job on a clean drive
-    let pages_read = d.host_read_bytes.div_ceil(4096);
+    let pages_read = d.host_read_bytes.div_ceil(nvsched_ssd::nand::config::LPN_BYTES);
     if let Some(unmapped) = d.extra("unmapped_reads").filter(|&n| n > 0.0 && n >= 0.1 * pages_read as f64) {
         lines.push(format!(
             "  note: {:.0}% of the pages read ({unmapped} of {pages_read}) hold no data on the drive, so their reads return without touching the flash, as a real drive answers them; --precondition partial:F or full (or writing them first) gives them data",
