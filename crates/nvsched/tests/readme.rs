@@ -4,7 +4,8 @@
 //! `$ nvsched repro NAME --quick` line in a fenced block is run (in simulation, so the output is deterministic) and each output
 //! line shown under it must appear in what the command prints. README abridges: a `...`
 //! line stands for lines left out, `a ... b` for a line's middle, and the time of day in
-//! a job's header line and a reproduction's wall-clock time are not compared.
+//! a job's header line and a reproduction's wall-clock time are not compared. An example
+//! must not read pages that hold no data unless it shows the summary's note saying so.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -112,6 +113,15 @@ fn readme_examples_print_what_readme_shows() {
                 .expect("nvsched runs");
             let printed = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
             let printed_lines: Vec<String> = printed.lines().map(|l| without_wall_clock(l.trim())).collect();
+            // an example whose reads find no data shows a clean drive's controller, not the flash
+            let no_data = "hold no data on the drive";
+            if printed.contains(no_data) && !example.shown.iter().any(|l| l.contains(no_data)) {
+                mismatches.push(format!(
+                    "{doc}:{} `nvsched {}`: reads pages that hold no data (give its job file a precondition=)",
+                    example.readme_line,
+                    example.args.join(" ")
+                ));
+            }
             for shown in &example.shown {
                 let shown = without_wall_clock(shown);
                 let fragments = shown.split("...").map(str::trim).filter(|f| !f.is_empty());
