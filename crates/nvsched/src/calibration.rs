@@ -96,30 +96,17 @@ pub fn verify(profile: &DeviceProfile, scale_full: u32) -> Result<Vec<Check>, St
     let clean = with_state(profile, "clean")?;
     let region = Some(READ_REGION);
 
-    let s = simulate(&filled, &job("qd1-read", "randread", "4k", 1, 1, "1", region))?;
-    out.push(Check {
-        name: "random read QD1",
-        unit: "IOPS",
-        cited: ds.qd1_read_iops,
-        measured: iops(&s, 0),
-        state: "region written".into(),
-    });
-    let s = simulate(&filled, &job("rand-read", "randread", "4k", 32, 4, "1", region))?;
-    out.push(Check {
-        name: "random read QD32x4",
-        unit: "IOPS",
-        cited: ds.rand_read_iops,
-        measured: iops(&s, 0),
-        state: "region written".into(),
-    });
-    let s = simulate(&filled, &job("seq-read", "read", "128k", 32, 1, "1", region))?;
-    out.push(Check {
-        name: "sequential read 128K QD32",
-        unit: "MB/s",
-        cited: ds.seq_read_mbps,
-        measured: mbps(&s, 0),
-        state: "region written".into(),
-    });
+    // (check, unit, cited, job name, rw, bs, depth, jobs, measure)
+    type Measure = fn(&JobStats, usize) -> f64;
+    let reads: [(&'static str, &'static str, f64, &str, &str, &str, u32, u32, Measure); 3] = [
+        ("random read QD1", "IOPS", ds.qd1_read_iops, "qd1-read", "randread", "4k", 1, 1, iops),
+        ("random read QD32x4", "IOPS", ds.rand_read_iops, "rand-read", "randread", "4k", 32, 4, iops),
+        ("sequential read 128K QD32", "MB/s", ds.seq_read_mbps, "seq-read", "read", "128k", 32, 1, mbps),
+    ];
+    for (name, unit, cited, job_name, rw, bs, depth, jobs, measure) in reads {
+        let s = simulate(&filled, &job(job_name, rw, bs, depth, jobs, "1", region))?;
+        out.push(Check { name, unit, cited, measured: measure(&s, 0), state: "region written".into() });
+    }
 
     // Sequential write: the first second is inside any SLC cache; with a cited
     // after-cache figure, run past the cache and average the last two seconds.
