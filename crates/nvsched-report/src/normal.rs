@@ -341,7 +341,9 @@ pub fn render(r: &RunReport) -> String {
     // fio's normal output opens with an empty line, after whatever came before it
     let mut out = String::from("\n");
     let groups = group_bandwidths(&r.jobs);
-    for job in &r.jobs {
+    // fio leaves out a job that moved no data and issued nothing (one that failed to
+    // open its file)
+    for job in r.jobs.iter().filter(|j| j.dirs.iter().any(|d| d.io_bytes > 0 || d.total_ios > 0)) {
         let _ = writeln!(
             out,
             "{}: (groupid={}, jobs={}): err={}: pid=0: {}",

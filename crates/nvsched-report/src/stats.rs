@@ -440,6 +440,14 @@ impl JobError {
         JobError { errno: 84, func, error: strerror(84), detail }
     }
 
+    /// fio's failed open at a clone's start: an earlier job removed the file (`unlink=1`)
+    /// and this one does not write, so it does not make the file anew: ENOENT.
+    pub fn missing_file(file: &str) -> JobError {
+        let error = strerror(2);
+        let detail = format!("open({file}): {error}: an earlier job removed it (unlink=1) and this job only reads it");
+        JobError { errno: 2, func: "open", error, detail }
+    }
+
     /// fio's `io_u error`: a request failed with `errno` (real devices).
     pub fn io(errno: i32, file: &str, op: Op, offset_bytes: u64, len_bytes: u32) -> JobError {
         let error = strerror(errno);

@@ -10,6 +10,7 @@ use nvsched_core::{IoPrio, LogClock, Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Request, RequestId, Scheduler};
 use nvsched_report::{CompletedIo, JobRecorder, JobStats};
 use nvsched_ssd::{Command, Device, DeviceCounters, HostPath, PageCacheConfig};
+use nvsched_workload::file_setup::{Opened, UnlinkedFiles};
 use nvsched_workload::steadystate::SteadyStates;
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, reporting_groups, wait_for_targets, Tenants};
 use nvsched_workload::{ExitWhat, FileLocks, FlowGroups, IoUnit, JobDriver, JobSpec, Poll, ReplayStats, SyncRange};
@@ -355,6 +356,8 @@ pub struct Simulation<'o> {
     buffered: Option<Box<Buffered>>,
     /// The pages of files fio only allocated that nothing has written yet.
     no_data: NoDataPages,
+    /// The files jobs with `unlink=1` removed when they finished.
+    unlinked: UnlinkedFiles,
 }
 
 impl<'o> Simulation<'o> {
@@ -499,6 +502,7 @@ impl<'o> Simulation<'o> {
             observer,
             buffered,
             no_data,
+            unlinked: UnlinkedFiles::default(),
         })
     }
 
@@ -622,9 +626,32 @@ impl<'o> Simulation<'o> {
         self.waiting = waiting;
         for &j in &ready {
             self.jobs[j as usize].driver.start(self.now);
+            self.open_files(j);
         }
         for &j in &ready {
             self.poll_job(j);
+        }
+    }
+
+    /// Job clone `j` opens its files as it starts: one that an earlier job removed
+    /// (`unlink=1`) is made anew, without data, by a job that writes; any other job fails.
+    fn open_files(&mut self, j: u32) {
+        let job = &mut self.jobs[j as usize];
+        match self.unlinked.open(&job.driver.spec, job.driver.clone_index) {
+            Opened::Missing(name) => {
+                job.driver.fail_at_start(self.now);
+                job.rec.stats.error = Some(nvsched_report::JobError::missing_file(&name));
+            }
+            Opened::Files { recreated } => {
+                for name in recreated {
+                    let Some(f) = self.files.iter().find(|f| f.name == name) else { continue };
+                    self.no_data.emptied(f.start, f.len);
+                    // the old file's cached pages went with it
+                    if let Some(b) = &mut self.buffered {
+                        b.cache.discard(&mut self.no_data, f.start, f.len);
+                    }
+                }
+            }
         }
     }
 
@@ -713,6 +740,7 @@ impl<'o> Simulation<'o> {
                     let job = &mut self.jobs[j as usize];
                     let end = job.driver.finished_at().unwrap_or(self.now);
                     job.rec.stopped(&job.driver, end);
+                    self.unlinked.finished(&job.driver.spec, job.driver.clone_index);
                     if let Some(what) = job.driver.spec.exit_on_finish(job.rec.stats.error.is_some()) {
                         self.exit_others(j, what);
                     }

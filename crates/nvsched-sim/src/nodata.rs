@@ -81,6 +81,18 @@ impl NoDataPages {
         had_none
     }
 
+    /// A file made anew (fio's `unlink=1`, then a job that writes it): none of its pages
+    /// hold data, whether or not it held any at the start.
+    pub fn emptied(&mut self, start_bytes: u64, len_bytes: u64) {
+        let p = pages(start_bytes, len_bytes);
+        let file =
+            File { first_page: p.start, end_page: p.end, written: vec![0; (p.end - p.start).div_ceil(64) as usize] };
+        match self.files.binary_search_by_key(&p.start, |f| f.first_page) {
+            Ok(i) => self.files[i] = file,
+            Err(i) => self.files.insert(i, file),
+        }
+    }
+
     /// A write of the byte range: its pages hold data.
     pub fn written(&mut self, offset_bytes: u64, len_bytes: u64) {
         if !self.is_empty() {

@@ -9,7 +9,7 @@ use nvsched_core::{LogClock, Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, Inserted, Request, RequestId, Scheduler};
 use nvsched_report::{CompletedIo, CpuUsage, JobError, JobRecorder};
 use nvsched_workload::errors::ErrorKind;
-use nvsched_workload::file_setup::is_device_path;
+use nvsched_workload::file_setup::{is_device_path, Opened, UnlinkedFiles};
 use nvsched_workload::steadystate::SteadyStates;
 use nvsched_workload::written::{WrittenBlocks, TRIM_GENERATION};
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, reporting_groups, wait_for_targets, Tenants};
@@ -188,6 +188,9 @@ struct Engine {
     waits: u64,
     /// `--status-interval`: when the next status is due, and where it goes.
     status: Option<(nvsched_report::StatusClock, nvsched_report::StatusDump)>,
+    /// The files jobs with `unlink=1` removed as far as later jobs see (they stay on
+    /// disk until the run ends).
+    unlinked: UnlinkedFiles,
 }
 
 /// The process's CPU time, context switches and page faults so far (getrusage).
@@ -620,6 +623,7 @@ fn run_on(
         batch: Vec::with_capacity(64),
         waits: 0,
         status: status.and_then(|s| Some((nvsched_report::StatusClock::new(s.every)?, s.dump))),
+        unlinked: UnlinkedFiles::default(),
     };
     e.event_loop()?;
     let end = e.now();
@@ -698,10 +702,7 @@ impl Engine {
         }
         let clone = &mut self.clones[c as usize];
         match hooks::start(&clone.driver.spec, Stage::Prerun) {
-            Ok(None) => {
-                clone.driver.start(now);
-                clone.kick = true;
-            }
+            Ok(None) => self.begin(c, now),
             Ok(Some(hook)) => {
                 clone.prerun = Some(hook);
                 self.preruns += 1;
@@ -709,6 +710,18 @@ impl Engine {
             Err(e) => {
                 self.start_error.get_or_insert(e);
             }
+        }
+    }
+
+    /// Clone `c` begins its I/O, once it opened its files: one that an earlier job removed
+    /// (`unlink=1`) fails it if it does not write, as in fio; the files themselves stay.
+    fn begin(&mut self, c: u32, now: Nanos) {
+        let clone = &mut self.clones[c as usize];
+        clone.driver.start(now);
+        clone.kick = true;
+        if let Opened::Missing(name) = self.unlinked.open(&clone.driver.spec, clone.driver.clone_index) {
+            clone.driver.fail_at_start(now);
+            clone.rec.stats.error = Some(JobError::missing_file(&name));
         }
     }
 
@@ -731,20 +744,23 @@ impl Engine {
     /// Clones whose prerun succeeded start; postruns that ended are reaped. A prerun that
     /// failed stops the run, as it stops its job in fio before any I/O.
     fn poll_hooks(&mut self, now: Nanos) -> Result<(), String> {
-        for clone in &mut self.clones {
+        let mut starting = Vec::new();
+        for (c, clone) in self.clones.iter_mut().enumerate() {
             let Some(hook) = &mut clone.prerun else { continue };
             match hook.poll() {
                 None => {}
                 Some(Ok(())) => {
                     clone.prerun = None;
                     self.preruns -= 1;
-                    clone.driver.start(now);
-                    clone.kick = true;
+                    starting.push(c as u32);
                 }
                 Some(Err(e)) => {
                     self.start_error.get_or_insert(e);
                 }
             }
+        }
+        for c in starting {
+            self.begin(c, now);
         }
         self.postruns.retain_mut(|hook| match hook.poll() {
             None => true,
@@ -932,6 +948,7 @@ impl Engine {
                     let clone = &mut self.clones[c as usize];
                     let end = clone.driver.finished_at().unwrap_or(now);
                     clone.rec.stopped(&clone.driver, end);
+                    self.unlinked.finished(&clone.driver.spec, clone.driver.clone_index);
                     // as in fio: after the clone's I/O and its verify
                     match hooks::start(&clone.driver.spec, Stage::Postrun) {
                         Ok(Some(hook)) => self.postruns.push(hook),

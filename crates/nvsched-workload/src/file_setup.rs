@@ -43,3 +43,88 @@ pub fn data_at_start(jobs: &[JobSpec], needed: impl Fn(&JobSpec, u32, u32) -> u6
     }
     made.into_iter().map(|(name, size, data)| (name, data.then_some(size))).collect()
 }
+
+/// fio's `unlink=1`: a job's regular files are removed when it finishes. A clone that
+/// starts later opens them again (fio opens a job's files when it starts, after every
+/// file was set up): one whose job writes opens with `O_CREAT` and makes the file anew,
+/// empty; any other finds nothing and fails with ENOENT before any I/O (fio 3.33: `err=2
+/// ... func=open(FILE), error=No such file or directory`). A clone that has a file open
+/// when another unlinks it keeps using it.
+#[derive(Debug, Default)]
+pub struct UnlinkedFiles {
+    names: std::collections::HashSet<String>,
+}
+
+/// What opening a clone's files at its start found.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Opened {
+    /// Every file is there; `recreated` names those the clone made anew (they hold no data).
+    Files { recreated: Vec<String> },
+    /// This file was unlinked and the clone does not write: ENOENT.
+    Missing(String),
+}
+
+impl UnlinkedFiles {
+    /// Clone `clone` of `spec` finished: with `unlink`, its regular files are gone.
+    pub fn finished(&mut self, spec: &JobSpec, clone: u32) {
+        if spec.unlink {
+            self.names.extend(regular_files_of(spec, clone));
+        }
+    }
+
+    /// Clone `clone` of `spec` starts and opens its files.
+    pub fn open(&mut self, spec: &JobSpec, clone: u32) -> Opened {
+        if self.names.is_empty() {
+            return Opened::Files { recreated: Vec::new() };
+        }
+        let creates = spec.active_ops().any(|op| op == nvsched_core::Op::Write);
+        let gone: Vec<String> = regular_files_of(spec, clone).filter(|name| self.names.contains(name)).collect();
+        match gone.first() {
+            Some(name) if !creates => Opened::Missing(name.clone()),
+            _ => {
+                for name in &gone {
+                    self.names.remove(name);
+                }
+                Opened::Files { recreated: gone }
+            }
+        }
+    }
+}
+
+fn regular_files_of(spec: &JobSpec, clone: u32) -> impl Iterator<Item = String> + '_ {
+    (0..spec.files_per_clone()).map(move |f| spec.file_name_of(clone, f)).filter(|name| !is_device_path(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::jobfile::tests::env;
+    use crate::spec::{parse_job_str, ParseOptions};
+    use std::path::Path;
+
+    fn jobs(text: &str) -> Vec<JobSpec> {
+        parse_job_str(text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs
+    }
+
+    #[test]
+    fn an_unlinked_file_fails_a_job_that_only_reads_and_a_writer_makes_it_anew() {
+        let js = jobs(
+            "[global]\nsize=1m\n[w]\nrw=write\nfilename=a:b:/dev/sda\nunlink=1\n\
+             [r]\nrw=read\nfilename=b\n[t]\nrw=trim\nfilename=a\n[rw]\nrw=randrw\nfilename=a\n[dev]\nrw=read\nfilename=/dev/sda\n",
+        );
+        let (w, r, t, rw, dev) = (&js[0], &js[1], &js[2], &js[3], &js[4]);
+        let mut unlinked = UnlinkedFiles::default();
+        assert_eq!(unlinked.open(r, 0), Opened::Files { recreated: vec![] }, "nothing unlinked yet");
+        unlinked.finished(w, 0);
+        assert_eq!(unlinked.open(r, 0), Opened::Missing("b".into()));
+        assert_eq!(unlinked.open(t, 0), Opened::Missing("a".into()), "a trim opens without O_CREAT");
+        assert_eq!(unlinked.open(dev, 0), Opened::Files { recreated: vec![] }, "devices are never unlinked");
+        assert_eq!(unlinked.open(rw, 0), Opened::Files { recreated: vec!["a".into()] });
+        assert_eq!(unlinked.open(t, 0), Opened::Files { recreated: vec![] }, "made anew, it is there again");
+        assert_eq!(unlinked.open(r, 0), Opened::Missing("b".into()), "b is still gone");
+        // a job without unlink removes nothing
+        let mut kept = UnlinkedFiles::default();
+        kept.finished(r, 0);
+        assert_eq!(kept.open(r, 0), Opened::Files { recreated: vec![] });
+    }
+}

@@ -376,6 +376,9 @@ fn overhead_and_layout_options_are_accepted_without_effect() {
     );
     assert!(!job("fallocate=keep").fallocate_sizes_file && !job("fallocate=0").fallocate_sizes_file);
     with.fallocate_sizes_file = true;
+    // unlink removes the job's files for the jobs after it (the engines' tests)
+    assert!(with.unlink && !job("").unlink && !job("unlink=0").unlink);
+    with.unlink = false;
     with.job_options.clear();
     with.option_lines.clear();
     let mut without = without;

@@ -787,6 +787,32 @@ fn max_latency_fails_the_job_as_fio_does() {
     assert!(slow_ms < 100, "the failed job stopped early: {slow_ms} ms");
 }
 
+/// `unlink=1`: a reader that starts after the job that removed its file fails to open it
+/// (ENOENT) and does nothing; as in fio 3.33, its job is left out of the normal output
+/// (fio shows no job that moved no data), kept in the JSON with error 2, and the run
+/// exits 1 naming it.
+#[test]
+fn a_reader_of_a_file_an_earlier_job_unlinked_fails_as_in_fio() {
+    let job = temp_job(
+        "unlink.fio",
+        "[global]\nfilename=unlinked-file\nsize=64m\nbs=1m\ndirect=1\n[w]\nrw=write\nunlink=1\n[r]\nstonewall\nrw=read\n",
+    );
+    let out = nvsched(&["run", job.to_str().unwrap(), "--output-format=json,normal", "-q"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("job 'r': open(unlinked-file): No such file or directory"), "{stderr}");
+    assert!(stderr.contains("1 job(s) failed: r"), "{stderr}");
+    let stdout = String::from_utf8(out.stdout).unwrap();
+    assert!(stdout.contains("w: (groupid=0, jobs=1): err= 0:"));
+    assert!(!stdout.contains("r: (groupid=1"), "{stdout}");
+    assert!(stdout.contains("Run status group 1 (all jobs):\n"));
+    let json_start = stdout.find("\n{\n").unwrap() + 1;
+    let json_end = stdout.find("\nw: (groupid").unwrap();
+    let v: Value = serde_json::from_str(&stdout[json_start..json_end]).unwrap();
+    assert_eq!((&v["jobs"][1]["jobname"], &v["jobs"][1]["error"]), (&json!("r"), &json!(2)));
+    assert_eq!(v["jobs"][1]["read"]["total_ios"], json!(0));
+}
+
 /// fio's steady-state detection: a full drive's random writes end once GC has set a
 /// steady pace (the SLC burst before it is not steady), and the report carries fio's
 /// `steadystate` object with the samples judged.

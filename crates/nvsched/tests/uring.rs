@@ -1,7 +1,7 @@
 //! The io_uring engine on temporary files: safety, verify, K2's bound in the ring.
 //! Skips (saying why) where the kernel refuses io_uring.
 
-use serde_json::Value;
+use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
@@ -1401,5 +1401,31 @@ fn a_new_file_is_written_out_only_for_a_job_that_reads_it() {
     assert_eq!(contents("[r]\nrw=randread\nnumber_ios=1\n"), (false, 0), "written out for the reader");
     assert_eq!(contents("[w]\nrw=write\nnumber_ios=1\n[r]\nstonewall\nrw=read\nnumber_ios=1\n"), (false, 255));
     assert_eq!(contents("[r]\nrw=read\nnumber_ios=1\n[w]\nstonewall\nrw=write\nnumber_ios=1\n"), (false, 0));
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// `unlink=1` on a real file: a reader that starts after the job that removed the file
+/// fails with ENOENT before any I/O, as in fio; the file itself stays until the run ends.
+#[test]
+fn a_reader_of_a_file_an_earlier_job_unlinked_fails_on_real_files_too() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let data = d.join("u.dat");
+    let text = format!(
+        "[global]\nfilename={}\nsize=1m\nbs=64k\ndirect=1\n[w]\nrw=write\nunlink=1\n[r]\nstonewall\nrw=read\n",
+        data.display()
+    );
+    let job = write_job(&d, "u.fio", &text);
+    let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "--output-format=json", "-q"]);
+    assert_eq!(out.status.code(), Some(1));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((&v["jobs"][0]["error"], &v["jobs"][1]["error"]), (&json!(0), &json!(2)));
+    assert_eq!((&v["jobs"][0]["write"]["io_bytes"], &v["jobs"][1]["read"]["io_bytes"]), (&json!(1 << 20), &json!(0)));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("1 job(s) failed: r"));
+    // without unlink the reader reads what the writer wrote
+    let v = run_uring_json(&write_job(&d, "k.fio", &text.replace("unlink=1\n", "")), &[]);
+    assert_eq!(v["jobs"][1]["read"]["io_bytes"], json!(1 << 20));
     std::fs::remove_dir_all(&d).unwrap();
 }

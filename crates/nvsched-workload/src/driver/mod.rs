@@ -584,6 +584,12 @@ impl JobDriver {
         self.mark_finished(now);
     }
 
+    /// The clone could not open its files at its start (fio's failed open): it ends at
+    /// once, without I/O.
+    pub fn fail_at_start(&mut self, now: Nanos) {
+        self.fail(now);
+    }
+
     /// fio's `should_fsync`: a job that writes, whose last request was not a flush.
     fn owe_end_flush(&mut self) {
         if self.spec.flushes_at_end() && !self.last_was_flush {

@@ -438,6 +438,9 @@ pub struct JobSpec {
     /// `overwrite`: fio writes a new file out in full before a job that only writes
     /// (without it, and for a job that reads either way, see `lays_out_data`).
     pub overwrite: bool,
+    /// `unlink`: the job's regular files are removed when it finishes (see
+    /// [`crate::file_setup::UnlinkedFiles`]).
+    pub unlink: bool,
     /// `fallocate` gives a new file its size when fio only allocates it (any mode but
     /// `none`, `0` and `keep`, which leave it empty, so the next job on it extends it).
     pub fallocate_sizes_file: bool,
@@ -734,6 +737,7 @@ impl JobSpec {
             create_only: false,
             file_append: false,
             overwrite: false,
+            unlink: false,
             fallocate_sizes_file: true,
             verify_format: VerifyFormat::default(),
             fill_device: false,

@@ -1046,8 +1046,11 @@ pub static OPTIONS: &[OptionDef] = &[
         "unlink",
         [],
         Some("1"),
-        "accepted for compatibility: on real devices nvsched removes the files it laid out after the run unless --keep-files, whatever this says",
-        accept_bool
+        "1: the job's regular files are removed when it finishes, as far as later jobs see: a job that starts after that and writes makes the file anew, without data; one that only reads (or trims) fails with ENOENT before any I/O, as in fio. On real devices nvsched checks the same but leaves the files until the run ends (then removes those it laid out, unless --keep-files)",
+        |j, v| {
+            j.unlink = parse_bool(v)?;
+            Ok(())
+        }
     ),
     opt!(
         "thread",
