@@ -183,6 +183,11 @@ enum CacheEffect {
         seq: u64,
         background: bool,
     },
+    /// A job's request that fails with this errno without reaching the device (a read
+    /// past the end of a file made anew).
+    Failed {
+        errno: i32,
+    },
 }
 
 #[derive(Clone, Copy)]
@@ -869,6 +874,14 @@ impl<'o> Simulation<'o> {
                 self.sync_file_range(slot, &unit, buffered);
                 continue;
             }
+            if unit.op == Op::Read && self.no_data.reads_past_end(unit.offset_bytes, u64::from(unit.len_bytes)) {
+                // fio: a short read, then none: EIO ("full resid")
+                let submitted = self.now + self.host.submit();
+                self.rqs[slot as usize].cache = CacheEffect::Failed { errno: 5 };
+                self.rqs[slot as usize].inserted = submitted;
+                self.events.push(submitted, EventKind::CacheDone(slot));
+                continue;
+            }
             if buffered {
                 if self.through_cache(j, slot, &unit) {
                     self.tags_used += 1;
@@ -1117,7 +1130,7 @@ impl<'o> Simulation<'o> {
     fn finish_request(&mut self, slot: u32) {
         let rec = self.rqs[slot as usize];
         match rec.cache {
-            CacheEffect::None => {}
+            CacheEffect::None | CacheEffect::Failed { .. } => {}
             CacheEffect::Fill { offset_bytes, len_bytes } => {
                 let b = self.buffered.as_mut().expect("a page cache");
                 b.cache.fill(offset_bytes, u64::from(len_bytes));
@@ -1140,6 +1153,10 @@ impl<'o> Simulation<'o> {
                 return;
             }
         }
+        let failed = match rec.cache {
+            CacheEffect::Failed { errno } => Some(errno),
+            _ => None,
+        };
         let now = self.now;
         self.note_in_system(-1);
         self.counters.completed += 1;
@@ -1160,7 +1177,10 @@ impl<'o> Simulation<'o> {
             created: rec.created,
             inserted: rec.inserted,
         };
-        job.rec.complete(&mut job.driver, &io, now);
+        match failed {
+            Some(errno) => job.rec.complete_failed(&mut job.driver, &io, now, errno),
+            None => job.rec.complete(&mut job.driver, &io, now),
+        }
         if let Some(stop) = self.steady.on_complete(rec.job, &job.driver, rec.op, rec.len, now) {
             self.steady_stopped.extend_from_slice(stop);
         }

@@ -3,7 +3,7 @@
 //! again. Linux reads such a page as zeros without I/O, buffered or direct, and a
 //! buffered write of part of one fills the rest with zeros instead of reading it.
 
-use crate::pagecache::{covers_whole_page, pages};
+use crate::pagecache::{covers_whole_page, pages, PAGE_BYTES};
 
 /// One file without data at the start, by pages.
 struct File {
@@ -11,9 +11,23 @@ struct File {
     end_page: u64,
     /// A bit per page: written since the run began.
     written: Vec<u64>,
+    /// For a file made anew during the run (fio's `unlink=1`), the device offset past
+    /// the last byte written since: its end of file.
+    end_bytes: Option<u64>,
 }
 
 impl File {
+    /// The file over the byte range, with no page written.
+    fn new(start_bytes: u64, len_bytes: u64, end_bytes: Option<u64>) -> File {
+        let p = pages(start_bytes, len_bytes);
+        File {
+            first_page: p.start,
+            end_page: p.end,
+            written: vec![0; (p.end - p.start).div_ceil(64) as usize],
+            end_bytes,
+        }
+    }
+
     fn bit(&self, p: u64) -> (usize, u64) {
         let i = p - self.first_page;
         ((i / 64) as usize, 1 << (i % 64))
@@ -31,13 +45,7 @@ impl NoDataPages {
     /// The files (device byte ranges, not overlapping) that hold no data when the run
     /// begins.
     pub fn new(ranges: &[(u64, u64)]) -> NoDataPages {
-        let mut files: Vec<File> = ranges
-            .iter()
-            .map(|&(start, len)| {
-                let p = pages(start, len);
-                File { first_page: p.start, end_page: p.end, written: vec![0; (p.end - p.start).div_ceil(64) as usize] }
-            })
-            .collect();
+        let mut files: Vec<File> = ranges.iter().map(|&(start, len)| File::new(start, len, None)).collect();
         files.sort_unstable_by_key(|f| f.first_page);
         NoDataPages { files }
     }
@@ -84,17 +92,32 @@ impl NoDataPages {
     /// A file made anew (fio's `unlink=1`, then a job that writes it): none of its pages
     /// hold data, whether or not it held any at the start.
     pub fn emptied(&mut self, start_bytes: u64, len_bytes: u64) {
-        let p = pages(start_bytes, len_bytes);
-        let file =
-            File { first_page: p.start, end_page: p.end, written: vec![0; (p.end - p.start).div_ceil(64) as usize] };
-        match self.files.binary_search_by_key(&p.start, |f| f.first_page) {
+        let file = File::new(start_bytes, len_bytes, Some(start_bytes));
+        match self.files.binary_search_by_key(&file.first_page, |f| f.first_page) {
             Ok(i) => self.files[i] = file,
             Err(i) => self.files.insert(i, file),
         }
     }
 
+    /// A write of the byte range moves the end of a file made anew past it.
+    pub fn extend(&mut self, offset_bytes: u64, len_bytes: u64) {
+        let Some(i) = self.file_of(offset_bytes / PAGE_BYTES) else { return };
+        if let Some(end) = &mut self.files[i].end_bytes {
+            *end = (*end).max(offset_bytes + len_bytes);
+        }
+    }
+
+    /// Whether a read of the byte range reaches past the end of a file made anew (fio
+    /// gets a short read there, then none, and fails the job with EIO: "full resid").
+    pub fn reads_past_end(&self, offset_bytes: u64, len_bytes: u64) -> bool {
+        self.file_of(offset_bytes / PAGE_BYTES)
+            .and_then(|i| self.files[i].end_bytes)
+            .is_some_and(|end| offset_bytes + len_bytes > end)
+    }
+
     /// A write of the byte range: its pages hold data.
     pub fn written(&mut self, offset_bytes: u64, len_bytes: u64) {
+        self.extend(offset_bytes, len_bytes);
         if !self.is_empty() {
             for p in pages(offset_bytes, len_bytes) {
                 self.set_written(p, true);

@@ -357,6 +357,7 @@ impl PageCache {
     /// A write into the cache. Returns the pages it covers in part that it filled with
     /// zeros instead of reading (not cached, and holding no data).
     pub fn dirty(&mut self, no_data: &mut NoDataPages, offset_bytes: u64, len_bytes: u64, job: u32, now: Nanos) -> u32 {
+        no_data.extend(offset_bytes, len_bytes);
         let mut zeroed = 0;
         for p in pages(offset_bytes, len_bytes) {
             if !no_data.is_empty()

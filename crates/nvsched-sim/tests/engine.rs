@@ -605,7 +605,8 @@ fn a_file_an_earlier_job_unlinked_fails_a_reader_and_is_made_anew_by_a_writer() 
     // fio 3.33 on ext4, 64 MiB file, 1 MiB direct I/O: after `w` (unlink=1) the reader
     // fails at open with ENOENT and does nothing; a writer in between makes the file anew
     // and writes its second half, so the reader reads 64 MiB of which only 32 MiB reach
-    // the disk (the first half is a hole, read as zeros)
+    // the disk (the first half is a hole, read as zeros); past the end of the file made
+    // anew a read fails
     let head = "[global]\nfilename=f\nsize=64m\nbs=1m\ndirect=1\n[w]\nrw=write\nunlink=1\n";
     let out = run(&format!("{head}[r]\nstonewall\nrw=read\n"), "none");
     let reader = &out.clones[1].stats;
@@ -618,6 +619,14 @@ fn a_file_an_earlier_job_unlinked_fails_a_reader_and_is_made_anew_by_a_writer() 
     assert!(reader.error.is_none());
     assert_eq!(reader.dirs[0].io_bytes, 64 << 20);
     assert_eq!((out.engine.device_commands[0], out.engine.read_pages_zeroed), (32, 8192));
+
+    // a file made anew ends where its writer stopped: fio 3.33's reader gets 16 MiB, then
+    // a read past the end fails the job with EIO (17 reads counted, 16 MiB moved)
+    let out = run(&format!("{head}[w2]\nstonewall\nrw=write\nsize=16m\n[r]\nstonewall\nrw=read\n"), "none");
+    let reader = &out.clones[2].stats;
+    assert_eq!(reader.error.as_ref().map(|e| e.errno), Some(5));
+    assert_eq!((reader.dirs[0].io_bytes, reader.dirs[0].total_ios), (16 << 20, 17));
+    assert_eq!(out.engine.device_commands[0], 16);
 
     // without unlink the reader reads what `w` wrote, all of it from the device
     let out = run(&format!("{}[r]\nstonewall\nrw=read\n", head.replace("unlink=1\n", "")), "none");
