@@ -343,7 +343,7 @@ pub fn render(r: &RunReport) -> String {
     let groups = group_bandwidths(&r.jobs);
     // fio leaves out a job that moved no data and issued nothing (one that failed to
     // open its file)
-    for job in r.jobs.iter().filter(|j| j.dirs.iter().any(|d| d.io_bytes > 0 || d.total_ios > 0)) {
+    for job in r.jobs.iter().filter(|j| j.total_ios() > 0 || j.dirs.iter().any(|d| d.io_bytes > 0)) {
         let _ = writeln!(
             out,
             "{}: (groupid={}, jobs={}): err={}: pid=0: {}",

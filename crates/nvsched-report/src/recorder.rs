@@ -220,9 +220,17 @@ impl JobRecorder {
         }
     }
 
-    /// One of the clone's requests failed with `errno` (real devices): nothing is
-    /// recorded but the failure, which fails the job unless `continue_on_error` covers it;
-    /// with `continue_on_error` it counts in `total_err`.
+    /// The clone could not open `file` as it started (an earlier job removed it with
+    /// `unlink=1`): it ends at once, without I/O, with fio's ENOENT.
+    pub fn failed_to_open(&mut self, driver: &mut JobDriver, now: Nanos, file: &str) {
+        driver.fail_at_start(now);
+        self.stats.error = Some(JobError::missing_file(file));
+    }
+
+    /// One of the clone's requests failed with `errno` (real devices; in simulation a
+    /// read past the end of a file made anew): nothing is recorded but the failure, which
+    /// fails the job unless `continue_on_error` covers it; with `continue_on_error` it
+    /// counts in `total_err`.
     #[cold]
     pub fn complete_failed(&mut self, driver: &mut JobDriver, io: &CompletedIo, now: Nanos, errno: i32) {
         driver.landed(io.op, io.file, io.offset_bytes, io.len_bytes);

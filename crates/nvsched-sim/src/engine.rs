@@ -643,10 +643,7 @@ impl<'o> Simulation<'o> {
     fn open_files(&mut self, j: u32) {
         let job = &mut self.jobs[j as usize];
         match self.unlinked.open(&job.driver.spec, job.driver.clone_index) {
-            Opened::Missing(name) => {
-                job.driver.fail_at_start(self.now);
-                job.rec.stats.error = Some(nvsched_report::JobError::missing_file(&name));
-            }
+            Opened::Missing(name) => job.rec.failed_to_open(&mut job.driver, self.now, &name),
             Opened::Files { recreated } => {
                 for name in recreated {
                     let Some(f) = self.files.iter().find(|f| f.name == name) else { continue };

@@ -720,8 +720,7 @@ impl Engine {
         clone.driver.start(now);
         clone.kick = true;
         if let Opened::Missing(name) = self.unlinked.open(&clone.driver.spec, clone.driver.clone_index) {
-            clone.driver.fail_at_start(now);
-            clone.rec.stats.error = Some(JobError::missing_file(&name));
+            clone.rec.failed_to_open(&mut clone.driver, now, &name);
         }
     }
 
