@@ -207,16 +207,41 @@ impl JobRecorder {
     /// it. Both engines complete requests through here.
     #[inline]
     pub fn complete(&mut self, driver: &mut JobDriver, io: &CompletedIo, now: Nanos) {
+        self.complete_moving(driver, io, now, io.len_bytes);
+    }
+
+    /// [`JobRecorder::complete`] of a request that moved `moved_bytes` of its length.
+    #[inline]
+    fn complete_moving(&mut self, driver: &mut JobDriver, io: &CompletedIo, now: Nanos, moved_bytes: u32) {
         let ramp_end = driver.ramp_end();
         driver.landed(io.op, io.file, io.offset_bytes, io.len_bytes);
-        let done = driver.on_complete(now, io.op, io.len_bytes, now - io.created);
+        let done = driver.on_complete(now, io.op, moved_bytes, now - io.created);
         if done.counted {
-            self.record(io, now, ramp_end);
+            self.record(&CompletedIo { len_bytes: moved_bytes, ..*io }, now, ramp_end);
         } else {
             self.stats.uncounted += 1;
         }
         if done.restart_stats || done.failed.is_some() {
-            self.job_event(driver, io, now, done.restart_stats, done.failed);
+            self.job_event(driver, io, now, done.restart_stats, done.failed, false);
+        }
+    }
+
+    /// One of the clone's reads reached past the end of its file (in simulation, a file
+    /// made anew after `unlink=1`); `straddled`: it began before the end. As in fio 3.33,
+    /// a read that began before the end counts as a short read and one more read issued,
+    /// and what it got is not counted; then nothing more comes, as for a read wholly past
+    /// the end: a synchronous engine fails the job with EIO ("full resid"), an
+    /// asynchronous one completes the read with no bytes.
+    #[cold]
+    pub fn complete_past_end(&mut self, driver: &mut JobDriver, io: &CompletedIo, now: Nanos, straddled: bool) {
+        if straddled && now >= driver.ramp_end() && self.stats.error.is_none() {
+            self.stats.short_reads += 1;
+            self.stats.dirs[0].total_ios += 1;
+        }
+        if self.sync_engine {
+            self.fail_request(driver, io, now, 5, true);
+        } else {
+            self.complete_moving(driver, io, now, 0);
         }
     }
 
@@ -227,12 +252,17 @@ impl JobRecorder {
         self.stats.error = Some(JobError::missing_file(file));
     }
 
-    /// One of the clone's requests failed with `errno` (real devices; in simulation a
-    /// read past the end of a file made anew): nothing is recorded but the failure, which
+    /// One of the clone's requests failed with `errno` (real devices): nothing is recorded but the failure, which
     /// fails the job unless `continue_on_error` covers it; with `continue_on_error` it
     /// counts in `total_err`.
     #[cold]
     pub fn complete_failed(&mut self, driver: &mut JobDriver, io: &CompletedIo, now: Nanos, errno: i32) {
+        self.fail_request(driver, io, now, errno, false);
+    }
+
+    /// [`JobRecorder::complete_failed`]; `full_resid`: the failure is a synchronous read
+    /// that got nothing at a file's end.
+    fn fail_request(&mut self, driver: &mut JobDriver, io: &CompletedIo, now: Nanos, errno: i32, full_resid: bool) {
         driver.landed(io.op, io.file, io.offset_bytes, io.len_bytes);
         let done = driver.on_error(now, io.op, errno);
         // fio counts the error that failed the job too, but nothing after it; the I/O is
@@ -252,13 +282,21 @@ impl JobRecorder {
             self.stats.uncounted += 1;
         }
         if done.restart_stats || done.failed.is_some() {
-            self.job_event(driver, io, now, done.restart_stats, done.failed);
+            self.job_event(driver, io, now, done.restart_stats, done.failed, full_resid);
         }
     }
 
     /// The latency search's final window starts (statistics restart), or the job failed.
     #[cold]
-    fn job_event(&mut self, driver: &JobDriver, io: &CompletedIo, now: Nanos, restart: bool, failed: Option<Failure>) {
+    fn job_event(
+        &mut self,
+        driver: &JobDriver,
+        io: &CompletedIo,
+        now: Nanos,
+        restart: bool,
+        failed: Option<Failure>,
+        full_resid: bool,
+    ) {
         if restart {
             self.stats.restart();
         }
@@ -273,7 +311,11 @@ impl JobRecorder {
             Failure::MinRate(detail) => JobError::min_rate(detail),
             Failure::Io(errno) => {
                 let file = driver.spec.file_name_of(driver.clone_index, u32::from(io.file));
-                JobError::io(errno, &file, io.op, io.offset_bytes, io.len_bytes)
+                if full_resid {
+                    JobError::full_resid(&file, io.op, io.offset_bytes, io.len_bytes)
+                } else {
+                    JobError::io(errno, &file, io.op, io.offset_bytes, io.len_bytes)
+                }
             }
         });
     }

@@ -296,6 +296,9 @@ pub struct JobStats {
     pub flush_call: FlushCall,
     pub datasyncs: u64,
     pub range_syncs: u64,
+    /// Reads that stopped short at the end of a file (the simulation's files made anew
+    /// by `unlink=1`): fio counts each as a short read and as one more read issued.
+    pub short_reads: u64,
     pub depth_levels: [u64; 7],
     pub submit_levels: [u64; 7],
     pub complete_levels: [u64; 7],
@@ -448,6 +451,17 @@ impl JobError {
         JobError { errno: 2, func: "open", error, detail }
     }
 
+    /// fio's EIO "full resid" of a synchronous engine: a read at the end of a file
+    /// returned nothing (after a short read, if it began before the end).
+    pub fn full_resid(file: &str, op: Op, offset_bytes: u64, len_bytes: u32) -> JobError {
+        let error = strerror(5);
+        let detail = format!(
+            "{} of file {file} at offset={offset_bytes}, buflen={len_bytes} got nothing past the file's end: {error}",
+            op.fio_name()
+        );
+        JobError { errno: 5, func: "full resid", error, detail }
+    }
+
     /// fio's `io_u error`: a request failed with `errno` (real devices).
     pub fn io(errno: i32, file: &str, op: Op, offset_bytes: u64, len_bytes: u32) -> JobError {
         let error = strerror(errno);
@@ -502,11 +516,12 @@ impl JobStats {
         self.sync.n - self.datasyncs - self.range_syncs
     }
 
-    /// What fio 3.33 reports as short I/Os of direction `dir` (read, write, trim): its
-    /// fdatasyncs and sync_file_ranges, see [`JobStats::flush_call`].
+    /// What fio 3.33 reports as short I/Os of direction `dir` (read, write, trim): the
+    /// reads cut short at a file's end, and its fdatasyncs and sync_file_ranges, see
+    /// [`JobStats::flush_call`].
     pub fn short_ios(&self, dir: usize) -> u64 {
         match dir {
-            0 => self.datasyncs,
+            0 => self.short_reads + self.datasyncs,
             1 => self.range_syncs,
             _ => 0,
         }
@@ -526,6 +541,7 @@ impl JobStats {
             flush_call: FlushCall::Fsync,
             datasyncs: 0,
             range_syncs: 0,
+            short_reads: 0,
             depth_levels: [0; 7],
             submit_levels: [0; 7],
             complete_levels: [0; 7],
@@ -596,6 +612,7 @@ impl JobStats {
         // outnumber it)
         self.datasyncs = 0;
         self.range_syncs = 0;
+        self.short_reads = 0;
         self.sync_hist = FioHistogram::default();
         self.depth_levels = [0; 7];
         self.submit_levels = [0; 7];
@@ -769,6 +786,7 @@ impl JobStats {
         self.sync_hist.merge(&other.sync_hist);
         self.datasyncs += other.datasyncs;
         self.range_syncs += other.range_syncs;
+        self.short_reads += other.short_reads;
         for i in 0..7 {
             self.depth_levels[i] += other.depth_levels[i];
             self.submit_levels[i] += other.submit_levels[i];

@@ -4,7 +4,7 @@
 
 use crate::events::{EventKind, EventQueue, Lane};
 use crate::layout::{self, PlacedFile};
-use crate::nodata::NoDataPages;
+use crate::nodata::{NoDataPages, PastEnd};
 use crate::pagecache::{self, first_readahead_window, next_readahead_window, Chunk, PageCache, PAGE_BYTES};
 use nvsched_core::{IoPrio, LogClock, Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Request, RequestId, Scheduler};
@@ -183,11 +183,9 @@ enum CacheEffect {
         seq: u64,
         background: bool,
     },
-    /// A job's request that fails with this errno without reaching the device (a read
-    /// past the end of a file made anew).
-    Failed {
-        errno: i32,
-    },
+    /// A job's read past the end of a file made anew: it gets nothing, without reaching
+    /// the device.
+    PastEnd(PastEnd),
 }
 
 #[derive(Clone, Copy)]
@@ -871,10 +869,12 @@ impl<'o> Simulation<'o> {
                 self.sync_file_range(slot, &unit, buffered);
                 continue;
             }
-            if unit.op == Op::Read && self.no_data.reads_past_end(unit.offset_bytes, u64::from(unit.len_bytes)) {
-                // fio: a short read, then none: EIO ("full resid")
+            let past_end = (unit.op == Op::Read)
+                .then(|| self.no_data.read_past_end(unit.offset_bytes, u64::from(unit.len_bytes)))
+                .flatten();
+            if let Some(past_end) = past_end {
                 let submitted = self.now + self.host.submit();
-                self.rqs[slot as usize].cache = CacheEffect::Failed { errno: 5 };
+                self.rqs[slot as usize].cache = CacheEffect::PastEnd(past_end);
                 self.rqs[slot as usize].inserted = submitted;
                 self.events.push(submitted, EventKind::CacheDone(slot));
                 continue;
@@ -1127,7 +1127,7 @@ impl<'o> Simulation<'o> {
     fn finish_request(&mut self, slot: u32) {
         let rec = self.rqs[slot as usize];
         match rec.cache {
-            CacheEffect::None | CacheEffect::Failed { .. } => {}
+            CacheEffect::None | CacheEffect::PastEnd(_) => {}
             CacheEffect::Fill { offset_bytes, len_bytes } => {
                 let b = self.buffered.as_mut().expect("a page cache");
                 b.cache.fill(offset_bytes, u64::from(len_bytes));
@@ -1150,10 +1150,6 @@ impl<'o> Simulation<'o> {
                 return;
             }
         }
-        let failed = match rec.cache {
-            CacheEffect::Failed { errno } => Some(errno),
-            _ => None,
-        };
         let now = self.now;
         self.note_in_system(-1);
         self.counters.completed += 1;
@@ -1174,9 +1170,9 @@ impl<'o> Simulation<'o> {
             created: rec.created,
             inserted: rec.inserted,
         };
-        match failed {
-            Some(errno) => job.rec.complete_failed(&mut job.driver, &io, now, errno),
-            None => job.rec.complete(&mut job.driver, &io, now),
+        match rec.cache {
+            CacheEffect::PastEnd(p) => job.rec.complete_past_end(&mut job.driver, &io, now, p.straddles),
+            _ => job.rec.complete(&mut job.driver, &io, now),
         }
         if let Some(stop) = self.steady.on_complete(rec.job, &job.driver, rec.op, rec.len, now) {
             self.steady_stopped.extend_from_slice(stop);

@@ -34,6 +34,13 @@ impl File {
     }
 }
 
+/// A read that reaches past the end of a file made anew.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PastEnd {
+    /// It begins before the end.
+    pub straddles: bool,
+}
+
 /// The pages without data, over every file that held none at the start.
 #[derive(Default)]
 pub struct NoDataPages {
@@ -107,12 +114,12 @@ impl NoDataPages {
         }
     }
 
-    /// Whether a read of the byte range reaches past the end of a file made anew (fio
-    /// gets a short read there, then none, and fails the job with EIO: "full resid").
-    pub fn reads_past_end(&self, offset_bytes: u64, len_bytes: u64) -> bool {
-        self.file_of(offset_bytes / PAGE_BYTES)
-            .and_then(|i| self.files[i].end_bytes)
-            .is_some_and(|end| offset_bytes + len_bytes > end)
+    /// Whether a read of the byte range reaches past the end of a file made anew: `None`
+    /// if not, else whether it begins before the end (see
+    /// `JobRecorder::complete_past_end`).
+    pub fn read_past_end(&self, offset_bytes: u64, len_bytes: u64) -> Option<PastEnd> {
+        let end = self.file_of(offset_bytes / PAGE_BYTES).and_then(|i| self.files[i].end_bytes)?;
+        (offset_bytes + len_bytes > end).then_some(PastEnd { straddles: offset_bytes < end })
     }
 
     /// A write of the byte range: its pages hold data.

@@ -620,13 +620,28 @@ fn a_file_an_earlier_job_unlinked_fails_a_reader_and_is_made_anew_by_a_writer() 
     assert_eq!(reader.dirs[0].io_bytes, 64 << 20);
     assert_eq!((out.engine.device_commands[0], out.engine.read_pages_zeroed), (32, 8192));
 
-    // a file made anew ends where its writer stopped: fio 3.33's reader gets 16 MiB, then
-    // a read past the end fails the job with EIO (17 reads counted, 16 MiB moved)
-    let out = run(&format!("{head}[w2]\nstonewall\nrw=write\nsize=16m\n[r]\nstonewall\nrw=read\n"), "none");
-    let reader = &out.clones[2].stats;
-    assert_eq!(reader.error.as_ref().map(|e| e.errno), Some(5));
-    assert_eq!((reader.dirs[0].io_bytes, reader.dirs[0].total_ios), (16 << 20, 17));
-    assert_eq!(out.engine.device_commands[0], 16);
+    // a file made anew ends where its writer stopped. fio 3.33 (psync): the reader gets
+    // 16 MiB, then a read past the end fails the job with EIO, "full resid" (17 reads
+    // counted, 16 MiB moved); with libaio or io_uring the reads past the end complete
+    // with nothing (64 reads, 64 latencies, 16 MiB, no error)
+    let past_end = |engine: &str, w2_size: &str| {
+        let text = format!(
+            "{head}ioengine={engine}\n[w2]\nstonewall\nrw=write\nbs=512k\nsize={w2_size}\n\
+             [r]\nstonewall\nioengine={engine}\nrw=read\n"
+        );
+        let out = run(&text, "none");
+        let r = out.clones[2].stats.clone();
+        assert_eq!(out.engine.device_commands[0], 16, "reads past the end reach no device");
+        let d = &r.dirs[0];
+        (r.error.as_ref().map(|e| (e.errno, e.func)), d.io_bytes, d.total_ios, r.short_ios(0), d.clat.n)
+    };
+    assert_eq!(past_end("psync", "16m"), (Some((5, "full resid")), 16 << 20, 17, 0, 16));
+    assert_eq!(past_end("libaio", "16m"), (None, 16 << 20, 64, 0, 64));
+    assert_eq!(past_end("io_uring", "16m"), (None, 16 << 20, 64, 0, 64));
+    // ... and a read that begins before the end (the writer stopped at 16.5 MiB) is
+    // first a short read: one more read counted, and what it got is not (fio 3.33)
+    assert_eq!(past_end("psync", "16896k"), (Some((5, "full resid")), 16 << 20, 18, 1, 16));
+    assert_eq!(past_end("libaio", "16896k"), (None, 16 << 20, 65, 1, 64));
 
     // without unlink the reader reads what `w` wrote, all of it from the device
     let out = run(&format!("{}[r]\nstonewall\nrw=read\n", head.replace("unlink=1\n", "")), "none");
