@@ -17,7 +17,9 @@ use nvsched_workload::{
     BufferFiller, EngineKind, ExitWhat, FileLocks, FlowGroups, IoUnit, JobDriver, JobSpec, Poll, SyncRange,
 };
 use std::alloc::{alloc_zeroed, dealloc, Layout};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -142,6 +144,30 @@ struct CloneState {
     nowait: bool,
 }
 
+/// `unlink=1`: `clone` finished and removes its regular files from the disk; clones that
+/// have them open go on with them, as in fio. (fio removes them after the job's
+/// `exec_postrun`, nvsched before it.)
+fn remove_unlinked(clone: &CloneState, targets: &[(i32, PathBuf)]) {
+    if !clone.driver.spec.unlink {
+        return;
+    }
+    for &t in &clone.targets {
+        let path = &targets[t].1;
+        if path.is_file() {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+/// How the kernel completed a request (with the requests merged into it).
+#[derive(Clone, Copy, Debug)]
+enum Outcome {
+    Done,
+    Failed(i32),
+    /// A read that stopped short at this file offset: the end of its file.
+    ReadTo(u64),
+}
+
 struct Engine {
     ring: IoUring,
     start: Instant,
@@ -155,8 +181,13 @@ struct Engine {
     waiting: Vec<u32>,
     /// `steadystate` detection per job or group.
     steady: SteadyStates,
-    /// (fd, path) of each target; the files stay open in the caller.
+    /// (fd, path) of each target; the files stay open in the caller, except those the
+    /// run made anew (`remade`).
     targets: Vec<(i32, PathBuf)>,
+    /// Files that clones made anew after a job removed them (`unlink=1`), with the
+    /// target each path now opens as.
+    remade: Vec<std::fs::File>,
+    latest_target: HashMap<PathBuf, usize>,
     slots: Vec<Slot>,
     /// Free slots per clone: a clone reuses its own buffers, as fio's io_us belong to a
     /// job, so a buffer filled for reuse stays filled.
@@ -188,8 +219,7 @@ struct Engine {
     waits: u64,
     /// `--status-interval`: when the next status is due, and where it goes.
     status: Option<(nvsched_report::StatusClock, nvsched_report::StatusDump)>,
-    /// The files jobs with `unlink=1` removed as far as later jobs see (they stay on
-    /// disk until the run ends).
+    /// The files jobs with `unlink=1` removed.
     unlinked: UnlinkedFiles,
 }
 
@@ -256,6 +286,8 @@ struct Wanted {
     write_hint: Option<(u64, String)>,
     /// A job wants its cached pages dropped before the run (`invalidate`, on by default).
     invalidate: bool,
+    /// The first job that removes it when it finishes (`unlink=1`).
+    unlinked_by: Option<String>,
 }
 
 /// `--status-interval`: every `every` of the run (wall-clock), every clone's statistics
@@ -321,6 +353,7 @@ pub fn run_with_status(
                         no_size_from: None,
                         write_hint: None,
                         invalidate: false,
+                        unlinked_by: None,
                     });
                     wanted.len() - 1
                 }
@@ -330,6 +363,9 @@ pub fn run_with_status(
             w.writes |= writes;
             w.keep |= spec.create_only;
             w.invalidate |= spec.invalidate;
+            if spec.unlink && w.unlinked_by.is_none() {
+                w.unlinked_by = Some(spec.name.clone());
+            }
             if let Some(hint) = spec.write_hint {
                 match &w.write_hint {
                     Some((other, job)) if *other != hint => {
@@ -369,6 +405,15 @@ pub fn run_with_status(
         if without_data.contains(&w.name) {
             w.fill = Fill::Allocate;
         }
+    }
+    // removing a file is as destructive as writing it
+    let removes_existing = |w: &&Wanted| w.unlinked_by.is_some() && Path::new(&w.name).is_file();
+    if let Some(w) = wanted.iter().find(removes_existing).filter(|_| !opts.safety.allow_destructive) {
+        return Err(format!(
+            "refusing to let job '{}' remove '{}' (unlink=1): nvsched did not create it. Pass --allow-destructive if that is intended",
+            w.unlinked_by.as_deref().unwrap_or("?"),
+            w.name
+        ));
     }
     let mut targets_open = Vec::new();
     for w in &wanted {
@@ -624,8 +669,17 @@ fn run_on(
         waits: 0,
         status: status.and_then(|s| Some((nvsched_report::StatusClock::new(s.every)?, s.dump))),
         unlinked: UnlinkedFiles::default(),
+        remade: Vec::new(),
+        latest_target: HashMap::new(),
     };
-    e.event_loop()?;
+    let ran = e.event_loop();
+    if !opts.keep_files {
+        // what the run made anew goes, as what it laid out does
+        for (_, path) in &e.targets[targets.len()..] {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+    ran?;
     let end = e.now();
     let disk_util =
         disks_before.iter().filter_map(|(dir, before)| Some(before.util_until(&DiskSample::read(dir)?))).collect();
@@ -713,15 +767,53 @@ impl Engine {
         }
     }
 
-    /// Clone `c` begins its I/O, once it opened its files: one that an earlier job removed
-    /// (`unlink=1`) fails it if it does not write, as in fio; the files themselves stay.
+    /// Clone `c` begins its I/O, once it opened its files: those made anew since the run
+    /// began are the ones it opens. One that an earlier job removed (`unlink=1`) fails it
+    /// if it does not write, as in fio; if it writes, it makes the file anew, empty.
     fn begin(&mut self, c: u32, now: Nanos) {
         let clone = &mut self.clones[c as usize];
+        for t in clone.targets.iter_mut() {
+            *t = self.latest_target.get(&self.targets[*t].1).copied().unwrap_or(*t);
+        }
         clone.driver.start(now);
         clone.kick = true;
-        if let Opened::Missing(name) = self.unlinked.open(&clone.driver.spec, clone.driver.clone_index) {
-            clone.rec.failed_to_open(&mut clone.driver, now, &name);
+        match self.unlinked.open(&clone.driver.spec, clone.driver.clone_index) {
+            Opened::Missing(name) => clone.rec.failed_to_open(&mut clone.driver, now, &name),
+            Opened::Files { recreated } => {
+                for name in recreated {
+                    if let Err(e) = self.remake(c, &name) {
+                        self.start_error.get_or_insert(e);
+                    }
+                }
+            }
         }
+    }
+
+    /// Clone `c` makes its file `name` anew (`O_CREAT`, empty): it and the clones that
+    /// start later use the new file.
+    fn remake(&mut self, c: u32, name: &str) -> Result<(), String> {
+        let clone = &mut self.clones[c as usize];
+        let spec = &clone.driver.spec;
+        let Some(filenum) =
+            (0..spec.files_per_clone()).find(|&f| spec.file_name_of(clone.driver.clone_index, f) == name)
+        else {
+            return Ok(());
+        };
+        let path = self.targets[clone.targets[filenum as usize]].1.clone();
+        let file = std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .custom_flags(libc::O_DIRECT)
+            .open(&path)
+            .map_err(|e| format!("job '{}': cannot make '{}' anew: {e}", spec.name, path.display()))?;
+        let t = self.targets.len();
+        self.targets.push((file.as_raw_fd(), path.clone()));
+        self.remade.push(file);
+        self.latest_target.insert(path, t);
+        clone.targets[filenum as usize] = t;
+        Ok(())
     }
 
     /// A clone without a size on a file a fill grows works on what the file holds now.
@@ -948,6 +1040,7 @@ impl Engine {
                     let end = clone.driver.finished_at().unwrap_or(now);
                     clone.rec.stopped(&clone.driver, end);
                     self.unlinked.finished(&clone.driver.spec, clone.driver.clone_index);
+                    remove_unlinked(clone, &self.targets);
                     // as in fio: after the clone's I/O and its verify
                     match hooks::start(&clone.driver.spec, Stage::Postrun) {
                         Ok(Some(hook)) => self.postruns.push(hook),
@@ -1207,14 +1300,15 @@ impl Engine {
 
         for (slot, result) in done {
             let now = self.now();
-            let expected: i64 = {
-                let mut n = 0i64;
+            let (expected, start): (i64, u64) = {
+                let (mut n, mut start) = (0i64, u64::MAX);
                 let mut m = slot;
                 while m != NONE {
                     n += i64::from(self.slots[m as usize].len);
+                    start = start.min(self.slots[m as usize].offset);
                     m = self.slots[m as usize].merged_next;
                 }
-                n
+                (n, start)
             };
             let result = match self.inject_errors {
                 Some((every, errno)) => {
@@ -1228,26 +1322,29 @@ impl Engine {
                 None => result,
             };
             let s = &self.slots[slot as usize];
-            let errno = if result < 0 {
+            let outcome = if result < 0 {
                 self.io_errors.push(format!(
                     "{} at offset {}: {}",
                     s.op.name(),
                     s.offset,
                     std::io::Error::from_raw_os_error(-result)
                 ));
-                Some(-result)
+                Outcome::Failed(-result)
+            } else if s.op == Op::Read && i64::from(result) < expected {
+                // direct I/O reads short only at the end of a file
+                Outcome::ReadTo(start + result as u64)
             } else if s.op.is_data() && i64::from(result) != expected {
                 self.io_errors.push(format!(
                     "{} at offset {}: short I/O ({result} of {expected} bytes)",
                     s.op.name(),
                     s.offset
                 ));
-                Some(libc::EIO)
+                Outcome::Failed(libc::EIO)
             } else {
-                None
+                Outcome::Done
             };
             let clone = self.slots[slot as usize].clone;
-            self.complete(slot, now, errno);
+            self.complete(slot, now, outcome);
             if !self.clones[clone as usize].done {
                 self.poll_clone(clone, now);
             }
@@ -1268,7 +1365,7 @@ impl Engine {
 
     /// Completes the request in `slot` (and those merged into it), failed with `errno`
     /// or not.
-    fn complete(&mut self, slot: u32, now: Nanos, errno: Option<i32>) {
+    fn complete(&mut self, slot: u32, now: Nanos, outcome: Outcome) {
         self.in_ring -= 1;
         let rq = self.slots[slot as usize].rq;
         let dispatched = self.slots[slot as usize].dispatched;
@@ -1290,6 +1387,16 @@ impl Engine {
                 };
                 (s.clone, io, s.header_generation)
             };
+            let errno = match outcome {
+                Outcome::Failed(e) => Some(e),
+                _ => None,
+            };
+            // a member of a short read that did not get all it asked for: whether it got
+            // part of it
+            let past_end = match outcome {
+                Outcome::ReadTo(end) if end < io.offset_bytes + u64::from(io.len_bytes) => Some(end > io.offset_bytes),
+                _ => None,
+            };
             let clone = &mut self.clones[c as usize];
             if clone.verify {
                 match io.op {
@@ -1304,13 +1411,16 @@ impl Engine {
                 if !clone.driver.spec.verify_format.pretend {
                     self.verified_blocks += 1;
                 }
-                let found = match errno {
-                    Some(e) => Err(format!(
+                let found = match (errno, past_end) {
+                    (Some(e), _) => Err(format!(
                         "read of block at offset {} failed ({})",
                         io.offset_bytes,
                         std::io::Error::from_raw_os_error(e)
                     )),
-                    None => verify::check(
+                    (None, Some(_)) => {
+                        Err(format!("read of block at offset {} reached past the file's end", io.offset_bytes))
+                    }
+                    (None, None) => verify::check(
                         self.slots[m as usize].buf.slice(io.len_bytes as usize),
                         io.offset_bytes,
                         clone.written.get(io.file, io.offset_bytes),
@@ -1341,9 +1451,10 @@ impl Engine {
             clone.kick = true;
             clone.completed_now += 1;
             gave_back_lock |= clone.driver.locks_files();
-            match errno {
-                None => clone.rec.complete(&mut clone.driver, &io, now),
-                Some(e) => clone.rec.complete_failed(&mut clone.driver, &io, now, e),
+            match (errno, past_end) {
+                (Some(e), _) => clone.rec.complete_failed(&mut clone.driver, &io, now, e),
+                (None, Some(straddled)) => clone.rec.complete_past_end(&mut clone.driver, &io, now, straddled),
+                (None, None) => clone.rec.complete(&mut clone.driver, &io, now),
             }
             if let Some(stop) = self.steady.on_complete(c, &clone.driver, io.op, io.len_bytes, now) {
                 let stop = stop.to_vec();

@@ -1046,7 +1046,7 @@ pub static OPTIONS: &[OptionDef] = &[
         "unlink",
         [],
         Some("1"),
-        "1: the job's regular files are removed when it finishes, as far as later jobs see: a job that starts after that and writes makes the file anew, without data (in simulation a read past what was written since gets nothing, as in fio: a synchronous engine fails the job with EIO, 'full resid'; an asynchronous one goes on); one that only reads (or trims) fails with ENOENT before any I/O, as in fio. On real devices nvsched checks the same but leaves the files until the run ends (then removes those it laid out, unless --keep-files)",
+        "1: the job's regular files are removed when it finishes, as in fio: a job that starts after that and writes makes the file anew, empty (a read past what was written since gets nothing: a synchronous engine fails the job with EIO, 'full resid'; an asynchronous one goes on); one that only reads (or trims) fails with ENOENT before any I/O. On real devices a file nvsched did not create is removed only with --allow-destructive",
         |j, v| {
             j.unlink = parse_bool(v)?;
             Ok(())
