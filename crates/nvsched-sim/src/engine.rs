@@ -10,7 +10,7 @@ use nvsched_core::{IoPrio, LogClock, Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Request, RequestId, Scheduler};
 use nvsched_report::{CompletedIo, JobRecorder, JobStats};
 use nvsched_ssd::{Command, Device, DeviceCounters, HostPath, PageCacheConfig};
-use nvsched_workload::file_setup::{Opened, UnlinkedFiles};
+use nvsched_workload::file_setup::{regular_files_of, Opened, UnlinkedFiles};
 use nvsched_workload::steadystate::SteadyStates;
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, reporting_groups, wait_for_targets, Tenants};
 use nvsched_workload::{ExitWhat, FileLocks, FlowGroups, IoUnit, JobDriver, JobSpec, Poll, ReplayStats, SyncRange};
@@ -655,6 +655,26 @@ impl<'o> Simulation<'o> {
         }
     }
 
+    /// Clone `j` finished: a file of its that is removed (`unlink=1`, by this job or an
+    /// earlier one) and that no other running clone has open is evicted, as Linux evicts
+    /// a deleted file once the last process closes it: its cached pages go, dirty ones
+    /// without being written back (what is under writeback lands).
+    fn evict_unlinked(&mut self, j: u32) {
+        let (spec, clone) = (self.jobs[j as usize].driver.spec.clone(), self.jobs[j as usize].driver.clone_index);
+        for name in regular_files_of(&spec, clone).filter(|name| self.unlinked.is_removed(name)) {
+            let open_elsewhere = self.jobs.iter().enumerate().any(|(k, other)| {
+                let d = &other.driver;
+                k != j as usize
+                    && !other.done
+                    && d.started_at().is_some()
+                    && regular_files_of(&d.spec, d.clone_index).any(|n| n == name)
+            });
+            let Some(f) = self.files.iter().find(|f| f.name == name).filter(|_| !open_elsewhere) else { continue };
+            let b = self.buffered.as_mut().expect("a page cache");
+            b.cache.discard(&mut self.no_data, f.start, f.len);
+        }
+    }
+
     fn check_phase_done(&mut self) {
         while self.phase < self.phases.len() && self.phases[self.phase].iter().all(|&j| self.jobs[j as usize].done) {
             self.start_phase(self.phase + 1);
@@ -741,6 +761,10 @@ impl<'o> Simulation<'o> {
                     let end = job.driver.finished_at().unwrap_or(self.now);
                     job.rec.stopped(&job.driver, end);
                     self.unlinked.finished(&job.driver.spec, job.driver.clone_index);
+                    if self.buffered.is_some() {
+                        self.evict_unlinked(j);
+                    }
+                    let job = &mut self.jobs[j as usize];
                     if let Some(what) = job.driver.spec.exit_on_finish(job.rec.stats.error.is_some()) {
                         self.exit_others(j, what);
                     }

@@ -72,6 +72,11 @@ impl UnlinkedFiles {
         }
     }
 
+    /// Whether the file `name` is removed (and not made anew since).
+    pub fn is_removed(&self, name: &str) -> bool {
+        self.names.contains(name)
+    }
+
     /// Clone `clone` of `spec` starts and opens its files.
     pub fn open(&mut self, spec: &JobSpec, clone: u32) -> Opened {
         if self.names.is_empty() {
@@ -91,7 +96,8 @@ impl UnlinkedFiles {
     }
 }
 
-fn regular_files_of(spec: &JobSpec, clone: u32) -> impl Iterator<Item = String> + '_ {
+/// The names of clone `clone`'s files that are regular files (not devices).
+pub fn regular_files_of(spec: &JobSpec, clone: u32) -> impl Iterator<Item = String> + '_ {
     (0..spec.files_per_clone()).map(move |f| spec.file_name_of(clone, f)).filter(|name| !is_device_path(name))
 }
 
