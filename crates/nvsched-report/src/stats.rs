@@ -830,9 +830,10 @@ impl JobStats {
         self.dirs.iter().map(|d| d.total_ios).sum()
     }
 
-    /// The requests the statistics hold: data requests and syncs.
+    /// The requests the statistics hold: data requests and syncs (a short read counts
+    /// twice in `total_ios`, as in fio, but is one request).
     pub fn recorded(&self) -> u64 {
-        self.total_ios() + self.sync.n
+        self.total_ios() - self.short_reads + self.sync.n
     }
 
     /// Completions the report leaves out: during ramp, before a latency search's final

@@ -632,6 +632,8 @@ fn a_file_an_earlier_job_unlinked_fails_a_reader_and_is_made_anew_by_a_writer() 
         let out = run(&text, "none");
         let r = out.clones[2].stats.clone();
         assert_eq!(out.engine.device_commands[0], 16, "reads past the end reach no device");
+        let accounted: u64 = out.clones.iter().map(|c| c.stats.recorded() + c.stats.discarded()).sum();
+        assert_eq!(accounted, out.engine.requests, "a short read is one request");
         let d = &r.dirs[0];
         (r.error.as_ref().map(|e| (e.errno, e.func)), d.io_bytes, d.total_ios, r.short_ios(0), d.clat.n)
     };
