@@ -11,18 +11,22 @@ const PLAT_GROUP_NR: usize = 36;
 /// Number of buckets.
 pub const PLAT_NR: usize = PLAT_GROUP_NR * PLAT_VAL as usize;
 
-/// Counts of latency samples (nanoseconds) in fio's buckets.
-#[derive(Clone, PartialEq, Eq)]
+/// Counts of latency samples (nanoseconds) in fio's buckets. The buckets (15 KiB) are
+/// allocated with the first sample, so the directions a job never uses cost nothing.
+#[derive(Clone, Default)]
 pub struct FioHistogram {
+    /// Empty until the first sample, then `PLAT_NR` counts.
     buckets: Box<[u64]>,
     total: u64,
 }
 
-impl Default for FioHistogram {
-    fn default() -> Self {
-        FioHistogram { buckets: vec![0; PLAT_NR].into_boxed_slice(), total: 0 }
+impl PartialEq for FioHistogram {
+    fn eq(&self, other: &Self) -> bool {
+        self.total == other.total && self.bins().eq(other.bins())
     }
 }
+
+impl Eq for FioHistogram {}
 
 impl std::fmt::Debug for FioHistogram {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -58,8 +62,16 @@ pub fn index_to_value(index: usize) -> u64 {
 impl FioHistogram {
     #[inline]
     pub fn record(&mut self, value_ns: u64) {
+        if self.buckets.is_empty() {
+            self.allocate();
+        }
         self.buckets[value_to_index(value_ns)] += 1;
         self.total += 1;
+    }
+
+    #[cold]
+    fn allocate(&mut self) {
+        self.buckets = vec![0; PLAT_NR].into_boxed_slice();
     }
 
     pub fn total(&self) -> u64 {
@@ -67,6 +79,12 @@ impl FioHistogram {
     }
 
     pub fn merge(&mut self, other: &FioHistogram) {
+        if other.buckets.is_empty() {
+            return;
+        }
+        if self.buckets.is_empty() {
+            self.allocate();
+        }
         for (a, b) in self.buckets.iter_mut().zip(other.buckets.iter()) {
             *a += b;
         }
@@ -169,5 +187,24 @@ mod tests {
         a.merge(&b);
         assert_eq!(a.total(), 3);
         assert_eq!(a.bins().count(), 2);
+    }
+
+    #[test]
+    fn buckets_are_allocated_with_the_first_sample_and_an_empty_histogram_merges_as_none() {
+        let mut unused = FioHistogram::default();
+        assert!(unused.buckets.is_empty());
+        unused.merge(&FioHistogram::default());
+        assert!(unused.buckets.is_empty(), "merging nothing allocates nothing");
+        let mut one = FioHistogram::default();
+        one.record(7);
+        assert_eq!(one.buckets.len(), PLAT_NR);
+        unused.merge(&one);
+        assert_eq!((unused.total(), unused.percentile(50.0)), (1, 7));
+        assert_eq!(unused, one);
+        // equal by their samples, allocated or not
+        let mut zero_counts = FioHistogram::default();
+        zero_counts.allocate();
+        assert_eq!(zero_counts, FioHistogram::default());
+        assert_ne!(one, FioHistogram::default());
     }
 }
