@@ -177,7 +177,7 @@ pub(crate) struct RunArgs {
     /// sim: the simulated device; uring: real I/O on the jobs' files or devices.
     #[arg(long, default_value = "sim", value_parser = ["sim", "uring"])]
     pub(crate) engine: String,
-    /// uring: allow writing to block devices and to files nvsched did not create.
+    /// uring: allow writing to block devices and to files nvsched did not create, and removing such files (unlink=1).
     #[arg(long)]
     pub(crate) allow_destructive: bool,
     /// uring: keep the files nvsched created.
