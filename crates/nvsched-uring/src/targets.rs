@@ -292,7 +292,9 @@ fn extend(path: &Path, len: u64, size: u64) -> Result<(), String> {
     write_random(&f, path, size - len, false).map(drop)
 }
 
-/// Bytes an unprivileged writer may still use on the file system holding `dir`.
+/// Bytes this process may still write on the file system holding `dir`: what is free to
+/// anyone, and as root also the blocks the file system keeps for root (ext4's 5% by
+/// default), which root's writes fill as fio's `fill_device` does.
 fn free_bytes(dir: &Path) -> Option<u64> {
     let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
     let mut st = std::mem::MaybeUninit::<libc::statvfs>::uninit();
@@ -302,7 +304,13 @@ fn free_bytes(dir: &Path) -> Option<u64> {
     }
     // SAFETY: statvfs returned 0, so it filled the struct.
     let st = unsafe { st.assume_init() };
-    Some(st.f_bavail.saturating_mul(st.f_frsize))
+    // SAFETY: geteuid has no preconditions.
+    Some(writable_bytes(&st, unsafe { libc::geteuid() } == 0))
+}
+
+fn writable_bytes(st: &libc::statvfs, root: bool) -> u64 {
+    let blocks = if root { st.f_bfree } else { st.f_bavail };
+    blocks.saturating_mul(st.f_frsize)
 }
 
 /// Overwrites the first `size` bytes of an existing file or block device with
@@ -408,4 +416,18 @@ pub fn kernel_release() -> String {
         }
     }
     "unknown".into()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn root_may_write_the_blocks_the_file_system_keeps_for_root() {
+        // SAFETY: statvfs is plain data; all zeros is a valid value.
+        let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+        (st.f_bfree, st.f_bavail, st.f_frsize) = (1000, 950, 4096);
+        assert_eq!(writable_bytes(&st, true), 1000 * 4096);
+        assert_eq!(writable_bytes(&st, false), 950 * 4096);
+    }
 }
