@@ -11,7 +11,7 @@ const PLAT_GROUP_NR: usize = 36;
 /// Number of buckets.
 pub const PLAT_NR: usize = PLAT_GROUP_NR * PLAT_VAL as usize;
 
-/// Counts of latency samples (nanoseconds) in fio's buckets. The buckets (15 KiB) are
+/// Counts of latency samples (nanoseconds) in fio's buckets. The buckets (18 KiB) are
 /// allocated with the first sample, so the directions a job never uses cost nothing.
 #[derive(Clone, Default)]
 pub struct FioHistogram {
