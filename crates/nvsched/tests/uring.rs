@@ -29,6 +29,12 @@ fn nvsched(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_nvsched")).args(args).output().unwrap()
 }
 
+/// [`nvsched`] run in `dir`, where the files a job names without a directory land
+/// (hook output, logs).
+fn nvsched_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nvsched")).args(args).current_dir(dir).output().unwrap()
+}
+
 fn write_job(dir: &Path, name: &str, body: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, body).unwrap();
@@ -40,8 +46,7 @@ fn write_job(dir: &Path, name: &str, body: &str) -> PathBuf {
 fn run_uring_json(job: &Path, extra: &[&str]) -> Value {
     let mut args = vec!["run", job.to_str().unwrap(), "--engine", "uring", "--output-format=json", "-q"];
     args.extend_from_slice(extra);
-    let out =
-        Command::new(env!("CARGO_BIN_EXE_nvsched")).args(&args).current_dir(job.parent().unwrap()).output().unwrap();
+    let out = nvsched_in(job.parent().unwrap(), &args);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     serde_json::from_slice(&out.stdout).unwrap()
 }
@@ -1113,11 +1118,7 @@ fn exec_prerun_and_postrun_run_around_the_io_and_a_failed_prerun_stops_the_run()
     assert!(started.elapsed() >= std::time::Duration::from_millis(300));
     // a failing prerun: no I/O, the run fails and names the command and its log
     let job = write_job(&d, "f.fio", &body("exit 3"));
-    let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
-        .args(["run", job.to_str().unwrap(), "--engine", "uring", "-q"])
-        .current_dir(&d)
-        .output()
-        .unwrap();
+    let out = nvsched_in(&d, &["run", job.to_str().unwrap(), "--engine", "uring", "-q"]);
     let err = String::from_utf8(out.stderr).unwrap();
     assert_eq!(out.status.code(), Some(1), "{err}");
     assert!(err.contains("exec_prerun <exit 3> failed (exit status: 3); its output is in h.prerun.txt"), "{err}");
@@ -1354,11 +1355,7 @@ fn laying_out_lines_follow_the_header_as_in_fio() {
         "[global]\nioengine=psync\nnumber_ios=1\n[a]\nsize=3m\nnrfiles=2\n[b]\nsize=512k\n\
          [c]\nsize=1m\nnumjobs=2\nfilename=shared.dat\n",
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
-        .args(["run", job.to_str().unwrap(), "--engine", "uring", "-q"])
-        .current_dir(&d)
-        .output()
-        .unwrap();
+    let out = nvsched_in(&d, &["run", job.to_str().unwrap(), "--engine", "uring", "-q"]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let stdout = String::from_utf8(out.stdout).unwrap();
     let header = stdout.split("\n\n").next().unwrap();
@@ -1427,7 +1424,7 @@ fn unlink_removes_a_real_file_and_a_later_job_finds_it_gone_or_makes_it_anew() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("1 job(s) failed: r"));
     // the writer's file went when it finished: a job between sees no file there
     let probe = format!("{head}[probe]\nstonewall\nrw=read\nexec_prerun=sh -c 'test ! -e {}'\n", data.display());
-    let out = nvsched(&["run", write_job(&d, "p.fio", &probe).to_str().unwrap(), "--engine", "uring", "-q"]);
+    let out = nvsched_in(&d, &["run", write_job(&d, "p.fio", &probe).to_str().unwrap(), "--engine", "uring", "-q"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("job 'probe': open("), "the prerun found no file");
     assert!(!data.exists(), "and nothing is left");
 
