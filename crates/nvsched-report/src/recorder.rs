@@ -226,8 +226,8 @@ impl JobRecorder {
         }
     }
 
-    /// One of the clone's reads reached past the end of its file (in simulation, a file
-    /// made anew after `unlink=1`); `straddled`: it began before the end. As in fio 3.33,
+    /// One of the clone's reads reached past the end of its file (a file made anew after
+    /// `unlink=1`); `straddled`: it began before the end. As in fio 3.33,
     /// a read that began before the end counts as a short read and one more read issued,
     /// and what it got is not counted; then nothing more comes, as for a read wholly past
     /// the end: a synchronous engine fails the job with EIO ("full resid"), an
@@ -236,7 +236,7 @@ impl JobRecorder {
     pub fn complete_past_end(&mut self, driver: &mut JobDriver, io: &CompletedIo, now: Nanos, straddled: bool) {
         if straddled && now >= driver.ramp_end() && self.stats.error.is_none() {
             self.stats.short_reads += 1;
-            self.stats.dirs[0].total_ios += 1;
+            self.stats.dirs[Op::Read.index()].total_ios += 1;
         }
         if self.sync_engine {
             self.fail_request(driver, io, now, 5, true);
@@ -252,9 +252,9 @@ impl JobRecorder {
         self.stats.error = Some(JobError::missing_file(file));
     }
 
-    /// One of the clone's requests failed with `errno` (real devices): nothing is recorded but the failure, which
-    /// fails the job unless `continue_on_error` covers it; with `continue_on_error` it
-    /// counts in `total_err`.
+    /// One of the clone's requests failed with `errno` (real devices): nothing is
+    /// recorded but the failure, which fails the job unless `continue_on_error` covers
+    /// it; with `continue_on_error` it counts in `total_err`.
     #[cold]
     pub fn complete_failed(&mut self, driver: &mut JobDriver, io: &CompletedIo, now: Nanos, errno: i32) {
         self.fail_request(driver, io, now, errno, false);

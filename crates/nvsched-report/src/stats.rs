@@ -296,8 +296,8 @@ pub struct JobStats {
     pub flush_call: FlushCall,
     pub datasyncs: u64,
     pub range_syncs: u64,
-    /// Reads that stopped short at the end of a file (the simulation's files made anew
-    /// by `unlink=1`): fio counts each as a short read and as one more read issued.
+    /// Reads that stopped short at the end of a file (one made anew after `unlink=1`):
+    /// fio counts each as a short read and as one more read issued.
     pub short_reads: u64,
     pub depth_levels: [u64; 7],
     pub submit_levels: [u64; 7],

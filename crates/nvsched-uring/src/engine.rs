@@ -144,21 +144,6 @@ struct CloneState {
     nowait: bool,
 }
 
-/// `unlink=1`: `clone` finished and removes its regular files from the disk; clones that
-/// have them open go on with them, as in fio. (fio removes them after the job's
-/// `exec_postrun`, nvsched before it.)
-fn remove_unlinked(clone: &CloneState, targets: &[(i32, PathBuf)]) {
-    if !clone.driver.spec.unlink {
-        return;
-    }
-    for &t in &clone.targets {
-        let path = &targets[t].1;
-        if path.is_file() {
-            let _ = std::fs::remove_file(path);
-        }
-    }
-}
-
 /// How the kernel completed a request (with the requests merged into it).
 #[derive(Clone, Copy, Debug)]
 enum Outcome {
@@ -184,9 +169,10 @@ struct Engine {
     /// (fd, path) of each target; the files stay open in the caller, except those the
     /// run made anew (`remade`).
     targets: Vec<(i32, PathBuf)>,
-    /// Files that clones made anew after a job removed them (`unlink=1`), with the
-    /// target each path now opens as.
+    /// Files that clones made anew after a job removed them (`unlink=1`); their targets
+    /// follow the caller's in `targets`.
     remade: Vec<std::fs::File>,
+    /// The target a path opens as now, for a path made anew.
     latest_target: HashMap<PathBuf, usize>,
     slots: Vec<Slot>,
     /// Free slots per clone: a clone reuses its own buffers, as fio's io_us belong to a
@@ -1039,8 +1025,13 @@ impl Engine {
                     let clone = &mut self.clones[c as usize];
                     let end = clone.driver.finished_at().unwrap_or(now);
                     clone.rec.stopped(&clone.driver, end);
-                    self.unlinked.finished(&clone.driver.spec, clone.driver.clone_index);
-                    remove_unlinked(clone, &self.targets);
+                    // unlink=1: the files go from the disk; clones that have them open go
+                    // on with them, as in fio (which removes them after exec_postrun)
+                    for name in self.unlinked.finished(&clone.driver.spec, clone.driver.clone_index) {
+                        if Path::new(&name).is_file() {
+                            let _ = std::fs::remove_file(&name);
+                        }
+                    }
                     // as in fio: after the clone's I/O and its verify
                     match hooks::start(&clone.driver.spec, Stage::Postrun) {
                         Ok(Some(hook)) => self.postruns.push(hook),

@@ -66,10 +66,14 @@ pub enum Opened {
 
 impl UnlinkedFiles {
     /// Clone `clone` of `spec` finished: with `unlink`, its regular files are gone.
-    pub fn finished(&mut self, spec: &JobSpec, clone: u32) {
-        if spec.unlink {
-            self.names.extend(regular_files_of(spec, clone));
+    /// Returns their names (none without `unlink`).
+    pub fn finished(&mut self, spec: &JobSpec, clone: u32) -> Vec<String> {
+        if !spec.unlink {
+            return Vec::new();
         }
+        let names: Vec<String> = regular_files_of(spec, clone).collect();
+        self.names.extend(names.iter().cloned());
+        names
     }
 
     /// Whether the file `name` is removed (and not made anew since).
