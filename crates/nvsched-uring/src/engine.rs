@@ -126,6 +126,11 @@ struct CloneState {
     check_reads: bool,
     /// `exec_prerun` running: the clone starts when it has succeeded.
     prerun: Option<RunningHook>,
+    /// `exec_postrun` running: the clone's I/O is over, but as in fio its job ends only
+    /// with the hook, so a later phase or a `wait_for` job waits for it.
+    postrun: Option<RunningHook>,
+    /// `unlink=1`: the files to remove when the postrun has ended (fio removes them after it).
+    unlink_after_postrun: Vec<String>,
     /// `Some(seed)`: the job gives no size and works on a file a fill grows, so its
     /// regions are taken from the file's length when it starts, as fio sizes its files
     /// as each job starts (the seed rebuilds its driver).
@@ -142,6 +147,23 @@ struct CloneState {
     since_forced: u32,
     /// `nowait`: RWF_NOWAIT on reads and writes.
     nowait: bool,
+}
+
+impl CloneState {
+    /// Its job is over for the jobs after it: its I/O and its `exec_postrun` (fio runs the
+    /// hook in the job's thread, and a later phase starts when that thread has exited).
+    fn ended(&self) -> bool {
+        self.done && self.postrun.is_none()
+    }
+}
+
+/// `unlink=1`: a finished clone's files go from the disk (those still open go on).
+fn remove_unlinked(names: Vec<String>) {
+    for name in names {
+        if Path::new(&name).is_file() {
+            let _ = std::fs::remove_file(&name);
+        }
+    }
 }
 
 /// How the kernel completed a request (with the requests merged into it).
@@ -188,13 +210,13 @@ struct Engine {
     max_bs: usize,
     requests: u64,
     io_errors: Vec<String>,
-    /// `exec_postrun` hooks still running (a failure is a warning), and the first error
-    /// that stops the run as a clone starts (a prerun that failed or could not start,
-    /// a file a fill left empty).
-    postruns: Vec<RunningHook>,
+    /// The first error that stops the run as a clone starts (a prerun that failed or
+    /// could not start, a file a fill left empty).
     start_error: Option<String>,
-    /// Clones whose `exec_prerun` is running (so the loop need not look at every clone).
+    /// Clones whose `exec_prerun` or `exec_postrun` is running (so the loop need not look
+    /// at every clone).
     preruns: usize,
+    postruns: usize,
     /// What the read-back of verify jobs found wrong, and how many blocks it checked.
     verify_errors: Vec<String>,
     verified_blocks: u64,
@@ -570,6 +592,8 @@ fn run_on(
                 verify_failed: false,
                 check_reads: spec.verify && !spec.verify_only && !spec.writes_data(),
                 prerun: None,
+                postrun: None,
+                unlink_after_postrun: Vec::new(),
                 regions_at_start,
                 written: WrittenBlocks::default(),
                 next_generation: 1,
@@ -644,7 +668,7 @@ fn run_on(
         max_bs,
         requests: 0,
         io_errors: Vec::new(),
-        postruns: Vec::new(),
+        postruns: 0,
         start_error: None,
         preruns: 0,
         verify_errors: Vec::new(),
@@ -839,15 +863,17 @@ impl Engine {
         for c in starting {
             self.begin(c, now);
         }
-        self.postruns.retain_mut(|hook| match hook.poll() {
-            None => true,
-            Some(result) => {
+        if self.postruns > 0 {
+            for clone in &mut self.clones {
+                let Some(result) = clone.postrun.as_mut().and_then(RunningHook::poll) else { continue };
                 if let Err(e) = result {
                     eprintln!("warning: {e}");
                 }
-                false
+                clone.postrun = None;
+                self.postruns -= 1;
+                remove_unlinked(std::mem::take(&mut clone.unlink_after_postrun));
             }
-        });
+        }
         match self.start_error.take() {
             Some(e) => Err(e),
             None => Ok(()),
@@ -856,13 +882,13 @@ impl Engine {
 
     /// Whether a hook is running (the loop then looks again every millisecond).
     fn hooks_running(&self) -> bool {
-        !self.postruns.is_empty() || self.preruns > 0
+        self.postruns > 0 || self.preruns > 0
     }
 
-    /// Whether clone `c` may start: every clone of the job it waits for has finished.
+    /// Whether clone `c` may start: every clone of the job it waits for has ended.
     fn may_start(&self, c: u32) -> bool {
         match self.waits_for[self.clones[c as usize].job_index] {
-            Some(waitee) => self.clones_of[waitee].iter().all(|&k| self.clones[k as usize].done),
+            Some(waitee) => self.clones_of[waitee].iter().all(|&k| self.clones[k as usize].ended()),
             None => true,
         }
     }
@@ -903,7 +929,7 @@ impl Engine {
                 self.poll_hooks(now)?;
             }
             while self.phase < self.phases.len()
-                && self.phases[self.phase].iter().all(|&c| self.clones[c as usize].done)
+                && self.phases[self.phase].iter().all(|&c| self.clones[c as usize].ended())
             {
                 self.start_phase(self.phase + 1, now);
             }
@@ -914,13 +940,8 @@ impl Engine {
                 }
             }
             self.kick(now);
+            // past the last phase every clone has ended, its postrun too
             if self.phase >= self.phases.len() && self.in_ring == 0 && self.sched.queued() == 0 {
-                // the last postruns end before the run does
-                for hook in std::mem::take(&mut self.postruns) {
-                    if let Err(e) = hook.wait() {
-                        eprintln!("warning: {e}");
-                    }
-                }
                 return Ok(());
             }
             let hook_check = self.hooks_running().then(|| now + Nanos::from_ms(1));
@@ -1025,20 +1046,22 @@ impl Engine {
                     let clone = &mut self.clones[c as usize];
                     let end = clone.driver.finished_at().unwrap_or(now);
                     clone.rec.stopped(&clone.driver, end);
-                    // unlink=1: the files go from the disk; clones that have them open go
-                    // on with them, as in fio (which removes them after exec_postrun)
-                    for name in self.unlinked.finished(&clone.driver.spec, clone.driver.clone_index) {
-                        if Path::new(&name).is_file() {
-                            let _ = std::fs::remove_file(&name);
-                        }
-                    }
+                    // unlink=1: the files go from the disk after the postrun, as in fio;
+                    // clones that have them open go on with them
+                    let unlinked = self.unlinked.finished(&clone.driver.spec, clone.driver.clone_index);
                     // as in fio: after the clone's I/O and its verify
                     match hooks::start(&clone.driver.spec, Stage::Postrun) {
-                        Ok(Some(hook)) => self.postruns.push(hook),
-                        Ok(None) => {}
-                        Err(e) => eprintln!("warning: {e}"),
+                        Ok(Some(hook)) => {
+                            clone.postrun = Some(hook);
+                            clone.unlink_after_postrun = unlinked;
+                            self.postruns += 1;
+                        }
+                        Ok(None) => remove_unlinked(unlinked),
+                        Err(e) => {
+                            eprintln!("warning: {e}");
+                            remove_unlinked(unlinked);
+                        }
                     }
-                    let clone = &mut self.clones[c as usize];
                     if let Some(what) = clone.driver.spec.exit_on_finish(clone.rec.stats.error.is_some()) {
                         self.exit_others(c, what, now);
                     }

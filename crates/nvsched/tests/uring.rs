@@ -1102,11 +1102,11 @@ fn exec_prerun_and_postrun_run_around_the_io_and_a_failed_prerun_stops_the_run()
     assert_eq!(std::fs::read_to_string(d.join("h.prerun.txt")).unwrap(), "1048576\n");
     assert_eq!(std::fs::read_to_string(d.join("h.postrun.txt")).unwrap(), "h.dat\n");
     assert!(!data.exists());
-    // each clone's hooks run at its own start and end: the second phase's prerun sees what
-    // the first phase's postrun left (before, every prerun ran before any I/O), and a slow
-    // prerun delays its job
+    // each clone's hooks run at its own start and end: the second phase starts when the
+    // first phase's postrun has ended, as in fio, so its prerun sees what that left (before,
+    // every prerun ran before any I/O), and a slow prerun delays its job
     let phases = format!(
-        "[a]\nfilename={f}\nsize=1m\nrw=read\nexec_postrun=echo a-done > marker\n\
+        "[a]\nfilename={f}\nsize=1m\nrw=read\nexec_postrun=sh -c 'sleep 0.2 && echo a-done > marker'\n\
          [b]\nstonewall\nfilename={f}\nsize=1m\nrw=read\nexec_prerun=cat marker\n\
          [slow]\nfilename={f}\nsize=1m\nrw=read\nexec_prerun=sleep 0.3\n",
         f = data.display()
@@ -1427,6 +1427,11 @@ fn unlink_removes_a_real_file_and_a_later_job_finds_it_gone_or_makes_it_anew() {
     let out = nvsched_in(&d, &["run", write_job(&d, "p.fio", &probe).to_str().unwrap(), "--engine", "uring", "-q"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("job 'probe': open("), "the prerun found no file");
     assert!(!data.exists(), "and nothing is left");
+    // as in fio, the file goes after the writer's exec_postrun, which still finds it whole
+    let post = format!("{head}exec_postrun=stat -c %s {}\n", data.display());
+    nvsched_in(&d, &["run", write_job(&d, "post.fio", &post).to_str().unwrap(), "--engine", "uring", "-q"]);
+    assert_eq!(std::fs::read_to_string(d.join("w.postrun.txt")).unwrap(), "1048576\n");
+    assert!(!data.exists());
 
     // a writer of the first 256 KiB makes it anew; the reader gets those, then nothing
     let past_end = |engine: &str| {
