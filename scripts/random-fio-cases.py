@@ -8,7 +8,9 @@ check nvsched's job semantics against fio on cases nobody picked by hand.
 `files` mixes sequential reads and writes (with forward skips) over one to four files
 with loops, io_size, fsync, end_fsync, verify, number_ios, openfiles,
 file_service_type and filesize; `sizes` mixes sequential and random jobs of one file
-whose size is smaller than the file (filesize), with loops, io_size, verify and flushes.
+whose size is smaller than the file (filesize), with loops, io_size, verify and flushes;
+`layout` places sequential and random jobs in their file (offset, strided zones,
+forward skips, clones at offset_increment) with loops and io_size.
 The same seed gives the same cases.
 """
 import argparse
@@ -56,14 +58,32 @@ def sizes_case(r: random.Random) -> str:
     return "\n".join(lines)
 
 
+def layout_case(r: random.Random) -> str:
+    lines = ["[a]"]
+    rw = r.choice(["write", "read", "write:8k", "read:4k", "randwrite", "randread"])
+    lines += [f"rw={rw}", f"bs={r.choice(['4k', '8k'])}", f"size={r.choice(['64k', '128k'])}"]
+    lines.append(f"filesize={r.choice(['128k', '256k'])}")
+    maybe(r, lines, 0.4, "offset", ["16k", "32k"])
+    if r.random() < 0.5:
+        lines.append("zonemode=strided")
+        lines.append(f"zonesize={r.choice(['16k', '32k'])}")
+        maybe(r, lines, 0.5, "zonerange", ["32k", "64k"])
+        maybe(r, lines, 0.5, "zoneskip", ["16k", "32k"])
+    if r.random() < 0.3:
+        lines += ["numjobs=2", f"offset_increment={r.choice(['32k', '64k'])}"]
+    maybe(r, lines, 0.4, "loops", [2, 3])
+    maybe(r, lines, 0.3, "io_size", ["32k", "96k", "160k"])
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("seed", type=int)
     parser.add_argument("count", type=int)
-    parser.add_argument("--kind", choices=["files", "sizes"], default="files")
+    parser.add_argument("--kind", choices=["files", "sizes", "layout"], default="files")
     args = parser.parse_args()
     r = random.Random(args.seed)
-    make = files_case if args.kind == "files" else sizes_case
+    make = {"files": files_case, "sizes": sizes_case, "layout": layout_case}[args.kind]
     print("\n---\n".join(make(r) for _ in range(args.count)))
 
 

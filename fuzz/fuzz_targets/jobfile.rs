@@ -17,7 +17,7 @@ fuzz_target!(|data: &[u8]| {
     let regions = nvsched_sim::layout::place(&file.jobs, 1 << 30).ok().map(|(_, r)| r);
     for (k, spec) in file.jobs.into_iter().enumerate() {
         let spec = Arc::new(spec);
-        let fixed = vec![Region { start: 0, len: 1 << 24 }];
+        let fixed = vec![Region::new(0, 1 << 24)];
         let placed = regions.as_ref().map_or(&fixed, |r| &r[k][0]);
         if let Ok(mut g) = IoGenerator::new(&spec, placed[0], 1) {
             for _ in 0..8 {

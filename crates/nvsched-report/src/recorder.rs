@@ -406,7 +406,7 @@ mod tests {
             Default::default(),
         );
         let spec = std::sync::Arc::new(spec.unwrap().jobs.remove(0));
-        let mut driver = JobDriver::new(spec, 0, &[nvsched_workload::Region { start: 0, len: 1 << 20 }], 1).unwrap();
+        let mut driver = JobDriver::new(spec, 0, &[nvsched_workload::Region::new(0, 1 << 20)], 1).unwrap();
         driver.start(Nanos::ZERO);
         r.stopped(&driver, Nanos(50_000));
         assert_eq!(r.stats.stats_start, Nanos(20_000), "statistics start when the warm-up ends, on the run's clock");

@@ -92,7 +92,7 @@ pub fn place(jobs: &[JobSpec], capacity: u64) -> Result<(Vec<PlacedFile>, Vec<Ve
                 let file = &files[index[&name]];
                 // every simulated file is new: an appending job starts at 0
                 let r = spec.region_in(clone, filenum, &file.name, !is_device_path(&name), 0, file.len)?;
-                regions.push(Region { start: file.start + r.start, len: r.len });
+                regions.push(Region { start: file.start + r.start, ..r });
             }
             clone_regions.push(regions);
         }
@@ -167,9 +167,11 @@ mod tests {
             jobs("[a]\nsize=1m\nnumjobs=2\n[b]\nfilename=shared\nsize=3m\n[c]\nfilename=shared\nsize=1m\noffset=1m\n");
         let (files, regions) = place(&j, 1 << 30).unwrap();
         assert_eq!(files.iter().map(|f| f.name.as_str()).collect::<Vec<_>>(), vec!["a.0.0", "a.1.0", "shared"]);
-        assert_eq!(regions[0][1], [Region { start: 1 << 20, len: 1 << 20 }]);
-        assert_eq!(regions[1][0], [Region { start: 2 << 20, len: 3 << 20 }]);
-        assert_eq!(regions[2][0], [Region { start: 3 << 20, len: 1 << 20 }]);
+        assert_eq!(regions[0][1], [Region::new(1 << 20, 1 << 20)]);
+        assert_eq!(regions[1][0], [Region::new(2 << 20, 3 << 20)]);
+        // c's region starts 1 MiB into the 3 MiB file
+        let c = Region { start: 3 << 20, len: 1 << 20, offset_in_file: 1 << 20, file_bytes: 3 << 20 };
+        assert_eq!(regions[2][0], [c]);
     }
 
     #[test]
@@ -179,10 +181,10 @@ mod tests {
         let j = jobs("[a]\nsize=256k\nnrfiles=2\nfilesize=1m\n[b]\nfilesize=64k-256k\nnrfiles=4\nbs=4k\n");
         let (files, regions) = place(&j, 1 << 30).unwrap();
         assert_eq!((files[0].len, files[1].len), (1 << 20, 1 << 20));
-        assert_eq!(regions[0][0], [Region { start: 0, len: 1 << 20 }, Region { start: 1 << 20, len: 1 << 20 }]);
+        assert_eq!(regions[0][0], [Region::new(0, 1 << 20), Region::new(1 << 20, 1 << 20)]);
         for (file, region) in files[2..].iter().zip(&regions[1][0]) {
             assert!((64 << 10..=256 << 10).contains(&file.len) && file.len % 4096 == 0, "{file:?}");
-            assert_eq!(*region, Region { start: file.start, len: file.len });
+            assert_eq!(*region, Region::new(file.start, file.len));
         }
     }
 
@@ -195,21 +197,24 @@ mod tests {
         assert_eq!(names, ["a.0.0", "a.0.1", "a.0.2", "a.1.0", "a.1.1", "a.1.2", "x", "y"]);
         assert!(files.iter().all(|f| f.len == 1 << 20));
         assert_eq!(regions[0][1].len(), 3);
-        assert_eq!(regions[0][1][2], Region { start: 5 << 20, len: 1 << 20 });
-        assert_eq!(regions[1][0], [Region { start: 6 << 20, len: 1 << 20 }, Region { start: 7 << 20, len: 1 << 20 }]);
+        assert_eq!(regions[0][1][2], Region::new(5 << 20, 1 << 20));
+        assert_eq!(regions[1][0], [Region::new(6 << 20, 1 << 20), Region::new(7 << 20, 1 << 20)]);
         // to the byte, as fio 3.33 lays them out (three files of 34133 bytes), each
         // starting on the next file boundary
         let (files, regions) = place(&jobs("[a]\nsize=100k\nnrfiles=3\nbs=4k\n"), 1 << 30).unwrap();
         assert!(files.iter().all(|f| f.len == 34_133), "{files:?}");
-        assert_eq!(regions[0][0][1], Region { start: FILE_ALIGN, len: 34_133 });
+        assert_eq!(regions[0][0][1], Region::new(FILE_ALIGN, 34_133));
     }
 
     #[test]
     fn device_paths_cover_the_device() {
         let j = jobs("[a]\nfilename=/dev/nvme0n1\n[b]\nfilename=/dev/nvme0n1\nsize=50%\noffset=50%\n");
         let (_, regions) = place(&j, 1 << 30).unwrap();
-        assert_eq!(regions[0][0], [Region { start: 0, len: 1 << 30 }]);
-        assert_eq!(regions[1][0], [Region { start: 1 << 29, len: 1 << 29 }]);
+        assert_eq!(regions[0][0], [Region::new(0, 1 << 30)]);
+        assert_eq!(
+            regions[1][0],
+            [Region { start: 1 << 29, len: 1 << 29, offset_in_file: 1 << 29, file_bytes: 1 << 30 }]
+        );
     }
 
     #[test]

@@ -55,6 +55,18 @@ pub struct IoUnit {
 pub struct Region {
     pub start: u64,
     pub len: u64,
+    /// Where the region begins in its file, and the file's length (fio's `file_offset`
+    /// and `real_file_size`): where holed sequential I/O (`rw=write:8k`) wraps or ends
+    /// depends on them, not only on the region.
+    pub offset_in_file: u64,
+    pub file_bytes: u64,
+}
+
+impl Region {
+    /// A region that is a whole file of `len` bytes (placed at `start`).
+    pub const fn new(start: u64, len: u64) -> Region {
+        Region { start, len, offset_in_file: 0, file_bytes: len }
+    }
 }
 
 /// How the next offset is found.
@@ -147,10 +159,10 @@ impl IoGenerator {
                 ref skewed => OffsetChooser::skewed(skewed, blocks),
             }
         };
-        // with random runs, backward skips, zones or sequential stretches the offsets are
-        // not one pass (a forward skip, `rw=write:8k`, is: it ends past the end)
-        let counts_passes = !spec.zones.strided
-            && (spec.rw_modifier == 0 || (!spec.pattern.is_random() && spec.rw_modifier > 0))
+        // with random runs, backward skips or sequential stretches the offsets are not one
+        // pass (a forward skip, `rw=write:8k`, is: it ends past the end; strided zones end
+        // a pass only where a block finds no room)
+        let counts_passes = (spec.rw_modifier == 0 || (!spec.pattern.is_random() && spec.rw_modifier > 0))
             && spec.percentage_random == [100; 3]
             && matches!(offsets, OffsetChooser::Sequential | OffsetChooser::Permutation(_) | OffsetChooser::Map(_));
         Ok(IoGenerator {
@@ -314,37 +326,70 @@ impl IoGenerator {
         self.rng_random.below(100) < u64::from(self.percentage_random[d])
     }
 
-    /// `zonemode=strided`: the next offset inside the current zone, sequential or
-    /// uniformly random (fio's random map restarts with each zone; draws here may repeat),
-    /// moving to the next zone once `zonesize` bytes went to this one.
+    /// `zonemode=strided`: the next offset inside the current zone, sequential (with
+    /// `rw=...:N`'s skip) or uniformly random (fio's random map restarts with each zone;
+    /// draws here may repeat), moving to the next zone once `zonesize` bytes went to this
+    /// one: fio's setup_strided_zone_mode, then get_next_offset with the zone's start as
+    /// the file offset. An offset fio finds no room for (past the region, counted from the
+    /// zone, or a block past the end of the file) ends the pass, and the next starts again
+    /// in the first zone, as fio's next loop does.
     #[cold]
     #[inline(never)]
     fn next_in_zone(&mut self, d: usize, len: u64) -> u64 {
-        let region_len = self.region.len;
+        if let Some(pos) = self.try_in_zone(d, len) {
+            return pos;
+        }
+        self.sequential_passes += 1;
+        let z = self.strided.as_deref_mut().expect("strided");
+        (z.start, z.done) = (0, 0);
+        self.seq_pos = [0; 3];
+        // a first block that does not fit either (a zone range past the file's end)
+        // goes where it fits
+        self.try_in_zone(d, len).unwrap_or(0).min(self.region.len.saturating_sub(len))
+    }
+
+    fn try_in_zone(&mut self, d: usize, len: u64) -> Option<u64> {
+        let (in_file, file_bytes) = (self.region.offset_in_file, self.region.file_bytes);
         let z = self.strided.as_deref_mut().expect("strided");
         if z.done >= z.zones.size {
             z.done = 0;
             z.start += z.zones.range + z.zones.skip;
-            if z.start >= region_len {
+            // fio compares the zone's place in the file with the file's size
+            if in_file + z.start >= file_bytes {
                 z.start = 0;
             }
             self.seq_pos = [z.start; 3];
         }
-        z.done += len;
-        let end = (z.start + z.zones.range).min(region_len);
-        let pos = if self.pattern.is_random() {
-            let blocks = end.saturating_sub(z.start + len) / self.align + 1;
-            z.start + self.rng_offset.below(blocks) * self.align
+        // a zone read for more than its range is gone over again
+        if self.seq_pos[d] >= z.start + z.zones.range {
+            self.seq_pos[d] = z.start;
+        }
+        let from_zone = if self.pattern.is_random() {
+            let blocks = z.zones.range.saturating_sub(len) / self.align + 1;
+            self.rng_offset.below(blocks) * self.align
         } else {
-            // a zone larger than its range is gone over again
-            if self.seq_pos[d] < z.start || self.seq_pos[d] + len > end {
-                self.seq_pos[d] = z.start;
+            let last = self.seq_pos[d];
+            if in_file + last >= file_bytes {
+                return None;
             }
-            let p = self.seq_pos[d];
-            self.seq_pos[d] = p + len;
-            p
+            let mut pos = last.saturating_sub(z.start);
+            if pos > 0 && self.seq_skip > 0 {
+                pos += self.seq_skip as u64;
+                // as in next_holed: the position compared with the file's size, and
+                // restarted at the zone's offset in the file
+                if pos >= file_bytes {
+                    pos = in_file + z.start;
+                }
+            }
+            pos
         };
-        pos.min(region_len - len)
+        if from_zone >= self.region.len || in_file + z.start + from_zone + len > file_bytes {
+            return None;
+        }
+        let pos = z.start + from_zone;
+        z.done += len;
+        self.seq_pos[d] = pos + len;
+        Some(pos)
     }
 
     /// Direction `d`'s next sequential position (back to the start when a block of `len`
@@ -355,6 +400,9 @@ impl IoGenerator {
     /// with bs=4k goes round again, `rw=read:8k` ends).
     #[inline]
     fn next_sequential(&mut self, d: usize, len: u64) -> u64 {
+        if self.seq_skip > 0 {
+            return self.next_holed(d, len);
+        }
         let pos = if self.seq_pos[d] + len > self.region.len {
             // fio goes round within the pass only when the skip reached the end from a
             // block that ended short of it; a skip that stops short of the end, where the
@@ -369,6 +417,34 @@ impl IoGenerator {
         };
         let next = (pos + len) as i64 + self.seq_skip;
         self.seq_pos[d] = if next < 0 { (self.region.len as i64 + self.seq_skip).max(0) as u64 } else { next as u64 };
+        pos
+    }
+}
+
+impl IoGenerator {
+    /// `rw=...:N` with N > 0: fio's get_next_seq_offset and get_next_offset, in the
+    /// region's terms. After a block ends at `last`, the next goes `skip` bytes on; one
+    /// that lands at or past the file's size (fio compares the position in the region
+    /// with the size of the whole file) goes round to the region's offset in the file
+    /// (taken as a position in the region, as fio takes it); the pass ends where the
+    /// block would start past the region or end past the file.
+    fn next_holed(&mut self, d: usize, len: u64) -> u64 {
+        let (in_file, file_bytes) = (self.region.offset_in_file, self.region.file_bytes);
+        let last = self.seq_pos[d].saturating_sub(self.seq_skip as u64);
+        let pos = if in_file + last >= file_bytes {
+            None
+        } else {
+            let mut pos = self.seq_pos[d];
+            if pos >= file_bytes {
+                pos = in_file;
+            }
+            (pos < self.region.len && in_file + pos + len <= file_bytes).then_some(pos)
+        };
+        let pos = pos.unwrap_or_else(|| {
+            self.sequential_passes += 1;
+            0
+        });
+        self.seq_pos[d] = pos + len + self.seq_skip as u64;
         pos
     }
 }
@@ -693,7 +769,7 @@ mod tests {
     fn trimwrite_writes_each_block_right_after_trimming_it() {
         for (rw, random) in [("trimwrite", false), ("randtrimwrite", true)] {
             let s = spec(&format!("[a]\nrw={rw}\nbs=4k\nsize=64k\n"));
-            let mut g = IoGenerator::new(&s, Region { start: 0, len: 64 << 10 }, 5).unwrap();
+            let mut g = IoGenerator::new(&s, Region::new(0, 64 << 10), 5).unwrap();
             let units: Vec<IoUnit> = (0..32).map(|_| g.next_unit()).collect();
             let mut trimmed = Vec::new();
             for pair in units.chunks(2) {
@@ -714,7 +790,7 @@ mod tests {
     fn bs_is_seq_rand_sizes_by_sequential_or_random() {
         let sizes = |text: &str| {
             let s = spec(text);
-            let mut g = IoGenerator::new(&s, Region { start: 0, len: 64 << 20 }, 3).unwrap();
+            let mut g = IoGenerator::new(&s, Region::new(0, 64 << 20), 3).unwrap();
             let mut seen: Vec<u32> = (0..2000).map(|_| g.next_unit().len_bytes).collect();
             seen.sort_unstable();
             seen.dedup();
@@ -736,12 +812,12 @@ mod tests {
     #[test]
     fn sequential_wraps_and_random_stays_aligned_in_region() {
         let s = spec("[a]\nrw=read\nbs=4k\nsize=16k\n");
-        let mut g = IoGenerator::new(&s, Region { start: 1 << 20, len: 16384 }, 1).unwrap();
+        let mut g = IoGenerator::new(&s, Region::new(1 << 20, 16384), 1).unwrap();
         let offs: Vec<u64> = (0..6).map(|_| g.next_unit().offset_bytes - (1 << 20)).collect();
         assert_eq!(offs, vec![0, 4096, 8192, 12288, 0, 4096]);
 
         let s = spec("[a]\nrw=randread\nbsrange=4k-16k\nsize=1m\n");
-        let mut g = IoGenerator::new(&s, Region { start: 0, len: 1 << 20 }, 9).unwrap();
+        let mut g = IoGenerator::new(&s, Region::new(0, 1 << 20), 9).unwrap();
         for _ in 0..10_000 {
             let u = g.next_unit();
             assert_eq!(u.offset_bytes % 4096, 0);
@@ -753,7 +829,7 @@ mod tests {
     #[test]
     fn rwmix_and_bssplit_proportions() {
         let s = spec("[a]\nrw=randrw\nrwmixread=70\nbssplit=4k/25:64k/75\nsize=64m\nnorandommap\n");
-        let mut g = IoGenerator::new(&s, Region { start: 0, len: 64 << 20 }, 3).unwrap();
+        let mut g = IoGenerator::new(&s, Region::new(0, 64 << 20), 3).unwrap();
         let n = 100_000;
         let units: Vec<IoUnit> = (0..n).map(|_| g.next_unit()).collect();
         let reads = units.iter().filter(|u| u.op == Op::Read).count() as f64 / n as f64;
@@ -773,7 +849,7 @@ mod tests {
 
     #[test]
     fn percentage_random_mixes_sequential_and_random_runs() {
-        let region = Region { start: 0, len: 1 << 30 };
+        let region = Region::new(0, 1 << 30);
         let draw = |text: &str, n: usize| -> Vec<IoUnit> {
             let mut g = IoGenerator::new(&spec(text), region, 5).unwrap();
             (0..n).map(|_| g.next_unit()).collect()
@@ -806,7 +882,7 @@ mod tests {
     #[test]
     fn zipf_is_skewed() {
         let s = spec("[a]\nrw=randread\nrandom_distribution=zipf:1.2\nsize=4m\n");
-        let mut g = IoGenerator::new(&s, Region { start: 0, len: 4 << 20 }, 3).unwrap();
+        let mut g = IoGenerator::new(&s, Region::new(0, 4 << 20), 3).unwrap();
         let mut counts = std::collections::HashMap::new();
         for _ in 0..50_000 {
             *counts.entry(g.next_unit().offset_bytes).or_insert(0u32) += 1;
@@ -822,7 +898,7 @@ mod tests {
         // JESD219's layout: half the accesses to the first 5%, 30% to the next 15%
         let s = spec("[a]\nrw=randread\nrandom_distribution=zoned:50/5:30/15:20/\nsize=100m\n");
         let len = 100u64 << 20;
-        let mut g = IoGenerator::new(&s, Region { start: 1 << 20, len }, 7).unwrap();
+        let mut g = IoGenerator::new(&s, Region::new(1 << 20, len), 7).unwrap();
         let mut zone_hits = [0u32; 3];
         let n = 100_000;
         for _ in 0..n {
@@ -840,7 +916,7 @@ mod tests {
         assert!((share(0) - 0.5).abs() < 0.01 && (share(1) - 0.3).abs() < 0.01, "{zone_hits:?}");
         // zoned_abs: sizes in bytes; a zone past the end is cut there
         let s = spec("[a]\nrw=randread\nrandom_distribution=zoned_abs:90/64k:10/1g\nsize=1m\n");
-        let mut g = IoGenerator::new(&s, Region { start: 0, len: 1 << 20 }, 7).unwrap();
+        let mut g = IoGenerator::new(&s, Region::new(0, 1 << 20), 7).unwrap();
         let hot = (0..10_000).filter(|_| g.next_unit().offset_bytes < 64 << 10).count();
         assert!((8_800..9_200).contains(&hot), "{hot}");
     }
@@ -849,7 +925,7 @@ mod tests {
     fn rw_offset_modifier_skips_goes_backwards_or_runs_sequentially() {
         let offsets = |rw: &str, n: usize| {
             let s = spec(&format!("[a]\nrw={rw}\nbs=4k\nsize=128k\n"));
-            let mut g = IoGenerator::new(&s, Region { start: 0, len: 128 << 10 }, 4).unwrap();
+            let mut g = IoGenerator::new(&s, Region::new(0, 128 << 10), 4).unwrap();
             (0..n).map(|_| g.next_unit().offset_bytes >> 10).collect::<Vec<u64>>()
         };
         // fio's backwards-read example: the first read at 0, then from the end down
@@ -868,7 +944,7 @@ mod tests {
     fn rw_sequencer_identical_repeats_each_random_offset() {
         let offsets = |extra: &str| {
             let s = spec(&format!("[a]\nrw=randread:4\nbs=4k\nsize=1m\n{extra}"));
-            let mut g = IoGenerator::new(&s, Region { start: 0, len: 1 << 20 }, 9).unwrap();
+            let mut g = IoGenerator::new(&s, Region::new(0, 1 << 20), 9).unwrap();
             (0..400).map(|_| g.next_unit().offset_bytes).collect::<Vec<u64>>()
         };
         let identical = offsets("rw_sequencer=identical\n");
@@ -890,7 +966,7 @@ mod tests {
     fn blockalign_aligns_random_offsets_of_smaller_blocks() {
         let offsets = |extra: &str| {
             let s = spec(&format!("[a]\nrw=randwrite\nbssplit=512/50:4k/50\nsize=1m\nnorandommap\n{extra}"));
-            let mut g = IoGenerator::new(&s, Region { start: 0, len: 1 << 20 }, 2).unwrap();
+            let mut g = IoGenerator::new(&s, Region::new(0, 1 << 20), 2).unwrap();
             (0..2_000).map(|_| g.next_unit().offset_bytes).collect::<Vec<u64>>()
         };
         assert!(offsets("blockalign=4k\n").iter().all(|o| o % 4096 == 0));
@@ -903,7 +979,7 @@ mod tests {
     fn pareto_and_normal_stay_in_range() {
         for dist in ["pareto:0.9", "normal:10", "normal:0", "zipf:0.8:0.5"] {
             let s = spec(&format!("[a]\nrw=randread\nrandom_distribution={dist}\nsize=1m\n"));
-            let mut g = IoGenerator::new(&s, Region { start: 4096, len: 1 << 20 }, 5).unwrap();
+            let mut g = IoGenerator::new(&s, Region::new(4096, 1 << 20), 5).unwrap();
             for _ in 0..5_000 {
                 let u = g.next_unit();
                 assert!(u.offset_bytes >= 4096 && u.offset_bytes + 4096 <= 4096 + (1 << 20), "{dist}");
@@ -914,7 +990,7 @@ mod tests {
     #[test]
     fn region_smaller_than_block_is_an_error() {
         let s = spec("[a]\nrw=randread\nbs=64k\nsize=1m\n");
-        let e = IoGenerator::new(&s, Region { start: 0, len: 4096 }, 1).unwrap_err();
+        let e = IoGenerator::new(&s, Region::new(0, 4096), 1).unwrap_err();
         assert!(e.contains("smaller than its largest block"), "{e}");
     }
 
@@ -922,7 +998,7 @@ mod tests {
     #[test]
     fn strided_zones_visit_what_fio_visits() {
         let kib = |text: &str, n: usize| -> Vec<u64> {
-            let mut g = IoGenerator::new(&spec(text), Region { start: 0, len: 64 << 10 }, 1).unwrap();
+            let mut g = IoGenerator::new(&spec(text), Region::new(0, 64 << 10), 1).unwrap();
             (0..n).map(|_| g.next_unit().offset_bytes >> 10).collect()
         };
         let base = "[a]\nbs=4k\nrw=read\nzonemode=strided\n";
@@ -943,5 +1019,46 @@ mod tests {
             let zone = (i as u64 / 2 % 4) * 16;
             assert!((zone..zone + 16).contains(off), "I/O {i} at {off} KiB is outside zone {zone}: {random:?}");
         }
+    }
+
+    /// Holed sequential I/O in a region that starts inside its file: offsets (KiB, in the
+    /// file) until the pass ends, as fio 3.33 issued them (`write_iolog`, psync), where
+    /// nvsched went round to the region's start and on for `size` bytes.
+    #[test]
+    fn holed_io_wraps_and_ends_by_the_files_size_as_fio_does() {
+        let pass = |text: &str, offset_k: u64, file_k: u64| -> Vec<u64> {
+            let region = Region {
+                start: offset_k << 10,
+                len: (file_k - offset_k) << 10,
+                offset_in_file: offset_k << 10,
+                file_bytes: file_k << 10,
+            };
+            let mut g = IoGenerator::new(&spec(text), region, 1).unwrap();
+            assert!(g.counts_passes());
+            let mut offsets = Vec::new();
+            loop {
+                let unit = g.next_unit();
+                if g.passes_completed() > 0 {
+                    // the next pass starts at the region's start again
+                    assert_eq!(unit.offset_bytes, offset_k << 10);
+                    return offsets;
+                }
+                offsets.push(unit.offset_bytes >> 10);
+            }
+        };
+        // the third write lands at 32 KiB: fio goes round to the region's offset (16 KiB)
+        // counted from the region's start
+        assert_eq!(pass("[a]\nrw=write:32k\nbs=4k\n", 16, 64), [16, 52, 32]);
+        // a clone at 80 KiB of a 256 KiB file: the 16th block would start past the file
+        let clone: Vec<u64> = (0..15).map(|i| 80 + 12 * i).collect();
+        assert_eq!(pass("[a]\nrw=write:8k\nbs=4k\n", 80, 256), clone);
+        // strided zones of 32 KiB with an 8 KiB skip, from 32 KiB in a 128 KiB file
+        let zones = "[a]\nrw=write:8k\nbs=4k\nzonemode=strided\nzonesize=32k\n";
+        let fio = [32, 44, 56, 68, 32, 44, 56, 68, 64, 76, 88, 100, 64, 76, 88, 100, 96, 108, 120];
+        assert_eq!(pass(zones, 32, 128), fio);
+        // 8 KiB reads with a 4 KiB skip in zones 16 KiB apart (32 KiB skipped), from 64 KiB:
+        // the second zone's second read would end past the file
+        let zones = "[a]\nrw=read:4k\nbs=8k\nzonemode=strided\nzonesize=16k\nzoneskip=32k\n";
+        assert_eq!(pass(zones, 64, 128), [64, 76, 112]);
     }
 }

@@ -70,7 +70,7 @@ proptest! {
         let spec = parse_job_str(&text, Path::new("p.fio"), &NoEnv, ParseOptions::default()).unwrap().jobs.remove(0);
         let spec = Arc::new(spec);
         let region_len = spec.size.map_or(1 << 20, |s| s.resolve(1 << 30));
-        let mut d = JobDriver::new(spec.clone(), 0, &[Region { start: 0, len: region_len }], 7).unwrap();
+        let mut d = JobDriver::new(spec.clone(), 0, &[Region::new(0, region_len)], 7).unwrap();
         d.start(Nanos::ZERO);
         let (mut in_flight, mut out): (Vec<IoUnit>, Vec<IoUnit>) = (Vec::new(), Vec::new());
         // every write issued, in order: whether it has landed, and whether a write that

@@ -63,7 +63,7 @@ proptest! {
             Ok(file) => {
                 for spec in file.jobs {
                     let spec = Arc::new(spec);
-                    let region = Region { start: 0, len: 1 << 30 };
+                    let region = Region::new(0, 1 << 30);
                     if let Ok(mut g) = IoGenerator::new(&spec, region, 1) {
                         for _ in 0..64 {
                             let u = g.next_unit();
@@ -125,7 +125,7 @@ fn trace_lines() -> impl Strategy<Value = Vec<String>> {
 fn replays(path: &Path, format: &str) {
     let text = format!("[a]\nread_iolog={}\ntrace_format={format}\nsize=64m\n", path.display());
     let spec = parse_job_str(&text, Path::new("t.fio"), &NoEnv, ParseOptions::default()).unwrap().jobs.remove(0);
-    let Ok(mut d) = JobDriver::new(Arc::new(spec), 0, &[Region { start: 0, len: 64 << 20 }], 1) else {
+    let Ok(mut d) = JobDriver::new(Arc::new(spec), 0, &[Region::new(0, 64 << 20)], 1) else {
         return;
     };
     d.start(Nanos::ZERO);

@@ -11,7 +11,7 @@ fn driver(text: &str) -> JobDriver {
 /// each, 1 MiB apart.
 fn driver_over_files(text: &str, files: u64, file_bytes: u64) -> JobDriver {
     let spec = parse_job_str(text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0);
-    let regions: Vec<Region> = (0..files).map(|k| Region { start: k << 20, len: file_bytes }).collect();
+    let regions: Vec<Region> = (0..files).map(|k| Region::new(k << 20, file_bytes)).collect();
     let mut d = JobDriver::new(Arc::new(spec), 0, &regions, 1).unwrap();
     d.start(Nanos::ZERO);
     d
@@ -20,7 +20,7 @@ fn driver_over_files(text: &str, files: u64, file_bytes: u64) -> JobDriver {
 /// A started driver for the first job of `text` over a region of `region_bytes`.
 fn driver_over(text: &str, region_bytes: u64) -> JobDriver {
     let spec = parse_job_str(text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0);
-    let mut d = JobDriver::new(Arc::new(spec), 0, &[Region { start: 0, len: region_bytes }], 1).unwrap();
+    let mut d = JobDriver::new(Arc::new(spec), 0, &[Region::new(0, region_bytes)], 1).unwrap();
     d.start(Nanos::ZERO);
     d
 }
@@ -326,7 +326,7 @@ fn several_files_are_served_in_fios_order() {
 /// completing each at once, over at most `ticks` polls or until the job finishes.
 fn ios_per_file(text: &str, file_len: u64, ticks: u64) -> [u32; 8] {
     let spec = parse_job_str(text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0);
-    let regions: Vec<Region> = (0..8).map(|k| Region { start: k * file_len, len: file_len }).collect();
+    let regions: Vec<Region> = (0..8).map(|k| Region::new(k * file_len, file_len)).collect();
     let mut d = JobDriver::new(Arc::new(spec), 0, &regions, 7).unwrap();
     d.start(Nanos::ZERO);
     let (mut out, mut counts) = (Vec::new(), [0u32; 8]);
@@ -525,7 +525,7 @@ fn number_ios_and_loops_bound_the_io() {
 /// mixed sizes are checked by bytes and coverage, not counts).
 #[test]
 fn a_pass_ends_at_the_region_end_as_fio() {
-    let region = Region { start: 0, len: 1 << 20 };
+    let region = Region::new(0, 1 << 20);
     let units = |job: &str| {
         let text = format!("[a]\nsize=1m\n{job}\n");
         let spec = parse_job_str(&text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0);
@@ -593,7 +593,7 @@ fn a_pass_ends_at_the_region_end_as_fio() {
 /// how many I/Os it issued and the most that overlapped one another at once.
 fn run_fifo(text: &str) -> (u64, usize) {
     let spec = parse_job_str(text, Path::new("t.fio"), &env(), ParseOptions::default()).unwrap().jobs.remove(0);
-    let mut d = JobDriver::new(Arc::new(spec), 0, &[Region { start: 0, len: 16384 }], 1).unwrap();
+    let mut d = JobDriver::new(Arc::new(spec), 0, &[Region::new(0, 16384)], 1).unwrap();
     d.start(Nanos::ZERO);
     let (mut in_flight, mut out) = (std::collections::VecDeque::new(), Vec::new());
     let (mut issued, mut most_overlapping, mut t) = (0u64, 0usize, 0u64);
@@ -777,7 +777,7 @@ fn verify_reads_back_after_each_pass_within_the_runtime() {
 
 #[test]
 fn verify_only_walks_every_block_of_each_file_without_listing_them() {
-    let w = RegionWalk::new(&[Region { start: 4096, len: 8192 }, Region { start: 0, len: 12288 }], 4096);
+    let w = RegionWalk::new(&[Region::new(4096, 8192), Region::new(0, 12288)], 4096);
     let all: Vec<_> = (0..5).map(|i| w.block(i)).collect();
     assert_eq!(all, [(0, 4096, 4096), (0, 8192, 4096), (1, 0, 4096), (1, 4096, 4096), (1, 8192, 4096)]);
     let v = VerifyPass { walk: Some(w), ..VerifyPass::default() };

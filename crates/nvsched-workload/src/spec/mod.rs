@@ -942,9 +942,11 @@ impl JobSpec {
             ));
         }
         let bs = u64::from(self.min_bs()).max(1);
+        let mut file_bytes = file_len;
         let len = match (self.filesize, self.size_per_file()) {
             (Some(fs), size) => {
                 let file = if fs.holds(file_len) { file_len } else { self.drawn_file_size(fs, clone, filenum) };
+                file_bytes = file.min(file_len);
                 match size {
                     // fio takes a percentage size of each file's io_size
                     Some(percent @ SizeOrPercent::Percent(_)) => percent.resolve(file.saturating_sub(offset)),
@@ -957,7 +959,7 @@ impl JobSpec {
             (None, Some(percent)) => percent.resolve(file_len) / bs * bs,
         }
         .min(file_len - offset);
-        Ok(crate::Region { start: offset, len })
+        Ok(crate::Region { start: offset, len, offset_in_file: offset, file_bytes })
     }
 
     /// Clone `clone`'s region in file `filenum`, which held `len_before` bytes before the
@@ -987,7 +989,7 @@ impl JobSpec {
                 self.name, self.at
             ));
         }
-        Ok(crate::Region { start: len_before, len })
+        Ok(crate::Region { start: len_before, len, offset_in_file: len_before, file_bytes: file_len })
     }
 
     /// The size of file `filenum` of clone `clone` under `filesize`: fixed, or drawn from
