@@ -9,7 +9,8 @@ check nvsched's job semantics against fio on cases nobody picked by hand.
 with loops, io_size, fsync, end_fsync, verify, number_ios, openfiles,
 file_service_type and filesize; `sizes` mixes sequential and random jobs of one file
 whose size is smaller than the file (filesize), with loops, io_size, verify and flushes;
-`layout` places sequential and random jobs in their file (offset, strided zones,
+`layout` places sequential and random jobs in their file (offset, a size in bytes or
+as a percentage, strided zones,
 forward skips, clones at offset_increment) with loops and io_size.
 The same seed gives the same cases.
 """
@@ -61,7 +62,7 @@ def sizes_case(r: random.Random) -> str:
 def layout_case(r: random.Random) -> str:
     lines = ["[a]"]
     rw = r.choice(["write", "read", "write:8k", "read:4k", "randwrite", "randread"])
-    lines += [f"rw={rw}", f"bs={r.choice(['4k', '8k'])}", f"size={r.choice(['64k', '128k'])}"]
+    lines += [f"rw={rw}", f"bs={r.choice(['4k', '8k'])}", f"size={r.choice(['64k', '128k', '50%', '75%'])}"]
     lines.append(f"filesize={r.choice(['128k', '256k'])}")
     maybe(r, lines, 0.4, "offset", ["16k", "32k"])
     if r.random() < 0.5:

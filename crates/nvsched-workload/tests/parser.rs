@@ -797,6 +797,15 @@ fn a_filesize_range_draws_each_file_size() {
     // a file already outside the range is taken at the job's own size, as fio resizes it
     assert_eq!(fixed.clone_region(0, 0, "x", 1 << 20).unwrap().len, 192 << 10);
     assert!(parse("[j]\nfilesize=0-4k\n").unwrap_err().to_string().contains("filesize must be greater than 0"));
+    // a percentage size is of the whole file, at most what lies after the offset, in
+    // whole blocks (fio 3.33: 32, 32 and 8 blocks of 4 KiB)
+    let pct = |text: &str| job(text).clone_region(0, 0, "x", 256 << 10).unwrap().len >> 10;
+    assert_eq!(pct("bs=4k\nsize=50%\nfilesize=256k\noffset=64k"), 128);
+    assert_eq!(pct("bs=4k\nsize=75%\nfilesize=256k\noffset=128k"), 128);
+    assert_eq!(pct("bs=12k\nsize=25%\nfilesize=256k\noffset=16k"), 60);
+    // and fio lays a new file out only as far as that reaches (196,608 bytes in fio 3.33)
+    assert_eq!(job("bs=4k\nsize=75%\nfilesize=256k").needed_file_bytes(0, 0, None), Some(192 << 10));
+    assert_eq!(job("bs=4k\nsize=50%\nfilesize=256k\noffset=64k").needed_file_bytes(0, 0, None), Some(192 << 10));
 }
 
 /// `verify=null` is taken, as fio's pretend verify, without the crc32c warning.

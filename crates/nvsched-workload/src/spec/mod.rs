@@ -512,6 +512,13 @@ pub struct JobSpec {
     pub rate_cycle: Nanos,
 }
 
+/// A percentage `size` of a file of `file_bytes` worked on from `offset`: fio's
+/// setup_files takes the percentage of the whole file (its io_size plus the offset), at
+/// most what lies after the offset, rounded down to whole (smallest) blocks.
+fn percent_of_file(percent: SizeOrPercent, file_bytes: u64, offset: u64, bs: u64) -> u64 {
+    percent.resolve(file_bytes).min(file_bytes.saturating_sub(offset)) / bs * bs
+}
+
 /// fio's strided zones: I/O stays in a zone of `range` bytes until `size` bytes have
 /// been transferred, then moves on by `range + skip` (back to the start at the end).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -942,24 +949,20 @@ impl JobSpec {
             ));
         }
         let bs = u64::from(self.min_bs()).max(1);
-        let mut file_bytes = file_len;
         let len = match (self.filesize, self.size_per_file()) {
             (Some(fs), size) => {
                 let file = if fs.holds(file_len) { file_len } else { self.drawn_file_size(fs, clone, filenum) };
-                file_bytes = file.min(file_len);
                 match size {
-                    // fio takes a percentage size of each file's io_size
-                    Some(percent @ SizeOrPercent::Percent(_)) => percent.resolve(file.saturating_sub(offset)),
+                    Some(percent @ SizeOrPercent::Percent(_)) => percent_of_file(percent, file, offset, bs),
                     _ => file.saturating_sub(offset),
                 }
             }
             (None, None) => file_len - offset,
             (None, Some(SizeOrPercent::Bytes(b))) => b,
-            // fio rounds a percentage of the file down to whole (smallest) blocks
-            (None, Some(percent)) => percent.resolve(file_len) / bs * bs,
+            (None, Some(percent)) => percent_of_file(percent, file_len, offset, bs),
         }
         .min(file_len - offset);
-        Ok(crate::Region { start: offset, len, offset_in_file: offset, file_bytes })
+        Ok(crate::Region { start: offset, len, offset_in_file: offset, file_bytes: file_len })
     }
 
     /// Clone `clone`'s region in file `filenum`, which held `len_before` bytes before the
@@ -1022,7 +1025,15 @@ impl JobSpec {
     /// None when the job gives no size that says.
     pub fn needed_file_bytes(&self, clone: u32, filenum: u32, capacity: Option<u64>) -> Option<u64> {
         if let Some(fs) = self.filesize {
-            return Some(self.drawn_file_size(fs, clone, filenum));
+            let file = self.drawn_file_size(fs, clone, filenum);
+            // a percentage size is of that file, and fio lays the file out only as far as
+            // the I/O reaches (size=75% filesize=256k: 192 KiB)
+            if let Some(percent @ SizeOrPercent::Percent(_)) = self.size_per_file() {
+                let offset = self.clone_offset(clone, 0);
+                let bs = u64::from(self.min_bs()).max(1);
+                return Some((offset + percent_of_file(percent, file, offset, bs)).min(file));
+            }
+            return Some(file);
         }
         // a percentage offset needs the file's size first: it counts from 0 here; an
         // appending job's region starts at the file's end, which its caller adds
