@@ -1050,17 +1050,17 @@ impl Engine {
                     // clones that have them open go on with them
                     let unlinked = self.unlinked.finished(&clone.driver.spec, clone.driver.clone_index);
                     // as in fio: after the clone's I/O and its verify
-                    match hooks::start(&clone.driver.spec, Stage::Postrun) {
-                        Ok(Some(hook)) => {
+                    let postrun = hooks::start(&clone.driver.spec, Stage::Postrun).unwrap_or_else(|e| {
+                        eprintln!("warning: {e}");
+                        None
+                    });
+                    match postrun {
+                        Some(hook) => {
                             clone.postrun = Some(hook);
                             clone.unlink_after_postrun = unlinked;
                             self.postruns += 1;
                         }
-                        Ok(None) => remove_unlinked(unlinked),
-                        Err(e) => {
-                            eprintln!("warning: {e}");
-                            remove_unlinked(unlinked);
-                        }
+                        None => remove_unlinked(unlinked),
                     }
                     if let Some(what) = clone.driver.spec.exit_on_finish(clone.rec.stats.error.is_some()) {
                         self.exit_others(c, what, now);

@@ -72,14 +72,6 @@ impl RunningHook {
         }
     }
 
-    /// Waits for it to end.
-    pub fn wait(mut self) -> Result<(), String> {
-        match self.child.wait() {
-            Ok(status) => self.verdict(status),
-            Err(e) => Err(format!("job '{}': exec_{}: {e}", self.job, self.stage.name())),
-        }
-    }
-
     fn verdict(&self, status: ExitStatus) -> Result<(), String> {
         if status.success() {
             return Ok(());

@@ -364,32 +364,43 @@ impl IoGenerator {
         if self.seq_pos[d] >= z.start + z.zones.range {
             self.seq_pos[d] = z.start;
         }
+        // fio takes the zone's start as the file offset
+        let (zone_start, base) = (z.start, in_file + z.start);
         let from_zone = if self.pattern.is_random() {
             let blocks = z.zones.range.saturating_sub(len) / self.align + 1;
             self.rng_offset.below(blocks) * self.align
         } else {
-            let last = self.seq_pos[d];
-            if in_file + last >= file_bytes {
-                return None;
-            }
-            let mut pos = last.saturating_sub(z.start);
-            if pos > 0 && self.seq_skip > 0 {
-                pos += self.seq_skip as u64;
-                // as in next_holed: the position compared with the file's size, and
-                // restarted at the zone's offset in the file
-                if pos >= file_bytes {
-                    pos = in_file + z.start;
-                }
-            }
-            pos
+            self.fio_seq_offset(base, self.seq_pos[d].saturating_sub(zone_start))?
         };
-        if from_zone >= self.region.len || in_file + z.start + from_zone + len > file_bytes {
+        if !self.fio_fits(base, from_zone, len) {
             return None;
         }
-        let pos = z.start + from_zone;
+        let pos = zone_start + from_zone;
+        let z = self.strided.as_deref_mut().expect("strided");
         z.done += len;
         self.seq_pos[d] = pos + len;
         Some(pos)
+    }
+
+    /// fio's get_next_seq_offset from file offset `base` (the region's, or a zone's,
+    /// place in the file), after a block that ended `last` bytes past it: the next
+    /// position from `base`, `rw=...:N`'s skip on (none for the first block); one that
+    /// lands at or past the file's size goes round to `base` itself, counted from
+    /// `base`, as fio compares that position with the size of the whole file and takes
+    /// the file offset for it. None where the last block ended at or past the file's end.
+    fn fio_seq_offset(&self, base: u64, last: u64) -> Option<u64> {
+        let file_bytes = self.region.file_bytes;
+        if base + last >= file_bytes {
+            return None;
+        }
+        let pos = if last > 0 { last + self.seq_skip.max(0) as u64 } else { 0 };
+        Some(if pos >= file_bytes { base } else { pos })
+    }
+
+    /// fio's get_next_offset and fill_io_u: a block of `len` at `pos` from file offset
+    /// `base` starts inside the region and ends inside the file (else the pass ends).
+    fn fio_fits(&self, base: u64, pos: u64, len: u64) -> bool {
+        pos < self.region.len && base + pos + len <= self.region.file_bytes
     }
 
     /// Direction `d`'s next sequential position (back to the start when a block of `len`
@@ -419,28 +430,15 @@ impl IoGenerator {
         self.seq_pos[d] = if next < 0 { (self.region.len as i64 + self.seq_skip).max(0) as u64 } else { next as u64 };
         pos
     }
-}
 
-impl IoGenerator {
-    /// `rw=...:N` with N > 0: fio's get_next_seq_offset and get_next_offset, in the
-    /// region's terms. After a block ends at `last`, the next goes `skip` bytes on; one
-    /// that lands at or past the file's size (fio compares the position in the region
-    /// with the size of the whole file) goes round to the region's offset in the file
-    /// (taken as a position in the region, as fio takes it); the pass ends where the
-    /// block would start past the region or end past the file.
+    /// `rw=...:N` with N > 0: fio's get_next_seq_offset and get_next_offset from the
+    /// region's offset in its file; where they find no room the pass ends and the next
+    /// starts at the region's start. `seq_pos` holds the next position with the skip
+    /// added (0 at a pass's start), as the size drawn for it needs.
     fn next_holed(&mut self, d: usize, len: u64) -> u64 {
-        let (in_file, file_bytes) = (self.region.offset_in_file, self.region.file_bytes);
+        let base = self.region.offset_in_file;
         let last = self.seq_pos[d].saturating_sub(self.seq_skip as u64);
-        let pos = if in_file + last >= file_bytes {
-            None
-        } else {
-            let mut pos = self.seq_pos[d];
-            if pos >= file_bytes {
-                pos = in_file;
-            }
-            (pos < self.region.len && in_file + pos + len <= file_bytes).then_some(pos)
-        };
-        let pos = pos.unwrap_or_else(|| {
+        let pos = self.fio_seq_offset(base, last).filter(|&pos| self.fio_fits(base, pos, len)).unwrap_or_else(|| {
             self.sequential_passes += 1;
             0
         });
