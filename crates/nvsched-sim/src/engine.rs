@@ -12,7 +12,9 @@ use nvsched_report::{CompletedIo, JobRecorder, JobStats};
 use nvsched_ssd::{Command, Device, DeviceCounters, HostPath, PageCacheConfig};
 use nvsched_workload::file_setup::{regular_files_of, Opened, UnlinkedFiles};
 use nvsched_workload::steadystate::SteadyStates;
-use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, reporting_groups, wait_for_targets, Tenants};
+use nvsched_workload::{
+    clone_seed, exit_targets, fio_thread_order, per_prio_reporting, reporting_groups, wait_for_targets, Tenants,
+};
 use nvsched_workload::{ExitWhat, FileLocks, FlowGroups, IoUnit, JobDriver, JobSpec, Poll, ReplayStats, SyncRange};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt;
@@ -383,14 +385,17 @@ impl<'o> Simulation<'o> {
             let reporting_group = groups[job_index];
             let (tenant, tenant_weight) = tenants.tenant_of(spec);
             let spec_arc = Arc::new(spec.clone());
+            let first_thread = ordinal + 1;
             for clone in 0..spec.numjobs {
                 ordinal += 1;
                 let seed = clone_seed(spec, ordinal, input.seed);
+                // fio numbers log files by thread
+                let thread_number = first_thread + u64::from(spec.fio_thread_position(clone));
                 let clone_regions = &regions[job_index][clone as usize];
                 let mut driver = JobDriver::new(spec_arc.clone(), clone, clone_regions, seed).map_err(SimError)?;
                 flows.attach(&mut driver);
                 locks.attach(&mut driver);
-                let mut rec = JobRecorder::for_job(spec, reporting_group, ordinal as u32, per_prio[job_index])
+                let mut rec = JobRecorder::for_job(spec, reporting_group, thread_number as u32, per_prio[job_index])
                     .map_err(SimError)?;
                 // the report's time of day on the Unix and real-time clocks; a simulation has
                 // no other clock, so those count from the run's start (with a warning)
@@ -573,8 +578,10 @@ impl<'o> Simulation<'o> {
     #[cold]
     fn status(&mut self) {
         let now = self.now;
+        let mut in_order: Vec<&JobSlot> = self.jobs.iter().collect();
+        in_order.sort_by_key(|j| fio_thread_order(j.job_index, j.driver.clone_index));
         let clones =
-            self.jobs.iter().map(|j| (j.reporting_group, j.job_index, j.rec.snapshot(&j.driver, now))).collect();
+            in_order.iter().map(|j| (j.reporting_group, j.job_index, j.rec.snapshot(&j.driver, now))).collect();
         self.observer.on_status(now, clones);
         if let Some(clock) = &mut self.status_clock {
             clock.advance(now);
@@ -1627,7 +1634,7 @@ impl<'o> Simulation<'o> {
         for (k, j) in self.jobs.iter_mut().enumerate() {
             j.rec.finish(&j.driver, end, self.steady.report(k as u32)).map_err(SimError)?;
         }
-        let clones = self
+        let mut clones: Vec<CloneResult> = self
             .jobs
             .into_iter()
             .map(|j| CloneResult {
@@ -1642,6 +1649,9 @@ impl<'o> Simulation<'o> {
                 stats: j.rec.stats,
             })
             .collect();
+        // reported in fio's order; the engine keeps the job file's, which sets the order
+        // of simultaneous events
+        clones.sort_by_key(|c| fio_thread_order(c.job_index, c.clone));
         Ok(SimOutcome {
             clones,
             end,

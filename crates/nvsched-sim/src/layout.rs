@@ -3,6 +3,7 @@
 //! means the whole device. Each clone then works in `[offset, offset + size)` of its file.
 
 pub(crate) use nvsched_workload::file_setup::is_device_path;
+use nvsched_workload::file_setup::{set_up_lens, set_up_regions, FileLens};
 use nvsched_workload::{JobSpec, Region};
 use std::collections::HashMap;
 
@@ -53,6 +54,12 @@ pub fn place(jobs: &[JobSpec], capacity: u64) -> Result<(Vec<PlacedFile>, Vec<Ve
             }
         }
     }
+    // set up one clone after another, a later clone may lay a file out further
+    let set_up = set_up_lens(jobs, |name| (!is_device_path(name)).then_some(0));
+    for (name, len) in set_up {
+        let f = &mut files[index[&name]];
+        f.len = f.len.max(len);
+    }
     if let Some(spec) = (0..files.len()).find(|&k| files[k].len == 0 && !fills[k]).and_then(|k| no_size_from[k]) {
         return Err(format!(
             "job '{}' ({}): set size or filesize for its file, or filename=/dev/... to use the whole device",
@@ -82,21 +89,17 @@ pub fn place(jobs: &[JobSpec], capacity: u64) -> Result<(Vec<PlacedFile>, Vec<Ve
             "the job files need {needed} bytes but the device holds {capacity}; shrink size/filesize or use filename=/dev/..."
         ));
     }
-    let mut regions = Vec::with_capacity(jobs.len());
-    for spec in jobs {
-        let mut clone_regions = Vec::with_capacity(spec.numjobs as usize);
-        for clone in 0..spec.numjobs {
-            let mut regions = Vec::with_capacity(spec.files_per_clone() as usize);
-            for filenum in 0..spec.files_per_clone() {
-                let name = spec.file_name_of(clone, filenum);
-                let file = &files[index[&name]];
-                // every simulated file is new: an appending job starts at 0
-                let r = spec.region_in(clone, filenum, &file.name, !is_device_path(&name), 0, file.len)?;
-                regions.push(Region { start: file.start + r.start, ..r });
+    let mut regions = set_up_regions(jobs, |name| {
+        // every simulated file is new
+        let (regular, set_up) = (!is_device_path(name), files[index[name]].len);
+        FileLens { regular, at_start: if regular { 0 } else { set_up }, set_up }
+    })?;
+    for (spec, of_clones) in jobs.iter().zip(&mut regions) {
+        for (clone, clone_regions) in (0..).zip(of_clones.iter_mut()) {
+            for (filenum, r) in (0..).zip(clone_regions.iter_mut()) {
+                r.start += files[index[&spec.file_name_of(clone, filenum)]].start;
             }
-            clone_regions.push(regions);
         }
-        regions.push(clone_regions);
     }
     Ok((files, regions))
 }
@@ -172,6 +175,32 @@ mod tests {
         // c's region starts 1 MiB into the 3 MiB file
         let c = Region { start: 3 << 20, len: 1 << 20, offset_in_file: 1 << 20, file_bytes: 3 << 20 };
         assert_eq!(regions[2][0], [c]);
+    }
+
+    #[test]
+    fn clones_set_up_one_after_another_see_a_shared_file_as_they_leave_it() {
+        const K: u64 = 1 << 10;
+        // fio 3.33 sets clones up in turn: the first lays the new file out to 128 KiB
+        // (50% of filesize) and sees it so; the second, 32 KiB in, lays it out to 160 KiB
+        // (and, with rw=write:8k loops=3 io_size=160k, issues 120 and 44 writes)
+        let j = jobs("[a]\nfilename=f\nsize=50%\nfilesize=256k\nbs=4k\nnumjobs=2\noffset_increment=32k\n");
+        let (files, regions) = place(&j, 1 << 30).unwrap();
+        assert_eq!(files[0].len, 160 * K);
+        let seen: Vec<(u64, u64, u64)> =
+            regions[0].iter().map(|r| (r[0].start / K, r[0].len / K, r[0].file_bytes / K)).collect();
+        assert_eq!(seen, [(0, 128, 128), (32, 128, 160)]);
+        // a percentage offset is of what the file holds at the clone's turn, and the turns
+        // go as fio's threads: clone 0 (a new file: at 0, laying 64 KiB out), clone 2 (at
+        // 2 x 50% of 64 KiB, laying out 128 KiB), clone 1 (at 50% of 128 KiB)
+        let j = jobs("[a]\nfilename=f\nsize=64k\noffset_increment=50%\nbs=4k\nnumjobs=3\n");
+        let (files, regions) = place(&j, 1 << 30).unwrap();
+        let starts: Vec<u64> = regions[0].iter().map(|r| r[0].start / K).collect();
+        assert_eq!((starts, files[0].len / K), (vec![0, 64, 64], 128));
+        // appending clones append one after the other
+        let j = jobs("[a]\nfilename=f\nsize=64k\nrw=write\nfile_append=1\nnumjobs=2\n");
+        let (files, regions) = place(&j, 1 << 30).unwrap();
+        let spans: Vec<(u64, u64)> = regions[0].iter().map(|r| (r[0].start / K, r[0].len / K)).collect();
+        assert_eq!((spans, files[0].len / K), (vec![(0, 64), (64, 64)], 128));
     }
 
     #[test]

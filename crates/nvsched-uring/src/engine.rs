@@ -9,7 +9,7 @@ use nvsched_core::{LogClock, Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, Inserted, Request, RequestId, Scheduler};
 use nvsched_report::{CompletedIo, CpuUsage, JobError, JobRecorder};
 use nvsched_workload::errors::ErrorKind;
-use nvsched_workload::file_setup::{is_device_path, Opened, UnlinkedFiles};
+use nvsched_workload::file_setup::{is_device_path, set_up_lens, set_up_regions, FileLens, Opened, UnlinkedFiles};
 use nvsched_workload::steadystate::SteadyStates;
 use nvsched_workload::written::{WrittenBlocks, TRIM_GENERATION};
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, reporting_groups, wait_for_targets, Tenants};
@@ -391,6 +391,15 @@ pub fn run_with_status(
             }
         }
     }
+    // set up one clone after another, a later clone may lay a file out further
+    let set_up = set_up_lens(jobs, |name| match std::fs::metadata(name) {
+        Ok(m) if m.is_file() => Some(m.len()),
+        Ok(_) => None,
+        Err(_) => (!is_device_path(name)).then_some(0),
+    });
+    for w in wanted.iter_mut() {
+        w.bytes = w.bytes.max(set_up.get(&w.name).copied().unwrap_or(0));
+    }
     // as fio: a file (or device) that exists keeps its size, and a fill grows one
     let unsized_new_file =
         |w: &&Wanted| w.bytes == 0 && w.fill == Fill::No && !is_device_path(&w.name) && !Path::new(&w.name).exists();
@@ -542,6 +551,13 @@ fn run_on(
     let mut flows = FlowGroups::default();
     let mut locks = FileLocks::default();
     let mut max_bs = 4096usize;
+    let target_of =
+        |name: &str| targets.iter().position(|t| t.path.as_path() == Path::new(name)).expect("opened above");
+    let regions_of = set_up_regions(jobs, |name| {
+        let t = &targets[target_of(name)];
+        let regular = !t.block_device;
+        FileLens { regular, at_start: if regular { t.len_before } else { t.size }, set_up: t.size }
+    })?;
     for (job_index, spec) in jobs.iter().enumerate() {
         if job_index > 0 && spec.stonewall {
             phases.push(Vec::new());
@@ -550,27 +566,25 @@ fn run_on(
         max_bs = max_bs.max(spec.max_bs() as usize);
         let (tenant, weight) = tenants.tenant_of(spec);
         let arc = Arc::new(spec.clone());
-        for clone in 0..spec.numjobs {
-            ordinal += 1;
-            let mut file_targets = Vec::new();
-            let mut regions = Vec::new();
-            for filenum in 0..spec.files_per_clone() {
-                let name = spec.file_name_of(clone, filenum);
-                let target = targets.iter().position(|t| t.path.as_path() == Path::new(&name)).expect("opened above");
-                let t = &targets[target];
-                regions.push(spec.region_in(clone, filenum, &name, !t.block_device, t.len_before, t.size)?);
-                file_targets.push(target);
-            }
-            let seed = clone_seed(spec, ordinal, opts.seed);
+        // the clones run, are reported and number their logs in fio's order of threads;
+        // their seeds come from the job file's order, as in simulation
+        let first_thread = ordinal + 1;
+        ordinal += u64::from(spec.numjobs);
+        for clone in spec.clones_in_fio_order() {
+            let thread_number = first_thread + u64::from(spec.fio_thread_position(clone));
+            let file_targets: Vec<usize> =
+                (0..spec.files_per_clone()).map(|filenum| target_of(&spec.file_name_of(clone, filenum))).collect();
+            let regions = &regions_of[job_index][clone as usize];
+            let seed = clone_seed(spec, first_thread + u64::from(clone), opts.seed);
             let grown_by_fill = file_targets.iter().any(|&t| targets[t].grows);
             let regions_at_start =
                 (grown_by_fill && !spec.fill_device && spec.needed_file_bytes(clone, 0, None).is_none())
                     .then_some(seed);
-            let mut driver = JobDriver::new(arc.clone(), clone, &regions, seed)?;
+            let mut driver = JobDriver::new(arc.clone(), clone, regions, seed)?;
             flows.attach(&mut driver);
             locks.attach(&mut driver);
             phases.last_mut().expect("one phase").push(clones.len() as u32);
-            let mut rec = JobRecorder::for_job(spec, reporting_group, ordinal as u32, per_prio[job_index])?;
+            let mut rec = JobRecorder::for_job(spec, reporting_group, thread_number as u32, per_prio[job_index])?;
             rec.open_outputs(spec, clone, &vec![0; spec.files_per_clone() as usize])?;
             clones.push(CloneState {
                 driver,

@@ -9,7 +9,7 @@
 //! what that one wrote in the run (fio 3.33: 64 MiB written to the disk for a 64 MiB
 //! file), while a writer after a reader finds it written out (128 MiB).
 
-use crate::JobSpec;
+use crate::{JobSpec, Region};
 use std::collections::HashMap;
 
 /// Whether a job's file name is a device (`/dev/...`), which fio does not set up.
@@ -42,6 +42,74 @@ pub fn data_at_start(jobs: &[JobSpec], needed: impl Fn(&JobSpec, u32, u32) -> u6
         }
     }
     made.into_iter().map(|(name, size, data)| (name, data.then_some(size))).collect()
+}
+
+/// A file as a clone's setup finds it: whether it is a regular file (a device is never
+/// resized), its length before any clone's setup (0: new; a device's size), and its
+/// length once every clone is set up.
+#[derive(Clone, Copy, Debug)]
+pub struct FileLens {
+    pub regular: bool,
+    pub at_start: u64,
+    pub set_up: u64,
+}
+
+/// fio's setup_files going through the clones one after another, in job then clone
+/// order, before any starts (`create_serialize`): a clone's turn finds each file as the
+/// run found it or as an earlier clone laid it out, and a clone that sizes its files
+/// (`JobSpec::sizes_its_files`, `file_append`) leaves them that long or longer.
+#[derive(Debug, Default)]
+struct SetupOrder {
+    lens: HashMap<String, u64>,
+}
+
+impl SetupOrder {
+    /// Clone `clone`'s region in its file `filenum` ([`JobSpec::region_in`]), its turn
+    /// coming now; call it for every clone's files in setup order.
+    fn region(&mut self, spec: &JobSpec, clone: u32, filenum: u32, file: FileLens) -> Result<Region, String> {
+        let name = spec.file_name_of(clone, filenum);
+        let before = self.lens.get(&name).copied().unwrap_or(file.at_start);
+        let region = spec.region_in(clone, filenum, &name, file.regular, before, file.set_up)?;
+        if file.regular && (spec.sizes_its_files() || spec.file_append) {
+            self.lens.insert(name, before.max(region.file_bytes));
+        }
+        Ok(region)
+    }
+}
+
+/// Each clone's regions, one per file, by job and clone (`[job][clone][filenum]`), set up
+/// one clone after another in fio's order ([`SetupOrder`]); `file` says what a file
+/// holds, by name.
+pub fn set_up_regions(jobs: &[JobSpec], file: impl Fn(&str) -> FileLens) -> Result<Vec<Vec<Vec<Region>>>, String> {
+    let mut order = SetupOrder::default();
+    let mut regions = Vec::with_capacity(jobs.len());
+    for spec in jobs {
+        let mut of_clones = vec![Vec::with_capacity(spec.files_per_clone() as usize); spec.numjobs as usize];
+        for (clone, filenum) in spec.clone_files_in_fio_order() {
+            let lens = file(&spec.file_name_of(clone, filenum));
+            of_clones[clone as usize].push(order.region(spec, clone, filenum, lens)?);
+        }
+        regions.push(of_clones);
+    }
+    Ok(regions)
+}
+
+/// How long the clones that size their files leave each regular file, set up one after
+/// another ([`SetupOrder`]): a later clone may lay a file out further than its own
+/// `needed_file_bytes` says (a percentage offset of what an earlier clone laid out,
+/// `file_append` after an earlier clone's data). `at_start` gives a file's length before
+/// the run (0: new), or None for a device.
+pub fn set_up_lens(jobs: &[JobSpec], at_start: impl Fn(&str) -> Option<u64>) -> HashMap<String, u64> {
+    let mut order = SetupOrder::default();
+    for spec in jobs.iter().filter(|spec| spec.sizes_its_files() || spec.file_append) {
+        for (clone, filenum) in spec.clone_files_in_fio_order() {
+            if let Some(len) = at_start(&spec.file_name_of(clone, filenum)) {
+                // a clone that cannot be set up says so when its region is taken
+                let _ = order.region(spec, clone, filenum, FileLens { regular: true, at_start: len, set_up: u64::MAX });
+            }
+        }
+    }
+    order.lens
 }
 
 /// fio's `unlink=1`: a job's regular files are removed when it finishes. A clone that

@@ -808,6 +808,17 @@ fn a_filesize_range_draws_each_file_size() {
     assert_eq!(job("bs=4k\nsize=50%\nfilesize=256k\noffset=64k").needed_file_bytes(0, 0, None), Some(192 << 10));
 }
 
+/// fio makes a job's copies counting down: its threads are clones 0, N-1, ..., 1.
+#[test]
+fn clones_come_in_fios_order_of_threads() {
+    assert_eq!(job("numjobs=1").clones_in_fio_order().collect::<Vec<_>>(), [0]);
+    let j = job("numjobs=4\nnrfiles=2");
+    assert_eq!(j.clones_in_fio_order().collect::<Vec<_>>(), [0, 3, 2, 1]);
+    assert_eq!((0..4).map(|c| j.fio_thread_position(c)).collect::<Vec<_>>(), [0, 3, 2, 1]);
+    let files: Vec<(u32, u32)> = j.clone_files_in_fio_order().collect();
+    assert_eq!(files[..4], [(0, 0), (0, 1), (3, 0), (3, 1)]);
+}
+
 /// `verify=null` is taken, as fio's pretend verify, without the crc32c warning.
 #[test]
 fn verify_null_pretends() {

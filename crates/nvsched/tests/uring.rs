@@ -133,6 +133,14 @@ fn file_append_writes_after_the_end_of_the_file() {
     let held = std::fs::read(&data).unwrap();
     assert_eq!((held.len(), crc32c::crc32c(&held[..64 << 10])), (96 << 10, before));
     assert!(held[64 << 10..].iter().all(|&b| b == 0x55), "the appended blocks hold the job's pattern");
+    // fio sets clones up one after another: the second appends after the first's blocks
+    // (fio 3.33: a 100,000-byte file grows to 231,072 bytes with two clones of 64 KiB)
+    let job = write_job(&d, "two.fio", &body.replace("[a]\n", "[a]\nnumjobs=2\n"));
+    let v = run_uring_json(&job, &["--allow-destructive"]);
+    assert_eq!(v["jobs"][1]["write"]["io_bytes"], 32 << 10);
+    let held = std::fs::read(&data).unwrap();
+    assert_eq!((held.len(), crc32c::crc32c(&held[..64 << 10])), (160 << 10, before));
+    assert!(held[96 << 10..].iter().all(|&b| b == 0x55), "both clones' blocks hold the job's pattern");
     std::fs::remove_dir_all(&d).unwrap();
 }
 

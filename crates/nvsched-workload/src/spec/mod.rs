@@ -965,9 +965,15 @@ impl JobSpec {
         Ok(crate::Region { start: offset, len, offset_in_file: offset, file_bytes: file_len })
     }
 
-    /// Clone `clone`'s region in file `filenum`, which held `len_before` bytes before the
-    /// run and holds `file_len` now: [`clone_region`]'s, or with `file_append` (a
-    /// regular file, not a block device) `size` bytes from where the file ended.
+    /// Clone `clone`'s region in file `filenum` as fio's setup_files makes it, when the
+    /// file holds `len_at_setup` bytes as the clone's turn comes (fio sets the clones up
+    /// one after another: a later one finds what an earlier one laid out) and `file_len`
+    /// once all are set up. A job that sizes the file (`filesize`, or `size` in bytes)
+    /// takes a percentage `offset` of what the file holds at its turn (0 for a new file)
+    /// and sees the file as long as it leaves it: what it held, or as far as the clone's
+    /// region reaches (fio's `real_file_size` is the clone's own). With `file_append` (a
+    /// regular file, not a block device) the region is `size` bytes from where the file
+    /// ends at the clone's turn. Any other job's region is [`clone_region`]'s.
     ///
     /// [`clone_region`]: JobSpec::clone_region
     pub fn region_in(
@@ -976,23 +982,60 @@ impl JobSpec {
         filenum: u32,
         file_name: &str,
         regular_file: bool,
-        len_before: u64,
+        len_at_setup: u64,
         file_len: u64,
     ) -> Result<crate::Region, String> {
-        if !(self.file_append && regular_file) {
+        if self.file_append && regular_file {
+            let len = match self.size_per_file() {
+                Some(SizeOrPercent::Bytes(b)) => b.min(file_len.saturating_sub(len_at_setup)),
+                _ => 0,
+            };
+            if len == 0 {
+                return Err(format!(
+                    "job '{}' ({}): file_append finds no room after the end of '{file_name}' ({file_len} bytes)",
+                    self.name, self.at
+                ));
+            }
+            let file_bytes = len_at_setup + len;
+            return Ok(crate::Region { start: len_at_setup, len, offset_in_file: len_at_setup, file_bytes });
+        }
+        if !(regular_file && self.sizes_its_files()) || len_at_setup >= file_len {
             return self.clone_region(clone, filenum, file_name, file_len);
         }
-        let len = match self.size_per_file() {
-            Some(SizeOrPercent::Bytes(b)) => b.min(file_len.saturating_sub(len_before)),
-            _ => 0,
-        };
-        if len == 0 {
-            return Err(format!(
-                "job '{}' ({}): file_append finds no room after the end of '{file_name}' ({file_len} bytes)",
+        let offset = self.clone_offset(clone, len_at_setup);
+        let beyond = |end: u64| {
+            format!(
+                "job '{}' ({}): offset {offset} is beyond the end of '{file_name}' ({end} bytes)",
                 self.name, self.at
-            ));
+            )
+        };
+        let len = match (self.filesize, self.size_per_file()) {
+            (Some(fs), size) => {
+                let file = if fs.holds(len_at_setup) { len_at_setup } else { self.drawn_file_size(fs, clone, filenum) };
+                if offset >= file {
+                    return Err(beyond(file));
+                }
+                match size {
+                    Some(percent @ SizeOrPercent::Percent(_)) => {
+                        percent_of_file(percent, file, offset, u64::from(self.min_bs()).max(1))
+                    }
+                    _ => file - offset,
+                }
+            }
+            (None, Some(SizeOrPercent::Bytes(b))) => b,
+            (None, _) => return self.clone_region(clone, filenum, file_name, file_len),
+        };
+        let seen = len_at_setup.max(offset.saturating_add(len)).min(file_len);
+        if offset >= seen {
+            return Err(beyond(seen));
         }
-        Ok(crate::Region { start: len_before, len, offset_in_file: len_before, file_bytes: file_len })
+        Ok(crate::Region { start: offset, len: len.min(seen - offset), offset_in_file: offset, file_bytes: seen })
+    }
+
+    /// Whether the job gives its files a size of its own (`filesize`, or `size` in bytes):
+    /// fio lays such a file out (longer) where it holds less.
+    pub fn sizes_its_files(&self) -> bool {
+        self.filesize.is_some() || matches!(self.size_per_file(), Some(SizeOrPercent::Bytes(_)))
     }
 
     /// The size of file `filenum` of clone `clone` under `filesize`: fixed, or drawn from
@@ -1066,6 +1109,30 @@ impl JobSpec {
     /// Every (clone, file number) of the job, clone by clone.
     pub fn clone_files(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
         (0..self.numjobs).flat_map(move |clone| (0..self.files_per_clone()).map(move |f| (clone, f)))
+    }
+
+    /// The job's clones in fio's order of its threads: the job itself (clone 0), then
+    /// its copies from the last to the first (fio numbers them as it makes them, counting
+    /// down: with `numjobs=3` the threads are clones 0, 2 and 1). fio sets their files up
+    /// in this order, and reports and numbers their logs in it.
+    pub fn clones_in_fio_order(&self) -> impl Iterator<Item = u32> {
+        std::iter::once(0).chain((1..self.numjobs).rev()).take(self.numjobs as usize)
+    }
+
+    /// Where clone `clone` comes among the job's threads in fio's order, from 0
+    /// ([`JobSpec::clones_in_fio_order`]): fio numbers log files by it.
+    pub fn fio_thread_position(&self, clone: u32) -> u32 {
+        if clone == 0 {
+            0
+        } else {
+            self.numjobs.saturating_sub(clone)
+        }
+    }
+
+    /// Every (clone, file number) of the job, clone by clone in fio's order
+    /// ([`JobSpec::clones_in_fio_order`]).
+    pub fn clone_files_in_fio_order(&self) -> impl Iterator<Item = (u32, u32)> + '_ {
+        self.clones_in_fio_order().flat_map(move |clone| (0..self.files_per_clone()).map(move |f| (clone, f)))
     }
 
     /// The name of file `filenum` of clone `clone` (see [`JobSpec::file_name`]).
