@@ -2,7 +2,7 @@
 """Writes random small fio job bodies, in the case format of compare-fio-counts.py, to
 check nvsched's job semantics against fio on cases nobody picked by hand.
 
-    scripts/random-fio-cases.py SEED COUNT [--kind files|sizes] > cases.txt
+    scripts/random-fio-cases.py SEED COUNT [--kind files|sizes|layout|clones] > cases.txt
     scripts/compare-fio-counts.py cases.txt --order [--engine libaio]
 
 `files` mixes sequential reads and writes (with forward skips) over one to four files
@@ -11,7 +11,10 @@ file_service_type and filesize; `sizes` mixes sequential and random jobs of one 
 whose size is smaller than the file (filesize), with loops, io_size, verify and flushes;
 `layout` places sequential and random jobs in their file (offset, a size in bytes or
 as a percentage, strided zones,
-forward skips, clones at offset_increment) with loops and io_size.
+forward skips, clones at offset_increment) with loops and io_size; `clones` runs two to
+four clones of a sequential job in one shared file (offset_increment in bytes or as a
+percentage, sizes in bytes or percentages, filesize, file_append), where fio sets the
+clones up one after another and reports them in its order of threads.
 The same seed gives the same cases.
 """
 import argparse
@@ -77,14 +80,32 @@ def layout_case(r: random.Random) -> str:
     return "\n".join(lines)
 
 
+def clones_case(r: random.Random) -> str:
+    lines = ["[a]"]
+    rw = r.choice(["write", "read", "write:8k", "read:4k", "write"])
+    lines += [f"rw={rw}", "bs=4k", f"numjobs={r.choice([2, 3, 4])}"]
+    lines.append(f"size={r.choice(['32k', '64k', '25%', '50%'])}")
+    if "%" in lines[-1] or r.random() < 0.4:
+        lines.append(f"filesize={r.choice(['128k', '256k'])}")
+    # nvsched refuses file_append with filesize
+    if rw.startswith("write") and not lines[-1].startswith("filesize") and "%" not in lines[3] and r.random() < 0.3:
+        lines.append("file_append=1")
+    else:
+        lines.append(f"offset_increment={r.choice(['16k', '32k', '25%', '50%'])}")
+        maybe(r, lines, 0.3, "offset", ["16k", "32k"])
+    maybe(r, lines, 0.3, "loops", [2, 3])
+    maybe(r, lines, 0.3, "io_size", ["48k", "96k"])
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("seed", type=int)
     parser.add_argument("count", type=int)
-    parser.add_argument("--kind", choices=["files", "sizes", "layout"], default="files")
+    parser.add_argument("--kind", choices=["files", "sizes", "layout", "clones"], default="files")
     args = parser.parse_args()
     r = random.Random(args.seed)
-    make = {"files": files_case, "sizes": sizes_case, "layout": layout_case}[args.kind]
+    make = {"files": files_case, "sizes": sizes_case, "layout": layout_case, "clones": clones_case}[args.kind]
     print("\n---\n".join(make(r) for _ in range(args.count)))
 
 

@@ -173,7 +173,13 @@ mod tests {
         assert_eq!(regions[0][1], [Region::new(1 << 20, 1 << 20)]);
         assert_eq!(regions[1][0], [Region::new(2 << 20, 3 << 20)]);
         // c's region starts 1 MiB into the 3 MiB file
-        let c = Region { start: 3 << 20, len: 1 << 20, offset_in_file: 1 << 20, file_bytes: 3 << 20 };
+        let c = Region {
+            start: 3 << 20,
+            len: 1 << 20,
+            offset_in_file: 1 << 20,
+            file_bytes: 3 << 20,
+            later_offset_in_file: 1 << 20,
+        };
         assert_eq!(regions[2][0], [c]);
     }
 
@@ -242,7 +248,13 @@ mod tests {
         assert_eq!(regions[0][0], [Region::new(0, 1 << 30)]);
         assert_eq!(
             regions[1][0],
-            [Region { start: 1 << 29, len: 1 << 29, offset_in_file: 1 << 29, file_bytes: 1 << 30 }]
+            [Region {
+                start: 1 << 29,
+                len: 1 << 29,
+                offset_in_file: 1 << 29,
+                file_bytes: 1 << 30,
+                later_offset_in_file: 1 << 29
+            }]
         );
     }
 

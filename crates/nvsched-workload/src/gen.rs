@@ -60,12 +60,31 @@ pub struct Region {
     /// depends on them, not only on the region.
     pub offset_in_file: u64,
     pub file_bytes: u64,
+    /// Where in the file the passes after the first start: fio's clear_io_state takes the
+    /// start offset again, from the file as the clone's own setup left it (a percentage
+    /// offset of a file the clone made longer moves; an appending job's goes to the end
+    /// of what it appended, leaving no room). Mostly `offset_in_file`.
+    pub later_offset_in_file: u64,
 }
 
 impl Region {
     /// A region that is a whole file of `len` bytes (placed at `start`).
     pub const fn new(start: u64, len: u64) -> Region {
-        Region { start, len, offset_in_file: 0, file_bytes: len }
+        Region { start, len, offset_in_file: 0, file_bytes: len, later_offset_in_file: 0 }
+    }
+}
+
+impl Region {
+    /// The region of the passes after the first: from `later_offset_in_file`, at most
+    /// `len` bytes and no further than the file's end (it may hold no block at all).
+    pub fn for_later_passes(&self) -> Region {
+        let later = self.later_offset_in_file;
+        Region {
+            start: self.start.saturating_sub(self.offset_in_file) + later,
+            len: self.len.min(self.file_bytes.saturating_sub(later)),
+            offset_in_file: later,
+            ..*self
+        }
     }
 }
 
@@ -1030,6 +1049,7 @@ mod tests {
                 len: (file_k - offset_k) << 10,
                 offset_in_file: offset_k << 10,
                 file_bytes: file_k << 10,
+                later_offset_in_file: offset_k << 10,
             };
             let mut g = IoGenerator::new(&spec(text), region, 1).unwrap();
             assert!(g.counts_passes());

@@ -694,6 +694,29 @@ fn clones_are_set_up_reported_and_logged_in_fios_order_of_threads() {
     let (dir, v) = run_json_in_dir("thread-order-size", job, &[]);
     assert_eq!(writes(&v), [120, 44], "fio 3.33: each clone wraps by the file's size as it saw it");
     std::fs::remove_dir_all(&dir).unwrap();
+    // fio takes the start offset again for each later pass, from the file as the clone
+    // left it: clone 1 starts at 16 KiB (25% of 64 KiB), lays the file out to 80 KiB,
+    // and its second pass starts at 20 KiB and ends at the file's end, a block short
+    let job = "[a]\nfilename=f\nsize=64k\noffset_increment=25%\nbs=4k\nnumjobs=2\nrw=write\nloops=2\n";
+    let (dir, v) = run_json_in_dir("thread-order-loops", job, &[]);
+    assert_eq!(writes(&v), [32, 31], "fio 3.33");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// fio starts each pass of an appending job after the first where the file then ends,
+/// finds no room and ends the job: fio 3.33 writes 64 KiB for `size=64k file_append=1`
+/// with `loops=2` or `io_size=96k` (nvsched wrote 128 and 96 KiB), 48 KiB with
+/// `io_size=48k`.
+#[test]
+fn an_appending_job_makes_one_pass() {
+    for (extra, writes) in [("loops=2", 16), ("io_size=96k", 16), ("io_size=48k", 12), ("loops=3\nnumjobs=2", 16)] {
+        let job = format!("[a]\nfilename=f\nrw=write\nbs=4k\nsize=64k\nfile_append=1\n{extra}\n");
+        let (dir, v) = run_json_in_dir("append-passes", &job, &[]);
+        for j in v["jobs"].as_array().unwrap() {
+            assert_eq!(j["write"]["total_ios"], writes, "{extra}");
+        }
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
 
 /// `log_unix_epoch`: log times are Unix milliseconds; in simulation counted from the

@@ -58,6 +58,11 @@ pub struct JobDriver {
     passes_seen: u64,
     /// Stop issuing after this many bytes (`u64::MAX` when time based).
     io_limit: u64,
+    /// The job ends after its first pass: the later ones find no room
+    /// ([`Region::for_later_passes`]).
+    one_pass: bool,
+    /// The passes after the first work elsewhere than the first.
+    later_moves: bool,
     /// Stop issuing after this many I/Os (`number_ios`; `u64::MAX` without).
     ios_limit: u64,
     /// I/Os between `thinktime` pauses (`u32::MAX`: no thinktime).
@@ -122,10 +127,11 @@ pub struct JobDriver {
     /// running pass ends so.
     pass_bytes: u64,
     next_pass_end: u64,
-    /// For a job that is not time-based (nor a replay), the clone's regions and seed: a
-    /// pass ended by bytes starts over from the start of each, as fio's clear_io_state
-    /// puts it back, and every pass (with `randrepeat`) draws what the first drew
-    /// (boxed: rare). `None`: the job [runs by time](Self::runs_by_time).
+    /// For a job that is not time-based (nor a replay), the clone's regions of the passes
+    /// after the first ([`Region::for_later_passes`]) and seed: a pass ended by bytes
+    /// starts over from the start of each, as fio's clear_io_state puts it back, and
+    /// every pass (with `randrepeat`) draws what the first drew (boxed: rare). `None`:
+    /// the job [runs by time](Self::runs_by_time).
     restart: Option<Box<(Vec<Region>, u64)>>,
     /// Passes also end where the generator's passes over the region do (fio finds its
     /// files done): the end-of-pass flush and read-back go there, not after a byte count
@@ -329,11 +335,16 @@ impl JobDriver {
         } else {
             loop_bytes.saturating_mul(u64::from(spec.loops.max(1)))
         };
+        // the passes after the first may start elsewhere; where they find no room (an
+        // appending job's), fio's job ends with its first pass
+        let later: Vec<Region> = regions.iter().map(Region::for_later_passes).collect();
+        let later_moves = later != regions;
+        let one_pass = !by_time && later.iter().any(|r| r.len < u64::from(spec.min_bs()).max(1));
         let sync_engine = spec.engine_kind == EngineKind::Sync;
         let pass_bytes = if by_time { loop_bytes } else { size_pass_bytes(&spec, size, io_size, sync_engine) };
         // a pass also ends where the files are done (fio's get_io_u finds no block left)
         let loops_by_passes = !by_time && gen.counts_passes();
-        let restart = (!by_time).then(|| Box::new((regions.to_vec(), seed)));
+        let restart = (!by_time).then(|| Box::new((later, seed)));
         // fio 3.33 counts number_ios per loop and, once it is reached, starts the next
         // loop where the last one stopped; a time-based job loops until its runtime, so
         // number_ios does not end it (a replay is cut short by it: an nvsched extension)
@@ -386,6 +397,8 @@ impl JobDriver {
             inflight: 0,
             issued_bytes: 0,
             io_limit,
+            one_pass,
+            later_moves,
             ios_limit,
             think_every,
             think_iotime,
@@ -632,7 +645,13 @@ impl JobDriver {
     /// fio's read-back leaves its files not done (`rw=write:4k bs=3k size=64k
     /// verify=crc32c` over four files writes and reads 24 KiB twice).
     fn done_after_passes(&self, passes: u64) -> bool {
-        if self.spec.time_based || passes < u64::from(self.spec.loops.max(1)) {
+        if self.spec.time_based {
+            return false;
+        }
+        if self.one_pass {
+            return true;
+        }
+        if passes < u64::from(self.spec.loops.max(1)) {
             return false;
         }
         let verify = self.tracked.as_ref().and_then(|t| t.verify.as_ref());
@@ -931,7 +950,7 @@ impl JobDriver {
                             self.stop_issuing();
                             break;
                         }
-                        if pass_ended && self.spec.randrepeat && self.loops_by_passes {
+                        if pass_ended && (self.spec.randrepeat || self.later_moves) && self.loops_by_passes {
                             // the next pass draws afresh from the seeds; what the old
                             // state drew for it goes
                             self.start_pass_over();

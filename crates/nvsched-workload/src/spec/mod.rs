@@ -962,7 +962,13 @@ impl JobSpec {
             (None, Some(percent)) => percent_of_file(percent, file_len, offset, bs),
         }
         .min(file_len - offset);
-        Ok(crate::Region { start: offset, len, offset_in_file: offset, file_bytes: file_len })
+        Ok(crate::Region {
+            start: offset,
+            len,
+            offset_in_file: offset,
+            file_bytes: file_len,
+            later_offset_in_file: offset,
+        })
     }
 
     /// Clone `clone`'s region in file `filenum` as fio's setup_files makes it, when the
@@ -997,7 +1003,13 @@ impl JobSpec {
                 ));
             }
             let file_bytes = len_at_setup + len;
-            return Ok(crate::Region { start: len_at_setup, len, offset_in_file: len_at_setup, file_bytes });
+            return Ok(crate::Region {
+                start: len_at_setup,
+                len,
+                offset_in_file: len_at_setup,
+                file_bytes,
+                later_offset_in_file: file_bytes,
+            });
         }
         if !(regular_file && self.sizes_its_files()) || len_at_setup >= file_len {
             return self.clone_region(clone, filenum, file_name, file_len);
@@ -1029,7 +1041,13 @@ impl JobSpec {
         if offset >= seen {
             return Err(beyond(seen));
         }
-        Ok(crate::Region { start: offset, len: len.min(seen - offset), offset_in_file: offset, file_bytes: seen })
+        Ok(crate::Region {
+            start: offset,
+            len: len.min(seen - offset),
+            offset_in_file: offset,
+            file_bytes: seen,
+            later_offset_in_file: self.clone_offset(clone, seen),
+        })
     }
 
     /// Whether the job gives its files a size of its own (`filesize`, or `size` in bytes):
