@@ -350,6 +350,9 @@ pub struct IssueLog {
     files: Vec<(String, u64)>,
     out: BufWriter<File>,
     error: Option<String>,
+    /// The offset of the last read, write or trim logged: fio logs a flush with the
+    /// offset its reused io_u last carried (`sync 12288 0` after a write at 12288).
+    last_offset: u64,
 }
 
 impl IssueLog {
@@ -357,7 +360,13 @@ impl IssueLog {
     /// `open` lines; `files` are (name, start on the device). Boxed, as [`IoLogs`].
     pub fn create(path: &Path, files: Vec<(String, u64)>) -> Result<Box<IssueLog>, String> {
         let file = File::create(path).map_err(|e| format!("cannot create iolog '{}': {e}", path.display()))?;
-        let mut log = Box::new(IssueLog { path: path.to_path_buf(), files, out: BufWriter::new(file), error: None });
+        let mut log = Box::new(IssueLog {
+            path: path.to_path_buf(),
+            files,
+            out: BufWriter::new(file),
+            error: None,
+            last_offset: 0,
+        });
         let mut header = writeln!(log.out, "fio version 3 iolog");
         for (name, _) in &log.files {
             header = header.and_then(|()| writeln!(log.out, "0 {name} add"));
@@ -380,7 +389,8 @@ impl IssueLog {
     pub fn issue(&mut self, now: Nanos, op: Op, file: u16, offset_bytes: u64, len_bytes: u32) {
         let action = op.fio_name();
         let (name, start) = &self.files[usize::from(file).min(self.files.len() - 1)];
-        let offset = if op == Op::Flush { 0 } else { offset_bytes.saturating_sub(*start) };
+        let offset = if op == Op::Flush { self.last_offset } else { offset_bytes.saturating_sub(*start) };
+        self.last_offset = offset;
         let written = writeln!(self.out, "{} {name} {action} {offset} {len_bytes}", now.0 / 1_000);
         self.note(written);
     }
@@ -422,14 +432,15 @@ mod tests {
         let path = dir.join("w.iolog");
         let mut log = IssueLog::create(&path, vec![("f.0.0".into(), 1 << 20)]).unwrap();
         log.issue(Nanos(1_500), Op::Read, 0, (1 << 20) + 8192, 4096);
-        log.issue(Nanos(2_600_000), Op::Write, 0, 1 << 20, 8192);
+        log.issue(Nanos(2_600_000), Op::Write, 0, (1 << 20) + 12288, 8192);
+        // a flush carries the last I/O's offset, as in fio's logs
         log.issue(Nanos(3_000_000), Op::Flush, 0, 0, 0);
         log.finish(Nanos(4_000_999)).unwrap();
         let lines = std::fs::read_to_string(&path).unwrap();
         assert_eq!(
             lines,
             "fio version 3 iolog\n0 f.0.0 add\n0 f.0.0 open\n1 f.0.0 read 8192 4096\n\
-             2600 f.0.0 write 0 8192\n3000 f.0.0 sync 0 0\n4000 f.0.0 close\n"
+             2600 f.0.0 write 12288 8192\n3000 f.0.0 sync 12288 0\n4000 f.0.0 close\n"
         );
         // several files: each is named, with offsets within it
         let mut log = IssueLog::create(&path, vec![("a".into(), 0), ("b".into(), 1 << 20)]).unwrap();
