@@ -717,6 +717,13 @@ fn an_appending_job_makes_one_pass() {
         }
         std::fs::remove_dir_all(&dir).unwrap();
     }
+    // where the job would have gone on, fio's empty next pass flushes again (`end_fsync`)
+    let job = "[a]\nfilename=f\nrw=write\nbs=4k\nsize=32k\nfile_append=1\nloops=3\nend_fsync=1\nwrite_iolog=log\n";
+    let (dir, _) = run_json_in_dir("append-flushes", job, &[]);
+    let log = std::fs::read_to_string(dir.join("log")).unwrap();
+    let count = |op: &str| log.lines().filter(|l| l.split(' ').nth(2) == Some(op)).count();
+    assert_eq!((count("write"), count("sync")), (8, 2), "fio 3.33: 8 writes, 2 flushes\n{log}");
+    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 /// `log_unix_epoch`: log times are Unix milliseconds; in simulation counted from the

@@ -59,7 +59,7 @@ pub struct JobDriver {
     /// Stop issuing after this many bytes (`u64::MAX` when time based).
     io_limit: u64,
     /// The job ends after its first pass: the later ones find no room
-    /// ([`Region::for_later_passes`]).
+    /// ([`Region::for_later_passes`], [`JobDriver::job_ends_after`]).
     one_pass: bool,
     /// The passes after the first work elsewhere than the first.
     later_moves: bool,
@@ -635,7 +635,22 @@ impl JobDriver {
     #[inline(never)]
     fn pass_ends_job(&mut self) -> bool {
         self.passes_seen = self.passes_completed();
-        self.done_after_passes(self.passes_ended + 1)
+        self.job_ends_after(self.passes_ended + 1)
+    }
+
+    /// Whether the job ends once `passes` passes have ended ([`done_after_passes`]);
+    /// one whose later passes find no room ends after its first, and where it would
+    /// have gone on, fio's next do_io issues nothing but flushes again at its end
+    /// (`size=32k file_append=1 loops=3 end_fsync=1`: 8 writes, 2 flushes).
+    ///
+    /// [`done_after_passes`]: Self::done_after_passes
+    fn job_ends_after(&mut self, passes: u64) -> bool {
+        let done = self.done_after_passes(passes);
+        if self.one_pass && !self.spec.time_based {
+            self.empty_pass_flush = !done && self.spec.flushes_at_end();
+            return true;
+        }
+        done
     }
 
     /// fio's keep_running once `passes` passes have ended: the first `loops` always run;
@@ -645,13 +660,7 @@ impl JobDriver {
     /// fio's read-back leaves its files not done (`rw=write:4k bs=3k size=64k
     /// verify=crc32c` over four files writes and reads 24 KiB twice).
     fn done_after_passes(&self, passes: u64) -> bool {
-        if self.spec.time_based {
-            return false;
-        }
-        if self.one_pass {
-            return true;
-        }
-        if passes < u64::from(self.spec.loops.max(1)) {
+        if self.spec.time_based || passes < u64::from(self.spec.loops.max(1)) {
             return false;
         }
         let verify = self.tracked.as_ref().and_then(|t| t.verify.as_ref());
@@ -750,7 +759,7 @@ impl JobDriver {
             self.owe_end_flush();
             return self.flush_due != FlushDue::No;
         }
-        if self.done_after_passes(self.passes_ended + 1) {
+        if self.job_ends_after(self.passes_ended + 1) {
             // the job ends with this pass: its end flush and read-back follow
             self.stop_issuing();
             return true;
