@@ -142,6 +142,8 @@ pub struct JobDriver {
     /// The job ended at its byte or I/O limit with `loops` passes to go: fio's next
     /// do_io issues nothing, but flushes again at its end (`end_fsync`).
     empty_pass_flush: bool,
+    /// `issued_bytes` when the running pass began.
+    pass_start_bytes: u64,
     /// The second `fsync=N` flush of a pass end waits for the read-back between passes.
     flush_after_backlog: bool,
     finished_at: Option<Nanos>,
@@ -439,6 +441,7 @@ impl JobDriver {
             loops_by_passes,
             passes_ended: 0,
             empty_pass_flush: false,
+            pass_start_bytes: 0,
             flush_after_backlog: false,
             finished_at: None,
             replay,
@@ -574,8 +577,12 @@ impl JobDriver {
     #[cold]
     fn stop_at_limit(&mut self) {
         self.stop_issuing();
+        // a pass that issued nothing is that empty do_io itself, and fio ends the job
+        // with it (`loops=3 verify=crc32c number_ios=3 end_fsync=1` over a file done in
+        // the first: writes, a flush, the read-back, one flush)
         self.empty_pass_flush = !self.runs_by_time()
             && self.spec.flushes_at_end()
+            && self.issued_bytes > self.pass_start_bytes
             && self.passes_ended.saturating_add(1) < u64::from(self.spec.loops.max(1));
     }
 
@@ -729,6 +736,7 @@ impl JobDriver {
     #[cold]
     fn end_of_pass(&mut self) -> bool {
         self.passes_ended += 1;
+        self.pass_start_bytes = self.issued_bytes;
         let mut owed = false;
         if self.flush_due == FlushDue::No {
             self.owe_end_flush();

@@ -285,6 +285,11 @@ fn passes_end_where_fios_do_io_ends() {
     assert_eq!(blocks_over_file(job, 32 << 10), "w0 w1 w2 w3 w4 w5 w6 w7 S S");
     let job = format!("{job}ioengine=libaio\n");
     assert_eq!(blocks_over_file(&job, 32 << 10), "w0 w1 w2 w3 S w0 w1 w2 w3 S");
+    // a loop that issues nothing flushes and ends the job, as fio's empty do_io
+    // terminates its thread: `number_ios` is reached by the first loop's read-back
+    let job = "[j]\nrw=write\nbs=4k\nsize=16k\nfilesize=32k\nloops=3\nend_fsync=1\nverify=crc32c\nnumber_ios=3\n";
+    let fio = "w0 w1 w2 w3 w4 w5 w6 w7 S r0 r1 r2 r3 r4 r5 r6 r7 S";
+    assert_eq!(blocks_over_file(job, 32 << 10), fio);
     // keep_running counts the read-back's bytes toward io_size: two passes of 16 KiB
     // written and read make 64 KiB, past the 40 KiB asked for
     let job = "[j]\nrw=write\nbs=4k\nsize=16k\nio_size=40k\nverify=crc32c\n";
