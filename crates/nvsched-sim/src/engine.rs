@@ -12,9 +12,7 @@ use nvsched_report::{CompletedIo, JobRecorder, JobStats};
 use nvsched_ssd::{Command, Device, DeviceCounters, HostPath, PageCacheConfig};
 use nvsched_workload::file_setup::{regular_files_of, Opened, UnlinkedFiles};
 use nvsched_workload::steadystate::SteadyStates;
-use nvsched_workload::{
-    clone_seed, exit_targets, fio_thread_order, per_prio_reporting, reporting_groups, wait_for_targets, Tenants,
-};
+use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, reporting_groups, wait_for_targets, Tenants};
 use nvsched_workload::{ExitWhat, FileLocks, FlowGroups, IoUnit, JobDriver, JobSpec, Poll, ReplayStats, SyncRange};
 use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt;
@@ -238,6 +236,14 @@ struct JobSlot {
     ra_marker: Option<u64>,
     ra_next: u64,
     ra_window_bytes: u64,
+}
+
+impl JobSlot {
+    /// Where the clone comes among fio's threads (JobSpec::clones_in_fio_order): the order
+    /// fio reports them in.
+    fn fio_thread_order(&self) -> (usize, u32) {
+        (self.job_index, self.driver.spec.fio_thread_position(self.driver.clone_index))
+    }
 }
 
 impl Buffered {
@@ -579,7 +585,7 @@ impl<'o> Simulation<'o> {
     fn status(&mut self) {
         let now = self.now;
         let mut in_order: Vec<&JobSlot> = self.jobs.iter().collect();
-        in_order.sort_by_key(|j| fio_thread_order(j.job_index, j.driver.clone_index));
+        in_order.sort_by_key(|j| j.fio_thread_order());
         let clones =
             in_order.iter().map(|j| (j.reporting_group, j.job_index, j.rec.snapshot(&j.driver, now))).collect();
         self.observer.on_status(now, clones);
@@ -1634,7 +1640,10 @@ impl<'o> Simulation<'o> {
         for (k, j) in self.jobs.iter_mut().enumerate() {
             j.rec.finish(&j.driver, end, self.steady.report(k as u32)).map_err(SimError)?;
         }
-        let mut clones: Vec<CloneResult> = self
+        // reported in fio's order; the engine keeps the job file's, which sets the order
+        // of simultaneous events
+        self.jobs.sort_by_key(JobSlot::fio_thread_order);
+        let clones = self
             .jobs
             .into_iter()
             .map(|j| CloneResult {
@@ -1649,9 +1658,6 @@ impl<'o> Simulation<'o> {
                 stats: j.rec.stats,
             })
             .collect();
-        // reported in fio's order; the engine keeps the job file's, which sets the order
-        // of simultaneous events
-        clones.sort_by_key(|c| fio_thread_order(c.job_index, c.clone));
         Ok(SimOutcome {
             clones,
             end,

@@ -343,12 +343,8 @@ pub fn run_with_status(
                     spec.name
                 ));
             }
-            // file_append: the region starts where the file ends now
-            let appended_at = match std::fs::metadata(&name) {
-                Ok(m) if spec.file_append && m.is_file() => m.len(),
-                _ => 0,
-            };
-            let need = spec.needed_file_bytes(clone, filenum, None).map(|n| n.saturating_add(appended_at));
+            // an appending job's region starts where the file ends: set_up_lens below
+            let need = spec.needed_file_bytes(clone, filenum, None);
             let k = match wanted.iter().position(|w| w.name == name) {
                 Some(k) => k,
                 None => {

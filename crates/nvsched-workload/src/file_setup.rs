@@ -57,7 +57,8 @@ pub struct FileLens {
 /// fio's setup_files going through the clones one after another, in job then clone
 /// order, before any starts (`create_serialize`): a clone's turn finds each file as the
 /// run found it or as an earlier clone laid it out, and a clone that sizes its files
-/// (`JobSpec::sizes_its_files`, `file_append`) leaves them that long or longer.
+/// (`JobSpec::sizes_its_files`; `file_append` needs `size` in bytes) leaves them that
+/// long or longer.
 #[derive(Debug, Default)]
 struct SetupOrder {
     lens: HashMap<String, u64>,
@@ -70,7 +71,7 @@ impl SetupOrder {
         let name = spec.file_name_of(clone, filenum);
         let before = self.lens.get(&name).copied().unwrap_or(file.at_start);
         let region = spec.region_in(clone, filenum, &name, file.regular, before, file.set_up)?;
-        if file.regular && (spec.sizes_its_files() || spec.file_append) {
+        if file.regular && spec.sizes_its_files() {
             self.lens.insert(name, before.max(region.file_bytes));
         }
         Ok(region)
@@ -101,7 +102,7 @@ pub fn set_up_regions(jobs: &[JobSpec], file: impl Fn(&str) -> FileLens) -> Resu
 /// the run (0: new), or None for a device.
 pub fn set_up_lens(jobs: &[JobSpec], at_start: impl Fn(&str) -> Option<u64>) -> HashMap<String, u64> {
     let mut order = SetupOrder::default();
-    for spec in jobs.iter().filter(|spec| spec.sizes_its_files() || spec.file_append) {
+    for spec in jobs.iter().filter(|spec| spec.sizes_its_files()) {
         for (clone, filenum) in spec.clone_files_in_fio_order() {
             if let Some(len) = at_start(&spec.file_name_of(clone, filenum)) {
                 // a clone that cannot be set up says so when its region is taken

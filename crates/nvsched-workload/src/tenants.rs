@@ -94,12 +94,6 @@ pub fn exit_targets(
     targets
 }
 
-/// A sort key that puts clones in fio's order of its threads (jobs in order, each job's
-/// clones as [`JobSpec::clones_in_fio_order`] gives them), the order fio reports them in.
-pub fn fio_thread_order(job_index: usize, clone: u32) -> (usize, u32) {
-    (job_index, if clone == 0 { 0 } else { u32::MAX - clone })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

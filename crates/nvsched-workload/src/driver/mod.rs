@@ -653,7 +653,7 @@ impl JobDriver {
     /// [`done_after_passes`]: Self::done_after_passes
     fn job_ends_after(&mut self, passes: u64) -> bool {
         let done = self.done_after_passes(passes);
-        if self.one_pass && !self.spec.time_based {
+        if self.one_pass {
             self.empty_pass_flush = !done && self.spec.flushes_at_end();
             return true;
         }

@@ -1097,7 +1097,7 @@ impl JobSpec {
             return Some(file);
         }
         // a percentage offset needs the file's size first: it counts from 0 here; an
-        // appending job's region starts at the file's end, which its caller adds
+        // appending job's region starts at the file's end, which set_up_lens adds
         let offset = if self.file_append { 0 } else { self.clone_offset(clone, 0) };
         if let Some(bytes) = self.replay_bytes() {
             return Some(offset + bytes);
