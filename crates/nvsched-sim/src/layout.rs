@@ -210,6 +210,27 @@ mod tests {
     }
 
     #[test]
+    fn a_clone_past_the_end_of_a_file_already_laid_out_gets_an_empty_region() {
+        const K: u64 = 1 << 10;
+        // fio 3.33: clone 0 lays the 256 KiB file out; clones 3 and 2 (at 384 and 256 KiB)
+        // find it in filesize's range and issue nothing, without an error; clone 1 works
+        // from 128 KiB (the file from its offset; size only counts its bytes). The file
+        // stays 256 KiB long.
+        let j = jobs("[a]\nfilename=f\nrw=read\nsize=32k\nfilesize=256k\nbs=4k\nnumjobs=4\noffset_increment=50%\n");
+        let (files, regions) = place(&j, 1 << 30).unwrap();
+        assert_eq!(files[0].len, 256 * K);
+        let spans: Vec<(u64, u64)> = regions[0].iter().map(|r| (r[0].start / K, r[0].len / K)).collect();
+        assert_eq!(spans, [(0, 256), (128, 128), (256, 0), (384, 0)]);
+        // at the very end without `size`, fio fails the job ("blocksize is larger than
+        // data set range"); past a file it lays out anew too ("you need to specify valid
+        // offset="): nvsched refuses both
+        let j = jobs("[a]\nfilename=f\nrw=read\nfilesize=256k\nbs=4k\nnumjobs=3\noffset_increment=50%\n");
+        assert!(place(&j, 1 << 30).unwrap_err().contains("offset 262144 is beyond the end"));
+        let j = jobs("[a]\nfilename=f\nrw=read\nfilesize=256k\nbs=4k\noffset=300k\n");
+        assert!(place(&j, 1 << 30).unwrap_err().contains("beyond the end"));
+    }
+
+    #[test]
     fn filesize_sizes_each_file_and_the_regions_span_them() {
         // fio 3.33: each file is filesize long and a clone works on all of it from its
         // offset; size no longer cuts the region (it only counts the job's bytes)

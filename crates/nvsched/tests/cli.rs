@@ -701,6 +701,20 @@ fn clones_are_set_up_reported_and_logged_in_fios_order_of_threads() {
     let (dir, v) = run_json_in_dir("thread-order-loops", job, &[]);
     assert_eq!(writes(&v), [32, 31], "fio 3.33");
     std::fs::remove_dir_all(&dir).unwrap();
+    // clones 3 and 2 lie at and past the end of the file clone 0 laid out: fio 3.33 runs
+    // them without I/O or error (a time-based one too) and the others as usual
+    for extra in ["", "time_based=1\nruntime=20ms\n"] {
+        let job = format!(
+            "[a]\nfilename=f\nrw=write\nbs=4k\nsize=64k\nfilesize=256k\noffset_increment=50%\nnumjobs=4\n{extra}"
+        );
+        let (dir, v) = run_json_in_dir("thread-order-past-end", &job, &[]);
+        let w = writes(&v);
+        assert_eq!((w[1], w[2]), (0, 0), "{extra}");
+        assert!(w[0] >= 16 && w[3] >= 16, "{extra}{w:?}");
+        assert_eq!(v["jobs"][1]["job_runtime"], 0, "{extra}");
+        assert!(v["jobs"].as_array().unwrap().iter().all(|j| j["error"] == 0));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 }
 
 /// fio starts each pass of an appending job after the first where the file then ends,

@@ -144,6 +144,24 @@ fn file_append_writes_after_the_end_of_the_file() {
     std::fs::remove_dir_all(&d).unwrap();
 }
 
+/// Clones at and past the end of a file an earlier clone laid out run without I/O, as in
+/// fio 3.33, and the file keeps the size the first gave it.
+#[test]
+fn clones_past_the_end_of_a_laid_out_file_issue_nothing() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let body = "[a]\nfilename=f\nrw=read\nbs=4k\nsize=32k\nfilesize=256k\noffset_increment=50%\nnumjobs=4\n";
+    let job = write_job(&d, "a.fio", body);
+    let v = run_uring_json(&job, &["--keep-files"]);
+    let reads: Vec<u64> =
+        v["jobs"].as_array().unwrap().iter().map(|j| j["read"]["total_ios"].as_u64().unwrap()).collect();
+    assert_eq!(reads, [8, 0, 0, 8], "fio 3.33, in its order of threads: clones 0, 3, 2, 1");
+    assert_eq!(std::fs::metadata(d.join("f")).unwrap().len(), 256 << 10);
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
 #[test]
 fn refuses_a_mounted_block_device() {
     if skip() {

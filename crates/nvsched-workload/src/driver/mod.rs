@@ -300,8 +300,15 @@ impl JobDriver {
     /// `seed` is specific to this clone; `regions` is where its I/O goes, one per file
     /// (one unless the job has several files).
     pub fn new(spec: Arc<JobSpec>, clone_index: u32, regions: &[Region], seed: u64) -> Result<JobDriver, String> {
+        // a clone whose offset lies past its file's end has an empty region and issues
+        // nothing (`JobSpec::region_past_end`); its generator gets one block to stand on
+        let issues_nothing = regions.iter().all(|r| r.len == 0);
         let region = regions[0];
-        let gen = IoGenerator::new(&spec, region, seed)?;
+        let gen_region = match issues_nothing {
+            true => Region { len: u64::from(spec.max_bs()).max(u64::from(spec.random_align())), ..region },
+            false => region,
+        };
+        let gen = IoGenerator::new(&spec, gen_region, seed)?;
         let files = match regions.len() {
             1 => None,
             _ => Some(Box::new(FileSet::new(&spec, regions, seed)?)),
@@ -332,7 +339,7 @@ impl JobDriver {
         let loop_bytes = loop_bytes.saturating_mul(pairs);
         // create_only: the files are laid out, nothing is issued; verify_only: nothing but
         // the read-back
-        let io_limit = if spec.create_only || spec.verify_only {
+        let io_limit = if spec.create_only || spec.verify_only || issues_nothing {
             0
         } else {
             loop_bytes.saturating_mul(u64::from(spec.loops.max(1)))

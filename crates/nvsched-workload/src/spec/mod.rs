@@ -942,6 +942,9 @@ impl JobSpec {
         file_len: u64,
     ) -> Result<crate::Region, String> {
         let offset = self.clone_offset(clone, file_len);
+        if let Some(empty) = self.region_past_end(offset, file_len) {
+            return Ok(empty);
+        }
         if offset >= file_len {
             return Err(format!(
                 "job '{}' ({}): offset {offset} is beyond the end of '{file_name}' ({file_len} bytes)",
@@ -1024,6 +1027,9 @@ impl JobSpec {
         let len = match (self.filesize, self.size_per_file()) {
             (Some(fs), size) => {
                 let file = if fs.holds(len_at_setup) { len_at_setup } else { self.drawn_file_size(fs, clone, filenum) };
+                if let Some(empty) = self.region_past_end(offset, len_at_setup) {
+                    return Ok(empty);
+                }
                 if offset >= file {
                     return Err(beyond(file));
                 }
@@ -1047,6 +1053,28 @@ impl JobSpec {
             offset_in_file: offset,
             file_bytes: seen,
             later_offset_in_file: self.clone_offset(clone, seen),
+        })
+    }
+
+    /// The region of a clone whose offset lies at or past the end of a file of `file_len`
+    /// bytes that already has a size in `filesize`'s range (an earlier clone laid it out,
+    /// or it was there): fio's setup_files takes the file's size less the offset, 0 or a
+    /// number that wraps around, and the clone runs without issuing anything (fio 3.33:
+    /// no error, no I/O, for clones 2 and 3 of `size=32k filesize=256k
+    /// offset_increment=50% numjobs=4`). At the very end that needs `size` in bytes:
+    /// without, fio takes the job's size from the files, 0, and fails it ("blocksize is
+    /// larger than data set range"). None in every other case, which nvsched refuses: an
+    /// offset past a file fio lays out anew is an error in fio too, and with several
+    /// files fio adds the wrapped sizes up to a total nvsched does not guess.
+    fn region_past_end(&self, offset: u64, file_len: u64) -> Option<crate::Region> {
+        let fs = self.filesize?;
+        let past = offset > file_len || (offset == file_len && matches!(self.size, Some(SizeOrPercent::Bytes(_))));
+        (fs.holds(file_len) && past && self.files_per_clone() == 1).then_some(crate::Region {
+            start: offset,
+            len: 0,
+            offset_in_file: offset,
+            file_bytes: file_len,
+            later_offset_in_file: offset,
         })
     }
 
