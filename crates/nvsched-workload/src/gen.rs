@@ -236,6 +236,14 @@ impl IoGenerator {
     /// The next I/O.
     #[inline]
     pub fn next_unit(&mut self) -> IoUnit {
+        self.next_unit_steered(|op| op)
+    }
+
+    /// The next I/O, where a mixed read/write pattern's drawn direction goes through
+    /// `steer` before its offset and size are drawn (rate pacing may take the other
+    /// direction, as fio's rate_ddir does).
+    #[inline]
+    pub fn next_unit_steered(&mut self, steer: impl Fn(Op) -> Op) -> IoUnit {
         if let Some(write) = self.trimmed.take() {
             // `trimwrite`: the blocks just trimmed are written
             return IoUnit { op: Op::Write, ..write };
@@ -244,13 +252,7 @@ impl IoGenerator {
             Some(op) => op,
             None if self.pattern.is_trimwrite() => Op::Discard,
             // fio keeps runs of one direction; a per-I/O draw has the same long-run mix.
-            None => {
-                if self.rng_dir.chance(self.read_fraction) {
-                    Op::Read
-                } else {
-                    Op::Write
-                }
-            }
+            None => steer(if self.rng_dir.chance(self.read_fraction) { Op::Read } else { Op::Write }),
         };
         let d = op.index();
         let step = if self.strided.is_some() {

@@ -159,7 +159,7 @@ impl FileSet {
 
     /// The next I/O, its `file` set; None where the pass over the files has just ended
     /// (each was done), and the next draw begins a new pass.
-    pub(super) fn next_unit(&mut self, gen: &mut IoGenerator) -> Option<IoUnit> {
+    pub(super) fn next_unit(&mut self, gen: &mut IoGenerator, steer: impl Fn(Op) -> Op) -> Option<IoUnit> {
         loop {
             if self.done_count == self.done.len() {
                 self.done.iter_mut().for_each(|d| *d = false);
@@ -185,11 +185,11 @@ impl FileSet {
                         }
                         self.done_bytes[k] = 0;
                     }
-                    gen.next_unit()
+                    gen.next_unit_steered(&steer)
                 }
                 None => {
                     let passes = gen.passes_completed();
-                    let unit = gen.next_unit();
+                    let unit = gen.next_unit_steered(&steer);
                     if gen.passes_completed() != passes && !starts_over {
                         self.next_pass_first[k] = Some(unit);
                         self.retire(k);

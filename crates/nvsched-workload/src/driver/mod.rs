@@ -193,6 +193,41 @@ enum Pause {
     FlowSleep,
 }
 
+/// fio's rate_ddir for a job that mixes reads and writes under `rate`/`rate_iops`: a drawn
+/// direction that is ahead of its pace gives way to the other where that one is due (a
+/// direction without a rate always is) or due sooner, provided the other has a share of
+/// the mix. So each direction keeps its own rate (fio 3.33, `rw=randrw rate_iops=100,10`
+/// for 2 s: 200 reads and 20 writes), where waiting for the drawn one would hold the
+/// other to its pace.
+#[derive(Clone, Copy, Debug)]
+struct RateSteer {
+    active: bool,
+    /// When each direction (read, write) may go next.
+    next: [Nanos; 2],
+    now: Nanos,
+    /// Whether each direction has a share of the mix (`rwmixread` not 0 or 100).
+    has_share: [bool; 2],
+}
+
+impl RateSteer {
+    fn direction(&self, drawn: Op) -> Op {
+        let (d, other) = match drawn {
+            Op::Read => (0, Op::Write),
+            Op::Write => (1, Op::Read),
+            _ => return drawn,
+        };
+        let o = 1 - d;
+        if !self.active || self.next[d] <= self.now || !self.has_share[o] {
+            return drawn;
+        }
+        if self.next[o] <= self.now || self.next[o] < self.next[d] {
+            other
+        } else {
+            drawn
+        }
+    }
+}
+
 /// Completed bytes and I/Os per direction (read, write) for `rate_min`/`rate_iops_min`,
 /// and where the running cycle began: (time, bytes, I/Os).
 #[derive(Debug, Default)]
@@ -965,9 +1000,11 @@ impl JobDriver {
                         // file's turn, as fio's does) is known before the next is drawn;
                         // a single region's pass ends where its generator wraps
                         let passes_before = self.passes_seen;
+                        let steer = self.rate_steer(now);
+                        let steer = |op| steer.direction(op);
                         let mut drawn = match &mut self.files {
-                            Some(files) => files.next_unit(&mut self.gen),
-                            None => Some(self.gen.next_unit()),
+                            Some(files) => files.next_unit(&mut self.gen, steer),
+                            None => Some(self.gen.next_unit_steered(steer)),
                         };
                         let pass_ended = self.passes_completed() != passes_before;
                         if pass_ended && self.pass_ends_job() {
@@ -979,7 +1016,7 @@ impl JobDriver {
                             // state drew for it goes
                             self.start_pass_over();
                             if drawn.is_some() {
-                                drawn = Some(self.gen.next_unit());
+                                drawn = Some(self.gen.next_unit_steered(steer));
                             }
                         }
                         let Some(mut unit) = drawn else {
@@ -1260,6 +1297,18 @@ impl JobDriver {
             }
         }
         self.prio
+    }
+
+    /// How rate pacing steers the direction of a mixed read/write job's next I/O at `now`.
+    fn rate_steer(&self, now: Nanos) -> RateSteer {
+        let paced = |d: usize| self.spec.rate_bps[d] > 0 || self.spec.rate_iops[d] > 0;
+        let mix = self.spec.rwmix_read_pct;
+        RateSteer {
+            active: paced(0) || paced(1),
+            next: [self.rate_next[0], self.rate_next[1]],
+            now,
+            has_share: [mix > 0, mix < 100],
+        }
     }
 
     /// Pacing gap for `unit` under `rate`/`rate_iops`, if its direction is rate limited.

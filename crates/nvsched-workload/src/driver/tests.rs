@@ -878,6 +878,45 @@ fn linear_rate_spaces_issues() {
     assert_eq!(out.len(), 2);
 }
 
+/// Issues of a job run for `secs` seconds, each batch completing 10 us after it went
+/// out: (reads, writes).
+fn paced_reads_and_writes(text: &str, secs: u64) -> (usize, usize) {
+    let mut d = driver(text);
+    let mut out = Vec::new();
+    let mut now = Nanos::ZERO;
+    let end = Nanos::from_secs(secs);
+    while now < end {
+        let before = out.len();
+        let poll = d.poll(now, &mut out);
+        for u in &out[before..] {
+            d.on_complete(now, u.op, u.len_bytes, Nanos::ZERO);
+        }
+        match poll {
+            Poll::WaitUntil(t) => now = t.max(now + Nanos::from_us(10)),
+            Poll::Ready | Poll::Blocked => now += Nanos::from_us(10),
+            other => panic!("{other:?}"),
+        }
+    }
+    let count = |op| out.iter().filter(|u| u.op == op).count();
+    (count(Op::Read), count(Op::Write))
+}
+
+#[test]
+fn a_mixed_job_keeps_each_directions_own_rate() {
+    // fio 3.33 (rate_ddir): a drawn direction ahead of its pace gives way to the other;
+    // rw=randrw rate_iops=100,10 for 2 s gives 200 reads and 20 writes (nvsched gave 14
+    // reads: waiting for each drawn write held the reads to the writes' pace)
+    let job = "[a]\nioengine=libaio\niodepth=32\nrw=randrw\nsize=1m\nruntime=2\ntime_based\n";
+    let run = |extra: &str| paced_reads_and_writes(&format!("{job}{extra}\n"), 2);
+    let (reads, writes) = run("rate_iops=100,10");
+    assert!((199..=201).contains(&reads) && (19..=21).contains(&writes), "{reads} {writes}");
+    // a direction without a rate is always due: the paced one keeps its rate
+    let (reads, writes) = run("rate_iops=,10");
+    assert!(reads > 10_000 && (19..=21).contains(&writes), "{reads} {writes}");
+    // a direction without a share of the mix is never taken
+    assert_eq!(run("rate_iops=100,10\nrwmixread=100").1, 0);
+}
+
 #[test]
 fn poisson_rate_has_the_configured_mean() {
     let mut d = driver("[a]\nioengine=libaio\niodepth=65536\nrw=randread\nrate_iops=1000\nrate_process=poisson\nruntime=100\ntime_based\n");
