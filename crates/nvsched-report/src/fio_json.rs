@@ -217,7 +217,7 @@ fn job_value(job: &JobStats, group_bw: &[u64; 3], elapsed: Nanos, bins: bool) ->
         // fio's unified_rw_reporting=both; its share of the group is of the group's reads
         m.insert("mixed".into(), ddir_value(0, &job.mixed(), group_bw[0], bins));
     }
-    m.insert("job_runtime".into(), json!(ms_round(job.runtime.0)));
+    m.insert("job_runtime".into(), json!(ms_round(job.total_runtime().0)));
     let (usr, sys) = job.cpu.percentages();
     m.insert("usr_cpu".into(), json!(usr));
     m.insert("sys_cpu".into(), json!(sys));

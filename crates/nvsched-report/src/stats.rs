@@ -304,6 +304,9 @@ pub struct JobStats {
     pub complete_levels: [u64; 7],
     /// Time the statistics cover (after ramp), longest clone for merged entries.
     pub runtime: Nanos,
+    /// A merged entry's members' runtimes added up (fio's `total_run_time`, the JSON's
+    /// `job_runtime`: 4005 ms for two clones of 2 s); None for one job.
+    pub summed_runtime: Option<Nanos>,
     /// Where the job's `runtime` limit falls within `runtime`, if it has one: fio takes
     /// no bandwidth or IOPS sample after it, though the last I/Os complete later.
     pub runtime_limit: Option<Nanos>,
@@ -546,6 +549,7 @@ impl JobStats {
             submit_levels: [0; 7],
             complete_levels: [0; 7],
             runtime: Nanos::ZERO,
+            summed_runtime: None,
             runtime_limit: None,
             dir_runtimes: None,
             stats_start: Nanos::ZERO,
@@ -618,6 +622,7 @@ impl JobStats {
         self.submit_levels = [0; 7];
         self.complete_levels = [0; 7];
         self.runtime = Nanos::ZERO;
+        self.summed_runtime = None;
         self.runtime_limit = None;
         self.dir_runtimes = None;
     }
@@ -796,6 +801,7 @@ impl JobStats {
             // fio's group entry: each direction's longest
             self.dir_runtimes = Some(std::array::from_fn(|d| self.dir_runtime(d).max(other.dir_runtime(d))));
         }
+        self.summed_runtime = Some(self.total_runtime() + other.total_runtime());
         self.runtime = self.runtime.max(other.runtime);
         self.runtime_limit = self.runtime_limit.zip(other.runtime_limit).map(|(a, b)| a.max(b));
         self.stats_start = self.stats_start.min(other.stats_start);
@@ -815,6 +821,11 @@ impl JobStats {
         }
         // fio's entry keeps its first member's name but its last member's job options
         self.job_options.clone_from(&other.job_options);
+    }
+
+    /// The runtime fio reports as `job_runtime`: a merged entry's members' added up.
+    pub fn total_runtime(&self) -> Nanos {
+        self.summed_runtime.unwrap_or(self.runtime)
     }
 
     /// All completions over all directions' histograms (fio's latency_* maps).
@@ -967,6 +978,21 @@ mod tests {
         let mut group = j.clone();
         group.merge(&j);
         assert_eq!(group.discarded(), 12, "a group entry sums its members'");
+    }
+
+    #[test]
+    fn a_group_entry_reports_its_members_runtimes_added_up_as_job_runtime() {
+        // fio 3.33 (group_reporting, numjobs=2, runtime=2s): read.runtime 2006 ms, the
+        // longest member's; job_runtime 4005 ms, the members' total_run_time added up
+        let mut a = JobStats::new("a", 0, Vec::new(), 1);
+        a.runtime = Nanos::from_ms(2006);
+        let mut b = a.clone();
+        b.runtime = Nanos::from_ms(1999);
+        assert_eq!(a.total_runtime(), Nanos::from_ms(2006), "one job: its runtime");
+        let mut group = a.clone();
+        group.merge(&b);
+        group.merge(&b);
+        assert_eq!((group.runtime, group.total_runtime()), (Nanos::from_ms(2006), Nanos::from_ms(6004)));
     }
 
     #[test]

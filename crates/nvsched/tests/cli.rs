@@ -385,6 +385,12 @@ fn group_reporting_entries_follow_fio() {
             .collect();
         let want: Vec<(&str, &str)> = expected.iter().map(|&(job, _, rw)| (job, rw)).collect();
         assert_eq!(entries, want, "{name}");
+        // an entry's job_runtime adds its members' up, as fio's total_run_time; each
+        // direction's runtime is the longest member's (fio 3.33, 3 clones of 300 ms: 900)
+        for (entry, &(_, clones, _)) in v["jobs"].as_array().unwrap().iter().zip(expected) {
+            assert_eq!(entry["job_runtime"], 200 * clones, "{name}");
+            assert!(["read", "write"].iter().any(|d| entry[d]["runtime"] == 200), "{name}");
+        }
         // the normal report's heads: `NAME: (groupid=G, jobs=N): ...`
         let normal = String::from_utf8(nvsched(&["run", job.to_str().unwrap(), "-q"]).stdout).unwrap();
         let heads: Vec<(&str, u64)> = normal
