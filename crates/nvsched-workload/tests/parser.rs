@@ -252,10 +252,16 @@ fn times_and_their_default_units() {
 
 #[test]
 fn rates() {
-    let j = job("rate=1m,500k\nrate_iops=100,200\nrate_process=poisson");
+    let j = job("rate=1m,500k\nrate_process=poisson");
     assert_eq!(j.rate_bps, [1 << 20, 500 << 10, 500 << 10]);
-    assert_eq!(j.rate_iops, [100, 200, 200]);
     assert_eq!(j.rate_process, RateProcess::Poisson);
+    assert_eq!(job("rate_iops=100,200").rate_iops, [100, 200, 200]);
+    // fio 3.33 refuses rate and rate_iops together, even for different directions
+    for both in ["rate=1m\nrate_iops=10", "rate=,1m\nrate_iops=10,"] {
+        let e = parse(&format!("[job]\n{both}\n")).unwrap_err().to_string();
+        assert!(e.contains("rate and rate_iops are mutually exclusive") && e.contains("rate_iops"), "{e}");
+    }
+    assert_eq!(job("rate_min=1m\nrate_iops=10").rate_iops[0], 10, "a minimum in bytes goes with rate_iops");
     assert_eq!(job("rate=,500k").rate_bps, [0, 500 << 10, 500 << 10]);
     assert_eq!(job("rate_process=linear").rate_process, RateProcess::Linear);
 }

@@ -6,7 +6,7 @@ use crate::filelock::CloneLocks;
 use crate::flow::FlowShare;
 use crate::gen::{IoGenerator, IoUnit, Region, SkewedFiles, SyncRange};
 use crate::latency_target::{LatencyProbe, Verdict};
-use crate::spec::{EngineKind, FileService, JobSpec, RateProcess, ThinktimeCounts};
+use crate::spec::{EngineKind, FileService, JobSpec, ThinktimeCounts};
 use crate::trace::{place, DeviceSpan, Placement};
 use crate::units::SizeOrPercent;
 use crate::written::{WrittenBlocks, TRIM_GENERATION};
@@ -15,8 +15,10 @@ use nvsched_core::{IoPrio, Nanos, Op, SimRng};
 use std::sync::Arc;
 
 mod files;
+mod pacing;
 mod tracked;
 use files::FileSet;
+use pacing::Pacer;
 use tracked::{InFlightRanges, RegionWalk, Tracked, VerifyPass};
 
 /// `cmdprio_bssplit` for one direction: (block size, share %, priority).
@@ -92,8 +94,8 @@ pub struct JobDriver {
     refill_wait: bool,
     /// I/Os issued for `number_ios`: data I/Os and `verify` reads, as fio counts both.
     issued_ios: u64,
-    rate_next: [Nanos; 3],
-    rate_rng: SimRng,
+    /// `rate`/`rate_iops` pacing (boxed: few jobs are paced).
+    pacer: Option<Box<Pacer>>,
     /// Draws which I/Os get `cmdprio_percentage`'s priority.
     prio_rng: SimRng,
     prio: IoPrio,
@@ -191,41 +193,6 @@ enum Pause {
     Think,
     /// `flow_sleep`, held back by flow control.
     FlowSleep,
-}
-
-/// fio's rate_ddir for a job that mixes reads and writes under `rate`/`rate_iops`: a drawn
-/// direction that is ahead of its pace gives way to the other where that one is due (a
-/// direction without a rate always is) or due sooner, provided the other has a share of
-/// the mix. So each direction keeps its own rate (fio 3.33, `rw=randrw rate_iops=100,10`
-/// for 2 s: 200 reads and 20 writes), where waiting for the drawn one would hold the
-/// other to its pace.
-#[derive(Clone, Copy, Debug)]
-struct RateSteer {
-    active: bool,
-    /// When each direction (read, write) may go next.
-    next: [Nanos; 2],
-    now: Nanos,
-    /// Whether each direction has a share of the mix (`rwmixread` not 0 or 100).
-    has_share: [bool; 2],
-}
-
-impl RateSteer {
-    fn direction(&self, drawn: Op) -> Op {
-        let (d, other) = match drawn {
-            Op::Read => (0, Op::Write),
-            Op::Write => (1, Op::Read),
-            _ => return drawn,
-        };
-        let o = 1 - d;
-        if !self.active || self.next[d] <= self.now || !self.has_share[o] {
-            return drawn;
-        }
-        if self.next[o] <= self.now || self.next[o] < self.next[d] {
-            other
-        } else {
-            drawn
-        }
-    }
 }
 
 /// Completed bytes and I/Os per direction (read, write) for `rate_min`/`rate_iops_min`,
@@ -412,6 +379,7 @@ impl JobDriver {
         let split = [spec.cmdprio_split(Op::Read), spec.cmdprio_split(Op::Write)];
         let cmdprio_split = split.iter().any(|l| !l.is_empty()).then(|| Box::new(split));
         let serialize_overlap = spec.serialize_overlap;
+        let pacer = Pacer::new(&spec, SimRng::stream(seed, 4));
         // fio reads back (verify_backlog included) only with do_verify
         let verify = (spec.verify && (spec.do_verify || spec.verify_only)).then(|| {
             // verify_only: every block of the clone's regions, as the earlier run wrote them
@@ -461,8 +429,7 @@ impl JobDriver {
             refill_wait: false,
             issued_ios: 0,
             passes_seen: 0,
-            rate_next: [Nanos::ZERO; 3],
-            rate_rng: SimRng::stream(seed, 4),
+            pacer,
             prio_rng: SimRng::stream(seed, 5),
             prio,
             cmdprio,
@@ -542,7 +509,9 @@ impl JobDriver {
         self.started_at = Some(now);
         self.ramp_end = now + self.spec.ramp_time;
         self.end = (self.spec.runtime > Nanos::ZERO).then(|| now + self.spec.ramp_time + self.spec.runtime);
-        self.rate_next = [now; 3];
+        if let Some(p) = &mut self.pacer {
+            p.start(now);
+        }
         self.think_until = now;
         self.issuing_since = now;
         self.latency = LatencyProbe::new(&self.spec.latency, self.depth, now).map(Box::new);
@@ -1000,8 +969,8 @@ impl JobDriver {
                         // file's turn, as fio's does) is known before the next is drawn;
                         // a single region's pass ends where its generator wraps
                         let passes_before = self.passes_seen;
-                        let steer = self.rate_steer(now);
-                        let steer = |op| steer.direction(op);
+                        let steer = self.pacer.as_ref().map(|p| p.steer(now, self.spec.rwmix_read_pct));
+                        let steer = |op| steer.map_or(op, |s| s.direction(op));
                         let mut drawn = match &mut self.files {
                             Some(files) => files.next_unit(&mut self.gen, steer),
                             None => Some(self.gen.next_unit_steered(steer)),
@@ -1057,14 +1026,13 @@ impl JobDriver {
                 self.pending = Some(unit);
                 break;
             }
-            if let Some(gap) = self.rate_gap(&unit) {
-                let d = unit.op.index();
-                if self.rate_next[d] > now {
+            if let Some(p) = &mut self.pacer {
+                if let Some(due) = p.due(unit.op).filter(|&due| due > now) {
                     self.pending = Some(unit);
-                    wake = Some(self.rate_next[d]);
+                    wake = Some(due);
                     break;
                 }
-                self.rate_next[d] += gap;
+                p.issued(unit.op, unit.len_bytes);
             }
             out.push(unit);
             if let Some(f) = &mut self.flow {
@@ -1185,8 +1153,8 @@ impl JobDriver {
                 self.think_until = now + pause;
                 self.issuing_since = self.think_until;
                 if self.spec.rate_ignore_thinktime {
-                    for next in &mut self.rate_next {
-                        *next = (*next + pause).min(self.think_until);
+                    if let Some(p) = &mut self.pacer {
+                        p.skip_pause(pause, self.think_until);
                     }
                 }
             }
@@ -1297,36 +1265,6 @@ impl JobDriver {
             }
         }
         self.prio
-    }
-
-    /// How rate pacing steers the direction of a mixed read/write job's next I/O at `now`.
-    fn rate_steer(&self, now: Nanos) -> RateSteer {
-        let paced = |d: usize| self.spec.rate_bps[d] > 0 || self.spec.rate_iops[d] > 0;
-        let mix = self.spec.rwmix_read_pct;
-        RateSteer {
-            active: paced(0) || paced(1),
-            next: [self.rate_next[0], self.rate_next[1]],
-            now,
-            has_share: [mix > 0, mix < 100],
-        }
-    }
-
-    /// Pacing gap for `unit` under `rate`/`rate_iops`, if its direction is rate limited.
-    fn rate_gap(&mut self, unit: &IoUnit) -> Option<Nanos> {
-        let d = unit.op.index().min(2);
-        let (bps, iops) = (self.spec.rate_bps[d], self.spec.rate_iops[d]);
-        let mean_s = if iops > 0 {
-            1.0 / iops as f64
-        } else if bps > 0 {
-            f64::from(unit.len_bytes) / bps as f64
-        } else {
-            return None;
-        };
-        let gap_s = match self.spec.rate_process {
-            RateProcess::Linear => mean_s,
-            RateProcess::Poisson => self.rate_rng.exponential(mean_s),
-        };
-        Some(Nanos::from_secs_f64(gap_s))
     }
 
     /// With `serialize_overlap`: whether `unit` overlaps a data I/O of the clone in flight.

@@ -1647,6 +1647,11 @@ fn finish_job(job: &mut JobSpec, warnings: &mut Vec<String>) -> Result<(), JobFi
             return Err(err(Some(option), format!("job '{}': {option} needs ioengine=io_uring (as in fio)", job.name)));
         }
     }
+    if job.rate_bps.iter().any(|&r| r > 0) && job.rate_iops.iter().any(|&r| r > 0) {
+        // fio 3.33 refuses both in one job, whichever directions they pace
+        let m = format!("job '{}': rate and rate_iops are mutually exclusive (as in fio)", job.name);
+        return Err(JobFileError::new(job.option_line("rate_iops"), Some("rate_iops"), m));
+    }
     for d in 0..3 {
         let (min, cap, option) = if job.rate_min_bps[d] > 0 {
             (job.rate_min_bps[d], job.rate_bps[d], "rate_min")
