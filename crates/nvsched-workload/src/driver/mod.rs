@@ -306,9 +306,10 @@ impl JobDriver {
         // nothing (`JobSpec::region_past_end`); its generator gets one block to stand on
         let issues_nothing = regions.iter().all(|r| r.len == 0);
         let region = regions[0];
-        let gen_region = match issues_nothing {
-            true => Region { len: u64::from(spec.max_bs()).max(u64::from(spec.random_align())), ..region },
-            false => region,
+        let gen_region = if issues_nothing {
+            Region { len: u64::from(spec.max_bs()).max(u64::from(spec.random_align())), ..region }
+        } else {
+            region
         };
         let gen = IoGenerator::new(&spec, gen_region, seed)?;
         let files = match regions.len() {
