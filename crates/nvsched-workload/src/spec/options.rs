@@ -748,7 +748,7 @@ pub static OPTIONS: &[OptionDef] = &[
         j.loops = int_in(v, 1, i64::from(u32::MAX))? as u32;
         Ok(())
     }),
-    opt!("rate", [], None, "bandwidth cap in bytes/s per clone: read[,write[,trim]]", |j, v| {
+    opt!("rate", [], None, "bandwidth cap in bytes/s per clone: read[,write[,trim]] (not with rate_iops, as in fio)", |j, v| {
         let kb = j.kb_base;
         let rates = per_direction(v, |s| parse_size(s, kb))?;
         apply_per_direction(&mut j.rate_bps, rates, 0);
@@ -781,12 +781,12 @@ pub static OPTIONS: &[OptionDef] = &[
         j.rate_cycle = Nanos::from_ms(parse_int_in(v, 1, i64::from(u32::MAX))? as u64);
         Ok(())
     }),
-    opt!("rate_iops", [], None, "IOPS cap per clone: read[,write[,trim]]", |j, v| {
+    opt!("rate_iops", [], None, "IOPS cap per clone: read[,write[,trim]]; paced by bytes at the smallest block, as fio paces it (a 16k I/O of a 4k-16k job takes four turns)", |j, v| {
         let rates = per_direction(v, |s| parse_int_in(s, 0, i64::MAX).map(|v| v as u64))?;
         apply_per_direction(&mut j.rate_iops, rates, 0);
         Ok(())
     }),
-    opt!("rate_process", [], None, "linear (fixed gaps) or poisson (exponential gaps)", |j, v| {
+    opt!("rate_process", [], None, "linear (fixed gaps) or poisson (exponential gaps, of mean one smallest block's time)", |j, v| {
         j.rate_process = match v {
             "linear" => RateProcess::Linear,
             "poisson" => RateProcess::Poisson,
