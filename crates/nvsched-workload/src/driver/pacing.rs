@@ -71,7 +71,7 @@ impl Pacer {
     /// `len_bytes` of `op` went out: its direction's next turn moves on.
     pub(super) fn issued(&mut self, op: Op, len_bytes: u32) {
         let Some(d) = self.paced_index(op) else { return };
-        self.issued_bytes[d] += u64::from(len_bytes);
+        self.issued_bytes[d] = self.issued_bytes[d].saturating_add(u64::from(len_bytes));
         let since_origin_us = if self.poisson {
             // fio: a gap of mean 1/iops per I/O, iops counted at the smallest block
             let iops = (self.bps[d] / self.min_bs[d]).max(1);
@@ -79,10 +79,11 @@ impl Pacer {
             self.poisson_us[d] += (mean_us * self.rng.exponential(1.0)) as u64;
             self.poisson_us[d]
         } else {
-            let (bytes, bps) = (self.issued_bytes[d], self.bps[d]);
-            (bytes / bps) * 1_000_000 + (bytes % bps) * 1_000_000 / bps
+            // u128: a rate of terabytes a second must not overflow the remainder's product
+            let (bytes, bps) = (u128::from(self.issued_bytes[d]), u128::from(self.bps[d]));
+            u64::try_from((bytes / bps) * 1_000_000 + (bytes % bps) * 1_000_000 / bps).unwrap_or(u64::MAX)
         };
-        let next_ns = self.origin_ns[d] + i128::from(since_origin_us) * 1_000;
+        let next_ns = self.origin_ns[d].saturating_add(i128::from(since_origin_us) * 1_000);
         self.next[d] = Nanos(u64::try_from(next_ns.max(0)).unwrap_or(u64::MAX));
     }
 
@@ -172,6 +173,12 @@ mod tests {
         p.issued(Op::Write, 4096);
         assert_eq!(p.due(Op::Write), Some(Nanos::from_us(1_365_333)));
         assert_eq!(p.due(Op::Read), Some(Nanos::ZERO), "rate=N paces reads too, each direction on its own");
+        // a rate of exabytes a second paces nothing, without overflowing
+        let mut p = pacer("bs=1m\nrate_iops=9000000000000").unwrap();
+        p.issued(Op::Read, 1 << 20);
+        assert_eq!(p.due(Op::Read), Some(Nanos::ZERO));
+        let mut p = pacer("bs=4k\nrate=3000").unwrap();
+        p.issued(Op::Write, 4096);
         // rate_ignore_thinktime: the next turn moves on by the pause, at most to its end
         p.skip_pause(Nanos::from_secs(1), Nanos::from_secs(1));
         assert_eq!(p.due(Op::Write), Some(Nanos::from_secs(1)));
