@@ -2,8 +2,9 @@
 """Runs small job files through fio and through nvsched's simulator and compares what
 each job issued: I/O counts and bytes per direction. fio runs with psync (by default) on a new
 temporary file, so the counts come from fio's own job logic (sizes, passes, loops, the
-random map), not from any device. A case is the body of one job; cases are separated
-by a line `---`. A case that sets `nrfiles` or `filename` runs in a fresh directory.
+random map), not from any device. A case is the body of one job, from its `[name]` line (a case
+without one runs nothing and is reported as `empty`, not as agreeing); cases are
+separated by a line `---`. A case both tools refuse is reported as `refused` and agrees. A case that sets `nrfiles` or `filename` runs in a fresh directory.
 
     scripts/compare-fio-counts.py [CASES] [--nvsched PATH] [--order] [--engine libaio]
     scripts/compare-fio-counts.py scripts/fio-count-cases.txt
@@ -133,9 +134,14 @@ def main() -> int:
                     results.append((counts, ""))
                 except (ValueError, KeyError, OSError):
                     results.append((None, run.stderr.strip()[:300]))
-            same = results[0][0] == results[1][0]
+            # both refusing the case agrees (and says so); a case without a [job] section
+            # runs nothing in either tool, which is no agreement
+            both_fail = results[0][0] is None and results[1][0] is None
+            empty = both_fail and "no jobs" in results[1][1]
+            same = results[0][0] == results[1][0] and not empty
             differing += not same
-            print("same   " if same else "differs", case.replace("\n", " | "))
+            label = "empty  " if empty else "refused" if both_fail else "same   " if same else "differs"
+            print(label, case.replace("\n", " | "))
             if not same:
                 for tool, (counts, err) in zip(("fio", "nvsched"), results):
                     shown = [c if c[0] != "order" else ("order", squeeze(c[1])) for c in counts] if counts else None
