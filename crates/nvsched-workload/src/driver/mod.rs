@@ -970,7 +970,7 @@ impl JobDriver {
                         // file's turn, as fio's does) is known before the next is drawn;
                         // a single region's pass ends where its generator wraps
                         let passes_before = self.passes_seen;
-                        let steer = self.pacer.as_ref().map(|p| p.steer(now, self.spec.rwmix_read_pct));
+                        let steer = self.pacer.as_ref().map(|p| p.steer(now));
                         let steer = |op| steer.map_or(op, |s| s.direction(op));
                         let mut drawn = match &mut self.files {
                             Some(files) => files.next_unit(&mut self.gen, steer),

@@ -27,6 +27,9 @@ pub(super) struct Pacer {
     poisson_us: [u64; 3],
     next: [Nanos; 3],
     rng: SimRng,
+    /// Whether reads and writes each have a share of the mix (`rwmixread` not 100 or 0):
+    /// only then may pacing take one for the other.
+    has_share: [bool; 2],
 }
 
 impl Pacer {
@@ -47,6 +50,7 @@ impl Pacer {
                 poisson_us: [0; 3],
                 next: [Nanos::ZERO; 3],
                 rng,
+                has_share: [spec.rwmix_read_pct > 0, spec.rwmix_read_pct < 100],
             })
         })
     }
@@ -99,8 +103,8 @@ impl Pacer {
     }
 
     /// How the pace steers a mixed read/write job's drawn direction at `now`.
-    pub(super) fn steer(&self, now: Nanos, rwmix_read_pct: u32) -> RateSteer {
-        RateSteer { next: [self.next[0], self.next[1]], now, has_share: [rwmix_read_pct > 0, rwmix_read_pct < 100] }
+    pub(super) fn steer(&self, now: Nanos) -> RateSteer {
+        RateSteer { next: [self.next[0], self.next[1]], now, has_share: self.has_share }
     }
 }
 
