@@ -425,6 +425,40 @@ fn a_copied_drive_state_behaves_exactly_as_a_fresh_one() {
     assert_ne!(other_seed, fresh, "a full drive's state depends on the seed");
 }
 
+#[test]
+fn runs_from_a_kept_state_share_it_until_they_write_and_build_it_once() {
+    let mut cfg = small_config();
+    cfg.precondition = "partial:0.5".into();
+    let cap = capacity_for(&cfg, 0.15);
+    let states = DriveStates::new();
+    // runs starting at once: one builds the state, the others wait for it
+    let devices: Vec<NandDevice> = std::thread::scope(|s| {
+        let builds: Vec<_> =
+            (0..4).map(|_| s.spawn(|| NandDevice::new_from(cfg.clone(), 256, cap, 1, &states).unwrap())).collect();
+        builds.into_iter().map(|b| b.join().unwrap()).collect()
+    });
+    assert!(devices.iter().all(|d| std::ptr::eq(d.ftl(), devices[0].ftl())), "one state, built once and shared");
+    let (mut reader, mut writer) = {
+        let mut it = devices.into_iter();
+        (it.next().unwrap(), it.next().unwrap())
+    };
+    // reads, and laying out files that hold data already, leave the state shared
+    reader.lay_out(&[(0, 1 << 20)]);
+    for i in 0..200u64 {
+        reader.submit(&cmd(Op::Read, i * 7, 1, false), Nanos(i * 100_000));
+    }
+    assert!(std::ptr::eq(reader.ftl(), writer.ftl()), "a reader does not copy the state");
+    let before = writer.ftl().lookup(3);
+    writer.submit(&cmd(Op::Write, 3, 1, false), Nanos::ZERO);
+    writer.submit(&cmd(Op::Write, 3, 1, false), Nanos(10_000_000));
+    assert!(!std::ptr::eq(reader.ftl(), writer.ftl()), "a writer works on its own copy");
+    assert_ne!(writer.ftl().lookup(3), before);
+    assert_eq!(reader.ftl().lookup(3), before, "the kept state is unchanged");
+    let late = NandDevice::new_from(cfg, 256, cap, 1, &states).unwrap();
+    assert_eq!(late.ftl().lookup(3), before);
+    late.ftl().check_consistency().unwrap();
+}
+
 /// Writing every logical page once, back to back (no idle time for background folding),
 /// with the SLC cache on: once free blocks run short, the blocks to reclaim are SLC
 /// blocks (a third of a native block of data each) and native blocks full of valid data.

@@ -23,7 +23,7 @@ use ftl::{CellMode, Ftl, Lookup, StepWork, Stream};
 use nvsched_core::{Nanos, Op};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use timeline::GapTimeline;
 
 /// The drive state at the start of a run.
@@ -104,10 +104,38 @@ fn us(v: f64) -> Nanos {
     Nanos((v * 1000.0).round() as u64)
 }
 
+/// A device's FTL: shared with the drive-state cache until the device first changes it,
+/// so a run that only reads never copies the mapping tables (hundreds of MB).
+enum FtlState {
+    Shared(Arc<Ftl>),
+    Owned(Box<Ftl>),
+}
+
+impl FtlState {
+    #[inline]
+    fn get(&self) -> &Ftl {
+        match self {
+            FtlState::Shared(shared) => shared,
+            FtlState::Owned(owned) => owned,
+        }
+    }
+
+    #[inline]
+    fn get_mut(&mut self) -> &mut Ftl {
+        if let FtlState::Shared(shared) = self {
+            *self = FtlState::Owned(Box::new((**shared).clone()));
+        }
+        match self {
+            FtlState::Owned(owned) => owned,
+            FtlState::Shared(_) => unreachable!("made owned above"),
+        }
+    }
+}
+
 pub struct NandDevice {
     cfg: NandConfig,
     geo: Geometry,
-    ftl: Ftl,
+    ftl: FtlState,
     t: Timing,
     queue_depth: u32,
     capacity_bytes: u64,
@@ -246,11 +274,12 @@ impl Series {
 
 /// Preconditioned drive states kept for the runs of one sweep: a full drive takes
 /// seconds to build and is the same for every run with the same configuration and seed,
-/// so later runs start from a copy. Holds one FTL (hundreds of MB for a consumer drive)
-/// per distinct state; drop it when the sweep ends.
+/// so it is built once (runs that need it meanwhile wait for it) and later runs start
+/// from it, copying it only when they first change it. Holds one FTL (hundreds of MB for
+/// a consumer drive) per distinct state; drop it when the sweep ends.
 #[derive(Default)]
 pub struct DriveStates {
-    states: Mutex<HashMap<String, Arc<Ftl>>>,
+    states: Mutex<HashMap<String, Arc<OnceLock<Arc<Ftl>>>>>,
 }
 
 impl DriveStates {
@@ -278,7 +307,7 @@ impl NandDevice {
     pub fn new(cfg: NandConfig, queue_depth: u32, capacity_bytes: u64, seed: u64) -> Result<NandDevice, String> {
         let geo = Geometry::new(&cfg, capacity_bytes)?;
         let ftl = preconditioned_ftl(&cfg, &geo, Precondition::parse(&cfg.precondition)?, seed);
-        Ok(NandDevice::with_ftl(cfg, geo, ftl, queue_depth, capacity_bytes))
+        Ok(NandDevice::with_ftl(cfg, geo, FtlState::Owned(Box::new(ftl)), queue_depth, capacity_bytes))
     }
 
     /// As `new`, starting from a copy of a state in `states` when one was built before.
@@ -294,19 +323,13 @@ impl NandDevice {
         // only the full drive's preconditioning is random
         let seed_part = if matches!(precondition, Precondition::Full) { seed } else { 0 };
         let key = format!("{cfg:?}|{capacity_bytes}|{seed_part}");
-        let cached = states.states.lock().expect("no panics while held").get(&key).cloned();
-        let ftl = match cached {
-            Some(ftl) => (*ftl).clone(),
-            None => {
-                let ftl = preconditioned_ftl(&cfg, &geo, precondition, seed);
-                states.states.lock().expect("no panics while held").entry(key).or_insert_with(|| Arc::new(ftl.clone()));
-                ftl
-            }
-        };
-        Ok(NandDevice::with_ftl(cfg, geo, ftl, queue_depth, capacity_bytes))
+        let state = states.states.lock().expect("no panics while held").entry(key).or_default().clone();
+        let ftl = state.get_or_init(|| Arc::new(preconditioned_ftl(&cfg, &geo, precondition, seed))).clone();
+        // copied on the run's first change to it
+        Ok(NandDevice::with_ftl(cfg, geo, FtlState::Shared(ftl), queue_depth, capacity_bytes))
     }
 
-    fn with_ftl(cfg: NandConfig, geo: Geometry, ftl: Ftl, queue_depth: u32, capacity_bytes: u64) -> NandDevice {
+    fn with_ftl(cfg: NandConfig, geo: Geometry, ftl: FtlState, queue_depth: u32, capacity_bytes: u64) -> NandDevice {
         let bits = cfg.cell_bits.max(1);
         let read_by_page_type = (0..bits)
             .map(|i| {
@@ -326,7 +349,7 @@ impl NandDevice {
             link: ByteRate::from_mbps(cfg.link_mbps),
         };
         let dies = geo.dies as usize;
-        let min_free = (0..geo.dies).map(|d| ftl.free_blocks(d)).min().unwrap_or(0);
+        let min_free = (0..geo.dies).map(|d| ftl.get().free_blocks(d)).min().unwrap_or(0);
         NandDevice {
             buffer_cap_slots: (cfg.write_buffer_bytes / LPN_BYTES).max(u64::from(geo.unit_slots)),
             plane_free: vec![Nanos::ZERO; dies * geo.planes as usize],
@@ -365,7 +388,7 @@ impl NandDevice {
     }
 
     pub fn ftl(&self) -> &Ftl {
-        &self.ftl
+        self.ftl.get()
     }
 
     // ---- resources --------------------------------------------------------------
@@ -443,7 +466,7 @@ impl NandDevice {
     }
 
     fn note_free_blocks(&mut self, die: u32) {
-        self.counters.min_free_blocks = self.counters.min_free_blocks.min(self.ftl.free_blocks(die));
+        self.counters.min_free_blocks = self.counters.min_free_blocks.min(self.ftl.get().free_blocks(die));
     }
 
     /// Idle-time folding and GC in the gap before `now`.
@@ -458,10 +481,10 @@ impl NandDevice {
                 if start >= now {
                     break;
                 }
-                let work = if self.ftl.slc_full_blocks(die) > 0 {
-                    self.ftl.fold_step(die)
-                } else if self.ftl.free_blocks(die) < self.cfg.bg_gc_free_blocks {
-                    self.ftl.gc_step(die)
+                let work = if self.ftl.get().slc_full_blocks(die) > 0 {
+                    self.ftl.get_mut().fold_step(die)
+                } else if self.ftl.get().free_blocks(die) < self.cfg.bg_gc_free_blocks {
+                    self.ftl.get_mut().gc_step(die)
                 } else {
                     None
                 };
@@ -477,26 +500,26 @@ impl NandDevice {
     /// valid data below the soft threshold.
     fn reclaim_for_host(&mut self, die: u32, slots: u32, now: Nanos) {
         let hard = self.cfg.gc_hard_free_blocks;
-        while self.ftl.free_blocks(die) <= hard {
+        while self.ftl.get().free_blocks(die) <= hard {
             // GC first; the SLC cache waits for idle time, as a static SLC buffer's data
             // does under sustained writes. But collecting a block full of valid data
             // frees nothing: then the cache is folded (a third of a block's data in each
             // SLC block), or a fill of the whole drive would never end
-            let gc_frees = self.ftl.has_gc_work(die)
-                && self.ftl.min_victim_valid(die).is_some_and(|valid| valid < self.geo.slots_per_block);
-            let work = if gc_frees { self.ftl.gc_step(die) } else { self.ftl.fold_step(die) };
+            let gc_frees = self.ftl.get_mut().has_gc_work(die)
+                && self.ftl.get_mut().min_victim_valid(die).is_some_and(|valid| valid < self.geo.slots_per_block);
+            let work = if gc_frees { self.ftl.get_mut().gc_step(die) } else { self.ftl.get_mut().fold_step(die) };
             let Some(work) = work else { break };
             self.counters.fg_gc_steps += 1;
             self.book_step(die, work, now);
         }
-        if self.ftl.free_blocks(die) < self.cfg.gc_soft_free_blocks {
+        if self.ftl.get().free_blocks(die) < self.cfg.gc_soft_free_blocks {
             let s = f64::from(self.geo.slots_per_block);
-            let v = self.ftl.min_victim_valid(die).map_or(s, f64::from);
+            let v = self.ftl.get_mut().min_victim_valid(die).map_or(s, f64::from);
             if v < s {
                 self.gc_debt[die as usize] += f64::from(slots) * v / (s - v).max(1.0);
             }
             while self.gc_debt[die as usize] > 0.0 {
-                let Some(work) = self.ftl.gc_step(die) else {
+                let Some(work) = self.ftl.get_mut().gc_step(die) else {
                     self.gc_debt[die as usize] = 0.0;
                     break;
                 };
@@ -514,8 +537,9 @@ impl NandDevice {
     /// SLC blocks the cache may use per die now: the static part plus the dynamic part
     /// that shrinks as user data fills the drive.
     fn slc_budget_blocks_per_die(&self) -> u32 {
-        let unwritten =
-            (u64::from(self.geo.user_lpns) - self.ftl.mapped_lpns().min(u64::from(self.geo.user_lpns))) * LPN_BYTES;
+        let unwritten = (u64::from(self.geo.user_lpns)
+            - self.ftl.get().mapped_lpns().min(u64::from(self.geo.user_lpns)))
+            * LPN_BYTES;
         let dynamic = self.cfg.slc_dynamic_max_bytes.min(unwritten / u64::from(self.cfg.cell_bits));
         let bytes = self.cfg.slc_static_bytes + dynamic;
         let block_bytes = u64::from(self.geo.slc_slots_per_block) * LPN_BYTES;
@@ -524,8 +548,9 @@ impl NandDevice {
 
     fn use_slc(&self, die: u32) -> bool {
         self.cfg.slc_static_bytes + self.cfg.slc_dynamic_max_bytes > 0
-            && self.ftl.free_blocks(die) > self.cfg.gc_soft_free_blocks
-            && (self.ftl.slc_blocks(die) < self.slc_budget_blocks_per_die() || self.ftl.has_open(die, Stream::HostSlc))
+            && self.ftl.get().free_blocks(die) > self.cfg.gc_soft_free_blocks
+            && (self.ftl.get().slc_blocks(die) < self.slc_budget_blocks_per_die()
+                || self.ftl.get().has_open(die, Stream::HostSlc))
     }
 
     /// Frees buffer space whose programs finished by `t`.
@@ -565,7 +590,7 @@ impl NandDevice {
     fn flush_staged(&mut self, now: Nanos, all: bool) -> Nanos {
         let mut latest = Nanos::ZERO;
         loop {
-            let die = self.ftl.peek_host_die();
+            let die = self.ftl.get().peek_host_die();
             let slc = self.use_slc(die);
             let unit = if slc { self.geo.slc_unit_slots } else { self.geo.unit_slots } as usize;
             if self.staged.is_empty() || (!all && self.staged.len() < unit) {
@@ -578,16 +603,16 @@ impl NandDevice {
     }
 
     fn program_host_unit(&mut self, lpns: &[u32], slc: bool, now: Nanos) -> Nanos {
-        let die = self.ftl.next_host_die();
+        let die = self.ftl.get_mut().next_host_die();
         let stream = if slc { Stream::HostSlc } else { Stream::Host };
         self.reclaim_for_host(die, lpns.len() as u32, now);
         let mut written = 0u32;
         let mut touched: Vec<(u32, u32)> = Vec::with_capacity(2);
         for &lpn in lpns {
-            if !self.ftl.is_staged(lpn) {
+            if !self.ftl.get().is_staged(lpn) {
                 continue; // overwritten again in the buffer, or trimmed
             }
-            let slot = self.ftl.write(lpn, die, stream);
+            let slot = self.ftl.get_mut().write(lpn, die, stream);
             written += 1;
             let block = self.geo.block_of_slot(slot);
             let wp_after = slot % self.geo.slots_per_block + 1;
@@ -627,7 +652,7 @@ impl NandDevice {
         let slots = u64::from(last - first);
         let admitted = self.admit(t, slots);
         for lpn in first..last {
-            self.ftl.stage(lpn);
+            self.ftl.get_mut().stage(lpn);
             self.staged.push(lpn);
             self.read_ahead.invalidate(lpn);
         }
@@ -654,7 +679,7 @@ impl NandDevice {
         let t = self.controller(now, Op::Discard);
         let (first, last) = self.lpn_range(cmd);
         for lpn in first..last {
-            self.ftl.trim(lpn);
+            self.ftl.get_mut().trim(lpn);
             self.read_ahead.invalidate(lpn);
         }
         t
@@ -673,7 +698,7 @@ impl NandDevice {
     /// When the data of `lpn` is in controller memory, reading from flash if needed,
     /// for a read that reaches the flash stage at `t`.
     fn fetch(&mut self, lpn: u32, t: Nanos) -> Nanos {
-        let slot = match self.ftl.lookup(lpn) {
+        let slot = match self.ftl.get().lookup(lpn) {
             Lookup::Unmapped => {
                 self.counters.unmapped_reads += 1;
                 return t;
@@ -696,7 +721,7 @@ impl NandDevice {
             self.counters.plane_cache_hits += 1;
             self.plane_free[p].max(t)
         } else {
-            let tr = match self.ftl.block_mode(block) {
+            let tr = match self.ftl.get().block_mode(block) {
                 CellMode::Slc => self.t.read_slc,
                 CellMode::Native => self.t.read_by_page_type[(page % self.cfg.cell_bits) as usize],
             };
@@ -757,11 +782,20 @@ impl NandDevice {
 impl Device for NandDevice {
     fn lay_out(&mut self, ranges_bytes: &[(u64, u64)]) {
         // a page the range covers any byte of holds data (the file system writes whole blocks)
-        let lpns =
-            ranges_bytes.iter().map(|&(start, len)| start / LPN_BYTES..start.saturating_add(len).div_ceil(LPN_BYTES));
-        self.ftl.fill_sequential(lpns);
-        self.ftl.counters = ftl::FtlCounters::default();
-        self.counters.min_free_blocks = (0..self.geo.dies).map(|d| self.ftl.free_blocks(d)).min().unwrap_or(0);
+        let lpns = || {
+            ranges_bytes.iter().map(|&(start, len)| start / LPN_BYTES..start.saturating_add(len).div_ceil(LPN_BYTES))
+        };
+        // A drive state shared with other runs is copied only if the files need pages
+        // written (jobs reading data the preconditioning wrote need none).
+        let user_lpns = u64::from(self.geo.user_lpns);
+        let ftl = self.ftl.get();
+        let all_hold_data =
+            lpns().all(|r| (r.start..r.end.min(user_lpns)).all(|lpn| ftl.lookup(lpn as u32) != Lookup::Unmapped));
+        if !all_hold_data {
+            self.ftl.get_mut().fill_sequential(lpns());
+            self.ftl.get_mut().counters = ftl::FtlCounters::default();
+        }
+        self.counters.min_free_blocks = (0..self.geo.dies).map(|d| self.ftl.get().free_blocks(d)).min().unwrap_or(0);
     }
 
     fn submit(&mut self, cmd: &Command, now: Nanos) -> Nanos {
@@ -782,7 +816,7 @@ impl Device for NandDevice {
     /// fetching it while the request waits in the host overlaps the miss with other work.
     #[inline]
     fn prefetch(&self, offset_bytes: u64) {
-        self.ftl.prefetch_mapping(offset_bytes / LPN_BYTES);
+        self.ftl.get().prefetch_mapping(offset_bytes / LPN_BYTES);
     }
 
     fn queue_depth(&self) -> u32 {
@@ -794,12 +828,12 @@ impl Device for NandDevice {
     }
 
     fn counters(&self, now: Nanos) -> DeviceCounters {
-        let f = &self.ftl.counters;
+        let f = &self.ftl.get().counters;
         let c = &self.counters;
         let span = now.as_secs_f64().max(1e-12);
-        let erase = self.ftl.erase_counts();
+        let erase = self.ftl.get().erase_counts();
         let mean_erase = erase.iter().map(|&e| f64::from(e)).sum::<f64>() / erase.len().max(1) as f64;
-        let free_now: u32 = (0..self.geo.dies).map(|d| self.ftl.free_blocks(d)).sum();
+        let free_now: u32 = (0..self.geo.dies).map(|d| self.ftl.get().free_blocks(d)).sum();
         DeviceCounters {
             model: "nand".into(),
             host_read_bytes: c.host_read_bytes,
@@ -833,9 +867,9 @@ impl Device for NandDevice {
                 ("background_steps".into(), c.bg_steps as f64),
                 ("min_free_blocks_per_die".into(), f64::from(c.min_free_blocks)),
                 ("free_blocks_end".into(), f64::from(free_now)),
-                ("slc_blocks_end".into(), self.ftl.slc_blocks_total() as f64),
+                ("slc_blocks_end".into(), self.ftl.get().slc_blocks_total() as f64),
                 ("mean_erase_count".into(), mean_erase),
-                ("mapped_fraction".into(), self.ftl.mapped_lpns() as f64 / f64::from(self.geo.user_lpns)),
+                ("mapped_fraction".into(), self.ftl.get().mapped_lpns() as f64 / f64::from(self.geo.user_lpns)),
             ],
             // up to the run's end: a die's work is booked when it is decided, so background
             // folding and collection booked at the end would draw activity after the run
