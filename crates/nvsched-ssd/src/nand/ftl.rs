@@ -537,6 +537,17 @@ impl Ftl {
         self.fill_sequential(std::iter::once(0..n));
     }
 
+    /// Whether every logical page of `lpns` holds data, so that [`Ftl::fill_sequential`]
+    /// would write nothing. Pages past the logical space are left out, as there.
+    pub fn holds_data(&self, lpns: impl IntoIterator<Item = std::ops::Range<u64>>) -> bool {
+        lpns.into_iter().all(|range| self.in_logical_space(range).all(|lpn| self.l2p[lpn as usize] != UNMAPPED))
+    }
+
+    /// The logical pages of `range` that exist.
+    fn in_logical_space(&self, range: std::ops::Range<u64>) -> impl Iterator<Item = u32> {
+        (range.start..range.end.min(u64::from(self.geo.user_lpns))).map(|lpn| lpn as u32)
+    }
+
     /// Writes the logical pages of `lpns` that hold no data, in order, striped over the
     /// dies one native program unit at a time, as a host writing them sequentially (with
     /// the SLC cache folded afterwards) leaves them. Pages that hold data keep it, so
@@ -545,8 +556,7 @@ impl Ftl {
         let unit = self.geo.unit_slots;
         let (mut die, mut in_unit) = (0, 0);
         for range in lpns {
-            for lpn in range.start..range.end.min(u64::from(self.geo.user_lpns)) {
-                let lpn = lpn as u32;
+            for lpn in self.in_logical_space(range) {
                 if self.l2p[lpn as usize] != UNMAPPED {
                     continue;
                 }

@@ -310,7 +310,8 @@ impl NandDevice {
         Ok(NandDevice::with_ftl(cfg, geo, FtlState::Owned(Box::new(ftl)), queue_depth, capacity_bytes))
     }
 
-    /// As `new`, starting from a copy of a state in `states` when one was built before.
+    /// As `new`, starting from the state in `states` built for the same configuration
+    /// (building it there if none is), shared until the device first changes it.
     pub fn new_from(
         cfg: NandConfig,
         queue_depth: u32,
@@ -787,11 +788,7 @@ impl Device for NandDevice {
         };
         // A drive state shared with other runs is copied only if the files need pages
         // written (jobs reading data the preconditioning wrote need none).
-        let user_lpns = u64::from(self.geo.user_lpns);
-        let ftl = self.ftl.get();
-        let all_hold_data =
-            lpns().all(|r| (r.start..r.end.min(user_lpns)).all(|lpn| ftl.lookup(lpn as u32) != Lookup::Unmapped));
-        if !all_hold_data {
+        if !self.ftl.get().holds_data(lpns()) {
             self.ftl.get_mut().fill_sequential(lpns());
             self.ftl.get_mut().counters = ftl::FtlCounters::default();
         }
