@@ -36,6 +36,7 @@ pub static POLICIES: &[&PolicyInfo] = &[
     &policies::kyber::INFO,
     &policies::cfq::INFO,
     &policies::bfq::INFO,
+    &policies::iolatency::INFO,
     &policies::k2::INFO,
     &policies::k2_adaptive::INFO,
     &policies::prio_token::INFO,

@@ -67,6 +67,55 @@ fn k2_bounds_in_flight_and_trades_bandwidth_for_the_rt_tail() {
     assert!(total_bw(&k2, 0) < total_bw(&none, 0));
 }
 
+/// io.latency on the K2 mix: a loose target changes nothing (no window misses); a tight
+/// one halves the best-effort readers' depth every 500 ms from nr_requests/2, which lowers
+/// the real-time reader's p90 and the bandwidth.
+#[test]
+fn iolatency_halves_the_others_depth_while_the_protected_group_misses() {
+    let text = k2_mix("3");
+    let (none, _) = run(&text, "none", "970evoplus-250g", &[], &mut NoObserver);
+    let (loose, out) =
+        run(&text, "iolatency:target=10ms,dispatch_cost=0,complete_cost=0", "970evoplus-250g", &[], &mut NoObserver);
+    assert_eq!(out.policy.get("scale_downs"), Some(0.0));
+    assert!(loose == none, "without a miss io.latency is the none FIFO");
+    let (tight, out) = run(&text, "iolatency:target=150us", "970evoplus-250g", &[], &mut NoObserver);
+    let p90 = |j: &JobStats| j.dirs[0].clat_hist.percentile(90.0);
+    assert!(p90(&tight[0]) < p90(&none[0]), "RT p90: {} vs none {}", p90(&tight[0]), p90(&none[0]));
+    assert!(
+        total_bw(&tight, 0) < total_bw(&none, 0),
+        "bandwidth: {} vs none {}",
+        total_bw(&tight, 0),
+        total_bw(&none, 0)
+    );
+    let depth = &out.policy.series("depth").unwrap().points;
+    assert_eq!(depth[0].1, 511.0, "the first miss halves the queue's 1023 requests");
+    assert!(depth[0].0 >= 100_000_000, "not before the first 100 ms window ends");
+    for w in depth.windows(2) {
+        assert!(w[1].0 - w[0].0 >= 500_000_000, "scale events are 500 ms apart: {depth:?}");
+        let (a, b) = (w[0].1, w[1].1);
+        assert!(b == (a / 2.0).floor().max(1.0) || b == (a + 63.0).min(1023.0), "halve or add 1023/16: {depth:?}");
+    }
+    assert!(depth.iter().any(|p| p.1 < 96.0), "down to where it limits the 96 best-effort requests");
+}
+
+/// With tenant=N the protected group is a cgroup; each other cgroup is throttled and the
+/// root (jobs without a cgroup) never is.
+#[test]
+fn iolatency_throttles_sibling_cgroups_but_not_the_root() {
+    let text = "[global]\nfilename=/dev/nvme0n1\ndirect=1\ntime_based\nruntime=3\nbs=4k\nrw=randread\nprecondition=partial:0.5\n\
+                size=32g\n\
+                [protected]\nioengine=psync\ncgroup=rt\nthinktime=2000\n\
+                [bulk]\nioengine=io_uring\niodepth=32\ncgroup=bulk\nnumjobs=2\noffset=32g\n\
+                [root]\nioengine=io_uring\niodepth=32\noffset=64g\n";
+    let (none, _) = run(text, "none", "970evoplus-250g", &[], &mut NoObserver);
+    let (lat, out) = run(text, "iolatency:target=150us,tenant=1", "970evoplus-250g", &[], &mut NoObserver);
+    let bw = |jobs: &[JobStats], i: usize| jobs[i].dirs[0].io_bytes as f64;
+    assert!(out.policy.get("scale_downs").unwrap() > 0.0);
+    assert!(out.policy.series("depth:tenant2").is_some(), "the bulk cgroup is tenant 2");
+    assert!(bw(&lat, 1) < 0.95 * bw(&none, 1), "bulk throttled: {} vs {}", bw(&lat, 1), bw(&none, 1));
+    assert!(bw(&lat, 3) > bw(&none, 3), "the root takes what bulk leaves: {} vs {}", bw(&lat, 3), bw(&none, 3));
+}
+
 #[test]
 fn kyber_throttles_writes_when_reads_miss_their_target() {
     let text = "[global]\nfilename=/dev/nvme0n1\ndirect=1\ntime_based\nruntime=3\nbs=4k\n\
