@@ -17,9 +17,10 @@
 //!   miss allowed only from 10 requests on): io.latency guards roughly the p90, not the
 //!   p99.9. Windows are summed until a scale event is allowed, at most one per 500 ms.
 //! - A bad sum lowers the parent's scale cookie: by `nr_requests/4` while it is within
-//!   `nr_requests` of its default, then by one (down to `2*nr_requests` below). A good
-//!   sum (5 requests at least) raises it by `nr_requests/16`, by one while it is more than
-//!   `nr_requests` below, and back to the default once that step would pass it.
+//!   `nr_requests` of its default, then by one (down to `2*nr_requests` below), and the
+//!   protected group holds the scale. While it holds it, a good sum (5 requests at least)
+//!   raises the cookie by `nr_requests/16`, by one while it is more than `nr_requests`
+//!   below, and back to the default once that step would pass it.
 //! - Each sibling group compares the cookie with the one it last saw when it submits its
 //!   next request: lower halves its depth (from at most `nr_requests`, down to 1), higher
 //!   adds `nr_requests/16`, the default lifts the limit. One step per change seen,
@@ -71,6 +72,8 @@ pub static INFO: PolicyInfo = PolicyInfo {
             at most every 500 ms move a cookie that siblings follow at their next request: \
             halve the depth, or add nr_requests/16. No induced delay, no nesting.",
     params: PARAMS,
+    // an estimate, as K2's: the kernel walks the cgroup's ancestors and updates atomic
+    // counters at each submission and each completion
     host_cost: HostCost { dispatch: Nanos(150), complete: Nanos(150) },
     example: "iolatency:target=300us",
     validate: Some(|p: &Params| {
