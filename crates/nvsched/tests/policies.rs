@@ -30,10 +30,15 @@ fn run(
     (report.jobs, outcome)
 }
 
-fn k2_mix(runtime: &str) -> String {
-    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/k2-mix.fio"))
+/// A job file of examples/ (each runs 10 s), shortened to `runtime` seconds.
+fn example(file: &str, runtime: &str) -> String {
+    std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(file))
         .unwrap()
         .replace("runtime=10", &format!("runtime={runtime}"))
+}
+
+fn k2_mix(runtime: &str) -> String {
+    example("k2-mix.fio", runtime)
 }
 
 fn p999(j: &JobStats, dir: usize) -> u64 {
@@ -102,18 +107,16 @@ fn iolatency_halves_the_others_depth_while_the_protected_group_misses() {
 /// root (jobs without a cgroup) never is.
 #[test]
 fn iolatency_throttles_sibling_cgroups_but_not_the_root() {
-    let text = "[global]\nfilename=/dev/nvme0n1\ndirect=1\ntime_based\nruntime=3\nbs=4k\nrw=randread\nprecondition=partial:0.5\n\
-                size=32g\n\
-                [protected]\nioengine=psync\ncgroup=rt\nthinktime=2000\n\
-                [bulk]\nioengine=io_uring\niodepth=32\ncgroup=bulk\nnumjobs=2\noffset=32g\n\
-                [root]\nioengine=io_uring\niodepth=32\noffset=64g\n";
+    // db (tenant 1), batch (tenant 2, two clones), backup (no cgroup)
+    let text = &example("iolatency-cgroups.fio", "3");
     let (none, _) = run(text, "none", "970evoplus-250g", &[], &mut NoObserver);
     let (lat, out) = run(text, "iolatency:target=150us,tenant=1", "970evoplus-250g", &[], &mut NoObserver);
     let bw = |jobs: &[JobStats], i: usize| jobs[i].dirs[0].io_bytes as f64;
     assert!(out.policy.get("scale_downs").unwrap() > 0.0);
-    assert!(out.policy.series("depth:tenant2").is_some(), "the bulk cgroup is tenant 2");
-    assert!(bw(&lat, 1) < 0.95 * bw(&none, 1), "bulk throttled: {} vs {}", bw(&lat, 1), bw(&none, 1));
-    assert!(bw(&lat, 3) > bw(&none, 3), "the root takes what bulk leaves: {} vs {}", bw(&lat, 3), bw(&none, 3));
+    assert!(out.policy.series("depth:tenant2").is_some(), "the batch cgroup is tenant 2");
+    assert!(out.policy.series("depth:tenant0").is_none(), "the root has no depth to follow");
+    assert!(bw(&lat, 1) < 0.95 * bw(&none, 1), "batch throttled: {} vs {}", bw(&lat, 1), bw(&none, 1));
+    assert!(bw(&lat, 3) > bw(&none, 3), "the root takes what batch leaves: {} vs {}", bw(&lat, 3), bw(&none, 3));
 }
 
 #[test]

@@ -113,6 +113,17 @@ impl Misses {
     }
 }
 
+/// Which group a request belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Group {
+    /// The group with the target: never throttled.
+    Protected,
+    /// Requests outside any cgroup (tenant mode): never throttled.
+    Root,
+    /// A throttled sibling group, by key (a tenant; 0 in class mode).
+    Sibling(u32),
+}
+
 /// A throttled sibling group.
 #[derive(Debug)]
 struct Sibling {
@@ -135,7 +146,6 @@ pub struct IoLatency {
     /// Admitted requests, in admission order (the FIFO below the throttle).
     fifo: VecDeque<Request>,
     siblings: Vec<Sibling>,
-    waiting: usize,
     // the protected group's statistics and the parent's scale state
     window_start: Nanos,
     this_window: Misses,
@@ -162,7 +172,6 @@ impl IoLatency {
             nr_requests: (nr_requests > 0).then_some(nr_requests),
             fifo: VecDeque::new(),
             siblings: Vec::new(),
-            waiting: 0,
             window_start: Nanos::ZERO,
             this_window: Misses::default(),
             summed: Misses::default(),
@@ -177,20 +186,19 @@ impl IoLatency {
         }
     }
 
-    /// The throttled group a request belongs to; `None`: the protected group or the root.
-    fn sibling_key(&self, rq: &Request) -> Option<u32> {
+    /// The group a request belongs to.
+    fn group(&self, rq: &Request) -> Group {
         if self.protected_tenant == 0 {
-            (rq.effective_prio().class != PrioClass::RealTime).then_some(0)
+            match rq.effective_prio().class {
+                PrioClass::RealTime => Group::Protected,
+                _ => Group::Sibling(0),
+            }
+        } else if rq.tenant == self.protected_tenant {
+            Group::Protected
+        } else if rq.tenant == 0 {
+            Group::Root
         } else {
-            (rq.tenant != 0 && rq.tenant != self.protected_tenant).then_some(rq.tenant)
-        }
-    }
-
-    fn is_protected(&self, rq: &Request) -> bool {
-        if self.protected_tenant == 0 {
-            rq.effective_prio().class == PrioClass::RealTime
-        } else {
-            rq.tenant == self.protected_tenant
+            Group::Sibling(rq.tenant)
         }
     }
 
@@ -211,11 +219,11 @@ impl IoLatency {
     }
 
     /// `nr_requests` until the first dispatch tells the device's queue depth.
-    fn queue_depth(&self) -> u64 {
-        u64::from(self.nr_requests.unwrap_or(1023))
+    fn queue_depth(&self) -> u32 {
+        self.nr_requests.unwrap_or(1023)
     }
 
-    fn scale_step(&self, up: bool) -> u64 {
+    fn scale_step(&self, up: bool) -> u32 {
         let qd = self.queue_depth();
         (if up { qd >> 4 } else { qd >> 2 }).max(1)
     }
@@ -223,8 +231,8 @@ impl IoLatency {
     /// `scale_cookie_change`: the parent's cookie moves; steps shrink far from the default
     /// so that the cookie cannot dig a hole it takes hours to climb out of.
     fn move_cookie(&mut self, up: bool, now: Nanos) {
-        let qd = self.queue_depth();
-        let step = self.scale_step(up);
+        let qd = u64::from(self.queue_depth());
+        let step = u64::from(self.scale_step(up));
         let below = DEFAULT_COOKIE.saturating_sub(self.cookie);
         if up {
             self.scale_ups += 1;
@@ -261,12 +269,11 @@ impl IoLatency {
         if !up && s.depth == Some(1) {
             return; // the kernel would induce a delay here; nothing is issued as root
         }
-        let qd = u32::try_from(qd).unwrap_or(u32::MAX);
         s.depth = if cookie == DEFAULT_COOKIE {
             None
         } else {
             let old = s.depth.unwrap_or(qd).min(qd);
-            Some(if up { old.saturating_add(up_step as u32).min(qd) } else { (old / 2).max(1) })
+            Some(if up { old.saturating_add(up_step).min(qd) } else { (old / 2).max(1) })
         };
         let shown = s.depth.unwrap_or(qd);
         s.series.push(now, f64::from(shown));
@@ -278,7 +285,6 @@ impl IoLatency {
         while s.depth.is_none_or(|d| s.inflight < d) {
             let Some(rq) = s.waiting.pop_front() else { break };
             s.inflight += 1;
-            self.waiting -= 1;
             self.fifo.push_back(rq);
         }
     }
@@ -337,13 +343,12 @@ impl Scheduler for IoLatency {
         if self.timer_at.is_none() {
             self.timer_at = Some(now + TIMER_PERIOD);
         }
-        match self.sibling_key(&rq) {
-            None => self.fifo.push_back(rq),
-            Some(key) => {
+        match self.group(&rq) {
+            Group::Protected | Group::Root => self.fifo.push_back(rq),
+            Group::Sibling(key) => {
                 let i = self.sibling_index(key);
                 self.follow_cookie(i, now);
                 self.siblings[i].waiting.push_back(rq);
-                self.waiting += 1;
                 self.admit(i);
             }
         }
@@ -365,20 +370,24 @@ impl Scheduler for IoLatency {
         let now = done.now;
         self.run_timer(now);
         let rq = done.rq;
-        if let Some(key) = self.sibling_key(rq) {
-            if let Some(i) = self.siblings.iter().position(|s| s.key == key) {
-                self.siblings[i].inflight = self.siblings[i].inflight.saturating_sub(1);
-                self.admit(i);
+        match self.group(rq) {
+            Group::Sibling(key) => {
+                if let Some(i) = self.siblings.iter().position(|s| s.key == key) {
+                    self.siblings[i].inflight = self.siblings[i].inflight.saturating_sub(1);
+                    self.admit(i);
+                }
             }
-        } else if self.is_protected(rq) && matches!(rq.op, Op::Read | Op::Write) {
-            self.this_window.total += 1;
-            if done.total_latency() >= self.target {
-                self.this_window.missed += 1;
+            Group::Protected if matches!(rq.op, Op::Read | Op::Write) => {
+                self.this_window.total += 1;
+                if done.total_latency() >= self.target {
+                    self.this_window.missed += 1;
+                }
+                if now > self.window_start && now - self.window_start >= self.window {
+                    self.window_start = now;
+                    self.end_window(now);
+                }
             }
-            if now > self.window_start && now - self.window_start >= self.window {
-                self.window_start = now;
-                self.end_window(now);
-            }
+            _ => {}
         }
     }
 
@@ -388,7 +397,7 @@ impl Scheduler for IoLatency {
     }
 
     fn queued(&self) -> usize {
-        self.fifo.len() + self.waiting
+        self.fifo.len() + self.siblings.iter().map(|s| s.waiting.len()).sum::<usize>()
     }
 
     fn report(&self) -> PolicyReport {
@@ -568,11 +577,15 @@ mod tests {
     fn tenant_mode_throttles_each_other_cgroup_but_never_the_root() {
         let mut p = policy("target=100us,tenant=2,nr_requests=64");
         let of = |t: u32| Request { tenant: t, ..be(1) };
-        assert_eq!(p.sibling_key(&of(0)), None, "root");
-        assert_eq!(p.sibling_key(&of(2)), None, "protected");
-        assert_eq!(p.sibling_key(&of(1)), Some(1));
-        assert_eq!(p.sibling_key(&of(3)), Some(3));
-        assert!(p.is_protected(&of(2)) && !p.is_protected(&Request { tenant: 1, ..rt(1) }));
+        assert_eq!(p.group(&of(0)), Group::Root);
+        assert_eq!(p.group(&of(2)), Group::Protected);
+        assert_eq!(p.group(&of(1)), Group::Sibling(1));
+        assert_eq!(p.group(&of(3)), Group::Sibling(3));
+        assert_eq!(
+            p.group(&Request { tenant: 1, ..rt(1) }),
+            Group::Sibling(1),
+            "the class does not count in tenant mode"
+        );
         let (a, b) = (p.sibling_index(1), p.sibling_index(3));
         assert_ne!(a, b);
     }
@@ -593,11 +606,11 @@ mod tests {
     /// nothing is lost or given twice.
     fn check(p: &IoLatency, inflight: &[(Request, Nanos)]) -> Result<(), proptest::test_runner::TestCaseError> {
         for s in &p.siblings {
-            let admitted = inflight.iter().map(|(r, _)| r).chain(&p.fifo).filter(|r| p.sibling_key(r) == Some(s.key));
+            let admitted =
+                inflight.iter().map(|(r, _)| r).chain(&p.fifo).filter(|r| p.group(r) == Group::Sibling(s.key));
             proptest::prop_assert_eq!(admitted.count() as u32, s.inflight);
             proptest::prop_assert!(s.waiting.is_empty() || s.depth.is_some_and(|d| s.inflight >= d));
         }
-        proptest::prop_assert_eq!(p.waiting, p.siblings.iter().map(|s| s.waiting.len()).sum::<usize>());
         Ok(())
     }
 
@@ -621,7 +634,7 @@ mod tests {
                         let rq = Request { tenant: who, submit_time: now, ..rq };
                         next_id += 1;
                         p.insert(rq, now);
-                        let protected_or_root = p.sibling_key(&rq).is_none();
+                        let protected_or_root = !matches!(p.group(&rq), Group::Sibling(_));
                         while let Some(d) = p.dispatch(now, view) {
                             proptest::prop_assert!(given.insert(d.id), "gave {} twice", d.id.0);
                             inflight.push((d, now));
