@@ -37,6 +37,7 @@ pub static POLICIES: &[&PolicyInfo] = &[
     &policies::cfq::INFO,
     &policies::bfq::INFO,
     &policies::iolatency::INFO,
+    &policies::iocost::INFO,
     &policies::k2::INFO,
     &policies::k2_adaptive::INFO,
     &policies::prio_token::INFO,

@@ -119,6 +119,35 @@ fn iolatency_throttles_sibling_cgroups_but_not_the_root() {
     assert!(bw(&lat, 3) > bw(&none, 3), "the root takes what batch leaves: {} vs {}", bw(&lat, 3), bw(&none, 3));
 }
 
+/// io.cost: without cgroups it is the none FIFO. On the weights example, the kernel's
+/// default QoS never sees this NVMe drive as busy (its queue never fills), so shares stay
+/// equal; a read latency target lowers vrate until the weights (4:1) hold.
+#[test]
+fn iocost_shares_by_weight_once_a_latency_target_says_the_device_is_busy() {
+    let text = k2_mix("2");
+    let (none, _) = run(&text, "none", "970evoplus-250g", &[], &mut NoObserver);
+    let (plain, out) = run(&text, "iocost:dispatch_cost=0,complete_cost=0", "970evoplus-250g", &[], &mut NoObserver);
+    assert!(plain == none, "no cgroup, nothing throttled");
+    assert_eq!(out.policy.get("periods"), Some(0.0), "nothing to account");
+
+    let text = &example("iocost-weights.fio", "3");
+    let bw = |jobs: &[JobStats], i: usize| jobs[i].dirs[0].io_bytes as f64;
+    let (dflt, out) = run(text, "iocost", "970evoplus-250g", &[], &mut NoObserver);
+    let ratio = bw(&dflt, 0) / bw(&dflt, 1);
+    assert!((0.9..1.1).contains(&ratio), "default QoS: shares {ratio:.2}");
+    assert_eq!(out.policy.get("busy_periods"), Some(0.0));
+    // vrate starts at the model's 100%, at which the heavy cgroup cannot use its share and
+    // donates; measured after the first second, once vrate has come down
+    let ramped = text.replace("time_based", "time_based\nramp_time=1");
+    let (qos, out) = run(&ramped, "iocost:rpct=90,rlat=200us", "970evoplus-250g", &[], &mut NoObserver);
+    let ratio = bw(&qos, 0) / bw(&qos, 1);
+    assert!(ratio > 3.5 && ratio < 4.4, "weights 4:1, shares {ratio:.2}");
+    assert!(total_bw(&qos, 0) > 0.9 * total_bw(&dflt, 0), "work-conserving within 10%");
+    let vrate = &out.policy.series("vrate").unwrap().points;
+    assert!(vrate.iter().any(|p| p.1 < 50.0), "vrate fell from 100%: {:?}", &vrate[..vrate.len().min(5)]);
+    assert!(out.policy.series("hweight:tenant1").is_some() && out.policy.series("hweight:tenant2").is_some());
+}
+
 #[test]
 fn kyber_throttles_writes_when_reads_miss_their_target() {
     let text = "[global]\nfilename=/dev/nvme0n1\ndirect=1\ntime_based\nruntime=3\nbs=4k\n\

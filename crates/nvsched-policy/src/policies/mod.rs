@@ -3,6 +3,7 @@
 
 pub mod bfq;
 pub mod cfq;
+pub mod iocost;
 pub mod iolatency;
 pub mod k2;
 pub mod k2_adaptive;
