@@ -178,14 +178,24 @@ fn div_round_up(a: i64, b: i64) -> i64 {
     (a + b - 1) / b
 }
 
+/// Costs are kept below this (about six days of device time), so that absurd models
+/// (a byte per second) or huge requests cannot overflow vtime arithmetic.
+const MAX_COST: i64 = 1 << 56;
+
+/// `a * b / c`, rounded up, in 128 bits, capped at [`MAX_COST`].
+fn mul_div_round_up(a: i64, b: i64, c: i64) -> i64 {
+    let (a, b, c) = (i128::from(a), i128::from(b), i128::from(c.max(1)));
+    ((a * b + c - 1) / c).min(i128::from(MAX_COST)) as i64
+}
+
 /// Cost of `abs_cost` for a cgroup with hierarchical weight `hw_inuse`: the lower the
 /// weight, the more vtime each request takes. Rounds up, as the kernel.
 fn abs_cost_to_cost(abs_cost: i64, hw_inuse: i64) -> i64 {
-    div_round_up(abs_cost * WEIGHT_ONE, hw_inuse)
+    mul_div_round_up(abs_cost, WEIGHT_ONE, hw_inuse)
 }
 
 fn cost_to_abs_cost(cost: i64, hw_inuse: i64) -> i64 {
-    div_round_up(cost * hw_inuse, WEIGHT_ONE)
+    mul_div_round_up(cost, hw_inuse, WEIGHT_ONE)
 }
 
 /// The linear model's coefficients for one direction, in vtime.
@@ -453,14 +463,15 @@ impl IoCost {
         let seek_pages = if g.cursor_sector > 0 { sector.abs_diff(g.cursor_sector) >> 3 } else { 0 };
         g.cursor_sector = rq.end_offset() / 512;
         let pages = (u64::from(rq.len_bytes) / PAGE_BYTES).max(1) as i64;
-        (if seek_pages > RANDIO_PAGES { c.randio } else { c.seqio }) + pages * c.page
+        let base = if seek_pages > RANDIO_PAGES { c.randio } else { c.seqio };
+        base + mul_div_round_up(pages, c.page, 1)
     }
 
     /// The size part of a request's cost, in ns (subtracted from its latency).
     fn size_cost(&self, rq: &Request) -> Nanos {
         let dir = if rq.is_read() { 0 } else { 1 };
         let pages = (u64::from(rq.len_bytes) / PAGE_BYTES) as i64;
-        Nanos((pages * self.coefs[dir].page / VTIME_PER_NSEC) as u64)
+        Nanos((mul_div_round_up(pages, self.coefs[dir].page, 1) / VTIME_PER_NSEC) as u64)
     }
 
     /// `adjust_inuse_and_calc_cost`: a donor whose budget runs low takes weight back, a
@@ -487,8 +498,8 @@ impl IoCost {
 
     fn commit(&mut self, i: usize, rq: Request, abs_cost: i64, cost: i64, now: Nanos) {
         let g = &mut self.groups[i];
-        g.vtime += cost;
-        g.abs_vusage += abs_cost;
+        g.vtime = g.vtime.saturating_add(cost);
+        g.abs_vusage = g.abs_vusage.saturating_add(abs_cost);
         self.admitted.insert(rq.id, Admitted { group: Some(i), cost, at: now });
         self.fifo.push_back(rq);
     }
@@ -583,9 +594,9 @@ impl IoCost {
             .filter(|&j| self.groups[j].active > 0 && !donors.iter().any(|d| d.0 == j))
             .map(|j| self.groups[j].inuse)
             .sum();
-        let new_sum = others_inuse * WEIGHT_ONE / (WEIGHT_ONE - after_sum).max(1);
+        let new_sum = mul_div_round_up(others_inuse, WEIGHT_ONE, WEIGHT_ONE - after_sum);
         for &(i, _, after) in donors.iter() {
-            let inuse = div_round_up(new_sum * after, WEIGHT_ONE);
+            let inuse = mul_div_round_up(new_sum, after, WEIGHT_ONE);
             let active = self.groups[i].active;
             self.propagate(i, active, inuse, true, vnow);
         }
@@ -821,7 +832,7 @@ impl Scheduler for IoCost {
         let rq = done.rq;
         let Some(a) = self.admitted.remove(&rq.id) else { return };
         if let Some(i) = a.group {
-            self.groups[i].done_vtime += a.cost;
+            self.groups[i].done_vtime = self.groups[i].done_vtime.saturating_add(a.cost);
         }
         // `ioc_rqos_done`: latency from admission, less the size cost, against the target
         let dir = match rq.op {
@@ -1073,6 +1084,26 @@ mod tests {
         let g = &p.groups[0];
         assert_eq!(g.waiting.len(), 1);
         assert_eq!(g.inuse, g.active);
+    }
+
+    /// The slowest model there is and the largest requests: costs are capped, nothing
+    /// overflows, the requests still come out.
+    #[test]
+    fn absurd_models_do_not_overflow() {
+        let mut p = policy("rbps=4096,rseqiops=1,rrandiops=1,wbps=4096,wseqiops=1,wrandiops=1");
+        let big = |id: u64, tenant: u32| rd(id, tenant, if tenant == 1 { 1 } else { 10_000 }).with_len(!4095);
+        let mut now = Nanos::from_us(1);
+        for id in 0..6 {
+            p.insert(big(id, 1 + (id % 2) as u32), now);
+        }
+        let mut out = 0;
+        while out < 6 {
+            while let Some(rq) = p.dispatch(now, VIEW) {
+                out += 1;
+                p.complete(&Completion { rq: &rq, dispatched_at: now, now, dispatched_by_policy: true });
+            }
+            now = p.next_wakeup().map_or(now, |t| t.max(now));
+        }
     }
 
     #[test]
