@@ -145,6 +145,7 @@ fn iocost_shares_by_weight_once_a_latency_target_says_the_device_is_busy() {
     assert!(total_bw(&qos, 0) > 0.9 * total_bw(&dflt, 0), "work-conserving within 10%");
     let vrate = &out.policy.series("vrate").unwrap().points;
     assert!(vrate.iter().any(|p| p.1 < 50.0), "vrate fell from 100%: {:?}", &vrate[..vrate.len().min(5)]);
+    assert!(vrate.last().unwrap().0 >= 4_000_000_000, "the last value is held to the run's end (1 s ramp + 3 s)");
     assert!(out.policy.series("hweight:tenant1").is_some() && out.policy.series("hweight:tenant2").is_some());
 }
 

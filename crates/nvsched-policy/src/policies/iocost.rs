@@ -283,6 +283,8 @@ pub struct IoCost {
     fifo: VecDeque<Request>,
     admitted: HashMap<RequestId, Admitted>,
     vrate_series: TimeSeries,
+    /// The latest time the policy saw: the series' values hold until then.
+    last_seen: Nanos,
     // counters
     periods: u64,
     busy_periods: u64,
@@ -328,6 +330,7 @@ impl IoCost {
             fifo: VecDeque::new(),
             admitted: HashMap::new(),
             vrate_series: TimeSeries::new("vrate", "%"),
+            last_seen: Nanos::ZERO,
             periods: 0,
             busy_periods: 0,
             donations: 0,
@@ -780,6 +783,18 @@ impl IoCost {
         }
     }
 
+    /// A series recorded at changes, with its last value repeated at the latest time seen
+    /// (plots then run to the end).
+    fn held_to_the_end(&self, series: &TimeSeries) -> TimeSeries {
+        let mut s = series.clone();
+        if let Some(&(at, v)) = s.points.last() {
+            if at < self.last_seen.0 {
+                s.push(self.last_seen, v);
+            }
+        }
+        s
+    }
+
     #[cfg(test)]
     fn waits_of(&self, tenant: u32) -> u64 {
         self.groups.iter().find(|g| g.tenant == tenant).map_or(0, |g| g.waits)
@@ -787,6 +802,7 @@ impl IoCost {
 
     /// Runs every timer due by `now`, earliest first: waiters' wake-ups and period ends.
     fn run_timers(&mut self, now: Nanos) {
+        self.last_seen = self.last_seen.max(now);
         loop {
             let period = self.running.then(|| self.period_end()).filter(|&t| t <= now);
             let waiter = (0..self.groups.len())
@@ -871,11 +887,11 @@ impl Scheduler for IoCost {
             .counter("busy_periods", self.busy_periods as f64)
             .counter("donations", self.donations as f64)
             .counter("vrate_pct", self.vtime_base_rate as f64 * 100.0 / VTIME_PER_USEC as f64)
-            .with_series(self.vrate_series.clone());
+            .with_series(self.held_to_the_end(&self.vrate_series));
         for g in &self.groups {
             r = r
                 .counter(format!("waits_tenant{}", g.tenant), g.waits as f64)
-                .with_series(g.hweight_inuse_series.clone());
+                .with_series(self.held_to_the_end(&g.hweight_inuse_series));
         }
         r
     }
