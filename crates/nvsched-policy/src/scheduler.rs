@@ -138,4 +138,15 @@ impl TimeSeries {
     pub fn push(&mut self, at: Nanos, value: f64) {
         self.points.push((at.0, value));
     }
+    /// For a series recorded at changes: a copy whose last value is repeated at `at`
+    /// (if later), so that plots show it holding to there.
+    pub fn held_until(&self, at: Nanos) -> TimeSeries {
+        let mut s = self.clone();
+        if let Some(&(last, v)) = s.points.last() {
+            if last < at.0 {
+                s.push(at, v);
+            }
+        }
+        s
+    }
 }

@@ -93,6 +93,9 @@ fn iolatency_halves_the_others_depth_while_the_protected_group_misses() {
         total_bw(&none, 0)
     );
     let depth = &out.policy.series("depth").unwrap().points;
+    let (held, depth) = depth.split_last().unwrap();
+    assert_eq!(held.1, depth.last().unwrap().1, "the last depth holds to the end of the run");
+    assert!(held.0 >= 3_000_000_000);
     assert_eq!(depth[0].1, 511.0, "the first miss halves the queue's 1023 requests");
     assert!(depth[0].0 >= 100_000_000, "not before the first 100 ms window ends");
     for w in depth.windows(2) {

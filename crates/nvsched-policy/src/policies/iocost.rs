@@ -783,18 +783,6 @@ impl IoCost {
         }
     }
 
-    /// A series recorded at changes, with its last value repeated at the latest time seen
-    /// (plots then run to the end).
-    fn held_to_the_end(&self, series: &TimeSeries) -> TimeSeries {
-        let mut s = series.clone();
-        if let Some(&(at, v)) = s.points.last() {
-            if at < self.last_seen.0 {
-                s.push(self.last_seen, v);
-            }
-        }
-        s
-    }
-
     #[cfg(test)]
     fn waits_of(&self, tenant: u32) -> u64 {
         self.groups.iter().find(|g| g.tenant == tenant).map_or(0, |g| g.waits)
@@ -887,11 +875,11 @@ impl Scheduler for IoCost {
             .counter("busy_periods", self.busy_periods as f64)
             .counter("donations", self.donations as f64)
             .counter("vrate_pct", self.vtime_base_rate as f64 * 100.0 / VTIME_PER_USEC as f64)
-            .with_series(self.held_to_the_end(&self.vrate_series));
+            .with_series(self.vrate_series.held_until(self.last_seen));
         for g in &self.groups {
             r = r
                 .counter(format!("waits_tenant{}", g.tenant), g.waits as f64)
-                .with_series(self.held_to_the_end(&g.hweight_inuse_series));
+                .with_series(g.hweight_inuse_series.held_until(self.last_seen));
         }
         r
     }

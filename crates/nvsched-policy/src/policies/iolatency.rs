@@ -154,6 +154,8 @@ pub struct IoLatency {
     holds_scale: bool,
     last_scale_event: Option<Nanos>,
     timer_at: Option<Nanos>,
+    /// The latest time the policy saw: the depth series holds its value until then.
+    last_seen: Nanos,
     // counters
     windows: u64,
     bad_windows: u64,
@@ -179,6 +181,7 @@ impl IoLatency {
             holds_scale: false,
             last_scale_event: None,
             timer_at: None,
+            last_seen: Nanos::ZERO,
             windows: 0,
             bad_windows: 0,
             scale_downs: 0,
@@ -320,6 +323,7 @@ impl IoLatency {
     /// The once-a-second timer (`blkiolatency_timer_fn`), run at the first event after it
     /// is due: its changes act at the siblings' next submissions anyway.
     fn run_timer(&mut self, now: Nanos) {
+        self.last_seen = self.last_seen.max(now);
         let Some(at) = self.timer_at.filter(|&at| at <= now) else { return };
         self.timer_at = None;
         if self.cookie >= DEFAULT_COOKIE || self.last_scale_event.is_some_and(|t| t >= at) {
@@ -408,7 +412,7 @@ impl Scheduler for IoLatency {
             .counter("scale_downs", self.scale_downs as f64)
             .counter("scale_ups", self.scale_ups as f64);
         for s in &self.siblings {
-            r = r.with_series(s.series.clone());
+            r = r.with_series(s.series.held_until(self.last_seen));
         }
         r
     }
