@@ -42,7 +42,14 @@ pub(crate) enum Command {
     /// p99.9) and the total bandwidth; over several seeds the means, with each p99.9's
     /// range. Simulation only; the runs go in parallel.
     Sweep(SweepArgs),
-    /// Choose a policy parameter for an objective (K2's bound, by the K2 analysis' rules).
+    /// Choose policy parameters: K2's bound for an objective (by the K2 analysis' rules),
+    /// or io.cost's cost model for the simulated drive (as the kernel's iocost_coef_gen.py).
+    ///
+    /// `tune k2 --objective ...` sweeps none and K2's bounds on a job file and applies
+    /// O1 or O2. `tune iocost` runs the six measurements of the kernel's
+    /// tools/cgroup/iocost_coef_gen.py (sequential bandwidth, sequential and random 4 KiB
+    /// IOPS, for reads and writes) on the job file's device and drive state and prints the
+    /// model as `--sched iocost:...` and as an io.cost.model line.
     Tune(TuneArgs),
     /// Measure a real device (io_uring) and write a simulator profile fitted to it.
     Calibrate(CalibrateArgs),
@@ -304,18 +311,25 @@ pub(crate) struct SweepArgs {
 
 #[derive(Args)]
 pub(crate) struct TuneArgs {
-    /// The policy to tune (only `k2`).
+    /// The policy to tune: `k2` (its bound) or `iocost` (its cost model).
     pub(crate) policy: String,
-    /// latency:ALPHA% (O1: RT p99.9 within ALPHA of none's, most bandwidth) or
+    /// k2: latency:ALPHA% (O1: RT p99.9 within ALPHA of none's, most bandwidth) or
     /// bandwidth:BETA% (O2: bandwidth at least BETA of none's, lowest RT tail).
     #[arg(long)]
-    pub(crate) objective: String,
-    /// Job file with one real-time job (prioclass=1) and background jobs
-    /// [default: examples/k2-mix.fio, from the working directory or the source tree].
+    pub(crate) objective: Option<String>,
+    /// k2: job file with one real-time job (prioclass=1) and background jobs [default:
+    /// examples/k2-mix.fio]; iocost: the job file whose device and drive state to measure
+    /// [default: examples/iocost-weights.fio] (from the working directory or the source tree).
     pub(crate) jobfile: Option<PathBuf>,
-    /// Bounds to sweep.
+    /// k2: bounds to sweep.
     #[arg(long, default_value = "1,2,4,8,16,32,64", value_delimiter = ',')]
     pub(crate) bounds: Vec<u32>,
+    /// iocost: simulated seconds per measurement (the kernel script's --duration).
+    #[arg(long, default_value_t = 120)]
+    pub(crate) seconds: u32,
+    /// iocost: parallel jobs per measurement (the kernel script's --numjobs).
+    #[arg(long, default_value_t = 1)]
+    pub(crate) numjobs: u32,
     #[command(flatten)]
     pub(crate) setup: SweepSetup,
     /// No progress bar.

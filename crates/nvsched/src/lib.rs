@@ -3,6 +3,7 @@
 
 pub mod calibration;
 pub mod figures;
+pub mod iocost_model;
 pub mod metrics;
 pub mod progress;
 pub mod realdev;

@@ -510,10 +510,16 @@ fn cmd_repro(args: ReproArgs) -> Result<(), String> {
 }
 
 fn cmd_tune(args: TuneArgs) -> Result<(), String> {
-    if args.policy != "k2" {
-        return Err(format!("tune knows the policy 'k2' only (got '{}')", args.policy));
+    match args.policy.as_str() {
+        "k2" => tune_k2(args),
+        "iocost" => tune_iocost(args),
+        other => Err(format!("tune knows the policies 'k2' (its bound) and 'iocost' (its cost model), not '{other}'")),
     }
-    let objective = nvsched::tune::Objective::parse(&args.objective)?;
+}
+
+fn tune_k2(args: TuneArgs) -> Result<(), String> {
+    let objective = args.objective.as_deref().ok_or("tune k2 needs --objective latency:ALPHA% or bandwidth:BETA%")?;
+    let objective = nvsched::tune::Objective::parse(objective)?;
     if args.bounds.is_empty() || args.bounds.contains(&0) {
         return Err("--bounds: give bounds >= 1".into());
     }
@@ -534,6 +540,35 @@ fn cmd_tune(args: TuneArgs) -> Result<(), String> {
     if let Some(b) = chosen {
         println!("Use: --sched k2:bound={b}");
     }
+    Ok(())
+}
+
+fn tune_iocost(args: TuneArgs) -> Result<(), String> {
+    if args.objective.is_some() {
+        return Err("tune iocost measures a cost model and takes no --objective".into());
+    }
+    if args.seconds == 0 || args.numjobs == 0 {
+        return Err("--seconds and --numjobs must be at least 1".into());
+    }
+    let path = args.jobfile.clone().unwrap_or_else(|| nvsched::project_path("examples/iocost-weights.fio"));
+    let (_, profile, _, _) = args.setup.load(&path)?;
+    if !args.quiet {
+        eprintln!(
+            "nvsched: measuring io.cost's model on {} ({}): 6 runs of {} s ...",
+            profile.name,
+            profile.precondition(),
+            args.seconds
+        );
+    }
+    let model = nvsched::iocost_model::measure(&profile, args.seconds, args.numjobs, !args.quiet)?;
+    print!("{}", nvsched::iocost_model::table(&model));
+    println!("\nio.cost.model (as the kernel's iocost_coef_gen.py would write it for this drive):");
+    println!("{}", nvsched::iocost_model::model_line(&model));
+    println!(
+        "\nAt vrate 100% this model says what the drive does alone. On NVMe nothing else marks \
+         the drive busy, so add max=100 (or a latency target, rpct=/rlat=) for the weights to hold."
+    );
+    println!("Use: --sched {}", nvsched::iocost_model::sched_spec(&model));
     Ok(())
 }
 

@@ -499,6 +499,19 @@ fn errors_name_what_is_wrong() {
         assert!(err.contains(expected) && !err.contains("sweeping"), "{a:?}: {err}");
     }
 
+    // tune: which policy, and the options each takes
+    for (a, expected) in [
+        (vec!["tune", "k2"], "tune k2 needs --objective"),
+        (vec!["tune", "iocost", "--objective", "latency:50%"], "takes no --objective"),
+        (vec!["tune", "iocost", "--seconds", "0"], "--seconds and --numjobs must be at least 1"),
+        (vec!["tune", "bfq"], "tune knows the policies 'k2' (its bound) and 'iocost' (its cost model), not 'bfq'"),
+    ] {
+        let out = nvsched(&a);
+        assert_eq!(out.status.code(), Some(1), "{a:?}");
+        let err = String::from_utf8(out.stderr).unwrap();
+        assert!(err.contains(expected), "{a:?}: {err}");
+    }
+
     let out = nvsched(&["repro", "nope"]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8(out.stderr).unwrap();

@@ -152,6 +152,32 @@ fn iocost_shares_by_weight_once_a_latency_target_says_the_device_is_busy() {
     assert!(out.policy.series("hweight:tenant1").is_some() && out.policy.series("hweight:tenant2").is_some());
 }
 
+/// `tune iocost` fits the model to the drive: with it, vrate pinned at 100% (max=100)
+/// holds the 4:1 weights and loses no bandwidth, where the kernel's fast-SSD set (three
+/// times too optimistic for this drive) throttles nobody.
+#[test]
+fn a_fitted_iocost_model_at_full_vrate_holds_the_weights() {
+    let text = &example("iocost-weights.fio", "3");
+    let jobs = parse_job_str(text, Path::new("test.fio"), &HostEnvironment, ParseOptions::default()).unwrap();
+    let state = jobs.precondition().unwrap().unwrap();
+    let profile = load_profile("970evoplus-250g", &[("nand.precondition".into(), state)]).unwrap();
+    let model = nvsched::iocost_model::measure(&profile, 2, 1, false).unwrap();
+    let value = |name: &str| model.iter().find(|c| c.name == name).unwrap().value as f64;
+    assert!(value("rbps") > 4096.0 * value("rrandiops"), "large reads are faster: {model:?}");
+    assert!((value("rrandiops") / 250_000.0 - 1.0).abs() < 0.02, "the profile's 250K random read IOPS: {model:?}");
+
+    let bw = |jobs: &[JobStats], i: usize| jobs[i].dirs[0].io_bytes as f64;
+    let spec = format!("{},max=100", nvsched::iocost_model::sched_spec(&model));
+    let (fitted, _) = run(text, &spec, "970evoplus-250g", &[], &mut NoObserver);
+    let (none, _) = run(text, "none", "970evoplus-250g", &[], &mut NoObserver);
+    let (builtin, _) = run(text, "iocost:max=100", "970evoplus-250g", &[], &mut NoObserver);
+    let ratio = bw(&fitted, 0) / bw(&fitted, 1);
+    assert!(ratio > 3.0, "weights 4:1 with the fitted model, shares {ratio:.2}");
+    assert!(total_bw(&fitted, 0) > 0.97 * total_bw(&none, 0), "no bandwidth lost");
+    let ratio = bw(&builtin, 0) / bw(&builtin, 1);
+    assert!((0.9..1.1).contains(&ratio), "the built-in model never binds here: {ratio:.2}");
+}
+
 #[test]
 fn kyber_throttles_writes_when_reads_miss_their_target() {
     let text = "[global]\nfilename=/dev/nvme0n1\ndirect=1\ntime_based\nruntime=3\nbs=4k\n\

@@ -1,0 +1,137 @@
+//! `nvsched tune iocost`: io.cost's linear cost model for a simulated drive, measured the
+//! way the kernel's `tools/cgroup/iocost_coef_gen.py` measures a real one: six fio runs,
+//! each the only load on the drive, give the sequential bandwidth and the sequential and
+//! random 4 KiB IOPS of reads and of writes.
+//!
+//! The script's sequential runs use 128 MiB blocks at queue depth 1, which the kernel
+//! splits into 512 KiB requests (its `max_sectors_kb`), all in flight at once; nvsched
+//! runs 512 KiB blocks at queue depth 256, the same requests. The 4 KiB runs use queue
+//! depth 64, as the script. Each run covers the script's 16 GiB test file at the start of
+//! the drive, in the drive state the job file sets; on a clean drive the reads get that
+//! region written first, as the script writes its file before measuring.
+
+use crate::progress::RunProgress;
+use crate::run::{run_sim, RunSpec};
+use nvsched_sim::NoObserver;
+use nvsched_ssd::{DeviceProfile, DriveStates};
+use nvsched_workload::jobfile::HostEnvironment;
+use nvsched_workload::{parse_job_str, ParseOptions};
+use rayon::prelude::*;
+use std::path::Path;
+
+/// The script's test file.
+const TEST_BYTES: u64 = 16 << 30;
+
+/// One coefficient and the run that measures it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Coefficient {
+    /// `rbps`, `rseqiops`, ...
+    pub name: &'static str,
+    pub rw: &'static str,
+    pub bs: &'static str,
+    pub iodepth: u32,
+    /// Bytes per second for `*bps`, 4 KiB I/Os per second for the others.
+    pub value: u64,
+}
+
+/// The six runs: (name, rw, block size, queue depth).
+const RUNS: [(&str, &str, &str, u32); 6] = [
+    ("rbps", "read", "512k", 256),
+    ("rseqiops", "read", "4k", 64),
+    ("rrandiops", "randread", "4k", 64),
+    ("wbps", "write", "512k", 256),
+    ("wseqiops", "write", "4k", 64),
+    ("wrandiops", "randwrite", "4k", 64),
+];
+
+fn job_text(rw: &str, bs: &str, iodepth: u32, seconds: u32, numjobs: u32) -> String {
+    format!(
+        "[global]\nfilename=/dev/nvme0n1\ndirect=1\nioengine=io_uring\ntime_based\nruntime={seconds}\n\
+         size={TEST_BYTES}\ngroup_reporting\n[coef]\nrw={rw}\nbs={bs}\niodepth={iodepth}\nnumjobs={numjobs}\n"
+    )
+}
+
+/// The profile the reads run on: the drive state as given, or with the test region
+/// written where the drive is clean.
+fn read_profile(profile: &DeviceProfile) -> Result<DeviceProfile, String> {
+    if profile.precondition() != "clean" || profile.capacity_bytes == 0 {
+        return Ok(profile.clone());
+    }
+    if !matches!(profile.model, nvsched_ssd::ModelConfig::Nand(_)) {
+        return Ok(profile.clone());
+    }
+    let fraction = (TEST_BYTES as f64 / profile.capacity_bytes as f64).min(1.0);
+    let mut overrides = profile.overrides.clone();
+    overrides.retain(|(k, _)| k != "nand.precondition");
+    overrides.push(("nand.precondition".into(), format!("partial:{fraction}")));
+    nvsched_ssd::load_profile(&profile.name, &overrides).map_err(|e| e.to_string())
+}
+
+/// Runs the six measurements (in parallel) on `profile` for `seconds` each with
+/// `numjobs` jobs, as the script's `--duration` and `--numjobs`.
+pub fn measure(
+    profile: &DeviceProfile,
+    seconds: u32,
+    numjobs: u32,
+    show_progress: bool,
+) -> Result<Vec<Coefficient>, String> {
+    if profile.capacity_bytes < TEST_BYTES {
+        return Err(format!(
+            "device '{}' holds {} bytes, less than the 16 GiB test region",
+            profile.name, profile.capacity_bytes
+        ));
+    }
+    let reads = read_profile(profile)?;
+    let progress = RunProgress::new("tune", RUNS.len(), show_progress);
+    let drive_states = DriveStates::new();
+    let out = RUNS
+        .par_iter()
+        .map(|&(name, rw, bs, iodepth)| {
+            let on = if name.starts_with('r') { &reads } else { profile };
+            let text = job_text(rw, bs, iodepth, seconds, numjobs);
+            let jobs = parse_job_str(&text, Path::new("iocost-coef.fio"), &HostEnvironment, ParseOptions::default())
+                .map_err(|e| e.to_string())?;
+            let policy = nvsched_policy::build("none").map_err(|e| e.to_string())?;
+            let (report, _) = run_sim(
+                RunSpec { jobs: &jobs, policy, profile: on, seed: 1, drive_states: Some(&drive_states) },
+                &mut NoObserver,
+                0,
+            )?;
+            let s = report.jobs.first().ok_or("no job results")?;
+            let bytes = (s.dirs[0].io_bytes + s.dirs[1].io_bytes) as f64;
+            let bytes_per_sec = bytes / s.runtime.as_secs_f64().max(1e-9);
+            let value = if name.ends_with("bps") { bytes_per_sec } else { bytes_per_sec / 4096.0 };
+            progress.inc();
+            Ok(Coefficient { name, rw, bs, iodepth, value: value.round() as u64 })
+        })
+        .collect();
+    progress.finish();
+    out
+}
+
+/// The `--sched` value that runs io.cost with this model.
+pub fn sched_spec(model: &[Coefficient]) -> String {
+    let params: Vec<String> = model.iter().map(|c| format!("{}={}", c.name, c.value)).collect();
+    format!("iocost:{}", params.join(","))
+}
+
+/// The line for `/sys/fs/cgroup/io.cost.model` (MAJ:MIN is the device's numbers).
+pub fn model_line(model: &[Coefficient]) -> String {
+    let params: Vec<String> = model.iter().map(|c| format!("{}={}", c.name, c.value)).collect();
+    format!("MAJ:MIN ctrl=user model=linear {}", params.join(" "))
+}
+
+/// The measurements as a table.
+pub fn table(model: &[Coefficient]) -> String {
+    let mut out = format!("{:<11} {:<24} {:>14}\n", "coefficient", "fio job", "measured");
+    for c in model {
+        let job = format!("{} {} QD{}", c.rw, c.bs, c.iodepth);
+        let shown = if c.name.ends_with("bps") {
+            format!("{:.1} MB/s", c.value as f64 / 1e6)
+        } else {
+            format!("{} IOPS", c.value)
+        };
+        out.push_str(&format!("{:<11} {:<24} {:>14}\n", c.name, job, shown));
+    }
+    out
+}
