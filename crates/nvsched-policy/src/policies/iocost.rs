@@ -27,9 +27,10 @@
 //! - **vrate.** The device is busy when requests waited for a device slot more than 5% of
 //!   the period, or when more than `100 - rpct`% of reads (writes) took longer than `rlat`
 //!   (`wlat`) from admission, less their size cost. Busy periods lower vrate, periods with
-//!   cgroups short of budget and the targets met with 25% to spare raise it, after three
-//!   periods at 1%, 2%, 4%, 8%, then 16% per period, within `min`..`max`. The QoS
-//!   percentiles are 0 by default, as in the kernel: then only slot waits slow it down.
+//!   cgroups short of budget and the targets met with 25% to spare raise it: nothing for
+//!   three periods in a row, then 1% per period for 16 periods, 2% for 16, 4% for 8, 8% for
+//!   8, then 16%, within `min`..`max`. The QoS percentiles are 0 by default, as in the
+//!   kernel: then only slot waits slow it down.
 //! - **Snap-back.** A donor whose budget runs low takes its weight back, in steps of a
 //!   quarter, when it issues; one that has to wait gets it all back at once.
 //!
