@@ -5,7 +5,7 @@
 use crate::run::{run_sim, RunSpec};
 use nvsched_report::JobStats;
 use nvsched_sim::NoObserver;
-use nvsched_ssd::{Datasheet, DeviceProfile};
+use nvsched_ssd::{Datasheet, DeviceProfile, DriveStates};
 use nvsched_workload::jobfile::HostEnvironment;
 use nvsched_workload::{parse_job_str, ParseOptions};
 use std::path::Path;
@@ -31,7 +31,8 @@ impl Check {
 /// The drive region the read workloads use; preconditioning writes it first.
 const READ_REGION: &str = "32g";
 
-fn job(name: &str, rw: &str, bs: &str, depth: u32, jobs: u32, runtime: &str, size: Option<&str>) -> String {
+/// A one-job fio file (group-reported over `jobs` clones) on the simulated drive.
+pub(crate) fn job(name: &str, rw: &str, bs: &str, depth: u32, jobs: u32, runtime: &str, size: Option<&str>) -> String {
     let engine = if depth == 1 { "psync" } else { "io_uring" };
     let size = size.map(|s| format!("size={s}\n")).unwrap_or_default();
     format!(
@@ -40,7 +41,8 @@ fn job(name: &str, rw: &str, bs: &str, depth: u32, jobs: u32, runtime: &str, siz
     )
 }
 
-fn with_state(profile: &DeviceProfile, state: &str) -> Result<DeviceProfile, String> {
+/// `profile` starting from drive state `state` instead (other overrides kept).
+pub(crate) fn with_state(profile: &DeviceProfile, state: &str) -> Result<DeviceProfile, String> {
     let mut overrides = profile.overrides.clone();
     overrides.retain(|(k, _)| k != "nand.precondition");
     overrides.push(("nand.precondition".into(), state.into()));
@@ -48,12 +50,17 @@ fn with_state(profile: &DeviceProfile, state: &str) -> Result<DeviceProfile, Str
     Ok(base)
 }
 
-fn simulate(profile: &DeviceProfile, text: &str) -> Result<JobStats, String> {
+/// The first job's results of `text` run under `none` (seed 1); `drive_states` shares
+/// preconditioned drives between runs.
+pub(crate) fn simulate(
+    profile: &DeviceProfile,
+    text: &str,
+    drive_states: Option<&DriveStates>,
+) -> Result<JobStats, String> {
     let jobs = parse_job_str(text, Path::new("calibration.fio"), &HostEnvironment, ParseOptions::default())
         .map_err(|e| e.to_string())?;
     let policy = nvsched_policy::build("none").map_err(|e| e.to_string())?;
-    let (report, _) =
-        run_sim(RunSpec { jobs: &jobs, policy, profile, seed: 1, drive_states: None }, &mut NoObserver, 0)?;
+    let (report, _) = run_sim(RunSpec { jobs: &jobs, policy, profile, seed: 1, drive_states }, &mut NoObserver, 0)?;
     report.jobs.into_iter().next().ok_or_else(|| "no job".into())
 }
 
@@ -103,7 +110,7 @@ pub fn verify(profile: &DeviceProfile, scale_full: u32) -> Result<Vec<Check>, St
         ("sequential read 128K QD32", "MB/s", ds.seq_read_mbps, job("seq-read", "read", "128k", 32, 1, "1", region)),
     ];
     for (name, unit, cited, job_text) in reads {
-        let s = simulate(&filled, &job_text)?;
+        let s = simulate(&filled, &job_text, None)?;
         let measured = if unit == "MB/s" { mbps(&s, 0) } else { iops(&s, 0) };
         out.push(Check { name, unit, cited, measured, state: "region written".into() });
     }
@@ -112,7 +119,7 @@ pub fn verify(profile: &DeviceProfile, scale_full: u32) -> Result<Vec<Check>, St
     // after-cache figure, run past the cache and average the last two seconds.
     let fill = cache_fill_seconds(&clean, ds.seq_write_mbps);
     let runtime = if ds.seq_write_after_cache_mbps.is_some() { (fill + 3.0).ceil() as usize } else { 2 };
-    let s = simulate(&clean, &job("seq-write", "write", "128k", 32, 1, &runtime.to_string(), None))?;
+    let s = simulate(&clean, &job("seq-write", "write", "128k", 32, 1, &runtime.to_string(), None), None)?;
     let series = &s.dirs[1].series.bytes;
     out.push(Check {
         name: "sequential write 128K QD32",
@@ -164,7 +171,7 @@ pub fn verify(profile: &DeviceProfile, scale_full: u32) -> Result<Vec<Check>, St
     } else {
         1
     };
-    let s = simulate(&rw_profile, &job("rand-write", "randwrite", "4k", 32, 4, &runtime.to_string(), None))?;
+    let s = simulate(&rw_profile, &job("rand-write", "randwrite", "4k", 32, 4, &runtime.to_string(), None), None)?;
     let ios = &s.dirs[1].series.ios;
     let (measured, state) = if full_state {
         (
@@ -189,7 +196,7 @@ pub fn verify(profile: &DeviceProfile, scale_full: u32) -> Result<Vec<Check>, St
         });
     }
     if let Some(qd1w) = ds.qd1_write_iops {
-        let s = simulate(&clean, &job("qd1-write", "randwrite", "4k", 1, 1, "1", None))?;
+        let s = simulate(&clean, &job("qd1-write", "randwrite", "4k", 1, 1, "1", None), None)?;
         out.push(Check {
             name: "random write QD1",
             unit: "IOPS",

@@ -10,17 +10,14 @@
 //! the drive, in the drive state the job file sets; on a clean drive the reads get that
 //! region written first, as the script writes its file before measuring.
 
+use crate::calibration::{job, simulate, with_state};
 use crate::progress::RunProgress;
-use crate::run::{run_sim, RunSpec};
-use nvsched_sim::NoObserver;
 use nvsched_ssd::{DeviceProfile, DriveStates};
-use nvsched_workload::jobfile::HostEnvironment;
-use nvsched_workload::{parse_job_str, ParseOptions};
 use rayon::prelude::*;
-use std::path::Path;
 
 /// The script's test file.
 const TEST_BYTES: u64 = 16 << 30;
+const TEST_SIZE: &str = "16g";
 
 /// One coefficient and the run that measures it.
 #[derive(Clone, Debug, PartialEq)]
@@ -44,27 +41,14 @@ const RUNS: [(&str, &str, &str, u32); 6] = [
     ("wrandiops", "randwrite", "4k", 64),
 ];
 
-fn job_text(rw: &str, bs: &str, iodepth: u32, seconds: u32, numjobs: u32) -> String {
-    format!(
-        "[global]\nfilename=/dev/nvme0n1\ndirect=1\nioengine=io_uring\ntime_based\nruntime={seconds}\n\
-         size={TEST_BYTES}\ngroup_reporting\n[coef]\nrw={rw}\nbs={bs}\niodepth={iodepth}\nnumjobs={numjobs}\n"
-    )
-}
-
 /// The profile the reads run on: the drive state as given, or with the test region
-/// written where the drive is clean.
+/// written where a flash drive is clean.
 fn read_profile(profile: &DeviceProfile) -> Result<DeviceProfile, String> {
-    if profile.precondition() != "clean" || profile.capacity_bytes == 0 {
-        return Ok(profile.clone());
-    }
-    if !matches!(profile.model, nvsched_ssd::ModelConfig::Nand(_)) {
+    if profile.precondition() != "clean" || !matches!(profile.model, nvsched_ssd::ModelConfig::Nand(_)) {
         return Ok(profile.clone());
     }
     let fraction = (TEST_BYTES as f64 / profile.capacity_bytes as f64).min(1.0);
-    let mut overrides = profile.overrides.clone();
-    overrides.retain(|(k, _)| k != "nand.precondition");
-    overrides.push(("nand.precondition".into(), format!("partial:{fraction}")));
-    nvsched_ssd::load_profile(&profile.name, &overrides).map_err(|e| e.to_string())
+    with_state(profile, &format!("partial:{fraction}"))
 }
 
 /// Runs the six measurements (in parallel) on `profile` for `seconds` each with
@@ -88,16 +72,8 @@ pub fn measure(
         .par_iter()
         .map(|&(name, rw, bs, iodepth)| {
             let on = if name.starts_with('r') { &reads } else { profile };
-            let text = job_text(rw, bs, iodepth, seconds, numjobs);
-            let jobs = parse_job_str(&text, Path::new("iocost-coef.fio"), &HostEnvironment, ParseOptions::default())
-                .map_err(|e| e.to_string())?;
-            let policy = nvsched_policy::build("none").map_err(|e| e.to_string())?;
-            let (report, _) = run_sim(
-                RunSpec { jobs: &jobs, policy, profile: on, seed: 1, drive_states: Some(&drive_states) },
-                &mut NoObserver,
-                0,
-            )?;
-            let s = report.jobs.first().ok_or("no job results")?;
+            let text = job("coef", rw, bs, iodepth, numjobs, &seconds.to_string(), Some(TEST_SIZE));
+            let s = simulate(on, &text, Some(&drive_states))?;
             let bytes = (s.dirs[0].io_bytes + s.dirs[1].io_bytes) as f64;
             let bytes_per_sec = bytes / s.runtime.as_secs_f64().max(1e-9);
             let value = if name.ends_with("bps") { bytes_per_sec } else { bytes_per_sec / 4096.0 };
@@ -109,16 +85,19 @@ pub fn measure(
     out
 }
 
+/// `name=value` for each coefficient, joined by `separator`.
+fn assignments(model: &[Coefficient], separator: &str) -> String {
+    model.iter().map(|c| format!("{}={}", c.name, c.value)).collect::<Vec<_>>().join(separator)
+}
+
 /// The `--sched` value that runs io.cost with this model.
 pub fn sched_spec(model: &[Coefficient]) -> String {
-    let params: Vec<String> = model.iter().map(|c| format!("{}={}", c.name, c.value)).collect();
-    format!("iocost:{}", params.join(","))
+    format!("iocost:{}", assignments(model, ","))
 }
 
 /// The line for `/sys/fs/cgroup/io.cost.model` (MAJ:MIN is the device's numbers).
 pub fn model_line(model: &[Coefficient]) -> String {
-    let params: Vec<String> = model.iter().map(|c| format!("{}={}", c.name, c.value)).collect();
-    format!("MAJ:MIN ctrl=user model=linear {}", params.join(" "))
+    format!("MAJ:MIN ctrl=user model=linear {}", assignments(model, " "))
 }
 
 /// The measurements as a table.
