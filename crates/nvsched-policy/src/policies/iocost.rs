@@ -244,6 +244,15 @@ struct Group {
     waits: u64,
 }
 
+/// A cgroup that donates this period.
+#[derive(Clone, Copy, Debug)]
+struct Donor {
+    group: usize,
+    hwa: i64,
+    /// The hweight_inuse it keeps.
+    after: i64,
+}
+
 /// A request admitted past the throttle.
 #[derive(Clone, Copy, Debug)]
 struct Admitted {
@@ -263,7 +272,6 @@ pub struct IoCost {
     timer_slack: Nanos,
     vrate_min: i64,
     vrate_max: i64,
-    margins: [i64; 3],
     // device vtime
     running: bool,
     vtime_base_rate: i64,
@@ -304,7 +312,7 @@ impl IoCost {
         let multi = if pick_ppm > 0 { ((MILLION - pick_ppm) / 50_000).max(2) } else { 2 };
         let period_us = (multi * (pick_lat.0 / 1000) as i64).clamp(MIN_PERIOD_US, MAX_PERIOD_US);
         let vrate_bound = |pct: f64| div_round_up((pct * 1e4).round() as i64 * VTIME_PER_USEC, MILLION);
-        let mut cost = IoCost {
+        IoCost {
             coefs: [read, write],
             ppm_thr: [MILLION - rppm, MILLION - wppm],
             lat,
@@ -313,7 +321,6 @@ impl IoCost {
             timer_slack: Nanos((period_us * 1000 * TIMER_SLACK_PCT / 100) as u64),
             vrate_min: vrate_bound(p.float("min")),
             vrate_max: vrate_bound(p.float("max")),
-            margins: [0; 3],
             running: false,
             vtime_base_rate: VTIME_PER_USEC,
             vtime_rate: VTIME_PER_USEC,
@@ -335,25 +342,13 @@ impl IoCost {
             periods: 0,
             busy_periods: 0,
             donations: 0,
-        };
-        cost.refresh_margins();
-        cost
+        }
     }
 
-    /// min, low and target margins: 10%, 20% and 50% of a period's vtime.
-    fn refresh_margins(&mut self) {
-        let per = |pct: i64| self.period_us * pct / 100 * self.vtime_base_rate;
-        self.margins = [per(MARGIN_MIN_PCT), per(MARGIN_LOW_PCT), per(MARGIN_TARGET_PCT)];
-    }
-
-    fn margin_min(&self) -> i64 {
-        self.margins[0]
-    }
-    fn margin_low(&self) -> i64 {
-        self.margins[1]
-    }
-    fn margin_target(&self) -> i64 {
-        self.margins[2]
+    /// A margin of `pct`% of a period's vtime at the base rate (the kernel's min 10%, low
+    /// 20% and target 50%).
+    fn margin(&self, pct: i64) -> i64 {
+        self.period_us * pct / 100 * self.vtime_base_rate
     }
 
     /// The device vtime now.
@@ -433,7 +428,7 @@ impl IoCost {
             return;
         }
         let vnow = self.vnow(now);
-        let vtarget = vnow - self.margin_target();
+        let vtarget = vnow - self.margin(MARGIN_TARGET_PCT);
         let g = &mut self.groups[i];
         let shift = vtarget - g.vtime;
         g.vtime += shift;
@@ -485,7 +480,7 @@ impl IoCost {
         let mut cost = abs_cost_to_cost(abs_cost, self.hweights(i).1);
         let margin = vnow - vtime - cost;
         let g = &self.groups[i];
-        if margin >= g.saved_margin || margin >= self.margin_low() || g.inuse == g.active {
+        if margin >= g.saved_margin || margin >= self.margin(MARGIN_LOW_PCT) || g.inuse == g.active {
             return cost;
         }
         let (active, step) = (g.active, div_round_up(g.active * INUSE_ADJ_STEP_PCT, 100));
@@ -498,6 +493,12 @@ impl IoCost {
                 return cost;
             }
         }
+    }
+
+    /// Admits a request no cgroup is charged for (the root's, flushes).
+    fn pass(&mut self, rq: Request, now: Nanos) {
+        self.admitted.insert(rq.id, Admitted { group: None, cost: 0, at: now });
+        self.fifo.push_back(rq);
     }
 
     fn commit(&mut self, i: usize, rq: Request, abs_cost: i64, cost: i64, now: Nanos) {
@@ -537,8 +538,7 @@ impl IoCost {
         let i = self.group_index(&rq);
         let abs_cost = self.abs_cost(i, &rq);
         if abs_cost == 0 {
-            self.admitted.insert(rq.id, Admitted { group: None, cost: 0, at: now });
-            self.fifo.push_back(rq);
+            self.pass(rq, now);
             return;
         }
         self.activate(i, now);
@@ -563,7 +563,7 @@ impl IoCost {
     /// `hweight_after_donation`: the hweight_inuse group `i` keeps, throwing away budget
     /// above the target margin. `hwm` means no donation.
     fn hweight_after_donation(&mut self, i: usize, old_hwi: i64, hwm: i64, usage: i64, vnow: i64) -> i64 {
-        let (min, target) = (self.margin_min(), self.margin_target());
+        let (min, target) = (self.margin(MARGIN_MIN_PCT), self.margin(MARGIN_TARGET_PCT));
         let g = &mut self.groups[i];
         if !g.waiting.is_empty() || g.vtime > vnow - min {
             return hwm;
@@ -582,27 +582,27 @@ impl IoCost {
 
     /// `transfer_surpluses` for a one-level tree: each donor's inuse is set so that its
     /// hweight_inuse is its target; the others keep their weights' ratios.
-    fn transfer_surpluses(&mut self, donors: &mut [(usize, i64, i64)], vnow: i64) {
+    fn transfer_surpluses(&mut self, donors: &mut [Donor], vnow: i64) {
         self.donations += 1;
-        // (index, hweight_active, hweight after donation)
-        let after_sum: i64 = donors.iter().map(|d| d.2).sum();
+        let after_sum: i64 = donors.iter().map(|d| d.after).sum();
         if after_sum >= WEIGHT_ONE {
-            let over_sum: i64 = donors.iter().filter(|d| d.2 > d.1).map(|d| d.2).sum();
+            // scale down those over their full share so that the targets sum under one
+            let over_sum: i64 = donors.iter().filter(|d| d.after > d.hwa).map(|d| d.after).sum();
             let over_target = over_sum - (after_sum - (WEIGHT_ONE - 1));
-            for d in donors.iter_mut().filter(|d| d.2 > d.1) {
-                d.2 = d.2 * over_target / over_sum.max(1);
+            for d in donors.iter_mut().filter(|d| d.after > d.hwa) {
+                d.after = d.after * over_target / over_sum.max(1);
             }
         }
-        let after_sum: i64 = donors.iter().map(|d| d.2).sum();
+        let after_sum: i64 = donors.iter().map(|d| d.after).sum();
         let others_inuse: i64 = (0..self.groups.len())
-            .filter(|&j| self.groups[j].active > 0 && !donors.iter().any(|d| d.0 == j))
+            .filter(|&j| self.groups[j].active > 0 && !donors.iter().any(|d| d.group == j))
             .map(|j| self.groups[j].inuse)
             .sum();
         let new_sum = mul_div_round_up(others_inuse, WEIGHT_ONE, WEIGHT_ONE - after_sum);
-        for &(i, _, after) in donors.iter() {
-            let inuse = mul_div_round_up(new_sum, after, WEIGHT_ONE);
-            let active = self.groups[i].active;
-            self.propagate(i, active, inuse, true, vnow);
+        for d in donors.iter() {
+            let inuse = mul_div_round_up(new_sum, d.after, WEIGHT_ONE);
+            let active = self.groups[d.group].active;
+            self.propagate(d.group, active, inuse, true, vnow);
         }
     }
 
@@ -636,7 +636,7 @@ impl IoCost {
             } else if self.groups[i].active_period != self.cur_period
                 && self.groups[i].done_vtime == self.groups[i].vtime
             {
-                let excess = vnow - self.groups[i].vtime - self.margin_target();
+                let excess = vnow - self.groups[i].vtime - self.margin(MARGIN_TARGET_PCT);
                 if excess > 0 {
                     self.vtime_err -= excess * self.hweights(i).1 / WEIGHT_ONE;
                 }
@@ -654,7 +654,7 @@ impl IoCost {
         // cached values; hweight_max sees the loop's own resets
         let snapshot: Vec<(i64, i64)> = (0..self.groups.len()).map(|i| self.hweights(i)).collect();
         let (mut nr_shortages, mut nr_lagging) = (0, 0);
-        let mut donors: Vec<(usize, i64, i64)> = Vec::new();
+        let mut donors: Vec<Donor> = Vec::new();
         let since_period_us = ((now.saturating_sub(self.period_at)).0 / 1000).max(1) as i64;
         for (i, &(hwa, hwi)) in snapshot.iter().enumerate() {
             let g = &self.groups[i];
@@ -669,7 +669,7 @@ impl IoCost {
             {
                 nr_lagging += 1;
             }
-            if hwi < hwa || (g.waiting.is_empty() && vtime < vnow - self.margin_low()) {
+            if hwi < hwa || (g.waiting.is_empty() && vtime < vnow - self.margin(MARGIN_LOW_PCT)) {
                 let mut usage_us = g.usage_delta_us;
                 if vdone != vtime {
                     let inflight_us = div_round_up(cost_to_abs_cost(vtime - vdone, hwi), self.vtime_base_rate);
@@ -684,7 +684,7 @@ impl IoCost {
                 let hwm = self.hweight_max(i);
                 let new_hwi = self.hweight_after_donation(i, hwi, hwm, usage, vnow);
                 if new_hwi < hwm && hwa >= 2 {
-                    donors.push((i, hwa, new_hwi));
+                    donors.push(Donor { group: i, hwa, after: new_hwi });
                 } else {
                     let active = self.groups[i].active;
                     self.propagate(i, active, active, true, vnow);
@@ -752,7 +752,6 @@ impl IoCost {
             div_round_up(vrate * pct, 100).clamp(self.vrate_min, self.vrate_max)
         };
         self.vtime_base_rate = vrate;
-        self.refresh_margins();
     }
 
     /// `ioc_refresh_vrate`: budget thrown away is made up for by a faster vrate this
@@ -819,8 +818,7 @@ impl Scheduler for IoCost {
         self.run_timers(now);
         if rq.tenant == 0 {
             // the root cgroup is never throttled
-            self.admitted.insert(rq.id, Admitted { group: None, cost: 0, at: now });
-            self.fifo.push_back(rq);
+            self.pass(rq, now);
         } else {
             self.throttle(rq, now);
         }
