@@ -9,6 +9,11 @@ use std::fmt;
 /// A check across a policy's parameters.
 pub type Validate = fn(&Params) -> Result<(), String>;
 
+/// What a policy makes of the cgroups the jobs are in (tenants 1, 2, ... in order, by
+/// name): a warning when they leave it nothing to do, such as a protected cgroup that no
+/// job is in. Engines pass the warning on; the run goes ahead.
+pub type CheckCgroups = fn(&Params, &[&str]) -> Option<String>;
+
 /// Everything known about a policy before building it: the single source for
 /// `--sched` parsing, validation and the `nvsched policies` listing.
 pub struct PolicyInfo {
@@ -26,6 +31,9 @@ pub struct PolicyInfo {
     pub example: &'static str,
     /// Checks across parameters (e.g. one of two must be given).
     pub validate: Option<Validate>,
+    /// For policies that schedule by cgroup: a warning when the jobs' cgroups leave the
+    /// policy nothing to do.
+    pub check_cgroups: Option<CheckCgroups>,
     pub build: fn(&Params) -> Box<dyn Scheduler>,
 }
 
@@ -67,6 +75,16 @@ pub static COMMON_PARAMS: &[ParamSpec] = &[
 /// blk-mq's `none` replaced.
 pub static ALIASES: &[(&str, &str)] = &[("deadline", "mq-deadline"), ("noop", "none")];
 
+/// The jobs' cgroups in words, for [`CheckCgroups`] warnings: "no cgroup",
+/// "1 cgroup (db)", "2 cgroups (a, b)".
+pub(crate) fn cgroup_list(cgroups: &[&str]) -> String {
+    match cgroups.len() {
+        0 => "no cgroup".to_string(),
+        1 => format!("1 cgroup ({})", cgroups[0]),
+        n => format!("{n} cgroups ({})", cgroups.join(", ")),
+    }
+}
+
 /// The policy named `id` or one of its aliases.
 pub fn find(id: &str) -> Option<&'static PolicyInfo> {
     let id = ALIASES.iter().find(|(alias, _)| *alias == id).map_or(id, |(_, real)| real);
@@ -81,6 +99,13 @@ pub struct BuiltPolicy {
     pub params: Params,
     /// The spec as given, normalised (`k2:bound=1`).
     pub spec: String,
+}
+
+impl BuiltPolicy {
+    /// The policy's warning about the jobs' cgroups (tenants 1, 2, ... by name), if any.
+    pub fn check_cgroups(&self, cgroups: &[&str]) -> Option<String> {
+        self.info.check_cgroups.and_then(|check| check(&self.params, cgroups))
+    }
 }
 
 impl fmt::Debug for BuiltPolicy {

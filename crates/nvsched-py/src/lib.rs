@@ -36,7 +36,7 @@ fn choose(
         let warning = theirs.map(|(spec, at)| {
             format!("{at}: the policy object ({}) overrides the job file's ioscheduler={spec}", built.spec)
         });
-        Ok((built, warning))
+        Ok((built, warning.into_iter().collect()))
     });
     Ok((choose, Some(error)))
 }

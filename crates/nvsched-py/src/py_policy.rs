@@ -34,6 +34,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
     host_cost: HostCost { dispatch: Nanos::ZERO, complete: Nanos::ZERO },
     example: "",
     validate: None,
+    check_cgroups: None,
     build: |_: &Params| unreachable!("a Python policy is built from its object"),
 };
 

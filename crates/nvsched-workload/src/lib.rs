@@ -32,5 +32,7 @@ pub use spec::{
     JobSpec, OptionsAsWritten, ParseOptions, Pattern, RateProcess, SyncMode, ThinktimeCounts, UnifiedRw, VerifyFormat,
     DEFAULT_PERCENTILES, OPTIONS,
 };
-pub use tenants::{clone_seed, exit_targets, per_prio_reporting, reporting_groups, wait_for_targets, Tenants};
+pub use tenants::{
+    cgroup_names, clone_seed, exit_targets, per_prio_reporting, reporting_groups, wait_for_targets, Tenants,
+};
 pub use units::{KbBase, SizeOrPercent};

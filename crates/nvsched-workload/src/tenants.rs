@@ -27,6 +27,16 @@ impl Tenants {
     }
 }
 
+/// The cgroups the jobs are in, in tenant order (tenant 1 first), as the engines number
+/// them.
+pub fn cgroup_names(jobs: &[JobSpec]) -> Vec<String> {
+    let mut tenants = Tenants::default();
+    for spec in jobs {
+        tenants.tenant_of(spec);
+    }
+    tenants.named.into_iter().map(|(name, _)| name).collect()
+}
+
 /// For each job, the earlier job it waits for (`wait_for`), by index: the parser checked
 /// the name, so `None` means it waits for none (or for a job `--section` left out).
 pub fn wait_for_targets(jobs: &[JobSpec]) -> Vec<Option<usize>> {

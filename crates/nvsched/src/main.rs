@@ -584,6 +584,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<(), String> {
     if let Some((theirs, at)) = jobs.ioscheduler().map_err(|e| e.to_string())? {
         eprintln!("warning: {at}: ioscheduler={theirs} is not used: sweep runs the policies of --sched");
     }
+    print_warnings(nvsched::sweep::cgroup_warnings(&policies, &jobs));
     if let Some(path) = &args.output {
         check_directory_of("--output", path)?;
     }

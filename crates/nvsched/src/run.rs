@@ -83,27 +83,36 @@ pub fn choose_policy(
     given: Option<&str>,
     given_as: &str,
     jobs: &JobFile,
-) -> Result<(BuiltPolicy, Option<String>), String> {
+) -> Result<(BuiltPolicy, Vec<String>), String> {
     let from_jobs = jobs.ioscheduler().map_err(|e| e.to_string())?;
     let Some(spec) = given else {
-        return match from_jobs {
+        let policy = match from_jobs {
             Some((spec, at)) => nvsched_policy::build(&spec)
-                .map(|p| (p, None))
-                .map_err(|e| JobFileError::new(&at, Some("ioscheduler"), e.to_string()).to_string()),
-            None => Ok((nvsched_policy::build("none").expect("the none policy builds"), None)),
+                .map_err(|e| JobFileError::new(&at, Some("ioscheduler"), e.to_string()).to_string())?,
+            None => nvsched_policy::build("none").expect("the none policy builds"),
         };
+        let warnings = cgroup_warning(&policy, jobs).into_iter().collect();
+        return Ok((policy, warnings));
     };
     let policy = nvsched_policy::build(spec).map_err(|e| format!("{given_as}: {e}"))?;
-    let warning = from_jobs
+    let overridden = from_jobs
         .filter(|(theirs, _)| nvsched_policy::build(theirs).map_or(true, |p| p.spec != policy.spec))
         .map(|(theirs, at)| format!("{at}: {given_as} {} overrides the job file's ioscheduler={theirs}", policy.spec));
-    Ok((policy, warning))
+    let warnings = overridden.into_iter().chain(cgroup_warning(&policy, jobs)).collect();
+    Ok((policy, warnings))
+}
+
+/// The policy's warning when the jobs' cgroups leave it nothing to do (a protected
+/// cgroup no job is in; weights with no cgroups), for every engine and `sweep`.
+pub fn cgroup_warning(policy: &BuiltPolicy, jobs: &JobFile) -> Option<String> {
+    let cgroups = nvsched_workload::cgroup_names(&jobs.jobs);
+    policy.check_cgroups(&cgroups.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 /// How a language binding picks the policy once the jobs are read: from them (their
 /// `ioscheduler=`) and its own arguments, with a warning to pass on, if any. It may build
 /// a policy from outside the registry, such as one written in Python.
-pub type ChoosePolicy<'a> = Box<dyn FnOnce(&JobFile) -> Result<(BuiltPolicy, Option<String>), String> + Send + 'a>;
+pub type ChoosePolicy<'a> = Box<dyn FnOnce(&JobFile) -> Result<(BuiltPolicy, Vec<String>), String> + Send + 'a>;
 
 /// The registry's policy `sched` (as `--sched` takes it), else the job file's
 /// `ioscheduler=`, else `none`, for [`simulate_job_text`] and [`run_device_job_text`].

@@ -126,6 +126,19 @@ pub fn check_policies(policies: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// Each policy's warning about the jobs' cgroups (see [`crate::run::cgroup_warning`]),
+/// once per policy.
+pub fn cgroup_warnings(policies: &[String], jobs: &JobFile) -> Vec<String> {
+    let mut warnings: Vec<String> = Vec::new();
+    for p in policies {
+        let policy = nvsched_policy::build(p).expect("check_policies built every policy");
+        if let Some(w) = crate::run::cgroup_warning(&policy, jobs).filter(|w| !warnings.contains(w)) {
+            warnings.push(w);
+        }
+    }
+    warnings
+}
+
 /// Simulates `jobs` under each policy once per seed, in parallel; runs in the order
 /// (policy, seed).
 pub fn run(

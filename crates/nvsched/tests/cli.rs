@@ -522,6 +522,58 @@ fn errors_name_what_is_wrong() {
 }
 
 #[test]
+fn a_policy_with_nothing_to_do_among_the_jobs_cgroups_says_so() {
+    let job = |name: &str, cgroups: &[&str]| {
+        let mut text = "[global]\nrw=randread\nbs=4k\nsize=64m\nruntime=20ms\ntime_based=1\n".to_string();
+        for (i, c) in cgroups.iter().enumerate() {
+            text += &format!("[j{i}]\ncgroup={c}\n");
+        }
+        if cgroups.is_empty() {
+            text += "[alone]\n";
+        }
+        temp_job(name, &text)
+    };
+    let stderr = |args: &[&str]| {
+        let out = nvsched(args);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stderr).unwrap()
+    };
+    let two = job("two-cgroups.fio", &["db", "batch"]);
+    let two = two.to_str().unwrap();
+    let err = stderr(&["run", two, "-q", "--sched", "iolatency:target=1ms,tenant=3"]);
+    assert!(
+        err.contains("warning: policy 'iolatency': tenant=3 protects the jobs' cgroup number 3, but they are in 2 cgroups (db, batch)"),
+        "{err}"
+    );
+    // a cgroup that is there, and policies that need none, say nothing
+    for sched in ["iolatency:target=1ms,tenant=2", "iocost", "mts", "none"] {
+        assert!(!stderr(&["run", two, "-q", "--sched", sched]).contains("warning"), "{sched}");
+    }
+
+    // sweep warns once per policy, before its runs
+    let none = job("no-cgroups.fio", &[]);
+    let err = stderr(&[
+        "sweep",
+        none.to_str().unwrap(),
+        "-q",
+        "--sched",
+        "iocost",
+        "--sched",
+        "iocost:rpct=90",
+        "--sched",
+        "mts",
+    ]);
+    assert_eq!(err.matches("policy 'iocost': no job sets cgroup=").count(), 1, "{err}");
+    assert!(
+        err.contains("policy 'mts': the jobs are in no cgroup; it rescales slices between two or more tenants"),
+        "{err}"
+    );
+    let one = job("one-cgroup.fio", &["db"]);
+    let err = stderr(&["run", one.to_str().unwrap(), "-q", "--sched", "mts"]);
+    assert!(err.contains("policy 'mts': the jobs are in 1 cgroup (db)"), "{err}");
+}
+
+#[test]
 fn the_job_files_ioscheduler_chooses_the_policy_unless_sched_is_given() {
     let text = std::fs::read_to_string(short_k2_mix()).unwrap();
     let with = |line: &str| temp_job("iosched.fio", &text.replacen("[global]\n", &format!("[global]\n{line}\n"), 1));

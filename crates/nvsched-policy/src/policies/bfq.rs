@@ -124,6 +124,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
     host_cost: HostCost { dispatch: Nanos(1_200), complete: Nanos(700) },
     example: "bfq:low_latency=0",
     validate: None,
+    check_cgroups: None,
     build: |p: &Params| Box::new(Bfq::from_params(p)),
 };
 

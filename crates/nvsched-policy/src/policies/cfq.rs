@@ -58,6 +58,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
     host_cost: HostCost { dispatch: Nanos(900), complete: Nanos(400) },
     example: "cfq",
     validate: None,
+    check_cgroups: None,
     build: |p: &Params| Box::new(Cfq::from_params(p)),
 };
 

@@ -7,7 +7,8 @@
 //! `rt/io.latency: target=T` beside an `other/` cgroup without a target. With `tenant=N`
 //! the protected group is tenant N (the Nth `cgroup` of the job file) and every other
 //! cgroup is a sibling group with its own depth; requests outside any cgroup belong to
-//! the root, which io.latency never throttles.
+//! the root, which io.latency never throttles. A `tenant=N` beyond the jobs' cgroups
+//! protects nothing and throttles nothing; `check_cgroups` warns of it.
 //!
 //! Control law, as in the kernel for a non-rotational device:
 //! - The protected group's requests are timed from submission to completion; one that
@@ -37,7 +38,7 @@
 //! groups, and several protected groups with different targets.
 
 use crate::params::{ParamKind, ParamSpec, Params};
-use crate::registry::PolicyInfo;
+use crate::registry::{cgroup_list, PolicyInfo};
 use crate::scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler, TimeSeries};
 use crate::{Nanos, Op, PrioClass, Request};
 use std::collections::VecDeque;
@@ -82,6 +83,15 @@ pub static INFO: PolicyInfo = PolicyInfo {
         } else {
             Err("policy 'iolatency' needs target=DURATION, the protected group's latency target".into())
         }
+    }),
+    check_cgroups: Some(|p: &Params, cgroups: &[&str]| {
+        let tenant = p.uint("tenant") as usize;
+        (tenant > cgroups.len()).then(|| {
+            format!(
+                "policy 'iolatency': tenant={tenant} protects the jobs' cgroup number {tenant}, but they are in {}: no group is protected, so none is throttled",
+                cgroup_list(cgroups)
+            )
+        })
     }),
     build: |p: &Params| Box::new(IoLatency::from_params(p)),
 };

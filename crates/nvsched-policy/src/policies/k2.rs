@@ -59,6 +59,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
     host_cost: HostCost { dispatch: Nanos(150), complete: Nanos(100) },
     example: "k2:bound=4",
     validate: None,
+    check_cgroups: None,
     build: |p: &Params| Box::new(K2::from_params(p)),
 };
 

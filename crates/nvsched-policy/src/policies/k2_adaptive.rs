@@ -134,6 +134,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
     host_cost: HostCost { dispatch: Nanos(150), complete: Nanos(120) },
     example: "k2-adaptive:target_p999=500us",
     validate: Some(|p: &Params| K2Adaptive::validate(p)),
+    check_cgroups: None,
     build: |p: &Params| Box::new(K2Adaptive::from_params(p)),
 };
 

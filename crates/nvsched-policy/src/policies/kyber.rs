@@ -39,6 +39,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
     host_cost: HostCost { dispatch: Nanos(250), complete: Nanos(250) },
     example: "kyber",
     validate: None,
+    check_cgroups: None,
     build: |p: &Params| Box::new(Kyber::from_params(p)),
 };
 

@@ -61,6 +61,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
     host_cost: HostCost { dispatch: Nanos(400), complete: Nanos(150) },
     example: "mq-deadline",
     validate: None,
+    check_cgroups: None,
     build: |p: &Params| Box::new(MqDeadline::from_params(p)),
 };
 

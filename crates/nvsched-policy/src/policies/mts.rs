@@ -7,7 +7,7 @@
 
 use crate::params::{ParamKind, ParamSpec, Params};
 use crate::policies::cfq::{self, Cfq};
-use crate::registry::PolicyInfo;
+use crate::registry::{cgroup_list, PolicyInfo};
 use crate::scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler, TimeSeries};
 use crate::{Nanos, Request};
 use std::collections::{BTreeMap, VecDeque};
@@ -54,6 +54,14 @@ pub static INFO: PolicyInfo = PolicyInfo {
     host_cost: HostCost { dispatch: Nanos(950), complete: Nanos(450) },
     example: "mts",
     validate: None,
+    check_cgroups: Some(|_: &Params, cgroups: &[&str]| {
+        (cgroups.len() < 2).then(|| {
+            format!(
+                "policy 'mts': the jobs are in {}; it rescales slices between two or more tenants, so here it runs as cfq",
+                cgroup_list(cgroups)
+            )
+        })
+    }),
     build: |p: &Params| Box::new(Mts::from_params(p)),
 };
 

@@ -18,6 +18,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
     host_cost: HostCost { dispatch: Nanos::ZERO, complete: Nanos::ZERO },
     example: "none",
     validate: None,
+    check_cgroups: None,
     build: |_: &Params| Box::new(NoneFifo::default()),
 };
 

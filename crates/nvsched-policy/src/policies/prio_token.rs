@@ -40,6 +40,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
     host_cost: HostCost { dispatch: Nanos(3_500), complete: Nanos(2_700) },
     example: "prio-token",
     validate: None,
+    check_cgroups: None,
     build: |p: &Params| Box::new(PrioToken::from_params(p)),
 };
 

@@ -65,6 +65,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
     host_cost: HostCost { dispatch: Nanos(400), complete: Nanos(300) },
     example: "tabs",
     validate: None,
+    check_cgroups: None,
     build: |p: &Params| Box::new(Tabs::from_params(p)),
 };
 

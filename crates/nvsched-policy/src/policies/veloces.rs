@@ -42,6 +42,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
     host_cost: HostCost { dispatch: Nanos(350), complete: Nanos(150) },
     example: "veloces",
     validate: None,
+    check_cgroups: None,
     build: |p: &Params| Box::new(Veloces::from_params(p)),
 };
 
