@@ -152,6 +152,34 @@ fn iocost_shares_by_weight_once_a_latency_target_says_the_device_is_busy() {
     assert!(out.policy.series("hweight:tenant1").is_some() && out.policy.series("hweight:tenant2").is_some());
 }
 
+/// `iocost:autop=auto` starts, as a freshly booted kernel, on the default SSD set, whose
+/// model (8.5K IOPS) holds this 250K-IOPS drive's two cgroups to their 4:1 weights at a
+/// fraction of its speed, and moves to the fast set 10 s after vrate has passed 500%.
+#[test]
+fn iocost_autop_starts_on_the_default_set_and_moves_to_the_fast_one() {
+    let bw = |jobs: &[JobStats], i: usize| jobs[i].dirs[0].io_bytes as f64;
+    let first_second = example("iocost-weights.fio", "1");
+    let (fast, _) = run(&first_second, "iocost", "970evoplus-250g", &[], &mut NoObserver);
+    let (auto, out) = run(&first_second, "iocost:autop=auto", "970evoplus-250g", &[], &mut NoObserver);
+    let ratio = bw(&auto, 0) / bw(&auto, 1);
+    assert!((3.6..4.4).contains(&ratio), "weights 4:1 under the default set's model: {ratio:.2}");
+    assert!(total_bw(&auto, 0) < 0.1 * total_bw(&fast, 0), "the default set's model is 30x too slow");
+    assert_eq!((out.policy.get("autop_fast"), out.policy.get("period_us")), (Some(0.0), Some(50_000.0)));
+
+    let (_, out) =
+        run(&example("iocost-weights.fio", "14"), "iocost:autop=auto", "970evoplus-250g", &[], &mut NoObserver);
+    assert_eq!(out.policy.get("autop_switches"), Some(1.0));
+    assert_eq!((out.policy.get("autop_fast"), out.policy.get("period_us")), (Some(1.0), Some(10_000.0)));
+    let vrate = &out.policy.series("vrate").unwrap().points;
+    let past_500 = vrate.iter().find(|p| p.1 >= 500.0).expect("vrate passed 500%").0;
+    let reset = vrate.iter().find(|p| p.0 > past_500 && p.1 == 100.0).expect("vrate back at 100%").0;
+    assert!(
+        (10_000_000_000..10_100_000_000).contains(&(reset - past_500)),
+        "switched {} ns after 500%",
+        reset - past_500
+    );
+}
+
 /// `tune iocost` fits the model to the drive: with it, vrate pinned at 100% (max=100)
 /// holds the 4:1 weights and loses no bandwidth, where the kernel's fast-SSD set (three
 /// times too optimistic for this drive) throttles nobody.

@@ -12,7 +12,7 @@
 //! - **Cost.** A read or write costs a base (random when it starts more than 16 MiB from
 //!   where the cgroup's last one ended, else sequential) plus a per-4-KiB-page cost, both
 //!   from the model's `rbps`/`rseqiops`/`rrandiops` and `w...` (defaults: the kernel's
-//!   built-in set for fast SSDs). Flushes and discards cost nothing and pass.
+//!   built-in set for fast SSDs, see `autop`). Flushes and discards cost nothing and pass.
 //! - **Budget.** The device vtime advances at `vrate` (100%: one second per second). A
 //!   cgroup is charged cost / its hierarchical weight in use (hweight_inuse), and may issue
 //!   while its own vtime stays behind the device's; otherwise its requests wait, in order,
@@ -34,14 +34,22 @@
 //! - **Snap-back.** A donor whose budget runs low takes its weight back, in steps of a
 //!   quarter, when it issues; one that has to wait gets it all back at once.
 //!
+//! - **Parameter sets** (`autop`). The kernel starts every SSD on its default set
+//!   (SSD_DFL: 8.5K random read IOPS, 25 ms latency targets) and moves to the fast set
+//!   (SSD_FAST: 778K IOPS, 5 ms) once vrate has stayed at 500% or more for 10 s, back once it
+//!   has stayed at 10% or less for 10 s, starting vrate again at 100% at each move; a
+//!   model or QoS written by the user stops the moves. `autop=auto` does that; the default,
+//!   `fast`, starts where the kernel settles on a fast NVMe drive; `dfl` stays on the
+//!   default set.
+//!
 //! On NVMe the device queue rarely fills, so with the default QoS nothing slows vrate down:
 //! cgroups short of budget push it up until nobody is throttled, and the weights stop
 //! mattering. The kernel's answer, and nvsched's, is a cost model fitted to the device
 //! (`rbps=...`) or latency QoS (`rpct=95,rlat=...`).
 //!
 //! Left out: debt and the induced delay (they charge I/O issued as root on a cgroup's
-//! behalf, such as swap, which the simulator has none of), the automatic switch between the
-//! kernel's parameter sets, merges' charging, and nested cgroups.
+//! behalf, such as swap, which the simulator has none of), merges' charging, and nested
+//! cgroups.
 
 use crate::params::{ParamKind, ParamSpec, Params};
 use crate::registry::PolicyInfo;
@@ -51,10 +59,19 @@ use std::collections::{HashMap, VecDeque};
 
 pub const PARAMS: &[ParamSpec] = &[
     ParamSpec {
+        name: "autop",
+        kind: ParamKind::Choice(&["fast", "dfl", "auto"]),
+        default: "fast",
+        help: "the kernel's built-in set that the model and rlat/wlat come from where not given: fast (SSD_FAST, \
+               where the kernel settles on a fast NVMe drive), dfl (SSD_DFL, where it starts on any SSD), auto \
+               (start at dfl; to fast after 10 s at vrate >= 500%, back after 10 s at <= 10%, resetting vrate \
+               to 100%; as in the kernel, only while no model or QoS parameter is given)",
+    },
+    ParamSpec {
         name: "rbps",
         kind: ParamKind::Rate { min: 4096.0, max: 1e13 },
         default: "3102524156",
-        help: "cost model: sequential read bandwidth (io.cost.model rbps=; default: the kernel's fast-SSD set)",
+        help: "cost model: sequential read bandwidth (io.cost.model rbps=). The six model defaults shown are autop=fast's; autop=dfl and auto start from rbps 488636629, rseqiops 8932, rrandiops 8518, wbps 427891549, wseqiops 28755, wrandiops 21940",
     },
     ParamSpec {
         name: "rseqiops",
@@ -96,7 +113,7 @@ pub const PARAMS: &[ParamSpec] = &[
         name: "rlat",
         kind: ParamKind::Duration { min: Nanos::from_us(1), max: Nanos::from_secs(10) },
         default: "5ms",
-        help: "QoS: read latency target, from admission to completion less the size cost",
+        help: "QoS: read latency target, from admission to completion less the size cost (autop=dfl: 25ms)",
     },
     ParamSpec {
         name: "wpct",
@@ -108,7 +125,7 @@ pub const PARAMS: &[ParamSpec] = &[
         name: "wlat",
         kind: ParamKind::Duration { min: Nanos::from_us(1), max: Nanos::from_secs(10) },
         default: "5ms",
-        help: "QoS: write latency target",
+        help: "QoS: write latency target (autop=dfl: 25ms)",
     },
     ParamSpec {
         name: "min",
@@ -133,8 +150,9 @@ pub static INFO: PolicyInfo = PolicyInfo {
             period (2 x max(rlat, wlat), 1 ms..1 s) idle cgroups leave, under-users donate \
             (usage / (1 - 50% + budget left)), and vrate falls when slots are waited for \
             over 5% of the period or QoS misses exceed 100-rpct%, rises when cgroups are \
-            short and targets are met. No debt or delay, no automatic parameter switch, \
-            no nesting.",
+            short and targets are met. Defaults: the kernel's fast-SSD set (autop=fast); \
+            autop=auto starts on its default SSD set and switches as the kernel does. No \
+            debt or delay, no nesting.",
     params: PARAMS,
     // an estimate: the kernel computes a cost and, rarely, walks the weights at each
     // submission, and counts each completion against its latency target
@@ -205,6 +223,48 @@ fn cost_to_abs_cost(cost: i64, hw_inuse: i64) -> i64 {
     mul_div_round_up(cost, hw_inuse, WEIGHT_ONE)
 }
 
+/// The kernel's built-in parameter sets for a queueing non-rotational device (`autop[]`):
+/// both leave the QoS percentiles at 0 and vrate free from 1% to 10000%.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum ParamSet {
+    /// `AUTOP_SSD_DFL`, where the kernel starts on any SSD.
+    SsdDfl,
+    /// `AUTOP_SSD_FAST`, where it moves after 10 s at 5x the DFL model.
+    SsdFast,
+}
+
+/// A set's cost model, in the order of [`MODEL_PARAMS`], and its rlat = wlat.
+struct SetValues {
+    model: [f64; 6],
+    lat: Nanos,
+}
+
+/// The cost model's parameters: bytes/s, sequential IOPS, random IOPS; reads, writes.
+const MODEL_PARAMS: [&str; 6] = ["rbps", "rseqiops", "rrandiops", "wbps", "wseqiops", "wrandiops"];
+/// The parameters of `io.cost.qos`: giving any of them stops the automatic switch.
+const QOS_PARAMS: [&str; 6] = ["rpct", "rlat", "wpct", "wlat", "min", "max"];
+/// A set's vrate must stay past its switch threshold this long (`AUTOP_CYCLE_NSEC`).
+const AUTOP_CYCLE: Nanos = Nanos::from_secs(10);
+/// vrate, in %, at or above which the DFL set is too slow a model: switch to FAST.
+const DFL_TOO_FAST_VRATE_PCT: i64 = 500;
+/// vrate, in %, at or below which the FAST set is too fast a model: back to DFL.
+const FAST_TOO_SLOW_VRATE_PCT: i64 = 10;
+
+impl ParamSet {
+    fn values(self) -> SetValues {
+        match self {
+            ParamSet::SsdDfl => SetValues {
+                model: [488_636_629.0, 8_932.0, 8_518.0, 427_891_549.0, 28_755.0, 21_940.0],
+                lat: Nanos::from_ms(25),
+            },
+            ParamSet::SsdFast => SetValues {
+                model: [3_102_524_156.0, 724_816.0, 778_122.0, 1_742_780_862.0, 425_702.0, 443_193.0],
+                lat: Nanos::from_ms(5),
+            },
+        }
+    }
+}
+
 /// The linear model's coefficients for one direction, in vtime.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Coefs {
@@ -269,6 +329,13 @@ struct Admitted {
 
 #[derive(Debug)]
 pub struct IoCost {
+    params: Params,
+    set: ParamSet,
+    /// `autop=auto` and no model or QoS parameter given: the set follows vrate.
+    autop: bool,
+    too_fast_at: Option<Nanos>,
+    too_slow_at: Option<Nanos>,
+    autop_switches: u64,
     coefs: [Coefs; 2],
     /// QoS: allowed miss fraction in ppm (read, write), latency targets.
     ppm_thr: [i64; 2],
@@ -308,25 +375,23 @@ pub struct IoCost {
 
 impl IoCost {
     pub fn from_params(p: &Params) -> IoCost {
-        let read = Coefs::new(p.float("rbps"), p.uint("rseqiops"), p.uint("rrandiops"));
-        let write = Coefs::new(p.float("wbps"), p.uint("wseqiops"), p.uint("wrandiops"));
-        let ppm = |name: &str| (p.float(name) * 1e4).round() as i64;
-        let (rppm, wppm) = (ppm("rpct"), ppm("wpct"));
-        let lat = [p.duration("rlat"), p.duration("wlat")];
-        // `ioc_refresh_period_us`: a multiple of the larger latency target
-        let (pick_ppm, pick_lat) = if lat[0] >= lat[1] { (rppm, lat[0]) } else { (wppm, lat[1]) };
-        let multi = if pick_ppm > 0 { ((MILLION - pick_ppm) / 50_000).max(2) } else { 2 };
-        let period_us = (multi * (pick_lat.0 / 1000) as i64).clamp(MIN_PERIOD_US, MAX_PERIOD_US);
-        let vrate_bound = |pct: f64| div_round_up((pct * 1e4).round() as i64 * VTIME_PER_USEC, MILLION);
-        IoCost {
-            coefs: [read, write],
-            ppm_thr: [MILLION - rppm, MILLION - wppm],
-            lat,
-            qos_enabled: rppm > 0 || wppm > 0,
-            period_us,
-            timer_slack: Nanos((period_us * 1000 * TIMER_SLACK_PCT / 100) as u64),
-            vrate_min: vrate_bound(p.float("min")),
-            vrate_max: vrate_bound(p.float("max")),
+        let set = if p.choice("autop") == "fast" { ParamSet::SsdFast } else { ParamSet::SsdDfl };
+        let user_set = MODEL_PARAMS.iter().chain(&QOS_PARAMS).any(|name| p.is_given(name));
+        let mut policy = IoCost {
+            params: p.clone(),
+            set,
+            autop: p.choice("autop") == "auto" && !user_set,
+            too_fast_at: None,
+            too_slow_at: None,
+            autop_switches: 0,
+            coefs: [Coefs::new(1.0, 1, 1); 2],
+            ppm_thr: [MILLION; 2],
+            lat: [Nanos::ZERO; 2],
+            qos_enabled: false,
+            period_us: MIN_PERIOD_US,
+            timer_slack: Nanos::ZERO,
+            vrate_min: 0,
+            vrate_max: 0,
             running: false,
             vtime_base_rate: VTIME_PER_USEC,
             vtime_rate: VTIME_PER_USEC,
@@ -348,6 +413,76 @@ impl IoCost {
             periods: 0,
             busy_periods: 0,
             donations: 0,
+        };
+        policy.apply_set(set);
+        policy
+    }
+
+    /// `ioc_refresh_params`' second half: the model, QoS, period and vrate bounds from the
+    /// parameters given, the rest from `set`.
+    fn apply_set(&mut self, set: ParamSet) {
+        let p = &self.params;
+        let values = set.values();
+        let model: [f64; 6] = std::array::from_fn(|k| {
+            let name = MODEL_PARAMS[k];
+            match (p.is_given(name), k % 3) {
+                (false, _) => values.model[k],
+                (true, 0) => p.float(name),
+                (true, _) => p.uint(name) as f64,
+            }
+        });
+        let read = Coefs::new(model[0], model[1] as u64, model[2] as u64);
+        let write = Coefs::new(model[3], model[4] as u64, model[5] as u64);
+        let ppm = |name: &str| (p.float(name) * 1e4).round() as i64;
+        let (rppm, wppm) = (ppm("rpct"), ppm("wpct"));
+        let lat_of = |name: &str| if p.is_given(name) { p.duration(name) } else { values.lat };
+        let lat = [lat_of("rlat"), lat_of("wlat")];
+        // `ioc_refresh_period_us`: a multiple of the larger latency target
+        let (pick_ppm, pick_lat) = if lat[0] >= lat[1] { (rppm, lat[0]) } else { (wppm, lat[1]) };
+        let multi = if pick_ppm > 0 { ((MILLION - pick_ppm) / 50_000).max(2) } else { 2 };
+        let period_us = (multi * (pick_lat.0 / 1000) as i64).clamp(MIN_PERIOD_US, MAX_PERIOD_US);
+        let vrate_bound = |pct: f64| div_round_up((pct * 1e4).round() as i64 * VTIME_PER_USEC, MILLION);
+        self.set = set;
+        self.coefs = [read, write];
+        self.ppm_thr = [MILLION - rppm, MILLION - wppm];
+        self.lat = lat;
+        self.qos_enabled = rppm > 0 || wppm > 0;
+        self.period_us = period_us;
+        self.timer_slack = Nanos((period_us * 1000 * TIMER_SLACK_PCT / 100) as u64);
+        self.vrate_min = vrate_bound(p.float("min"));
+        self.vrate_max = vrate_bound(p.float("max"));
+    }
+
+    /// `ioc_autop_idx` and the switch in `ioc_refresh_params`, at a period's end: a set
+    /// whose vrate has stayed past its threshold for 10 s gives way to the other, and
+    /// vrate starts again from 100%.
+    fn refresh_params(&mut self, now: Nanos) {
+        if !self.autop {
+            return;
+        }
+        let vrate_pct = self.vtime_base_rate * 100 / VTIME_PER_USEC;
+        let past = |since: &mut Option<Nanos>, beyond: bool| -> bool {
+            if !beyond {
+                *since = None;
+                return false;
+            }
+            now.saturating_sub(*since.get_or_insert(now)) >= AUTOP_CYCLE
+        };
+        let next = match self.set {
+            ParamSet::SsdDfl => {
+                past(&mut self.too_fast_at, vrate_pct >= DFL_TOO_FAST_VRATE_PCT).then_some(ParamSet::SsdFast)
+            }
+            ParamSet::SsdFast => {
+                past(&mut self.too_slow_at, vrate_pct <= FAST_TOO_SLOW_VRATE_PCT).then_some(ParamSet::SsdDfl)
+            }
+        };
+        if let Some(set) = next {
+            self.vtime_base_rate = VTIME_PER_USEC;
+            self.vtime_rate = VTIME_PER_USEC;
+            self.too_fast_at = None;
+            self.too_slow_at = None;
+            self.autop_switches += 1;
+            self.apply_set(set);
         }
     }
 
@@ -729,6 +864,7 @@ impl IoCost {
             self.busy_periods += 1;
         }
         self.adjust_base_vrate(nr_lagging);
+        self.refresh_params(now);
 
         self.cur_period += 1;
         if self.groups.iter().any(|g| g.active > 0) {
@@ -883,6 +1019,8 @@ impl Scheduler for IoCost {
             .counter("busy_periods", self.busy_periods as f64)
             .counter("donations", self.donations as f64)
             .counter("vrate_pct", self.vtime_base_rate as f64 * 100.0 / VTIME_PER_USEC as f64)
+            .counter("autop_fast", f64::from(u8::from(self.set == ParamSet::SsdFast)))
+            .counter("autop_switches", self.autop_switches as f64)
             .with_series(self.vrate_series.held_until(self.last_seen));
         for g in &self.groups {
             r = r
@@ -948,6 +1086,84 @@ mod tests {
         assert_eq!(p.period_us, 10_000, "2 x 5 ms");
         assert_eq!(policy("rpct=50,rlat=1ms").period_us, 10_000, "10 x at p50");
         assert_eq!(policy("rlat=100us,wlat=100us").period_us, MIN_PERIOD_US);
+    }
+
+    /// Keeps `depth` requests of one cgroup queued for `duration`, in steps of `step`, on a
+    /// device that completes each at once but makes it wait `slot_wait` for a slot first.
+    fn saturate(p: &mut IoCost, duration: Nanos, step: Nanos, depth: usize, slot_wait: Nanos, next_id: &mut u64) {
+        let end = p.last_seen.max(Nanos(1)) + duration;
+        let mut now = end - duration;
+        while now < end {
+            while p.queued() < depth {
+                *next_id += 1;
+                p.insert(Request { submit_time: now, ..rd(*next_id, 1, 100) }, now);
+            }
+            while let Some(rq) = p.dispatch(now, VIEW) {
+                let at = now + slot_wait;
+                p.complete(&Completion { rq: &rq, dispatched_at: at, now: at, dispatched_by_policy: true });
+            }
+            now += step;
+        }
+    }
+
+    /// When vrate first reached `pct`% and when it next came back to 100% from above.
+    fn vrate_reached_and_reset(p: &IoCost, pct: f64) -> (Nanos, Option<Nanos>) {
+        let points = &p.vrate_series.points;
+        let first = points.iter().position(|&(_, v)| v >= pct).expect("vrate reached the threshold");
+        let reset = points[first..].iter().find(|&&(_, v)| v == 100.0).map(|&(at, _)| Nanos(at));
+        (Nanos(points[first].0), reset)
+    }
+
+    #[test]
+    fn the_dfl_set_is_the_kernels_default_ssd_model() {
+        let p = policy("autop=dfl");
+        assert_eq!(p.set, ParamSet::SsdDfl);
+        assert_eq!(p.period_us, 50_000, "2 x 25 ms");
+        // a 4 KiB random read: 1 s / 8518 IOPS, about 117 us of device time
+        assert_eq!((p.coefs[0].page + p.coefs[0].randio) / VTIME_PER_USEC, 117);
+        // what is given wins over the set
+        let p = policy("autop=dfl,rbps=4096000000,rrandiops=250000,rlat=1ms");
+        assert_eq!((p.coefs[0].page + p.coefs[0].randio) / VTIME_PER_USEC, 4);
+        // the set's rbps where only the IOPS are given: a page alone costs 8.4 us
+        assert_eq!(policy("autop=dfl,rrandiops=250000").coefs[0].page / VTIME_PER_USEC, 8);
+        assert_eq!((p.lat, p.period_us), ([Nanos::from_ms(1), Nanos::from_ms(25)], 50_000));
+    }
+
+    #[test]
+    fn auto_moves_to_the_fast_set_after_ten_seconds_at_five_times_the_dfl_model() {
+        let mut p = policy("autop=auto");
+        let mut id = 0;
+        // one cgroup always short of budget: vrate climbs past 500% within a few seconds
+        saturate(&mut p, Nanos::from_secs(16), Nanos::from_us(200), 256, Nanos::ZERO, &mut id);
+        let (past_500, reset) = vrate_reached_and_reset(&p, 500.0);
+        let reset = reset.expect("vrate starts again from 100% after the switch");
+        assert!(past_500 < Nanos::from_secs(5), "vrate 500% at {past_500}");
+        // checked at period ends (50 ms at DFL)
+        let after = reset - past_500;
+        assert!(after >= AUTOP_CYCLE && after <= AUTOP_CYCLE + Nanos::from_ms(100), "switched {after} after 500%");
+        assert_eq!((p.set, p.autop_switches, p.period_us), (ParamSet::SsdFast, 1, 10_000));
+
+        // given a model or QoS parameter, the kernel keeps the set it has: no switch
+        for list in ["autop=auto,rpct=0", "autop=auto,rbps=1000000000", "autop=dfl"] {
+            let mut p = policy(list);
+            saturate(&mut p, Nanos::from_secs(16), Nanos::from_us(200), 256, Nanos::ZERO, &mut id);
+            assert_eq!((p.set, p.autop_switches), (ParamSet::SsdDfl, 0), "{list}");
+        }
+    }
+
+    #[test]
+    fn auto_goes_back_to_the_dfl_set_after_ten_seconds_at_a_tenth_of_the_fast_model() {
+        let mut p = policy("autop=auto");
+        p.apply_set(ParamSet::SsdFast);
+        let mut id = 0;
+        // every request waits 1 ms for a device slot, 10% of each 10 ms period: busy
+        saturate(&mut p, Nanos::from_secs(12), Nanos::from_ms(2), 8, Nanos::from_ms(1), &mut id);
+        assert_eq!((p.set, p.autop_switches, p.period_us), (ParamSet::SsdDfl, 1, 50_000));
+        let points = &p.vrate_series.points;
+        let low = points.iter().position(|&(_, v)| v <= 10.0).expect("vrate fell to 10%");
+        let back = points[low..].iter().find(|&&(_, v)| v == 100.0).expect("vrate reset to 100%");
+        let after = Nanos(back.0) - Nanos(points[low].0);
+        assert!(after >= AUTOP_CYCLE && after <= AUTOP_CYCLE + Nanos::from_ms(20), "switched {after} after 10%");
     }
 
     #[test]
