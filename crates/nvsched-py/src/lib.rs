@@ -241,6 +241,42 @@ fn tune_choose(rows: Vec<TuneRow>, objective: &str) -> PyResult<(Option<u32>, St
     Ok((chosen, why, nvsched::tune::table(&rows, chosen)))
 }
 
+/// A fitted io.cost model: [(coefficient, value)], the `--sched` value, the
+/// `io.cost.model` line, the table.
+type IocostModel = (Vec<(String, u64)>, String, String, String);
+
+/// io.cost's cost model for the job's drive, as `nvsched tune iocost` measures it.
+#[pyfunction]
+#[pyo3(signature = (job_text, source, vars, device, device_set, precondition, seconds, numjobs))]
+#[allow(clippy::too_many_arguments)]
+fn tune_iocost(
+    py: Python<'_>,
+    job_text: String,
+    source: String,
+    vars: Vec<(String, String)>,
+    device: String,
+    device_set: Vec<(String, String)>,
+    precondition: Option<String>,
+    seconds: u32,
+    numjobs: u32,
+) -> PyResult<IocostModel> {
+    if seconds == 0 || numjobs == 0 {
+        return Err(PyValueError::new_err("seconds and numjobs must be at least 1"));
+    }
+    py.detach(move || {
+        let (_, profile) = nvsched::run::load_job_text(&job_text, &source, &vars, &device, device_set, precondition)?;
+        let model = nvsched::iocost_model::measure(&profile, seconds, numjobs, false)?;
+        let values = model.iter().map(|c| (c.name.to_string(), c.value)).collect();
+        Ok((
+            values,
+            nvsched::iocost_model::sched_spec(&model),
+            nvsched::iocost_model::model_line(&model),
+            nvsched::iocost_model::table(&model),
+        ))
+    })
+    .map_err(|e: String| PyValueError::new_err(e))
+}
+
 /// The experiments directory reproductions are read from (`NVSCHED_EXPERIMENTS`, else
 /// `./experiments`, else the source tree's).
 #[pyfunction]
@@ -289,6 +325,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_build_fingerprint, m)?)?;
     m.add_function(wrap_pyfunction!(tune_measure, m)?)?;
     m.add_function(wrap_pyfunction!(tune_choose, m)?)?;
+    m.add_function(wrap_pyfunction!(tune_iocost, m)?)?;
     m.add_function(wrap_pyfunction!(repro_plan, m)?)?;
     m.add_function(wrap_pyfunction!(repro_simulate, m)?)?;
     m.add_function(wrap_pyfunction!(repro_store, m)?)?;

@@ -236,3 +236,17 @@ def test_tuning_over_seeds_chooses_on_the_means_as_the_command_line_does():
     assert out.startswith(t["table"] + "\n" + t["why"])
     with pytest.raises(ValueError, match="seeds"):
         sw.tune_k2(K2_JOB, "latency:50%", bounds=[1], seeds=[], vars=SHORT)
+
+
+def test_tune_iocost_fits_the_model_the_command_line_prints():
+    weights = ROOT / "examples" / "iocost-weights.fio"
+    out = subprocess.run([str(cli()), "tune", "iocost", str(weights), "--seconds", "1", "-q"],
+                         check=True, capture_output=True, text=True).stdout
+    t = nvsched.tune_iocost(weights, seconds=1)
+    assert list(t["model"]) == ["rbps", "rseqiops", "rrandiops", "wbps", "wseqiops", "wrandiops"]
+    assert out.startswith(t["table"])
+    assert t["model_line"] in out and f"Use: --sched {t['sched']}" in out
+    # the fitted model runs
+    assert nvsched.run(weights, t["sched"] + ",max=100")["nvsched"]["policy"]["spec"].startswith("iocost:")
+    with pytest.raises(ValueError, match="at least 1"):
+        nvsched.tune_iocost(weights, seconds=0)

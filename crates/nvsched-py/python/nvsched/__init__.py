@@ -32,7 +32,8 @@ __version__ = _native.__version__
 # interpreter that loads it.
 _so = os.stat(_native.__file__)
 _native.set_build_fingerprint(f"python-extension {_so.st_size}:{_so.st_mtime_ns}")
-__all__ = ["run", "run_device", "check_policy", "policies", "devices", "experiments", "experiment_cell", "summary", "JobInput", "Request"]
+__all__ = ["run", "run_device", "check_policy", "tune_iocost", "policies", "devices", "experiments", "experiment_cell",
+           "summary", "JobInput", "Request"]
 
 #: A request as a Python policy sees it (read-only attributes; a merge grows a queued
 #: one in place): ``id``, ``op`` ("read", "write",
@@ -198,6 +199,32 @@ def check_policy(factory, *, seeds: Sequence[int] = (1, 2), device: str = "970ev
                 raise AssertionError(f"{where}: two runs with the same inputs differ (is the policy "
                                      f"deterministic? an unseeded random draw, a set's order...)\njob:\n{job}")
     return made
+
+
+def tune_iocost(
+    job: JobInput,
+    *,
+    seconds: int = 120,
+    numjobs: int = 1,
+    device: str = "970evoplus-250g",
+    device_set: Optional[Mapping[str, object]] = None,
+    precondition: Optional[str] = None,
+    vars: Optional[Mapping[str, object]] = None,
+) -> dict:
+    """``nvsched tune iocost``: io.cost's linear cost model for the job file's drive (its
+    device and drive state; the jobs themselves are not run), measured as the kernel's
+    ``tools/cgroup/iocost_coef_gen.py`` measures a real device: six runs of ``seconds``
+    each, alone on the drive, with ``numjobs`` jobs.
+
+    Returns {"model": {"rbps": bytes/s, "rseqiops": IOPS, ...}, "sched": the ``--sched``
+    value that runs ``iocost`` with it, "model_line": the ``io.cost.model`` line, "table":
+    the measurements as ``nvsched tune iocost`` prints them}. Raises ValueError with the
+    command line's message.
+    """
+    text, source = job_text(job)
+    model, sched, line, table = _native.tune_iocost(text, source, _pairs(vars), device, _pairs(device_set),
+                                                    precondition, int(seconds), int(numjobs))
+    return {"model": dict(model), "sched": sched, "model_line": line, "table": table}
 
 
 def policies() -> list:
