@@ -721,6 +721,15 @@ fn other_verify_checksums_are_checked_with_crc32c_and_say_so() {
 }
 
 #[test]
+fn a_nested_cgroup_is_named_once_as_a_sibling_of_the_others() {
+    let f = parse("[global]\ncgroup=outer/inner\n[a]\n[b]\n[c]\ncgroup=/flat/\n").unwrap();
+    assert_eq!(f.jobs[0].cgroup.as_deref(), Some("outer/inner"));
+    let nested: Vec<&String> = f.warnings.iter().filter(|w| w.contains("is nested")).collect();
+    assert_eq!(nested.len(), 1, "once for the [global] line, not per job: {:?}", f.warnings);
+    assert!(nested[0].contains("test.fio:2: cgroup=outer/inner") && nested[0].ends_with("not within 'outer'"));
+}
+
+#[test]
 fn filename_format_names_each_clones_file_as_fio_does() {
     // fio 3.33 names these fmt.myjob.n0.f0.x and fmt.myjob.n1.f0.x
     let f = parse("[myjob]\nnumjobs=2\nfilename_format=fmt.$jobname.n$jobnum.f$filenum.x\n").unwrap();

@@ -2069,6 +2069,16 @@ pub(super) fn apply_option(
             opt.at
         ));
     }
+    if let Some((parent, _)) = (def.name == "cgroup").then(|| value.trim_matches('/').rsplit_once('/')).flatten() {
+        let warning = format!(
+            "{}: cgroup={value} is nested: nvsched's policies put every cgroup directly below the root, so it \
+             shares with the other cgroups as their sibling, not within '{parent}'",
+            opt.at
+        );
+        if !warnings.contains(&warning) {
+            warnings.push(warning);
+        }
+    }
     Ok(())
 }
 
