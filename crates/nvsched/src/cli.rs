@@ -324,12 +324,25 @@ pub(crate) struct TuneArgs {
     /// k2: bounds to sweep.
     #[arg(long, default_value = "1,2,4,8,16,32,64", value_delimiter = ',')]
     pub(crate) bounds: Vec<u32>,
-    /// iocost: simulated seconds per measurement (the kernel script's --duration).
+    /// iocost: seconds per measurement, simulated or on the device with --filename (the
+    /// kernel script's --duration).
     #[arg(long, default_value_t = 120)]
     pub(crate) seconds: u32,
     /// iocost: parallel jobs per measurement (the kernel script's --numjobs).
     #[arg(long, default_value_t = 1)]
     pub(crate) numjobs: u32,
+    /// iocost: measure this real file or block device through io_uring instead of the
+    /// simulated drive, as the kernel's script does (a new file is laid out and removed
+    /// afterwards; writes on an existing one need --allow-destructive).
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["jobfile", "experiment"])]
+    pub(crate) filename: Option<PathBuf>,
+    /// iocost with --filename: bytes of it to use (the script's test file is 16 GiB).
+    #[arg(long, default_value = "16g", requires = "filename")]
+    pub(crate) size: String,
+    /// iocost with --filename: also measure writes on an existing file or a block device
+    /// (destroys its data).
+    #[arg(long, requires = "filename")]
+    pub(crate) allow_destructive: bool,
     #[command(flatten)]
     pub(crate) setup: SweepSetup,
     /// No progress bar.

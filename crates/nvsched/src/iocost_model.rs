@@ -9,11 +9,17 @@
 //! depth 64, as the script. Each run covers the script's 16 GiB test file at the start of
 //! the drive, in the drive state the job file sets; on a clean drive the reads get that
 //! region written first, as the script writes its file before measuring.
+//!
+//! On a real file or block device ([`measure_real`]) the same six runs go through
+//! io_uring, one after the other, as the script runs them.
 
 use crate::calibration::{job, simulate, with_state};
 use crate::progress::RunProgress;
+use nvsched_report::JobStats;
 use nvsched_ssd::{DeviceProfile, DriveStates};
+use nvsched_uring::UringOptions;
 use rayon::prelude::*;
+use std::path::Path;
 
 /// The script's test file.
 const TEST_BYTES: u64 = 16 << 30;
@@ -74,15 +80,50 @@ pub fn measure(
             let on = if name.starts_with('r') { &reads } else { profile };
             let text = job("coef", rw, bs, iodepth, numjobs, &seconds.to_string(), Some(TEST_SIZE));
             let s = simulate(on, &text, Some(&drive_states))?;
-            let bytes = (s.dirs[0].io_bytes + s.dirs[1].io_bytes) as f64;
-            let bytes_per_sec = bytes / s.runtime.as_secs_f64().max(1e-9);
-            let value = if name.ends_with("bps") { bytes_per_sec } else { bytes_per_sec / 4096.0 };
             progress.inc();
-            Ok(Coefficient { name, rw, bs, iodepth, value: value.round() as u64 })
+            Ok(coefficient((name, rw, bs, iodepth), &s))
         })
         .collect();
     progress.finish();
     out
+}
+
+/// The six runs (the three of reads only, unless `writes`) on the real file or block
+/// device `path`, within its first `size_bytes`, one after the other through io_uring.
+/// `opts` must allow writing to `path` when `writes`.
+pub fn measure_real(
+    path: &Path,
+    size_bytes: u64,
+    seconds: u32,
+    numjobs: u32,
+    writes: bool,
+    opts: &UringOptions,
+    show_progress: bool,
+) -> Result<Vec<Coefficient>, String> {
+    let runs: Vec<_> = RUNS.iter().filter(|r| writes || r.0.starts_with('r')).collect();
+    let progress = RunProgress::new("tune", runs.len(), show_progress);
+    let mut model = Vec::new();
+    for &&(name, rw, bs, iodepth) in &runs {
+        let text = format!(
+            "[global]\nfilename={}\nsize={size_bytes}\ndirect=1\ntime_based\nruntime={seconds}\ngroup_reporting\n\
+             [coef]\nioengine=io_uring\niodepth={iodepth}\nnumjobs={numjobs}\nrw={rw}\nbs={bs}\n",
+            path.display()
+        );
+        let report = crate::realdev::device_run(&text, opts).map_err(|e| format!("{name} ({rw} {bs}): {e}"))?;
+        let s = report.jobs.first().ok_or("the measurement reported no job")?;
+        model.push(coefficient((name, rw, bs, iodepth), s));
+        progress.inc();
+    }
+    progress.finish();
+    Ok(model)
+}
+
+/// A run's result as its coefficient: bytes per second for `*bps`, else 4 KiB IOPS.
+fn coefficient((name, rw, bs, iodepth): (&'static str, &'static str, &'static str, u32), s: &JobStats) -> Coefficient {
+    let bytes = (s.dirs[0].io_bytes + s.dirs[1].io_bytes) as f64;
+    let bytes_per_sec = bytes / s.runtime.as_secs_f64().max(1e-9);
+    let value = if name.ends_with("bps") { bytes_per_sec } else { bytes_per_sec / 4096.0 };
+    Coefficient { name, rw, bs, iodepth, value: value.round() as u64 }
 }
 
 /// `name=value` for each coefficient, joined by `separator`.

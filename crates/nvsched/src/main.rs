@@ -518,6 +518,9 @@ fn cmd_tune(args: TuneArgs) -> Result<(), String> {
 }
 
 fn tune_k2(args: TuneArgs) -> Result<(), String> {
+    if args.filename.is_some() {
+        return Err("tune k2 simulates; only tune iocost measures a real device (--filename)".into());
+    }
     let objective = args.objective.as_deref().ok_or("tune k2 needs --objective latency:ALPHA% or bandwidth:BETA%")?;
     let objective = nvsched::tune::Objective::parse(objective)?;
     if args.bounds.is_empty() || args.bounds.contains(&0) {
@@ -550,17 +553,22 @@ fn tune_iocost(args: TuneArgs) -> Result<(), String> {
     if args.seconds == 0 || args.numjobs == 0 {
         return Err("--seconds and --numjobs must be at least 1".into());
     }
-    let path = args.jobfile.clone().unwrap_or_else(|| nvsched::project_path("examples/iocost-weights.fio"));
-    let (_, profile, _, _) = args.setup.load(&path)?;
-    if !args.quiet {
-        eprintln!(
-            "nvsched: measuring io.cost's model on {} ({}): 6 runs of {} s ...",
-            profile.name,
-            profile.precondition(),
-            args.seconds
-        );
-    }
-    let model = nvsched::iocost_model::measure(&profile, args.seconds, args.numjobs, !args.quiet)?;
+    let model = match &args.filename {
+        Some(path) => tune_iocost_real(path, &args)?,
+        None => {
+            let path = args.jobfile.clone().unwrap_or_else(|| nvsched::project_path("examples/iocost-weights.fio"));
+            let (_, profile, _, _) = args.setup.load(&path)?;
+            if !args.quiet {
+                eprintln!(
+                    "nvsched: measuring io.cost's model on {} ({}): 6 runs of {} s ...",
+                    profile.name,
+                    profile.precondition(),
+                    args.seconds
+                );
+            }
+            nvsched::iocost_model::measure(&profile, args.seconds, args.numjobs, !args.quiet)?
+        }
+    };
     print!("{}", nvsched::iocost_model::table(&model));
     println!("\nio.cost.model (as the kernel's iocost_coef_gen.py would write it for this drive):");
     println!("{}", nvsched::iocost_model::model_line(&model));
@@ -737,6 +745,44 @@ fn uring_opts(allow_destructive: bool, seed: u64) -> Result<nvsched_uring::Uring
         seed,
         ..nvsched_uring::UringOptions::default()
     })
+}
+
+/// `tune iocost --filename`: the six runs on a real file or block device. A file that does
+/// not exist yet is laid out (written whole) first, so reads reach the device, and removed
+/// at the end; writes on anything else need --allow-destructive.
+fn tune_iocost_real(path: &Path, args: &TuneArgs) -> Result<Vec<nvsched::iocost_model::Coefficient>, String> {
+    let size = nvsched_workload::units::parse_size(&args.size, nvsched_workload::KbBase::Binary)
+        .map_err(|e| format!("--size: {e}"))?;
+    if size < 1 << 20 {
+        return Err(format!("--size {}: give at least 1 MiB", args.size));
+    }
+    let exists = path.exists();
+    let writes = !exists || args.allow_destructive;
+    if !writes {
+        eprintln!(
+            "nvsched: '{}' exists: measuring reads only (--allow-destructive to measure writes too)",
+            path.display()
+        );
+    }
+    let opts = uring_opts(writes, 0)?;
+    if !exists {
+        nvsched_uring::targets::layout(path, size)?;
+    }
+    let opts = nvsched_uring::UringOptions { keep_files: true, ..opts };
+    if !args.quiet {
+        let runs = if writes { 6 } else { 3 };
+        eprintln!(
+            "nvsched: measuring io.cost's model on {} ({size} bytes): {runs} runs of {} s ...",
+            path.display(),
+            args.seconds
+        );
+    }
+    let result =
+        nvsched::iocost_model::measure_real(path, size, args.seconds, args.numjobs, writes, &opts, !args.quiet);
+    if !exists {
+        let _ = std::fs::remove_file(path);
+    }
+    result
 }
 
 fn cmd_calibrate(args: CalibrateArgs) -> Result<(), String> {

@@ -32,12 +32,13 @@ fn jobs_for(text: &str) -> Result<JobFile, String> {
         .map_err(|e| e.to_string())
 }
 
-fn device_run(text: &str, opts: &UringOptions) -> Result<RunReport, String> {
+/// One run of `text` under `none` through io_uring; an I/O error fails it.
+pub(crate) fn device_run(text: &str, opts: &UringOptions) -> Result<RunReport, String> {
     let jobs = jobs_for(text)?;
     let policy = nvsched_policy::build("none").map_err(|e| e.to_string())?;
     let (report, outcome) = run_uring(&jobs, policy, opts, 0)?;
     if let Some(e) = outcome.io_errors.first() {
-        return Err(format!("I/O error during calibration: {e}"));
+        return Err(format!("I/O error during the measurement: {e}"));
     }
     Ok(report)
 }

@@ -669,6 +669,59 @@ fn calibrate_only_reads_an_existing_file() {
 }
 
 #[test]
+fn tune_iocost_measures_a_real_file_and_writes_only_its_own() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let tune = |target: &Path, size: &str| {
+        let out = nvsched(&[
+            "tune",
+            "iocost",
+            "--filename",
+            target.to_str().unwrap(),
+            "--size",
+            size,
+            "--seconds",
+            "1",
+            "-q",
+        ]);
+        let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(out.status.success(), "{stdout}{stderr}");
+        (stdout.into_owned(), stderr.into_owned())
+    };
+    // a new file: laid out, all six runs, removed afterwards
+    let scratch = d.join("scratch.dat");
+    let (stdout, _) = tune(&scratch, "16m");
+    assert!(!scratch.exists(), "the scratch file is removed");
+    let sched = stdout.lines().find_map(|l| l.strip_prefix("Use: --sched ")).expect("a --sched line");
+    let model: Vec<(&str, u64)> = sched
+        .trim_start_matches("iocost:")
+        .split(',')
+        .map(|kv| kv.split_once('=').map(|(k, v)| (k, v.parse().unwrap())).unwrap())
+        .collect();
+    let names: Vec<&str> = model.iter().map(|m| m.0).collect();
+    assert_eq!(names, ["rbps", "rseqiops", "rrandiops", "wbps", "wseqiops", "wrandiops"]);
+    assert!(model.iter().all(|m| m.1 > 0), "{stdout}");
+    // the model runs on the simulator
+    let job = write_job(&d, "two.fio", "[a]\nrw=randread\nsize=8m\nruntime=20ms\ntime_based\ncgroup=a\n");
+    let sim = nvsched(&["run", job.to_str().unwrap(), "--sched", &format!("{sched},max=100"), "-q"]);
+    assert!(sim.status.success(), "{}", String::from_utf8_lossy(&sim.stderr));
+
+    // an existing file: reads only, left as it was
+    let (data, before) = precious_file(&d, 4 << 20);
+    let (stdout, stderr) = tune(&data, "4m");
+    assert!(stderr.contains("measuring reads only"), "{stderr}");
+    assert!(stdout.contains("rrandiops") && !stdout.contains("wbps"), "{stdout}");
+    assert_eq!(checksum(&data), before, "the file is unchanged");
+
+    // tune k2 simulates only
+    let out = nvsched(&["tune", "k2", "--objective", "latency:50%", "--filename", data.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("only tune iocost measures a real device"));
+    std::fs::remove_dir_all(&d).ok();
+}
+
+#[test]
 fn prefill_is_a_write_and_needs_the_destructive_flag() {
     if skip() {
         return;
