@@ -265,14 +265,43 @@ fn tune_iocost(
     }
     py.detach(move || {
         let (_, profile) = nvsched::run::load_job_text(&job_text, &source, &vars, &device, device_set, precondition)?;
-        let model = nvsched::iocost_model::measure(&profile, seconds, numjobs, false)?;
-        let values = model.iter().map(|c| (c.name.to_string(), c.value)).collect();
-        Ok((
-            values,
-            nvsched::iocost_model::sched_spec(&model),
-            nvsched::iocost_model::model_line(&model),
-            nvsched::iocost_model::table(&model),
-        ))
+        nvsched::iocost_model::measure(&profile, seconds, numjobs, false)
+    })
+    .map(|model| iocost_model_tuple(&model))
+    .map_err(|e: String| PyValueError::new_err(e))
+}
+
+fn iocost_model_tuple(model: &[nvsched::iocost_model::Coefficient]) -> IocostModel {
+    (
+        model.iter().map(|c| (c.name.to_string(), c.value)).collect(),
+        nvsched::iocost_model::sched_spec(model),
+        nvsched::iocost_model::model_line(model),
+        nvsched::iocost_model::table(model),
+    )
+}
+
+/// `tune_iocost` on a real file or block device (`nvsched tune iocost --filename`): the
+/// model, and whether writes were measured.
+#[pyfunction]
+fn tune_iocost_device(
+    py: Python<'_>,
+    path: String,
+    size: String,
+    seconds: u32,
+    numjobs: u32,
+    allow_destructive: bool,
+) -> PyResult<(IocostModel, bool)> {
+    if seconds == 0 || numjobs == 0 {
+        return Err(PyValueError::new_err("seconds and numjobs must be at least 1"));
+    }
+    let size_bytes =
+        nvsched::iocost_model::real_size_bytes(&size).map_err(|e| PyValueError::new_err(format!("size: {e}")))?;
+    py.detach(move || {
+        let path = std::path::Path::new(&path);
+        nvsched::realdev::on_target(path, size_bytes, allow_destructive, |writes, opts| {
+            nvsched::iocost_model::measure_real(path, size_bytes, seconds, numjobs, writes, opts, false)
+                .map(|model| (iocost_model_tuple(&model), writes))
+        })
     })
     .map_err(|e: String| PyValueError::new_err(e))
 }
@@ -326,6 +355,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tune_measure, m)?)?;
     m.add_function(wrap_pyfunction!(tune_choose, m)?)?;
     m.add_function(wrap_pyfunction!(tune_iocost, m)?)?;
+    m.add_function(wrap_pyfunction!(tune_iocost_device, m)?)?;
     m.add_function(wrap_pyfunction!(repro_plan, m)?)?;
     m.add_function(wrap_pyfunction!(repro_simulate, m)?)?;
     m.add_function(wrap_pyfunction!(repro_store, m)?)?;

@@ -250,3 +250,25 @@ def test_tune_iocost_fits_the_model_the_command_line_prints():
     assert nvsched.run(weights, t["sched"] + ",max=100")["nvsched"]["policy"]["spec"].startswith("iocost:")
     with pytest.raises(ValueError, match="at least 1"):
         nvsched.tune_iocost(weights, seconds=0)
+    with pytest.raises(ValueError, match="not both"):
+        nvsched.tune_iocost(weights, filename="/tmp/x.dat")
+
+
+def test_tune_iocost_on_a_real_file_reads_only_what_it_did_not_create(tmp_path):
+    try:
+        t = nvsched.tune_iocost(filename=tmp_path / "new.dat", size="8m", seconds=1)
+    except ValueError as e:
+        if "io_uring" in str(e):
+            pytest.skip(str(e))
+        raise
+    assert not (tmp_path / "new.dat").exists(), "the laid-out file is removed"
+    assert list(t["model"]) == ["rbps", "rseqiops", "rrandiops", "wbps", "wseqiops", "wrandiops"]
+    existing = tmp_path / "existing.dat"
+    data = os.urandom(4 << 20)
+    existing.write_bytes(data)
+    with pytest.warns(UserWarning, match="measured reads only"):
+        t = nvsched.tune_iocost(filename=existing, size="4m", seconds=1)
+    assert list(t["model"]) == ["rbps", "rseqiops", "rrandiops"]
+    assert existing.read_bytes() == data
+    with pytest.raises(ValueError, match="less than 1 MiB"):
+        nvsched.tune_iocost(filename=existing, size="4k", seconds=1)

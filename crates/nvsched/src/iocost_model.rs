@@ -118,6 +118,16 @@ pub fn measure_real(
     Ok(model)
 }
 
+/// The bytes of a real target to measure, from a size as fio writes it (`16g`): 1 MiB at
+/// least.
+pub fn real_size_bytes(size: &str) -> Result<u64, String> {
+    let bytes = nvsched_workload::units::parse_size(size, nvsched_workload::KbBase::Binary)?;
+    if bytes < 1 << 20 {
+        return Err(format!("'{size}' is less than 1 MiB"));
+    }
+    Ok(bytes)
+}
+
 /// A run's result as its coefficient: bytes per second for `*bps`, else 4 KiB IOPS.
 fn coefficient((name, rw, bs, iodepth): (&'static str, &'static str, &'static str, u32), s: &JobStats) -> Coefficient {
     let bytes = (s.dirs[0].io_bytes + s.dirs[1].io_bytes) as f64;

@@ -751,24 +751,11 @@ fn uring_opts(allow_destructive: bool, seed: u64) -> Result<nvsched_uring::Uring
 /// not exist yet is laid out (written whole) first, so reads reach the device, and removed
 /// at the end; writes on anything else need --allow-destructive.
 fn tune_iocost_real(path: &Path, args: &TuneArgs) -> Result<Vec<nvsched::iocost_model::Coefficient>, String> {
-    let size = nvsched_workload::units::parse_size(&args.size, nvsched_workload::KbBase::Binary)
-        .map_err(|e| format!("--size: {e}"))?;
-    if size < 1 << 20 {
-        return Err(format!("--size {}: give at least 1 MiB", args.size));
-    }
-    let exists = path.exists();
-    let writes = !exists || args.allow_destructive;
+    let size = nvsched::iocost_model::real_size_bytes(&args.size).map_err(|e| format!("--size: {e}"))?;
+    let writes = nvsched::realdev::writes_allowed(path, args.allow_destructive);
     if !writes {
-        eprintln!(
-            "nvsched: '{}' exists: measuring reads only (--allow-destructive to measure writes too)",
-            path.display()
-        );
+        reads_only(path);
     }
-    let opts = uring_opts(writes, 0)?;
-    if !exists {
-        nvsched_uring::targets::layout(path, size)?;
-    }
-    let opts = nvsched_uring::UringOptions { keep_files: true, ..opts };
     if !args.quiet {
         let runs = if writes { 6 } else { 3 };
         eprintln!(
@@ -777,44 +764,31 @@ fn tune_iocost_real(path: &Path, args: &TuneArgs) -> Result<Vec<nvsched::iocost_
             args.seconds
         );
     }
-    let result =
-        nvsched::iocost_model::measure_real(path, size, args.seconds, args.numjobs, writes, &opts, !args.quiet);
-    if !exists {
-        let _ = std::fs::remove_file(path);
-    }
-    result
+    nvsched::realdev::on_target(path, size, args.allow_destructive, |writes, opts| {
+        nvsched::iocost_model::measure_real(path, size, args.seconds, args.numjobs, writes, opts, !args.quiet)
+    })
+}
+
+fn reads_only(path: &Path) {
+    eprintln!("nvsched: '{}' exists: measuring reads only (--allow-destructive to measure writes too)", path.display());
 }
 
 fn cmd_calibrate(args: CalibrateArgs) -> Result<(), String> {
     let size = nvsched_workload::units::parse_size(&args.size, nvsched_workload::KbBase::Binary)
         .map_err(|e| format!("--size: {e}"))?;
     check_directory_of("--output", &args.output)?;
-    let exists = args.filename.exists();
-    let writes = !exists || args.allow_destructive;
-    if !writes {
-        eprintln!(
-            "nvsched: '{}' exists: measuring reads only (--allow-destructive to measure writes too)",
-            args.filename.display()
-        );
+    if !nvsched::realdev::writes_allowed(&args.filename, args.allow_destructive) {
+        reads_only(&args.filename);
     }
-    // A file that does not exist yet is created here, so the measurements may write to it
-    // (it is nvsched's own scratch file) and it is removed at the end.
-    if !exists {
-        nvsched_uring::targets::layout(&args.filename, size)?;
-    }
-    let opts = uring_opts(writes, 0)?;
-    let opts = nvsched_uring::UringOptions { keep_files: true, ..opts };
     eprintln!(
         "nvsched: measuring {} ({} bytes, {} s per measurement) ...",
         args.filename.display(),
         size,
         args.seconds
     );
-    let result = nvsched::realdev::measure(&args.filename, size, args.seconds, writes, &opts);
-    if !exists {
-        let _ = std::fs::remove_file(&args.filename);
-    }
-    let m = result?;
+    let m = nvsched::realdev::on_target(&args.filename, size, args.allow_destructive, |writes, opts| {
+        nvsched::realdev::measure(&args.filename, size, args.seconds, writes, opts)
+    })?;
     print!("{}", nvsched::realdev::measurements_table(&m));
     let name = args.output.file_stem().map_or("calibrated".into(), |s| s.to_string_lossy().into_owned());
     let toml = nvsched::realdev::fit_profile(&name, &m, size);

@@ -202,8 +202,11 @@ def check_policy(factory, *, seeds: Sequence[int] = (1, 2), device: str = "970ev
 
 
 def tune_iocost(
-    job: JobInput,
+    job: Optional[JobInput] = None,
     *,
+    filename: Optional[Union[str, "os.PathLike[str]"]] = None,
+    size: str = "16g",
+    allow_destructive: bool = False,
     seconds: int = 120,
     numjobs: int = 1,
     device: str = "970evoplus-250g",
@@ -211,19 +214,33 @@ def tune_iocost(
     precondition: Optional[str] = None,
     vars: Optional[Mapping[str, object]] = None,
 ) -> dict:
-    """``nvsched tune iocost``: io.cost's linear cost model for the job file's drive (its
-    device and drive state; the jobs themselves are not run), measured as the kernel's
-    ``tools/cgroup/iocost_coef_gen.py`` measures a real device: six runs of ``seconds``
-    each, alone on the drive, with ``numjobs`` jobs.
+    """``nvsched tune iocost``: io.cost's linear cost model for the job file's simulated
+    drive (its device and drive state; the jobs themselves are not run), measured as the
+    kernel's ``tools/cgroup/iocost_coef_gen.py`` measures a real device: six runs of
+    ``seconds`` each, alone on the drive, with ``numjobs`` jobs.
+
+    With ``filename`` instead of ``job``, the runs go through io_uring to that real file or
+    block device, within its first ``size`` bytes (``--filename``): a new file is laid out
+    and removed afterwards; an existing one is only read (a ``UserWarning`` says so, and
+    the model has no write coefficients) unless ``allow_destructive``.
 
     Returns {"model": {"rbps": bytes/s, "rseqiops": IOPS, ...}, "sched": the ``--sched``
     value that runs ``iocost`` with it, "model_line": the ``io.cost.model`` line, "table":
     the measurements as ``nvsched tune iocost`` prints them}. Raises ValueError with the
     command line's message.
     """
-    text, source = job_text(job)
-    model, sched, line, table = _native.tune_iocost(text, source, _pairs(vars), device, _pairs(device_set),
-                                                    precondition, int(seconds), int(numjobs))
+    if (job is None) == (filename is None):
+        raise ValueError("tune_iocost: give a job (simulated drive) or a filename (real device), not both")
+    if filename is not None:
+        (model, sched, line, table), writes = _native.tune_iocost_device(
+            os.fspath(filename), str(size), int(seconds), int(numjobs), bool(allow_destructive))
+        if not writes:
+            warnings.warn(f"{os.fspath(filename)} exists: measured reads only (allow_destructive=True to measure "
+                          "writes too)", UserWarning, stacklevel=2)
+    else:
+        text, source = job_text(job)
+        model, sched, line, table = _native.tune_iocost(text, source, _pairs(vars), device, _pairs(device_set),
+                                                        precondition, int(seconds), int(numjobs))
     return {"model": dict(model), "sched": sched, "model_line": line, "table": table}
 
 
