@@ -21,8 +21,8 @@ pub(crate) struct Cli {
 pub(crate) enum Command {
     /// Run the jobs of a fio job file through a policy on a simulated (or real) device.
     Run(RunArgs),
-    /// List the scheduling policies, their parameters and defaults.
-    Policies,
+    /// List the scheduling policies, their parameters and defaults, or explain one.
+    Policies(PoliciesArgs),
     /// List the fio job-file options nvsched takes, or explain one (as fio --cmdhelp).
     Options(OptionsArgs),
     /// List the shipped device profiles; --verify checks them against their datasheets.
@@ -63,6 +63,12 @@ pub(crate) enum Command {
 pub(crate) struct OptionsArgs {
     /// One option (or alias) to explain; all of them if left out.
     pub(crate) name: Option<String>,
+}
+
+#[derive(Args)]
+pub(crate) struct PoliciesArgs {
+    /// One policy (or alias, e.g. `deadline`) to explain; all of them if left out.
+    pub(crate) id: Option<String>,
 }
 
 #[derive(Args)]

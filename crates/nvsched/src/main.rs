@@ -5,7 +5,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nvsched::figures::RunSeries;
 use nvsched::run::{run_sim, RunSpec};
 use nvsched_core::{Nanos, Op};
-use nvsched_policy::{Request, ALIASES, COMMON_PARAMS, POLICIES};
+use nvsched_policy::{PolicyInfo, Request, ALIASES, COMMON_PARAMS, POLICIES};
 use nvsched_report::{CloneStatus, Format, StatusDump};
 use nvsched_sim::Observer;
 use nvsched_ssd::{builtin_profiles, load_profile, DeviceProfile};
@@ -116,10 +116,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse_from(fio_options_after_dashes(std::env::args().collect()));
     let result = match cli.command {
         Command::Run(args) => cmd_run(args),
-        Command::Policies => {
-            print_policies();
-            Ok(())
-        }
+        Command::Policies(args) => print_policies(args.id.as_deref()),
         Command::Options(args) => cmd_options(args),
         Command::Trace(args) => cmd_trace(args),
         Command::Devices(args) => cmd_devices(args),
@@ -822,8 +819,15 @@ fn cmd_compare(args: CompareArgs) -> Result<(), String> {
     Ok(())
 }
 
-fn print_policies() {
-    for info in POLICIES {
+fn print_policies(id: Option<&str>) -> Result<(), String> {
+    let chosen: Vec<&PolicyInfo> = match id {
+        Some(id) => vec![nvsched_policy::find(id).ok_or_else(|| {
+            let known: Vec<&str> = POLICIES.iter().map(|p| p.id).collect();
+            format!("unknown policy '{id}'; known policies: {}", known.join(", "))
+        })?],
+        None => POLICIES.to_vec(),
+    };
+    for info in chosen {
         println!("{}  —  {}", info.id, info.summary);
         let aliases: Vec<&str> = ALIASES.iter().filter(|(_, id)| *id == info.id).map(|(alias, _)| *alias).collect();
         if !aliases.is_empty() {
@@ -848,6 +852,7 @@ fn print_policies() {
     println!(
         "A policy of your own can be tried in Python first: nvsched.run(..., policy=obj) (README: Python and Ray)."
     );
+    Ok(())
 }
 
 fn cmd_options(args: OptionsArgs) -> Result<(), String> {

@@ -670,6 +670,13 @@ fn listings_cover_every_policy_and_device() {
             assert!(out.contains(param.name));
         }
     }
+    // one policy, by its id or Linux's alias
+    let out = String::from_utf8(nvsched(&["policies", "deadline"]).stdout).unwrap();
+    assert!(out.starts_with("mq-deadline  —") && !out.contains("\nk2  —"), "{out}");
+    assert!(out.contains("example: --sched mq-deadline") && out.contains("Every policy also takes:"), "{out}");
+    let unknown = nvsched(&["policies", "cfq2"]);
+    assert_eq!(unknown.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&unknown.stderr).contains("unknown policy 'cfq2'; known policies: none,"));
     let out = String::from_utf8(nvsched(&["devices"]).stdout).unwrap();
     for p in nvsched::ssd::builtin_profiles() {
         assert!(out.contains(&p.name));
