@@ -76,9 +76,10 @@ pub fn load_job_text(
 }
 
 /// The policy to run: the one the user gave (`given`, named `given_as` in messages, e.g.
-/// `--sched`), else the job file's `ioscheduler=`, else `none`. Returns a warning when the
-/// user's overrides a different `ioscheduler=`. An `ioscheduler=` nvsched cannot build is
-/// an error at its line.
+/// `--sched`), else the job file's `ioscheduler=`, else `none`, and the warnings to print:
+/// the user's policy overriding a different `ioscheduler=`, and the policy's own about the
+/// jobs' cgroups ([`cgroup_warning`]). An `ioscheduler=` nvsched cannot build is an error
+/// at its line.
 pub fn choose_policy(
     given: Option<&str>,
     given_as: &str,
@@ -110,7 +111,7 @@ pub fn cgroup_warning(policy: &BuiltPolicy, jobs: &JobFile) -> Option<String> {
 }
 
 /// How a language binding picks the policy once the jobs are read: from them (their
-/// `ioscheduler=`) and its own arguments, with a warning to pass on, if any. It may build
+/// `ioscheduler=`) and its own arguments, with the warnings to pass on. It may build
 /// a policy from outside the registry, such as one written in Python.
 pub type ChoosePolicy<'a> = Box<dyn FnOnce(&JobFile) -> Result<(BuiltPolicy, Vec<String>), String> + Send + 'a>;
 
