@@ -260,15 +260,21 @@ fn tune_iocost(
     seconds: u32,
     numjobs: u32,
 ) -> PyResult<IocostModel> {
-    if seconds == 0 || numjobs == 0 {
-        return Err(PyValueError::new_err("seconds and numjobs must be at least 1"));
-    }
+    check_run_shape(seconds, numjobs)?;
     py.detach(move || {
         let (_, profile) = nvsched::run::load_job_text(&job_text, &source, &vars, &device, device_set, precondition)?;
         nvsched::iocost_model::measure(&profile, seconds, numjobs, false)
     })
     .map(|model| iocost_model_tuple(&model))
     .map_err(|e: String| PyValueError::new_err(e))
+}
+
+/// `tune_iocost`'s runs last a second at least, with one job at least.
+fn check_run_shape(seconds: u32, numjobs: u32) -> PyResult<()> {
+    if seconds == 0 || numjobs == 0 {
+        return Err(PyValueError::new_err("seconds and numjobs must be at least 1"));
+    }
+    Ok(())
 }
 
 fn iocost_model_tuple(model: &[nvsched::iocost_model::Coefficient]) -> IocostModel {
@@ -291,9 +297,7 @@ fn tune_iocost_device(
     numjobs: u32,
     allow_destructive: bool,
 ) -> PyResult<(IocostModel, bool)> {
-    if seconds == 0 || numjobs == 0 {
-        return Err(PyValueError::new_err("seconds and numjobs must be at least 1"));
-    }
+    check_run_shape(seconds, numjobs)?;
     let size_bytes =
         nvsched::iocost_model::real_size_bytes(&size).map_err(|e| PyValueError::new_err(format!("size: {e}")))?;
     py.detach(move || {

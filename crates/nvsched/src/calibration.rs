@@ -33,10 +33,25 @@ const READ_REGION: &str = "32g";
 
 /// A one-job fio file (group-reported over `jobs` clones) on the simulated drive.
 pub(crate) fn job(name: &str, rw: &str, bs: &str, depth: u32, jobs: u32, runtime: &str, size: Option<&str>) -> String {
+    job_on("/dev/nvme0n1", name, rw, bs, depth, jobs, runtime, size)
+}
+
+/// [`job`] on `target`, a real file or block device as well as the simulated drive.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn job_on(
+    target: &str,
+    name: &str,
+    rw: &str,
+    bs: &str,
+    depth: u32,
+    jobs: u32,
+    runtime: &str,
+    size: Option<&str>,
+) -> String {
     let engine = if depth == 1 { "psync" } else { "io_uring" };
     let size = size.map(|s| format!("size={s}\n")).unwrap_or_default();
     format!(
-        "[global]\nfilename=/dev/nvme0n1\ndirect=1\ntime_based\nruntime={runtime}\ngroup_reporting\n{size}\
+        "[global]\nfilename={target}\ndirect=1\ntime_based\nruntime={runtime}\ngroup_reporting\n{size}\
          [{name}]\nioengine={engine}\niodepth={depth}\nnumjobs={jobs}\nrw={rw}\nbs={bs}\n"
     )
 }

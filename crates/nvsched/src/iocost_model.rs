@@ -13,7 +13,7 @@
 //! On a real file or block device ([`measure_real`]) the same six runs go through
 //! io_uring, one after the other, as the script runs them.
 
-use crate::calibration::{job, simulate, with_state};
+use crate::calibration::{job, job_on, simulate, with_state};
 use crate::progress::RunProgress;
 use nvsched_report::JobStats;
 use nvsched_ssd::{DeviceProfile, DriveStates};
@@ -103,12 +103,9 @@ pub fn measure_real(
     let runs: Vec<_> = RUNS.iter().filter(|r| writes || r.0.starts_with('r')).collect();
     let progress = RunProgress::new("tune", runs.len(), show_progress);
     let mut model = Vec::new();
+    let (target, runtime, size) = (path.display().to_string(), seconds.to_string(), size_bytes.to_string());
     for &&(name, rw, bs, iodepth) in &runs {
-        let text = format!(
-            "[global]\nfilename={}\nsize={size_bytes}\ndirect=1\ntime_based\nruntime={seconds}\ngroup_reporting\n\
-             [coef]\nioengine=io_uring\niodepth={iodepth}\nnumjobs={numjobs}\nrw={rw}\nbs={bs}\n",
-            path.display()
-        );
+        let text = job_on(&target, "coef", rw, bs, iodepth, numjobs, &runtime, Some(&size));
         let report = crate::realdev::device_run(&text, opts).map_err(|e| format!("{name} ({rw} {bs}): {e}"))?;
         let s = report.jobs.first().ok_or("the measurement reported no job")?;
         model.push(coefficient((name, rw, bs, iodepth), s));

@@ -749,19 +749,18 @@ fn uring_opts(allow_destructive: bool, seed: u64) -> Result<nvsched_uring::Uring
 /// at the end; writes on anything else need --allow-destructive.
 fn tune_iocost_real(path: &Path, args: &TuneArgs) -> Result<Vec<nvsched::iocost_model::Coefficient>, String> {
     let size = nvsched::iocost_model::real_size_bytes(&args.size).map_err(|e| format!("--size: {e}"))?;
-    let writes = nvsched::realdev::writes_allowed(path, args.allow_destructive);
-    if !writes {
-        reads_only(path);
-    }
-    if !args.quiet {
-        let runs = if writes { 6 } else { 3 };
-        eprintln!(
-            "nvsched: measuring io.cost's model on {} ({size} bytes): {runs} runs of {} s ...",
-            path.display(),
-            args.seconds
-        );
-    }
     nvsched::realdev::on_target(path, size, args.allow_destructive, |writes, opts| {
+        if !writes {
+            reads_only(path);
+        }
+        if !args.quiet {
+            let runs = if writes { 6 } else { 3 };
+            eprintln!(
+                "nvsched: measuring io.cost's model on {} ({size} bytes): {runs} runs of {} s ...",
+                path.display(),
+                args.seconds
+            );
+        }
         nvsched::iocost_model::measure_real(path, size, args.seconds, args.numjobs, writes, opts, !args.quiet)
     })
 }
@@ -774,16 +773,16 @@ fn cmd_calibrate(args: CalibrateArgs) -> Result<(), String> {
     let size = nvsched_workload::units::parse_size(&args.size, nvsched_workload::KbBase::Binary)
         .map_err(|e| format!("--size: {e}"))?;
     check_directory_of("--output", &args.output)?;
-    if !nvsched::realdev::writes_allowed(&args.filename, args.allow_destructive) {
-        reads_only(&args.filename);
-    }
-    eprintln!(
-        "nvsched: measuring {} ({} bytes, {} s per measurement) ...",
-        args.filename.display(),
-        size,
-        args.seconds
-    );
     let m = nvsched::realdev::on_target(&args.filename, size, args.allow_destructive, |writes, opts| {
+        if !writes {
+            reads_only(&args.filename);
+        }
+        eprintln!(
+            "nvsched: measuring {} ({} bytes, {} s per measurement) ...",
+            args.filename.display(),
+            size,
+            args.seconds
+        );
         nvsched::realdev::measure(&args.filename, size, args.seconds, writes, opts)
     })?;
     print!("{}", nvsched::realdev::measurements_table(&m));

@@ -32,16 +32,10 @@ fn jobs_for(text: &str) -> Result<JobFile, String> {
         .map_err(|e| e.to_string())
 }
 
-/// Whether measurements on `path` may write: it is a file nvsched will create (and
-/// remove), or the user allowed it.
-pub fn writes_allowed(path: &Path, allow_destructive: bool) -> bool {
-    allow_destructive || !path.exists()
-}
-
 /// Runs `measure` on the real file or block device `path`, giving it whether it may write
-/// ([`writes_allowed`]) and the engine's options. A file that does not exist yet is laid
-/// out first (written whole, so reads reach the device) and removed afterwards, whatever
-/// `measure` returns.
+/// (to a file nvsched creates, or when the user allows it) and the engine's options. A
+/// file that does not exist yet is laid out first (written whole, so reads reach the
+/// device) and removed afterwards, whatever `measure` returns.
 pub fn on_target<T>(
     path: &Path,
     size_bytes: u64,
@@ -49,7 +43,8 @@ pub fn on_target<T>(
     measure: impl FnOnce(bool, &UringOptions) -> Result<T, String>,
 ) -> Result<T, String> {
     nvsched_uring::available()?;
-    let (exists, writes) = (path.exists(), writes_allowed(path, allow_destructive));
+    let exists = path.exists();
+    let writes = allow_destructive || !exists;
     let opts = UringOptions {
         safety: nvsched_uring::targets::Safety { allow_destructive: writes },
         keep_files: true,

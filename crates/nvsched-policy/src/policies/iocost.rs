@@ -1115,6 +1115,18 @@ mod tests {
     }
 
     #[test]
+    fn the_listed_defaults_are_the_fast_sets() {
+        // `nvsched policies` shows PARAMS' defaults; the policy takes the set's values
+        let p = Params::parse("iocost", PARAMS, "").unwrap();
+        let fast = ParamSet::SsdFast.values();
+        for (k, name) in MODEL_PARAMS.iter().enumerate() {
+            let listed = if k % 3 == 0 { p.float(name) } else { p.uint(name) as f64 };
+            assert_eq!(listed, fast.model[k], "{name}");
+        }
+        assert_eq!([p.duration("rlat"), p.duration("wlat")], [fast.lat; 2]);
+    }
+
+    #[test]
     fn the_dfl_set_is_the_kernels_default_ssd_model() {
         let p = policy("autop=dfl");
         assert_eq!(p.set, ParamSet::SsdDfl);
