@@ -8,12 +8,14 @@ mod logs;
 mod nanos;
 mod perm;
 pub mod rng;
+mod tenants;
 
 pub use ioprio::{IoPrio, PrioClass};
 pub use logs::{LogClock, LogRequest};
 pub use nanos::Nanos;
 pub use perm::Permutation;
 pub use rng::SimRng;
+pub use tenants::{TenantNode, TenantTree, DEFAULT_WEIGHT};
 
 use serde::Serialize;
 

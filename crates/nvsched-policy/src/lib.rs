@@ -13,6 +13,8 @@ mod scheduler;
 
 pub use nvsched_core::{IoPrio, Nanos, Op, PrioClass};
 pub use params::{ParamError, ParamKind, ParamSpec, Params};
-pub use registry::{build, find, BuiltPolicy, PolicyInfo, PolicySpecError, ALIASES, COMMON_PARAMS, POLICIES};
+pub use registry::{
+    build, find, BuiltPolicy, CgroupModel, PolicyInfo, PolicySpecError, ALIASES, COMMON_PARAMS, POLICIES,
+};
 pub use request::{MergeSide, Request, RequestId, MAX_MERGE_BYTES};
 pub use scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler, TimeSeries};

@@ -14,6 +14,17 @@ pub type Validate = fn(&Params) -> Result<(), String>;
 /// job is in. Engines pass the warning on; the run goes ahead.
 pub type CheckCgroups = fn(&Params, &[&str]) -> Option<String>;
 
+/// How a policy treats cgroups (`cgroup=`, `cgroup_weight=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CgroupModel {
+    /// It does not schedule by cgroup.
+    Ignored,
+    /// Every cgroup is a group directly below the root: `a/b` is a sibling of `a`.
+    Flat,
+    /// Cgroups share within their parent's share, as cgroup v2 nests them.
+    Nested,
+}
+
 /// Everything known about a policy before building it: the single source for
 /// `--sched` parsing, validation and the `nvsched policies` listing.
 pub struct PolicyInfo {
@@ -34,6 +45,8 @@ pub struct PolicyInfo {
     /// For policies that schedule by cgroup: a warning when the jobs' cgroups leave the
     /// policy nothing to do.
     pub check_cgroups: Option<CheckCgroups>,
+    /// How it sees the jobs' cgroups.
+    pub cgroups: CgroupModel,
     pub build: fn(&Params) -> Box<dyn Scheduler>,
 }
 
@@ -103,8 +116,17 @@ pub struct BuiltPolicy {
 
 impl BuiltPolicy {
     /// The policy's warning about the jobs' cgroups (tenants 1, 2, ... by name), if any.
-    pub fn check_cgroups(&self, cgroups: &[&str]) -> Option<String> {
-        self.info.check_cgroups.and_then(|check| check(&self.params, cgroups))
+    pub fn check_cgroups(&self, cgroups: &[&str]) -> Vec<String> {
+        let own = self.info.check_cgroups.and_then(|check| check(&self.params, cgroups));
+        let nested = cgroups.iter().find_map(|c| c.rsplit_once('/').map(|(parent, _)| (c, parent)));
+        let flattened = nested.filter(|_| self.info.cgroups == CgroupModel::Flat).map(|(cgroup, parent)| {
+            format!(
+                "policy '{}' puts every cgroup directly below the root: {cgroup} shares with the other cgroups as \
+                 their sibling, not within '{parent}' (iocost nests cgroups)",
+                self.info.id
+            )
+        });
+        own.into_iter().chain(flattened).collect()
     }
 }
 

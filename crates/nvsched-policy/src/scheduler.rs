@@ -1,5 +1,5 @@
 use crate::request::{Request, RequestId};
-use nvsched_core::Nanos;
+use nvsched_core::{Nanos, TenantTree};
 use serde::Serialize;
 
 /// What a policy may know about the device below it.
@@ -64,6 +64,11 @@ impl Completion<'_> {
 pub trait Scheduler: Send {
     /// The registry id (`none`, `k2`, ...).
     fn id(&self) -> &'static str;
+
+    /// The cgroup tree the jobs run in, which engines give once, before the first
+    /// `insert`. Requests name their tenant and its weight; policies that share by the
+    /// hierarchy read the ancestors and their weights here. The default ignores it.
+    fn set_tenants(&mut self, _tree: &TenantTree) {}
 
     /// A request enters the scheduler.
     fn insert(&mut self, rq: Request, now: Nanos) -> Inserted;

@@ -14,8 +14,8 @@
 //! (see [`raised`]).
 
 use nvsched::policy::{
-    Completion, DeviceView, HostCost, Inserted, Nanos, Params, PolicyInfo, PolicyReport, Request, RequestId, Scheduler,
-    MAX_MERGE_BYTES,
+    CgroupModel, Completion, DeviceView, HostCost, Inserted, Nanos, Params, PolicyInfo, PolicyReport, Request,
+    RequestId, Scheduler, MAX_MERGE_BYTES,
 };
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -35,6 +35,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
     example: "",
     validate: None,
     check_cgroups: None,
+    cgroups: CgroupModel::Ignored,
     build: |_: &Params| unreachable!("a Python policy is built from its object"),
 };
 

@@ -6,7 +6,7 @@ use crate::events::{EventKind, EventQueue, Lane};
 use crate::layout::{self, PlacedFile};
 use crate::nodata::{NoDataPages, PastEnd};
 use crate::pagecache::{self, first_readahead_window, next_readahead_window, Chunk, PageCache, PAGE_BYTES};
-use nvsched_core::{IoPrio, LogClock, Nanos, Op};
+use nvsched_core::{IoPrio, LogClock, Nanos, Op, TenantTree};
 use nvsched_policy::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Request, RequestId, Scheduler};
 use nvsched_report::{CompletedIo, JobRecorder, JobStats};
 use nvsched_ssd::{Command, Device, DeviceCounters, HostPath, PageCacheConfig};
@@ -141,8 +141,8 @@ pub struct SimOutcome {
     pub policy_id: &'static str,
     pub engine: EngineCounters,
     pub files: Vec<PlacedFile>,
-    /// (cgroup name, weight) by tenant id - 1; tenant 0 is "no cgroup".
-    pub tenants: Vec<(String, u32)>,
+    /// The cgroups by tenant id; tenant 0 is "no cgroup".
+    pub tenants: TenantTree,
     /// Per-second device-wide bandwidth (bytes) by direction: read, write.
     pub device_series: [Vec<u64>; 2],
     /// Wall-clock time of the event loop alone (device construction excluded); for
@@ -359,7 +359,7 @@ pub struct Simulation<'o> {
     counters: EngineCounters,
     device_series: [Vec<u64>; 2],
     files: Vec<PlacedFile>,
-    tenants: Vec<(String, u32)>,
+    tenants: TenantTree,
     observer: &'o mut dyn Observer,
     /// When the observer's next status is due.
     status_clock: Option<nvsched_report::StatusClock>,
@@ -489,7 +489,11 @@ impl<'o> Simulation<'o> {
             phase: 0,
             rqs: Vec::with_capacity(1024),
             free: Vec::new(),
-            sched: input.scheduler,
+            sched: {
+                let mut sched = input.scheduler;
+                sched.set_tenants(&tenants.tree);
+                sched
+            },
             cost: input.host_cost,
             device,
             host: input.host,
@@ -511,7 +515,7 @@ impl<'o> Simulation<'o> {
             counters: EngineCounters::default(),
             device_series: [Vec::new(), Vec::new()],
             files,
-            tenants: tenants.named,
+            tenants: tenants.tree,
             status_clock: observer.status_every().and_then(nvsched_report::StatusClock::new),
             observer,
             buffered,

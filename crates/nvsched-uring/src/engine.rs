@@ -668,7 +668,11 @@ fn run_on(
         targets: targets.iter().map(|t| (t.fd(), t.path.clone())).collect(),
         slots: Vec::new(),
         free: vec![Vec::new(); clone_count],
-        sched: scheduler,
+        sched: {
+            let mut sched = scheduler;
+            sched.set_tenants(&tenants.tree);
+            sched
+        },
         in_ring: 0,
         max_in_ring: 0,
         forced_async: 0,
@@ -747,7 +751,7 @@ fn run_on(
             .collect(),
         cpu_user: usage_end.user.saturating_sub(usage_start.user),
         cpu_sys: usage_end.sys.saturating_sub(usage_start.sys),
-        tenants: tenants.named,
+        tenants: tenants.tree,
         disk_util,
     })
 }

@@ -108,7 +108,8 @@ pub struct UringOutcome {
     pub targets: Vec<TargetInfo>,
     pub cpu_user: Duration,
     pub cpu_sys: Duration,
-    pub tenants: Vec<(String, u32)>,
+    /// The cgroups by tenant id; tenant 0 is "no cgroup".
+    pub tenants: nvsched_core::TenantTree,
     /// fio's disk stats of each device the targets are on, over the run.
     pub disk_util: Vec<nvsched_report::DiskUtil>,
 }

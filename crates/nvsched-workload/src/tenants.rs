@@ -4,37 +4,38 @@
 
 use crate::spec::{ExitWhat, JobSpec};
 use nvsched_core::rng::mix64;
+use nvsched_core::{TenantTree, DEFAULT_WEIGHT};
 
-/// Tenants in order of first appearance; tenant 0 is "no cgroup" (weight 100).
+/// Tenants in order of first appearance, a cgroup's ancestors before it; tenant 0 is
+/// "no cgroup" (the root, weight 100).
 #[derive(Clone, Debug, Default)]
 pub struct Tenants {
-    /// (cgroup name, weight) of tenants 1, 2, ...
-    pub named: Vec<(String, u32)>,
+    pub tree: TenantTree,
 }
 
 impl Tenants {
-    /// The tenant of a job and its weight, registering its cgroup on first sight.
+    /// The tenant of a job and its weight, registering its cgroup (and the cgroups above
+    /// it) on first sight.
     pub fn tenant_of(&mut self, spec: &JobSpec) -> (u32, u32) {
-        let Some(name) = &spec.cgroup else { return (0, 100) };
-        let index = match self.named.iter().position(|(n, _)| n == name) {
-            Some(i) => i,
-            None => {
-                self.named.push((name.clone(), spec.cgroup_weight));
-                self.named.len() - 1
-            }
-        };
-        (index as u32 + 1, self.named[index].1)
+        let Some(name) = &spec.cgroup else { return (0, DEFAULT_WEIGHT) };
+        let tenant = self.tree.add(name, Some(spec.cgroup_weight));
+        (tenant, self.tree.node(tenant).map_or(DEFAULT_WEIGHT, |n| n.weight))
     }
 }
 
-/// The cgroups the jobs are in, in tenant order (tenant 1 first), as the engines number
-/// them.
-pub fn cgroup_names(jobs: &[JobSpec]) -> Vec<String> {
+/// The cgroup tree of the jobs, as the engines number it.
+pub fn tenant_tree(jobs: &[JobSpec]) -> TenantTree {
     let mut tenants = Tenants::default();
     for spec in jobs {
         tenants.tenant_of(spec);
     }
-    tenants.named.into_iter().map(|(name, _)| name).collect()
+    tenants.tree
+}
+
+/// The cgroups the jobs are in and those above them, in tenant order (tenant 1 first),
+/// as the engines number them.
+pub fn cgroup_names(jobs: &[JobSpec]) -> Vec<String> {
+    tenant_tree(jobs).cgroups().map(|(_, n)| n.name.clone()).collect()
 }
 
 /// For each job, the earlier job it waits for (`wait_for`), by index: the parser checked

@@ -721,12 +721,19 @@ fn other_verify_checksums_are_checked_with_crc32c_and_say_so() {
 }
 
 #[test]
-fn a_nested_cgroup_is_named_once_as_a_sibling_of_the_others() {
-    let f = parse("[global]\ncgroup=outer/inner\n[a]\n[b]\n[c]\ncgroup=/flat/\n").unwrap();
+fn a_cgroup_path_is_normalised_and_its_ancestors_become_tenants_first() {
+    let f = parse("[global]\ncgroup=/outer//inner/\n[a]\ncgroup_weight=300\n[b]\ncgroup=outer\ncgroup_weight=200\n[c]\ncgroup=/\n");
+    let e = f.unwrap_err().to_string();
+    assert!(e.contains("test.fio:9") && e.contains("cgroup name must not be empty"), "{e}");
+    let f = parse("[global]\ncgroup=/outer//inner/\n[a]\ncgroup_weight=300\n[b]\ncgroup=outer\ncgroup_weight=200\n")
+        .unwrap();
     assert_eq!(f.jobs[0].cgroup.as_deref(), Some("outer/inner"));
-    let nested: Vec<&String> = f.warnings.iter().filter(|w| w.contains("is nested")).collect();
-    assert_eq!(nested.len(), 1, "once for the [global] line, not per job: {:?}", f.warnings);
-    assert!(nested[0].contains("test.fio:2: cgroup=outer/inner") && nested[0].ends_with("not within 'outer'"));
+    assert!(f.warnings.is_empty(), "{:?}", f.warnings);
+    let tree = nvsched_workload::tenant_tree(&f.jobs);
+    let nodes: Vec<(u32, &str, u32, u32)> =
+        tree.cgroups().map(|(t, n)| (t, n.name.as_str(), n.parent, n.weight)).collect();
+    assert_eq!(nodes, [(1, "outer", 0, 200), (2, "outer/inner", 1, 300)]);
+    assert_eq!(nvsched_workload::cgroup_names(&f.jobs), ["outer", "outer/inner"]);
 }
 
 #[test]

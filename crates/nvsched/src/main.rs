@@ -5,7 +5,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nvsched::figures::RunSeries;
 use nvsched::run::{run_sim, RunSpec};
 use nvsched_core::{Nanos, Op};
-use nvsched_policy::{PolicyInfo, Request, ALIASES, COMMON_PARAMS, POLICIES};
+use nvsched_policy::{CgroupModel, PolicyInfo, Request, ALIASES, COMMON_PARAMS, POLICIES};
 use nvsched_report::{CloneStatus, Format, StatusDump};
 use nvsched_sim::Observer;
 use nvsched_ssd::{builtin_profiles, load_profile, DeviceProfile};
@@ -834,6 +834,11 @@ fn print_policies(id: Option<&str>) -> Result<(), String> {
         }
         println!("    source: {}", info.source);
         println!("    host cost: {} per dispatch, {} per completion", info.host_cost.dispatch, info.host_cost.complete);
+        match info.cgroups {
+            CgroupModel::Ignored => {}
+            CgroupModel::Flat => println!("    cgroups: each directly below the root (a/b is a sibling of a)"),
+            CgroupModel::Nested => println!("    cgroups: nested as their paths say (a/b shares within a)"),
+        }
         for p in info.params {
             println!("    {:<16} {} (default {}; {})", p.name, p.help, p.default, p.accepted());
         }

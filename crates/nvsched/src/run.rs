@@ -1,6 +1,6 @@
 //! `nvsched run`: job file + policy + device → simulated run → fio-style report.
 
-use nvsched_core::Nanos;
+use nvsched_core::{Nanos, TenantTree};
 use nvsched_policy::BuiltPolicy;
 use nvsched_report::{DiskUtil, JobStats, RunReport};
 use nvsched_sim::{simulate, EngineCounters, Observer, SimInput, SimOutcome};
@@ -78,7 +78,7 @@ pub fn load_job_text(
 /// The policy to run: the one the user gave (`given`, named `given_as` in messages, e.g.
 /// `--sched`), else the job file's `ioscheduler=`, else `none`, and the warnings to print:
 /// the user's policy overriding a different `ioscheduler=`, and the policy's own about the
-/// jobs' cgroups ([`cgroup_warning`]). An `ioscheduler=` nvsched cannot build is an error
+/// jobs' cgroups ([`cgroup_warnings`]). An `ioscheduler=` nvsched cannot build is an error
 /// at its line.
 pub fn choose_policy(
     given: Option<&str>,
@@ -92,20 +92,21 @@ pub fn choose_policy(
                 .map_err(|e| JobFileError::new(&at, Some("ioscheduler"), e.to_string()).to_string())?,
             None => nvsched_policy::build("none").expect("the none policy builds"),
         };
-        let warnings = cgroup_warning(&policy, jobs).into_iter().collect();
+        let warnings = cgroup_warnings(&policy, jobs);
         return Ok((policy, warnings));
     };
     let policy = nvsched_policy::build(spec).map_err(|e| format!("{given_as}: {e}"))?;
     let overridden = from_jobs
         .filter(|(theirs, _)| nvsched_policy::build(theirs).map_or(true, |p| p.spec != policy.spec))
         .map(|(theirs, at)| format!("{at}: {given_as} {} overrides the job file's ioscheduler={theirs}", policy.spec));
-    let warnings = overridden.into_iter().chain(cgroup_warning(&policy, jobs)).collect();
+    let warnings = overridden.into_iter().chain(cgroup_warnings(&policy, jobs)).collect();
     Ok((policy, warnings))
 }
 
-/// The policy's warning when the jobs' cgroups leave it nothing to do (a protected
-/// cgroup no job is in; weights with no cgroups), for every engine and `sweep`.
-pub fn cgroup_warning(policy: &BuiltPolicy, jobs: &JobFile) -> Option<String> {
+/// The policy's warnings when the jobs' cgroups leave it nothing to do (a protected
+/// cgroup no job is in; weights with no cgroups) or are nested where it keeps them flat,
+/// for every engine and `sweep`.
+pub fn cgroup_warnings(policy: &BuiltPolicy, jobs: &JobFile) -> Vec<String> {
     let cgroups = nvsched_workload::cgroup_names(&jobs.jobs);
     policy.check_cgroups(&cgroups.iter().map(String::as_str).collect::<Vec<_>>())
 }
@@ -360,15 +361,20 @@ pub fn reporting_entries(jobs: &JobFile, clones: &[(u32, usize, &JobStats)]) -> 
 }
 
 /// (name, weight, bytes, bytes/s) per tenant, from per-clone (tenant id, statistics).
-fn tenants_of(tenants: &[(String, u32)], clones: &[(u32, &JobStats)]) -> Value {
+/// Each cgroup's weight and what its jobs and those of the cgroups below it moved (as
+/// cgroup v2's io.stat counts); `parent` only for a cgroup below another one.
+fn tenants_of(tree: &TenantTree, clones: &[(u32, &JobStats)]) -> Value {
     let mut out = Vec::new();
-    for (i, (name, weight)) in tenants.iter().enumerate() {
-        let id = i as u32 + 1;
-        let members: Vec<&JobStats> = clones.iter().filter(|c| c.0 == id).map(|c| c.1).collect();
+    for (id, node) in tree.cgroups() {
+        let members: Vec<&JobStats> = clones.iter().filter(|c| tree.path_to(c.0).contains(&id)).map(|c| c.1).collect();
         let bytes: u64 = members.iter().map(|s| s.dirs.iter().map(|d| d.io_bytes).sum::<u64>()).sum();
         let runtime = members.iter().map(|s| s.runtime).max().unwrap_or(Nanos::ZERO);
         let bw = if runtime.0 > 0 { bytes as f64 / runtime.as_secs_f64() } else { 0.0 };
-        out.push(json!({ "name": name, "weight": weight, "io_bytes": bytes, "bw_bytes": bw }));
+        let mut entry = json!({ "name": node.name, "weight": node.weight, "io_bytes": bytes, "bw_bytes": bw });
+        if let Some(parent) = tree.node(node.parent).filter(|_| node.parent != 0) {
+            entry["parent"] = json!(parent.name);
+        }
+        out.push(entry);
     }
     Value::Array(out)
 }

@@ -126,13 +126,15 @@ pub fn check_policies(policies: &[String]) -> Result<(), String> {
     Ok(())
 }
 
-/// Each policy's warning about the jobs' cgroups (see [`crate::run::cgroup_warning`]),
+/// Each policy's warnings about the jobs' cgroups (see [`crate::run::cgroup_warnings`]),
 /// once per policy; specs that do not build are [`check_policies`]' to report.
 pub fn cgroup_warnings(policies: &[String], jobs: &JobFile) -> Vec<String> {
     let mut warnings: Vec<String> = Vec::new();
     for policy in policies.iter().filter_map(|p| nvsched_policy::build(p).ok()) {
-        if let Some(w) = crate::run::cgroup_warning(&policy, jobs).filter(|w| !warnings.contains(w)) {
-            warnings.push(w);
+        for w in crate::run::cgroup_warnings(&policy, jobs) {
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
         }
     }
     warnings

@@ -571,6 +571,30 @@ fn a_policy_with_nothing_to_do_among_the_jobs_cgroups_says_so() {
     let one = job("one-cgroup.fio", &["db"]);
     let err = stderr(&["run", one.to_str().unwrap(), "-q", "--sched", "mts"]);
     assert!(err.contains("policy 'mts': the jobs are in 1 cgroup (db)"), "{err}");
+
+    // nested cgroups: the policies that keep them flat say so; iocost nests them
+    let nested = job("nested.fio", &["db", "web/app", "web/logs"]);
+    let nested = nested.to_str().unwrap();
+    for sched in ["bfq", "cfq", "mts", "iolatency:target=1ms"] {
+        let id = sched.split(':').next().unwrap();
+        let want = format!(
+            "warning: policy '{id}' puts every cgroup directly below the root: web/app shares with the other \
+             cgroups as their sibling, not within 'web' (iocost nests cgroups)"
+        );
+        assert_eq!(stderr(&["run", nested, "-q", "--sched", sched]).matches(&want).count(), 1, "{sched}");
+    }
+    for sched in ["iocost", "none", "k2:bound=4"] {
+        assert!(!stderr(&["run", nested, "-q", "--sched", sched]).contains("warning"), "{sched}");
+    }
+    // the JSON lists the parent too, with what its cgroups moved, and names it
+    let out = nvsched(&["run", nested, "-q", "--output-format", "json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let tenants = v["nvsched"]["tenants"].as_array().unwrap();
+    let names: Vec<(&str, &str)> =
+        tenants.iter().map(|t| (t["name"].as_str().unwrap(), t["parent"].as_str().unwrap_or("-"))).collect();
+    assert_eq!(names, [("db", "-"), ("web", "-"), ("web/app", "web"), ("web/logs", "web")]);
+    let bytes = |i: usize| tenants[i]["io_bytes"].as_u64().unwrap();
+    assert!(bytes(2) > 0 && bytes(3) > 0 && bytes(1) == bytes(2) + bytes(3), "{tenants:?}");
 }
 
 #[test]

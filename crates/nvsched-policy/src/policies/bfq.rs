@@ -61,7 +61,7 @@
 //! the budget left charges time).
 
 use crate::params::{ParamKind, ParamSpec, Params};
-use crate::registry::PolicyInfo;
+use crate::registry::{CgroupModel, PolicyInfo};
 use crate::scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler};
 use crate::{Nanos, PrioClass, Request, RequestId};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -125,6 +125,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
     example: "bfq:low_latency=0",
     validate: None,
     check_cgroups: None,
+    cgroups: CgroupModel::Flat,
     build: |p: &Params| Box::new(Bfq::from_params(p)),
 };
 

@@ -5,7 +5,7 @@
 //! in flight), queues take turns round-robin, and real-time queues go first.
 
 use crate::params::{ParamKind, ParamSpec, Params};
-use crate::registry::PolicyInfo;
+use crate::registry::{CgroupModel, PolicyInfo};
 use crate::scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler};
 use crate::{Nanos, PrioClass, Request};
 use std::collections::{HashMap, VecDeque};
@@ -59,6 +59,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
     example: "cfq",
     validate: None,
     check_cgroups: None,
+    cgroups: CgroupModel::Flat,
     build: |p: &Params| Box::new(Cfq::from_params(p)),
 };
 

@@ -4,9 +4,14 @@
 //! is estimated by a linear cost model, and shares a cgroup leaves unused are donated to
 //! the others.
 //!
-//! Groups are the job file's cgroups (`cgroup=`, weight `cgroup_weight=`, default 100), one
-//! level below the root. Requests outside any cgroup belong to the root, which io.cost
-//! never throttles. Without cgroups, `iocost` is `none`.
+//! Groups are the job file's cgroups (`cgroup=`, weight `cgroup_weight=`, default 100),
+//! nested as their paths say: `cgroup=web/app` is `app` within `web`, and shares `web`'s
+//! share with `web`'s other children (the engine hands the tree over in `set_tenants`).
+//! Hierarchical weights are products of each level's share among the active siblings; as
+//! in the kernel, only a cgroup with nothing active above or below it issues as itself
+//! (a job in `web` while `web/app` is active issues as the root). Requests outside any
+//! cgroup belong to the root, which io.cost never throttles. Without cgroups, `iocost` is
+//! `none`.
 //!
 //! Control, as in the kernel (vtime: 2^37 units per second of device time):
 //! - **Cost.** A read or write costs a base (random when it starts more than 16 MiB from
@@ -22,8 +27,9 @@
 //!   period's end: idle cgroups are deactivated and give their weight back; cgroups using
 //!   less than their share donate the surplus (their inuse weight is lowered so that their
 //!   hweight_inuse is usage / (1 - 50% + the budget left), the rest going to the others in
-//!   proportion to their weights); budget above half a period is thrown away (and made up
-//!   for by a temporarily higher vrate).
+//!   proportion to what they had, at every level of the tree: `transfer_surpluses`' global
+//!   donation rate and per-level weight sums); budget above half a period is thrown away
+//!   (and made up for by a temporarily higher vrate).
 //! - **vrate.** The device is busy when requests waited for a device slot more than 5% of
 //!   the period, or when more than `100 - rpct`% of reads (writes) took longer than `rlat`
 //!   (`wlat`) from admission, less their size cost. Busy periods lower vrate, periods with
@@ -48,13 +54,13 @@
 //! (`rbps=...`) or latency QoS (`rpct=95,rlat=...`).
 //!
 //! Left out: debt and the induced delay (they charge I/O issued as root on a cgroup's
-//! behalf, such as swap, which the simulator has none of), merges' charging, and nested
-//! cgroups.
+//! behalf, such as swap, which the simulator has none of), and merges' charging.
 
 use crate::params::{ParamKind, ParamSpec, Params};
-use crate::registry::PolicyInfo;
+use crate::registry::{CgroupModel, PolicyInfo};
 use crate::scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler, TimeSeries};
 use crate::{Nanos, Op, Request, RequestId};
+use nvsched_core::{TenantTree, DEFAULT_WEIGHT};
 use std::collections::{HashMap, VecDeque};
 
 pub const PARAMS: &[ParamSpec] = &[
@@ -145,14 +151,14 @@ pub static INFO: PolicyInfo = PolicyInfo {
     id: "iocost",
     summary: "Linux io.cost: cgroups share device time by weight, costed by a linear model, with donation",
     source: "Linux block/blk-iocost.c (cgroup v2 io.cost, io.weight), over the none FIFO",
-    notes: "Cgroups (cgroup=, cgroup_weight=) one level below the root; the root is never \
-            throttled. Budget: vtime at vrate, cost / hweight_inuse per request. Each \
+    notes: "Cgroups (cgroup=, cgroup_weight=) nested as their paths say (web/app within web); \
+            the root is never throttled. Budget: vtime at vrate, cost / hweight_inuse per request. Each \
             period (2 x max(rlat, wlat), 1 ms..1 s) idle cgroups leave, under-users donate \
             (usage / (1 - 50% + budget left)), and vrate falls when slots are waited for \
             over 5% of the period or QoS misses exceed 100-rpct%, rises when cgroups are \
             short and targets are met. Defaults: the kernel's fast-SSD set (autop=fast); \
             autop=auto starts on its default SSD set and switches as the kernel does. No \
-            debt or delay, no nesting.",
+            debt or delay.",
     params: PARAMS,
     // an estimate: the kernel computes a cost and, rarely, walks the weights at each
     // submission, and counts each completion against its latency target
@@ -171,6 +177,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
                 .to_string()
         })
     }),
+    cgroups: CgroupModel::Nested,
     build: |p: &Params| Box::new(IoCost::from_params(p)),
 };
 
@@ -287,11 +294,19 @@ impl Coefs {
 #[derive(Debug)]
 struct Group {
     tenant: u32,
+    /// The group above it; `None`: the root.
+    parent: Option<usize>,
     weight: i64,
-    /// Zero while inactive.
+    /// Zero while inactive. A cgroup above an active one is active too.
     active: i64,
-    /// `active` less what it donates.
+    /// `active` less what it donates; above an active cgroup, `active` in the ratio of
+    /// its children's sums.
     inuse: i64,
+    /// On the active list: it issues I/O (only a cgroup with no active one below it).
+    listed: bool,
+    /// Sums over the groups right below it.
+    child_active_sum: i64,
+    child_inuse_sum: i64,
     last_inuse: i64,
     saved_margin: i64,
     /// Where its last request ended, in 512-byte sectors; 0: none yet.
@@ -359,8 +374,12 @@ pub struct IoCost {
     nr_missed: [u64; 2],
     rq_wait_ns: u64,
     groups: Vec<Group>,
+    /// The root's `child_active_sum` and `child_inuse_sum`.
     sum_active: i64,
     sum_inuse: i64,
+    /// The cgroups the jobs are in, from the engine; a tenant it does not know is a
+    /// cgroup right below the root with its requests' weight.
+    tree: TenantTree,
     /// Below the throttle: admitted requests in order.
     fifo: VecDeque<Request>,
     admitted: HashMap<RequestId, Admitted>,
@@ -406,6 +425,7 @@ impl IoCost {
             groups: Vec::new(),
             sum_active: 0,
             sum_inuse: 0,
+            tree: TenantTree::default(),
             fifo: VecDeque::new(),
             admitted: HashMap::new(),
             vrate_series: TimeSeries::new("vrate", "%"),
@@ -503,15 +523,31 @@ impl IoCost {
     }
 
     fn group_index(&mut self, rq: &Request) -> usize {
-        if let Some(i) = self.groups.iter().position(|g| g.tenant == rq.tenant) {
+        self.group_of(rq.tenant, rq.tenant_weight)
+    }
+
+    /// The group of `tenant`, made on first sight with the groups above it.
+    fn group_of(&mut self, tenant: u32, weight: u32) -> usize {
+        if let Some(i) = self.groups.iter().position(|g| g.tenant == tenant) {
             return i;
         }
-        let weight = i64::from(rq.tenant_weight.clamp(1, 10_000)) * WEIGHT_ONE;
+        let (parent, weight) = match self.tree.node(tenant).filter(|_| tenant != 0) {
+            Some(node) => {
+                let (up, weight) = (node.parent, node.weight);
+                let up_weight = self.tree.node(up).map_or(DEFAULT_WEIGHT, |n| n.weight);
+                ((up != 0).then(|| self.group_of(up, up_weight)), weight)
+            }
+            None => (None, weight),
+        };
         self.groups.push(Group {
-            tenant: rq.tenant,
-            weight,
+            tenant,
+            parent,
+            weight: i64::from(weight.clamp(1, 10_000)) * WEIGHT_ONE,
             active: 0,
             inuse: 0,
+            listed: false,
+            child_active_sum: 0,
+            child_inuse_sum: 0,
             last_inuse: 0,
             saved_margin: 0,
             cursor_sector: 0,
@@ -524,49 +560,115 @@ impl IoCost {
             usage_delta_us: 0,
             waiting: VecDeque::new(),
             wake_at: None,
-            hweight_inuse_series: TimeSeries::new(format!("hweight:tenant{}", rq.tenant), "%"),
+            hweight_inuse_series: TimeSeries::new(format!("hweight:tenant{tenant}"), "%"),
             waits: 0,
         });
         self.groups.len() - 1
     }
 
-    /// (hweight_active, hweight_inuse) of group `i`, one level below the root.
+    /// The sums right below `parent` (`None`: the root): (active, inuse).
+    fn child_sums(&self, parent: Option<usize>) -> (i64, i64) {
+        match parent {
+            Some(p) => (self.groups[p].child_active_sum, self.groups[p].child_inuse_sum),
+            None => (self.sum_active, self.sum_inuse),
+        }
+    }
+
+    /// Group `i` and the groups above it, from the top down.
+    fn path(&self, i: usize) -> Vec<usize> {
+        let mut path = vec![i];
+        while let Some(p) = self.groups[*path.last().unwrap()].parent {
+            path.push(p);
+        }
+        path.reverse();
+        path
+    }
+
+    /// `current_hweight`: (hweight_active, hweight_inuse) of group `i`, the product of its
+    /// and its ancestors' shares among their siblings.
     fn hweights(&self, i: usize) -> (i64, i64) {
-        let g = &self.groups[i];
-        if g.active == 0 || self.sum_active == 0 || self.sum_inuse == 0 {
+        if self.groups[i].active == 0 {
             return (WEIGHT_ONE, WEIGHT_ONE);
         }
-        let hwa = WEIGHT_ONE * g.active / self.sum_active.max(g.active);
-        let hwi = WEIGHT_ONE * g.inuse / self.sum_inuse.max(g.inuse);
+        let (mut hwa, mut hwi) = (WEIGHT_ONE, WEIGHT_ONE);
+        for j in self.path(i) {
+            let g = &self.groups[j];
+            let (active_sum, inuse_sum) = self.child_sums(g.parent);
+            if active_sum == 0 || inuse_sum == 0 {
+                continue;
+            }
+            hwa = hwa * g.active / active_sum.max(g.active);
+            hwi = hwi * g.inuse / inuse_sum.max(g.inuse);
+        }
         (hwa.max(1), hwi.max(1))
     }
 
     /// `current_hweight_max`: the hweight_inuse group `i` would get with inuse = active.
     fn hweight_max(&self, i: usize) -> i64 {
-        let g = &self.groups[i];
-        let sum = self.sum_inuse - g.inuse + g.active;
-        (WEIGHT_ONE * g.active / sum.max(1)).max(1)
+        let mut hwm = WEIGHT_ONE;
+        let mut inuse = self.groups[i].active;
+        let mut child = i;
+        loop {
+            let parent = self.groups[child].parent;
+            let (active_sum, inuse_sum) = self.child_sums(parent);
+            let inuse_sum = inuse_sum + inuse - self.groups[child].inuse;
+            hwm = hwm * inuse / inuse_sum.max(1);
+            let Some(p) = parent else { break };
+            inuse = mul_div_round_up(self.groups[p].active, inuse_sum, active_sum.max(1));
+            child = p;
+        }
+        hwm.max(1)
     }
 
-    /// `propagate_weights` for a one-level tree.
+    /// `propagate_weights`: sets group `i`'s weights and carries the change up: a group
+    /// above an active one has its weight as `active` and its children's inuse-to-active
+    /// ratio as `inuse`.
     fn propagate(&mut self, i: usize, active: i64, inuse: i64, save: bool, vnow: i64) {
         let g = &mut self.groups[i];
-        let inuse = if active == 0 { 0 } else { inuse.clamp(1, active) };
+        let mut inuse = if !g.listed && g.child_active_sum > 0 {
+            mul_div_round_up(active, g.child_inuse_sum, g.child_active_sum)
+        } else if active == 0 {
+            0
+        } else {
+            inuse.clamp(1, active)
+        };
         g.last_inuse = g.inuse;
         if save {
             g.saved_margin = vnow - g.vtime;
         }
-        self.sum_active += active - g.active;
-        self.sum_inuse += inuse - g.inuse;
-        g.active = active;
-        g.inuse = inuse;
+        let mut active = active;
+        let mut child = i;
+        while active != self.groups[child].active || inuse != self.groups[child].inuse {
+            let (old_active, old_inuse) = (self.groups[child].active, self.groups[child].inuse);
+            self.groups[child].active = active;
+            self.groups[child].inuse = inuse;
+            let Some(p) = self.groups[child].parent else {
+                self.sum_active += active - old_active;
+                self.sum_inuse += inuse - old_inuse;
+                return;
+            };
+            let up = &mut self.groups[p];
+            up.child_active_sum += active - old_active;
+            up.child_inuse_sum += inuse - old_inuse;
+            (active, inuse) = if up.child_active_sum > 0 {
+                (up.weight, mul_div_round_up(up.weight, up.child_inuse_sum, up.child_active_sum))
+            } else {
+                (0, 0)
+            };
+            child = p;
+        }
     }
 
-    /// `iocg_activate`: a cgroup issuing again starts with the target budget.
-    fn activate(&mut self, i: usize, now: Nanos) {
+    /// `iocg_activate`: false when the group may not issue as itself (a cgroup below it
+    /// or above it is active), and its request goes as the root's.
+    fn activate(&mut self, i: usize, now: Nanos) -> bool {
         self.groups[i].active_period = self.cur_period;
-        if self.groups[i].active > 0 {
-            return;
+        if self.groups[i].listed {
+            return true;
+        }
+        let path = self.path(i);
+        if self.groups[i].child_active_sum > 0 || path[..path.len() - 1].iter().any(|&j| self.groups[j].listed) {
+            return false;
         }
         let vnow = self.vnow(now);
         let vtarget = vnow - self.margin(MARGIN_TARGET_PCT);
@@ -575,12 +677,14 @@ impl IoCost {
         g.vtime += shift;
         g.done_vtime += shift;
         g.activated_at = now;
+        g.listed = true;
         let (weight, inuse) = (g.weight, if g.last_inuse > 0 { g.last_inuse } else { g.weight });
         self.propagate(i, weight, inuse, true, vnow);
         if !self.running {
             self.running = true;
             self.start_period(now, vnow);
         }
+        true
     }
 
     fn start_period(&mut self, now: Nanos, vnow: i64) {
@@ -682,7 +786,10 @@ impl IoCost {
             self.pass(rq, now);
             return;
         }
-        self.activate(i, now);
+        if !self.activate(i, now) {
+            self.pass(rq, now);
+            return;
+        }
         let vnow = self.vnow(now);
         let cost = self.cost_with_snapback(i, abs_cost, vnow);
         let g = &self.groups[i];
@@ -721,8 +828,9 @@ impl IoCost {
         new_hwi.clamp(1, hwm)
     }
 
-    /// `transfer_surpluses` for a one-level tree: each donor's inuse is set so that its
-    /// hweight_inuse is its target; the others keep their weights' ratios.
+    /// `transfer_surpluses`: sets each donor's inuse so that its hweight_inuse is its
+    /// target, the groups that do not donate keeping their shares' ratios at every level
+    /// (the kernel's method: a global donation rate, then per-level weight sums).
     fn transfer_surpluses(&mut self, donors: &mut [Donor], vnow: i64) {
         self.donations += 1;
         let after_sum: i64 = donors.iter().map(|d| d.after).sum();
@@ -734,14 +842,80 @@ impl IoCost {
                 d.after = d.after * over_target / over_sum.max(1);
             }
         }
-        let after_sum: i64 = donors.iter().map(|d| d.after).sum();
-        let others_inuse: i64 = (0..self.groups.len())
-            .filter(|&j| self.groups[j].active > 0 && !donors.iter().any(|d| d.group == j))
-            .map(|j| self.groups[j].inuse)
-            .sum();
-        let new_sum = mul_div_round_up(others_inuse, WEIGHT_ONE, WEIGHT_ONE - after_sum);
+        // The donors' ancestors, parents before children; `ROOT` stands for the root.
+        const ROOT: usize = usize::MAX;
+        let mut walk: Vec<usize> = vec![ROOT];
         for d in donors.iter() {
-            let inuse = mul_div_round_up(new_sum, d.after, WEIGHT_ONE);
+            let path = self.path(d.group);
+            for &j in &path[..path.len() - 1] {
+                if !walk.contains(&j) {
+                    walk.push(j);
+                }
+            }
+        }
+        let parent = |g: &[Group], j: usize| g[j].parent.unwrap_or(ROOT);
+        // per inner node: budget (hweight_active), donating part, what it keeps
+        // (hweight_after_donation), adjusted hweight_inuse and child weight sum
+        #[derive(Clone, Copy, Default)]
+        struct Inner {
+            hwa: i64,
+            donating: i64,
+            after: i64,
+            hwi: i64,
+            adjusted_sum: i64,
+        }
+        let mut inner: HashMap<usize, Inner> =
+            walk.iter().map(|&j| (j, Inner { hwa: WEIGHT_ONE, hwi: WEIGHT_ONE, ..Inner::default() })).collect();
+        for d in donors.iter() {
+            let up = inner.get_mut(&parent(&self.groups, d.group)).expect("on the walk");
+            up.donating += d.hwa;
+            up.after += d.after;
+        }
+        for &j in walk.iter().skip(1).rev() {
+            let (donating, after) = (inner[&j].donating, inner[&j].after);
+            let up = inner.get_mut(&parent(&self.groups, j)).expect("on the walk");
+            up.donating += donating;
+            up.after += after;
+        }
+        for &j in &walk {
+            if j != ROOT {
+                let p = parent(&self.groups, j);
+                let sum = self.child_sums(self.groups[j].parent).0;
+                let hwa = mul_div_round_up(inner[&p].hwa, self.groups[j].active, sum.max(1));
+                inner.get_mut(&j).expect("on the walk").hwa = hwa;
+            }
+            let n = inner.get_mut(&j).expect("on the walk");
+            n.donating = n.donating.min(n.hwa);
+            n.after = n.after.min(n.donating - 1).max(1);
+        }
+        // the rate that scales what nobody donates: gamma = (1 - t_r') / (1 - t_r)
+        let root = inner[&ROOT];
+        let gamma =
+            div_round_up((WEIGHT_ONE - root.after) * WEIGHT_ONE, WEIGHT_ONE - root.donating.min(WEIGHT_ONE - 1));
+        for &j in &walk {
+            if j == ROOT {
+                let n = inner.get_mut(&ROOT).expect("on the walk");
+                n.adjusted_sum =
+                    mul_div_round_up(self.sum_active, WEIGHT_ONE - n.donating, (WEIGHT_ONE - n.after).max(1));
+                continue;
+            }
+            let up = inner[&parent(&self.groups, j)];
+            let n = inner[&j];
+            let (active, child_active_sum) = (self.groups[j].active, self.groups[j].child_active_sum);
+            // b' = gamma * b_f + b'_t; w' = s'_p * b' / b'_p
+            let hwi = mul_div_round_up(gamma, n.hwa - n.donating, WEIGHT_ONE) + n.after;
+            let inuse = mul_div_round_up(up.adjusted_sum, hwi, up.hwi.max(1));
+            // s' = s_f + s_t * w'_t / w_t
+            let st = mul_div_round_up(child_active_sum, n.donating, n.hwa.max(1));
+            let wpt = mul_div_round_up(active, n.donating, n.hwa.max(1));
+            let wptp = mul_div_round_up(inuse, n.after, hwi.max(1));
+            let m = inner.get_mut(&j).expect("on the walk");
+            m.hwi = hwi;
+            m.adjusted_sum = child_active_sum - st + mul_div_round_up(st, wptp, wpt.max(1));
+        }
+        for d in donors.iter() {
+            let up = inner[&parent(&self.groups, d.group)];
+            let inuse = mul_div_round_up(up.adjusted_sum, d.after, up.hwi.max(1));
             let active = self.groups[d.group].active;
             self.propagate(d.group, active, inuse, true, vnow);
         }
@@ -769,7 +943,7 @@ impl IoCost {
 
         // `ioc_check_iocgs`: wake waiters (vrate may have risen), deactivate the idle
         for i in 0..self.groups.len() {
-            if self.groups[i].active == 0 {
+            if !self.groups[i].listed {
                 continue;
             }
             if !self.groups[i].waiting.is_empty() {
@@ -782,10 +956,11 @@ impl IoCost {
                     self.vtime_err -= excess * self.hweights(i).1 / WEIGHT_ONE;
                 }
                 self.propagate(i, 0, 0, false, vnow);
+                self.groups[i].listed = false;
             }
         }
         // usage during the period, in µs of device time
-        for g in self.groups.iter_mut().filter(|g| g.active > 0) {
+        for g in self.groups.iter_mut().filter(|g| g.listed) {
             g.usage_delta_us = (g.abs_vusage - g.last_abs_vusage) / self.vtime_base_rate;
             g.last_abs_vusage = g.abs_vusage;
         }
@@ -799,7 +974,7 @@ impl IoCost {
         let since_period_us = ((now.saturating_sub(self.period_at)).0 / 1000).max(1) as i64;
         for (i, &(hwa, hwi)) in snapshot.iter().enumerate() {
             let g = &self.groups[i];
-            if g.active == 0 {
+            if !g.listed {
                 continue;
             }
             let (vdone, vtime) = (g.done_vtime, g.vtime);
@@ -926,6 +1101,11 @@ impl IoCost {
     }
 
     #[cfg(test)]
+    fn group(&self, tenant: u32) -> &Group {
+        self.groups.iter().find(|g| g.tenant == tenant).expect("a group of the tenant")
+    }
+
+    #[cfg(test)]
     fn waits_of(&self, tenant: u32) -> u64 {
         self.groups.iter().find(|g| g.tenant == tenant).map_or(0, |g| g.waits)
     }
@@ -954,6 +1134,10 @@ impl IoCost {
 impl Scheduler for IoCost {
     fn id(&self) -> &'static str {
         "iocost"
+    }
+
+    fn set_tenants(&mut self, tree: &TenantTree) {
+        self.tree = tree.clone();
     }
 
     fn insert(&mut self, rq: Request, now: Nanos) -> Inserted {
@@ -1205,6 +1389,72 @@ mod tests {
         assert!(p.waits_of(2) > 0 && p.waits_of(1) > 0, "both were throttled");
     }
 
+    /// `a` (weight 100) holds `a/x` (100) and `a/y` (300); `b` (300) is beside `a`:
+    /// tenants 1 (a), 2 (a/x), 3 (a/y), 4 (b).
+    fn nested() -> IoCost {
+        let mut tree = TenantTree::default();
+        for (path, weight) in [("a", 100), ("a/x", 100), ("a/y", 300), ("b", 300)] {
+            tree.add(path, Some(weight));
+        }
+        let mut p = policy("min=100,max=100");
+        p.set_tenants(&tree);
+        p
+    }
+
+    #[test]
+    fn nested_cgroups_share_within_their_parents_share() {
+        let mut p = nested();
+        let mut id = 0;
+        // every 20 us: 15 reads fit, a/x and a/y offer 8 each, b 40
+        let busy = [(2, 100, 8), (3, 300, 8), (4, 300, 40)];
+        let done = drive(&mut p, &busy, Nanos::from_ms(100), Nanos::from_us(20), &mut id);
+        let total: u64 = done.iter().sum();
+        let shares: Vec<f64> = done.iter().map(|&d| d as f64 / total as f64).collect();
+        // a gets a quarter (100 of 400), split 1:3 inside; flat, they would get 1:3:3
+        for (share, want) in shares.iter().zip([0.0625, 0.1875, 0.75]) {
+            assert!((share - want).abs() < 0.01, "shares {shares:?}, want 1/16, 3/16, 3/4");
+        }
+        assert_eq!(p.group(1).active, 100 * WEIGHT_ONE, "a is active as the parent of two");
+        assert_eq!(p.hweights(p.groups.iter().position(|g| g.tenant == 2).unwrap()).0, WEIGHT_ONE / 16);
+        // a/y stops; once its backlog has drained and it has left, a/x has a's quarter
+        let rest = [(2, 100, 8), (4, 300, 40)];
+        drive(&mut p, &rest, Nanos::from_ms(400), Nanos::from_us(20), &mut id);
+        assert!(!p.group(3).listed && p.group(3).active == 0, "a/y left");
+        let done = drive(&mut p, &rest, Nanos::from_ms(200), Nanos::from_us(20), &mut id);
+        let share = done[0] as f64 / (done[0] + done[1]) as f64;
+        assert!((share - 0.25).abs() < 0.01, "a/x alone in a: {done:?} ({share:.3})");
+    }
+
+    /// A light cgroup's unused share goes to the others in proportion to their budgets at
+    /// every level: a/y and b keep 1:4 (3/16 : 3/4) between them.
+    #[test]
+    fn a_nested_donor_leaves_the_others_ratios_as_they_were() {
+        let mut p = nested();
+        let mut id = 0;
+        // 4 KiB reads cost 1.32 us: 1 per 66 us is 2% of the device (a/x's budget: 6.25%)
+        let done =
+            drive(&mut p, &[(2, 100, 1), (3, 300, 100), (4, 300, 100)], Nanos::from_secs(2), Nanos(66_000), &mut id);
+        let capacity = 2e9 / 1324.0;
+        assert!(done[0] as f64 > 0.019 * capacity, "the light cgroup keeps its rate: {done:?}");
+        let ratio = done[2] as f64 / done[1] as f64;
+        assert!((ratio - 4.0).abs() < 0.2, "b : a/y {ratio:.2}, want 4: {done:?}");
+        assert!((done.iter().sum::<u64>() as f64) > 0.95 * capacity, "the surplus is used: {done:?}");
+        assert!(p.donations > 0 && p.waits_of(2) == 0);
+    }
+
+    /// The kernel lets only a cgroup with nothing active below or above it issue as
+    /// itself; a job in `a` while `a/x` is active goes as the root's, unthrottled.
+    #[test]
+    fn a_cgroup_above_an_active_one_issues_as_the_root() {
+        let mut p = nested();
+        let mut id = 0;
+        drive(&mut p, &[(2, 100, 20)], Nanos::from_ms(100), Nanos::from_us(20), &mut id);
+        let waits = p.waits_of(1);
+        drive(&mut p, &[(1, 100, 20), (2, 100, 20)], Nanos::from_ms(100), Nanos::from_us(20), &mut id);
+        assert_eq!(p.waits_of(1), waits, "a's own requests are never held");
+        assert!(!p.group(1).listed);
+    }
+
     /// With vrate pinned at 100%, a cgroup using a tenth of the device donates the rest of
     /// its half: the other gets far more than half, and the light one is still served.
     #[test]
@@ -1372,14 +1622,23 @@ mod tests {
     }
 
     proptest::proptest! {
-        /// After every step of a random run: the weight sums match the cgroups', inuse
-        /// never exceeds active, a cgroup with waiters has a wake-up set, and every request
-        /// comes out exactly once.
+        /// After every step of a random run, flat or nested (tenant 2 below tenant 1, which
+        /// issues too): every level's weight sums match its cgroups', inuse never exceeds
+        /// active, only a cgroup with nothing active below it issues, a cgroup with waiters
+        /// has a wake-up set, and every request comes out exactly once.
         #[test]
         fn weights_stay_consistent_and_nothing_is_lost(
             ops in proptest::collection::vec((0u8..4, 0u32..4, 0u64..3_000), 1..600),
+            nested in proptest::bool::ANY,
         ) {
             let mut p = policy("rpct=90,rlat=50us,rrandiops=20000,rbps=100MB/s");
+            if nested {
+                let mut tree = TenantTree::default();
+                for path in ["a", "a/x", "b"] {
+                    tree.add(path, None);
+                }
+                p.set_tenants(&tree);
+            }
             let (mut now, mut next_id) = (Nanos::ZERO, 0u64);
             let mut inflight: Vec<(Request, Nanos)> = Vec::new();
             let mut given = std::collections::HashSet::new();
@@ -1398,10 +1657,14 @@ mod tests {
                     proptest::prop_assert!(given.insert(d.id), "gave {} twice", d.id.0);
                     inflight.push((d, now));
                 }
-                proptest::prop_assert_eq!(p.sum_active, p.groups.iter().map(|g| g.active).sum::<i64>());
-                proptest::prop_assert_eq!(p.sum_inuse, p.groups.iter().map(|g| g.inuse).sum::<i64>());
+                for parent in std::iter::once(None).chain((0..p.groups.len()).map(Some)) {
+                    let below = || p.groups.iter().filter(|g| g.parent == parent);
+                    let sums = (below().map(|g| g.active).sum::<i64>(), below().map(|g| g.inuse).sum::<i64>());
+                    proptest::prop_assert_eq!(p.child_sums(parent), sums);
+                }
                 for g in &p.groups {
                     proptest::prop_assert!(g.inuse <= g.active);
+                    proptest::prop_assert!(!g.listed || g.child_active_sum == 0);
                     proptest::prop_assert!(g.waiting.is_empty() || g.wake_at.is_some(), "waiters without a wake-up");
                 }
             }

@@ -38,7 +38,7 @@
 //! groups, and several protected groups with different targets.
 
 use crate::params::{ParamKind, ParamSpec, Params};
-use crate::registry::{cgroup_list, PolicyInfo};
+use crate::registry::{cgroup_list, CgroupModel, PolicyInfo};
 use crate::scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler, TimeSeries};
 use crate::{Nanos, Op, PrioClass, Request};
 use std::collections::VecDeque;
@@ -93,6 +93,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
             )
         })
     }),
+    cgroups: CgroupModel::Flat,
     build: |p: &Params| Box::new(IoLatency::from_params(p)),
 };
 

@@ -8,7 +8,7 @@
 //! waits behind at most `bound` others.
 
 use crate::params::{ParamKind, ParamSpec, Params};
-use crate::registry::PolicyInfo;
+use crate::registry::{CgroupModel, PolicyInfo};
 use crate::scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler};
 use crate::{Nanos, Op, PrioClass, Request, MAX_MERGE_BYTES};
 use std::collections::VecDeque;
@@ -60,6 +60,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
     example: "k2:bound=4",
     validate: None,
     check_cgroups: None,
+    cgroups: CgroupModel::Ignored,
     build: |p: &Params| Box::new(K2::from_params(p)),
 };
 

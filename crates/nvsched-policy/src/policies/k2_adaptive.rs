@@ -59,7 +59,7 @@
 
 use crate::params::{ParamKind, ParamSpec, Params};
 use crate::policies::k2::K2;
-use crate::registry::PolicyInfo;
+use crate::registry::{CgroupModel, PolicyInfo};
 use crate::scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler, TimeSeries};
 use crate::{Nanos, PrioClass, Request};
 
@@ -135,6 +135,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
     example: "k2-adaptive:target_p999=500us",
     validate: Some(|p: &Params| K2Adaptive::validate(p)),
     check_cgroups: None,
+    cgroups: CgroupModel::Ignored,
     build: |p: &Params| Box::new(K2Adaptive::from_params(p)),
 };
 

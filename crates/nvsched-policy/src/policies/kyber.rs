@@ -8,7 +8,7 @@
 //! so domains meeting their target are throttled and domains missing it grow.
 
 use crate::params::{ParamKind, ParamSpec, Params};
-use crate::registry::PolicyInfo;
+use crate::registry::{CgroupModel, PolicyInfo};
 use crate::scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler, TimeSeries};
 use crate::{Nanos, Op, Request};
 use std::collections::VecDeque;
@@ -40,6 +40,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
     example: "kyber",
     validate: None,
     check_cgroups: None,
+    cgroups: CgroupModel::Ignored,
     build: |p: &Params| Box::new(Kyber::from_params(p)),
 };
 

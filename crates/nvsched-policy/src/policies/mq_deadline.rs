@@ -6,7 +6,7 @@
 //! `prio_aging_expire`.
 
 use crate::params::{ParamKind, ParamSpec, Params};
-use crate::registry::PolicyInfo;
+use crate::registry::{CgroupModel, PolicyInfo};
 use crate::scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler};
 use crate::{Nanos, Op, PrioClass, Request, RequestId, MAX_MERGE_BYTES};
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -62,6 +62,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
     example: "mq-deadline",
     validate: None,
     check_cgroups: None,
+    cgroups: CgroupModel::Ignored,
     build: |p: &Params| Box::new(MqDeadline::from_params(p)),
 };
 

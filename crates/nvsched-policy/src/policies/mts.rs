@@ -7,7 +7,7 @@
 
 use crate::params::{ParamKind, ParamSpec, Params};
 use crate::policies::cfq::{self, Cfq};
-use crate::registry::{cgroup_list, PolicyInfo};
+use crate::registry::{cgroup_list, CgroupModel, PolicyInfo};
 use crate::scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler, TimeSeries};
 use crate::{Nanos, Request};
 use std::collections::{BTreeMap, VecDeque};
@@ -62,6 +62,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
             )
         })
     }),
+    cgroups: CgroupModel::Flat,
     build: |p: &Params| Box::new(Mts::from_params(p)),
 };
 

@@ -2,7 +2,7 @@
 //! for NVMe (`blk-mq` without an elevator).
 
 use crate::params::{ParamSpec, Params};
-use crate::registry::PolicyInfo;
+use crate::registry::{CgroupModel, PolicyInfo};
 use crate::scheduler::{Completion, DeviceView, HostCost, Inserted, Scheduler};
 use crate::{Nanos, Request};
 use std::collections::VecDeque;
@@ -19,6 +19,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
     example: "none",
     validate: None,
     check_cgroups: None,
+    cgroups: CgroupModel::Ignored,
     build: |_: &Params| Box::new(NoneFifo::default()),
 };
 

@@ -7,7 +7,7 @@
 //! of the device.
 
 use crate::params::{ParamKind, ParamSpec, Params};
-use crate::registry::PolicyInfo;
+use crate::registry::{CgroupModel, PolicyInfo};
 use crate::scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler};
 use crate::{Nanos, Request};
 use std::collections::{HashMap, VecDeque};
@@ -41,6 +41,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
     example: "prio-token",
     validate: None,
     check_cgroups: None,
+    cgroups: CgroupModel::Ignored,
     build: |p: &Params| Box::new(PrioToken::from_params(p)),
 };
 

@@ -6,7 +6,7 @@
 //! `throttling_factor` per dispatched read, adjusting the factor every epoch.
 
 use crate::params::{ParamKind, ParamSpec, Params};
-use crate::registry::PolicyInfo;
+use crate::registry::{CgroupModel, PolicyInfo};
 use crate::scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler, TimeSeries};
 use crate::{Nanos, Request};
 use std::collections::{BTreeSet, VecDeque};
@@ -66,6 +66,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
     example: "tabs",
     validate: None,
     check_cgroups: None,
+    cgroups: CgroupModel::Ignored,
     build: |p: &Params| Box::new(Tabs::from_params(p)),
 };
 

@@ -5,7 +5,7 @@
 //! requests are merged at the front as well as at the back.
 
 use crate::params::{ParamKind, ParamSpec, Params};
-use crate::registry::PolicyInfo;
+use crate::registry::{CgroupModel, PolicyInfo};
 use crate::scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler};
 use crate::{MergeSide, Nanos, Request, RequestId, MAX_MERGE_BYTES};
 use std::collections::VecDeque;
@@ -43,6 +43,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
     example: "veloces",
     validate: None,
     check_cgroups: None,
+    cgroups: CgroupModel::Ignored,
     build: |p: &Params| Box::new(Veloces::from_params(p)),
 };
 

@@ -840,11 +840,14 @@ pub static OPTIONS: &[OptionDef] = &[
         j.nice = int_in(v, -20, 19)? as i8;
         Ok(())
     }),
-    opt!("cgroup", [], None, "cgroup (tenant) name; jobs naming the same cgroup share it", |j, v| {
-        if v.is_empty() {
+    opt!("cgroup", [], None, "cgroup (tenant) path, a/b for b below a; jobs naming the same cgroup share it", |j, v| {
+        // fio makes the directory below the mount point: leading, trailing and doubled
+        // slashes name the same cgroup
+        let path: Vec<&str> = v.split('/').filter(|part| !part.is_empty()).collect();
+        if path.is_empty() {
             return Err("cgroup name must not be empty".into());
         }
-        j.cgroup = Some(v.to_string());
+        j.cgroup = Some(path.join("/"));
         Ok(())
     }),
     opt!("cgroup_weight", [], None, "weight of the job's cgroup, 100..=1000", |j, v| {
@@ -2068,16 +2071,6 @@ pub(super) fn apply_option(
             "{}: verify={value} is checked with crc32c (nvsched's verify header is its own, not fio's)",
             opt.at
         ));
-    }
-    if let Some((parent, _)) = (def.name == "cgroup").then(|| value.trim_matches('/').rsplit_once('/')).flatten() {
-        let warning = format!(
-            "{}: cgroup={value} is nested: nvsched's policies put every cgroup directly below the root, so it \
-             shares with the other cgroups as their sibling, not within '{parent}'",
-            opt.at
-        );
-        if !warnings.contains(&warning) {
-            warnings.push(warning);
-        }
     }
     Ok(())
 }

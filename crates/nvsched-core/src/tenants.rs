@@ -1,0 +1,135 @@
+//! The cgroup tree the jobs run in, as engines hand it to policies: tenant 0 is the root
+//! (jobs without a cgroup), every other tenant has a parent and a weight. A job's
+//! `cgroup=a/b` makes `a` a tenant below the root and `a/b` one below `a`.
+
+/// One cgroup: its path below the root (`a/b`), its parent tenant and its weight.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TenantNode {
+    pub name: String,
+    pub parent: u32,
+    pub weight: u32,
+}
+
+/// Tenants by number (the index): 0 is the root; a parent comes before its children.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TenantTree {
+    nodes: Vec<TenantNode>,
+    /// Whether a job named the tenant itself (and so gave its weight).
+    named: Vec<bool>,
+}
+
+/// The weight of the root and of a cgroup no job gives one (the kernel's default).
+pub const DEFAULT_WEIGHT: u32 = 100;
+
+impl Default for TenantTree {
+    fn default() -> TenantTree {
+        TenantTree {
+            nodes: vec![TenantNode { name: String::new(), parent: 0, weight: DEFAULT_WEIGHT }],
+            named: vec![true],
+        }
+    }
+}
+
+impl TenantTree {
+    /// The tenant of cgroup `path` (slashes separate levels; empty parts are ignored),
+    /// adding it and any missing ancestor. A cgroup added for a descendant's sake takes
+    /// the default weight until `explicit_weight` names it; after that its weight stays.
+    /// An empty path is the root, whose weight does not change.
+    pub fn add(&mut self, path: &str, explicit_weight: Option<u32>) -> u32 {
+        let mut tenant = 0u32;
+        let mut so_far = String::new();
+        for part in path.split('/').filter(|p| !p.is_empty()) {
+            if !so_far.is_empty() {
+                so_far.push('/');
+            }
+            so_far.push_str(part);
+            tenant = match self.nodes.iter().position(|n| n.name == so_far) {
+                Some(i) => i as u32,
+                None => {
+                    self.nodes.push(TenantNode { name: so_far.clone(), parent: tenant, weight: DEFAULT_WEIGHT });
+                    self.named.push(false);
+                    (self.nodes.len() - 1) as u32
+                }
+            };
+        }
+        if let Some(weight) = explicit_weight.filter(|_| !self.named[tenant as usize]) {
+            self.nodes[tenant as usize].weight = weight;
+            self.named[tenant as usize] = true;
+        }
+        tenant
+    }
+
+    /// A tree of `weights.len()` cgroups directly below the root (tenants 1, 2, ...).
+    pub fn flat(weights: &[u32]) -> TenantTree {
+        let mut tree = TenantTree::default();
+        for (i, &weight) in weights.iter().enumerate() {
+            tree.nodes.push(TenantNode { name: format!("tenant{}", i + 1), parent: 0, weight });
+            tree.named.push(true);
+        }
+        tree
+    }
+
+    /// Tenants, root included.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Only the root.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.len() == 1
+    }
+
+    pub fn node(&self, tenant: u32) -> Option<&TenantNode> {
+        self.nodes.get(tenant as usize)
+    }
+
+    /// The tenants below the root, in number order.
+    pub fn cgroups(&self) -> impl Iterator<Item = (u32, &TenantNode)> {
+        self.nodes.iter().enumerate().skip(1).map(|(i, n)| (i as u32, n))
+    }
+
+    /// Some cgroup is below another one.
+    pub fn is_nested(&self) -> bool {
+        self.nodes.iter().skip(1).any(|n| n.parent != 0)
+    }
+
+    /// The path from the root to `tenant`, both included (`[0]` for the root or an
+    /// unknown tenant).
+    pub fn path_to(&self, tenant: u32) -> Vec<u32> {
+        let mut path = vec![tenant];
+        let mut at = tenant;
+        while at != 0 {
+            match self.nodes.get(at as usize) {
+                Some(n) => at = n.parent,
+                None => return vec![0],
+            }
+            path.push(at);
+        }
+        path.reverse();
+        path
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_path_adds_its_ancestors_first_with_the_default_weight() {
+        let mut tree = TenantTree::default();
+        assert_eq!(tree.add("a/b", Some(300)), 2);
+        assert_eq!(tree.node(1), Some(&TenantNode { name: "a".into(), parent: 0, weight: 100 }));
+        assert_eq!(tree.node(2), Some(&TenantNode { name: "a/b".into(), parent: 1, weight: 300 }));
+        // a job in `a` itself names it later: the weight is its own from then on
+        assert_eq!(tree.add("/a/", Some(500)), 1);
+        assert_eq!(tree.node(1).unwrap().weight, 500);
+        assert_eq!(tree.add("a", Some(700)), 1);
+        assert_eq!(tree.node(1).unwrap().weight, 500, "the first weight given stays");
+        assert_eq!(tree.add("a//c", None), 3);
+        assert_eq!(tree.path_to(3), vec![0, 1, 3]);
+        assert_eq!(tree.path_to(9), vec![0]);
+        assert_eq!(tree.add("", Some(200)), 0);
+        assert_eq!(tree.node(0).unwrap().weight, 100, "the root keeps its weight");
+        assert!(tree.is_nested() && !TenantTree::flat(&[100, 200]).is_nested());
+    }
+}
