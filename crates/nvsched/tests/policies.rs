@@ -152,12 +152,12 @@ fn iocost_shares_by_weight_once_a_latency_target_says_the_device_is_busy() {
     assert!(out.policy.series("hweight:tenant1").is_some() && out.policy.series("hweight:tenant2").is_some());
 }
 
-/// io.cost shares by the cgroup tree: db (200) beside web (100), which holds app (400)
-/// and logs (100): 20/30, 8/30 and 2/30 of the device. bfq keeps cgroups flat and shares
-/// 2:4:1 among the three.
+/// io.cost and bfq share by the cgroup tree: db (200) beside web (100), which holds app
+/// (400) and logs (100): 20/30, 8/30 and 2/30 of the device. cfq keeps cgroups flat and
+/// shares 2:4:1 among the three.
 #[test]
-fn iocost_shares_within_a_parent_cgroup_and_bfq_does_not() {
-    let text = &example("iocost-nested.fio", "2");
+fn iocost_and_bfq_share_within_a_parent_cgroup_and_cfq_does_not() {
+    let text = &example("iocost-nested.fio", "4");
     let shares = |jobs: &[JobStats]| -> Vec<f64> {
         let total = total_bw(jobs, 0);
         (0..3).map(|i| jobs[i].dirs[0].io_bytes as f64 / jobs[i].runtime.as_secs_f64() / total).collect()
@@ -170,8 +170,13 @@ fn iocost_shares_within_a_parent_cgroup_and_bfq_does_not() {
     let tree: Vec<(&str, u32)> = out.tenants.cgroups().map(|(_, n)| (n.name.as_str(), n.parent)).collect();
     assert_eq!(tree, [("db", 0), ("web", 0), ("web/app", 2), ("web/logs", 2)]);
     let (bfq, _) = run(text, "bfq", "970evoplus-250g", &[], &mut NoObserver);
-    for (got, want) in shares(&bfq).iter().zip([2.0 / 7.0, 4.0 / 7.0, 1.0 / 7.0]) {
-        assert!((got / want - 1.0).abs() < 0.05, "bfq shares {:?}", shares(&bfq));
+    // over 3 s a light group's service comes in lumps of its budget (logs: 7.3%)
+    for (got, want) in shares(&bfq).iter().zip([20.0 / 30.0, 8.0 / 30.0, 2.0 / 30.0]) {
+        assert!((got / want - 1.0).abs() < 0.12, "bfq shares {:?}", shares(&bfq));
+    }
+    let (cfq, _) = run(text, "cfq", "970evoplus-250g", &[], &mut NoObserver);
+    for (got, want) in shares(&cfq).iter().zip([2.0 / 7.0, 4.0 / 7.0, 1.0 / 7.0]) {
+        assert!((got / want - 1.0).abs() < 0.05, "cfq shares {:?}", shares(&cfq));
     }
 }
 

@@ -4,11 +4,13 @@
 //! - **Queues.** Each process (job) has a sync queue; async requests (buffered writes)
 //!   share one queue per cgroup, class and level. A queue's weight is
 //!   `(8 - ioprio level) * 10` (level 4, the default, is 40); a cgroup (tenant) is a group
-//!   entity with its `cgroup_weight` (100 by default) beside the root's own queues.
+//!   entity with its `cgroup_weight` (100 by default) beside the root's own queues, and a
+//!   nested cgroup (`cgroup=web/app`) an entity in its parent's group, as with the
+//!   kernel's `CONFIG_BFQ_GROUP_IOSCHED`.
 //! - **B-WF2Q+.** One queue is in service at a time and owns the dispatch until its
 //!   budget (sectors; async requests are charged 3x) is used up, it runs empty, or its
 //!   budget timeout (`timeout_sync`) passes. The next one is, per level (root, then the
-//!   chosen group) and class (RT before BE before IDLE; IDLE gets one service every
+//!   chosen group, down to a queue) and class (RT before BE before IDLE; IDLE gets one service every
 //!   200 ms when starved), the eligible entity (virtual start <= virtual time) with the
 //!   smallest virtual finish; an expired entity is charged the service it received, not
 //!   its budget. Budgets follow BFQ's feedback: doubled after a timeout, quadrupled when
@@ -64,6 +66,7 @@ use crate::params::{ParamKind, ParamSpec, Params};
 use crate::registry::{CgroupModel, PolicyInfo};
 use crate::scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler};
 use crate::{Nanos, PrioClass, Request, RequestId};
+use nvsched_core::TenantTree;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
 pub const PARAMS: &[ParamSpec] = &[
@@ -111,7 +114,8 @@ pub static INFO: PolicyInfo = PolicyInfo {
     id: "bfq",
     summary: "Linux BFQ: per-process queues served one at a time with sector budgets (B-WF2Q+), idling, weight raising",
     source: "Linux block/bfq-iosched.c, bfq-wf2q.c (6.x) and Documentation/block/bfq-iosched.rst",
-    notes: "Weights: (8 - ioprio level) * 10 per queue, cgroup_weight per tenant group. \
+    notes: "Weights: (8 - ioprio level) * 10 per queue, cgroup_weight per tenant group; \
+            groups nest as their cgroups' paths do (web/app within web). \
             Jobs whose first I/O comes within 180 ms of the first of a run of jobs at their \
             priority share its sync queue and weight (stable merging; stable_merge=0 turns \
             it off). A queue serves its requests in BFQ's elevator order: sector order from \
@@ -125,7 +129,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
     example: "bfq:low_latency=0",
     validate: None,
     check_cgroups: None,
-    cgroups: CgroupModel::Flat,
+    cgroups: CgroupModel::Nested,
     build: |p: &Params| Box::new(Bfq::from_params(p)),
 };
 
@@ -393,6 +397,7 @@ struct Queue {
 struct Group {
     entity: usize,
     level: Level,
+    /// Busy queues in it and in the groups below it.
     busy_queues: u32,
 }
 
@@ -444,6 +449,9 @@ pub struct Bfq {
     root: Level,
     queues: Vec<Queue>,
     groups: Vec<Group>,
+    /// The cgroups the jobs are in, from the engine: a cgroup's group sits in its
+    /// parent's group (a tenant it does not know sits below the root).
+    tree: TenantTree,
     queue_index: HashMap<(u32, u32, bool), usize>,
     group_index: HashMap<u32, usize>,
     in_service: Option<usize>,
@@ -493,6 +501,7 @@ impl Bfq {
             root: Level::default(),
             queues: Vec::new(),
             groups: Vec::new(),
+            tree: TenantTree::default(),
             queue_index: HashMap::new(),
             group_index: HashMap::new(),
             in_service: None,
@@ -713,12 +722,30 @@ impl Bfq {
         if let Some(&g) = self.group_index.get(&tenant) {
             return g;
         }
+        let (parent, weight) = match self.tree.node(tenant).filter(|_| tenant != 0) {
+            Some(node) => {
+                let (up, weight) = (node.parent, node.weight);
+                let up_weight = self.tree.node(up).map_or(nvsched_core::DEFAULT_WEIGHT, |n| n.weight);
+                ((up != 0).then(|| self.group_for(up, up_weight)), weight)
+            }
+            None => (None, weight),
+        };
         let g = self.groups.len();
-        // groups are best-effort entities of the root
-        let entity = self.new_entity(f64::from(weight.max(1)), 1, None, Owner::Group(g));
+        // groups are best-effort entities of their parent's level
+        let entity = self.new_entity(f64::from(weight.max(1)), 1, parent, Owner::Group(g));
         self.groups.push(Group { entity, level: Level::default(), busy_queues: 0 });
         self.group_index.insert(tenant, g);
         g
+    }
+
+    /// Group `group` and the groups above it, bottom up (none for the root).
+    fn ancestors(&self, group: Option<usize>) -> Vec<usize> {
+        std::iter::successors(group, |&g| self.entities[self.groups[g].entity].parent).collect()
+    }
+
+    /// Queue `q` is in group `g` or in a group below it.
+    fn in_group(&self, q: usize, g: usize) -> bool {
+        self.ancestors(self.queues[q].group).contains(&g)
     }
 
     fn level_mut(&mut self, parent: Option<usize>) -> &mut Level {
@@ -965,9 +992,10 @@ impl Bfq {
             let left = self.budget_left(q);
             let waits = matches!(reason, Expiration::NoMoreRequests | Expiration::TooIdle | Expiration::Preempted);
             self.queues[q].budget_left_when_empty = (waits && left > 0.0).then_some(left);
-            self.leave_busy(q, now);
+            self.leave_busy(q, now, true);
         }
-        if let Some(g) = group {
+        // the groups on the way to it left their trees when it was chosen
+        for g in self.ancestors(group) {
             let ge = self.groups[g].entity;
             match self.peek(Some(g), now) {
                 Some(next) => {
@@ -980,18 +1008,21 @@ impl Bfq {
         }
     }
 
-    /// A queue without requests leaves its tree (and its group leaves the root's when it
-    /// was the group's last busy queue and the group is not in service).
-    fn leave_busy(&mut self, q: usize, now: Nanos) {
+    /// A queue without requests leaves its tree (and each group above it leaves its
+    /// parent's when it holds no busy queue any more and is not in service). An
+    /// `expiring` queue's groups are out of their trees already: `expire` requeues or
+    /// deactivates them, once.
+    fn leave_busy(&mut self, q: usize, now: Nanos, expiring: bool) {
         self.deactivate(self.queues[q].entity);
         let queue = &mut self.queues[q];
         queue.busy = false;
         if queue.dispatched == 0 {
             queue.empty_since = Some(now);
         }
-        if let Some(g) = queue.group {
+        let group = queue.group;
+        for g in self.ancestors(group) {
             self.groups[g].busy_queues -= 1;
-            let group_in_service = self.in_service.is_some_and(|s| self.queues[s].group == Some(g));
+            let group_in_service = expiring || self.in_service.is_some_and(|s| self.in_group(s, g));
             if self.groups[g].busy_queues == 0 && !group_in_service {
                 self.deactivate(self.groups[g].entity);
             }
@@ -1140,7 +1171,7 @@ impl Bfq {
         self.sample_peak_rate(now, sectors(&rq) as f64, device.inflight);
         if self.in_service != Some(q) && self.queues[q].pending.is_empty() {
             // an injected queue that ran empty waits no longer
-            self.leave_busy(q, now);
+            self.leave_busy(q, now, false);
         }
         rq
     }
@@ -1196,10 +1227,10 @@ impl Bfq {
         let (e, group) = (self.queues[q].entity, self.queues[q].group);
         self.entities[e].weight = self.effective_weight(q);
         self.activate(e, budget, resumed.is_some());
-        if let Some(g) = group {
+        for g in self.ancestors(group) {
             self.groups[g].busy_queues += 1;
             let ge = self.groups[g].entity;
-            let in_service_here = self.in_service.is_some_and(|s| self.queues[s].group == Some(g));
+            let in_service_here = self.in_service.is_some_and(|s| self.in_group(s, g));
             if self.groups[g].busy_queues == 1 && !in_service_here {
                 self.activate(ge, budget, resumed.is_some());
             }
@@ -1211,7 +1242,9 @@ impl Bfq {
         if !(resumes || higher || !self.better_to_idle(s, inflight)) {
             return;
         }
-        let scope = if self.queues[s].group.is_some() && self.queues[s].group == group { group } else { None };
+        // the lowest group both are in: the level where q would take s's place
+        let theirs = self.ancestors(self.queues[s].group);
+        let scope = self.ancestors(group).into_iter().find(|g| theirs.contains(g));
         if self.peek(scope, now) == Some(q) {
             self.expire(s, Expiration::Preempted, now, inflight);
         }
@@ -1221,6 +1254,10 @@ impl Bfq {
 impl Scheduler for Bfq {
     fn id(&self) -> &'static str {
         "bfq"
+    }
+
+    fn set_tenants(&mut self, tree: &TenantTree) {
+        self.tree = tree.clone();
     }
 
     fn insert(&mut self, rq: Request, now: Nanos) -> Inserted {
@@ -1388,6 +1425,104 @@ mod tests {
             h.dispatch_all();
         }
         done
+    }
+
+    /// `share` on a cgroup tree, driving the policy itself so that after every step each
+    /// service tree's weight sum can be checked against its entities'.
+    /// Each job is (template, requests kept queued, requests in all).
+    fn share_in_tree(tree: &TenantTree, jobs: &[(Request, usize, u64)], rounds: usize) -> Vec<u64> {
+        let mut p = bfq("low_latency=0,max_budget=256");
+        p.set_tenants(tree);
+        let (mut now, mut next_id) = (Nanos::ZERO, 0u64);
+        let mut inflight: VecDeque<(Request, Nanos)> = VecDeque::new();
+        let (mut queued, mut done) = (vec![0usize; jobs.len()], vec![0u64; jobs.len()]);
+        let mut issued = vec![0u64; jobs.len()];
+        let fill = |p: &mut Bfq, now: Nanos, inflight: &mut VecDeque<(Request, Nanos)>| {
+            while inflight.len() < 4 {
+                let view = DeviceView { inflight: inflight.len() as u32, queue_depth: 4 };
+                let Some(rq) = p.dispatch(now, view) else { break };
+                inflight.push_back((rq, now));
+            }
+        };
+        for _ in 0..rounds {
+            for (i, (job, depth, total)) in jobs.iter().enumerate() {
+                while queued[i] < *depth && issued[i] < *total {
+                    let rq = Request { id: RequestId(next_id), offset_bytes: next_id * 4096, submit_time: now, ..*job };
+                    p.insert(rq, now);
+                    next_id += 1;
+                    queued[i] += 1;
+                    issued[i] += 1;
+                }
+            }
+            fill(&mut p, now, &mut inflight);
+            now += Nanos::from_us(10);
+            if let Some((rq, at)) = inflight.pop_front() {
+                p.complete(&Completion { rq: &rq, dispatched_at: at, now, dispatched_by_policy: true });
+                let i = jobs.iter().position(|j| j.0.job == rq.job).unwrap();
+                queued[i] -= 1;
+                done[i] += 1;
+            }
+            fill(&mut p, now, &mut inflight);
+            p.check_weight_sums();
+        }
+        done
+    }
+
+    impl Bfq {
+        /// Each service tree's weight sum is that of its waiting entities and of the one
+        /// in service at its level.
+        fn check_weight_sums(&self) {
+            let mut serving: Vec<usize> = Vec::new();
+            if let Some(q) = self.in_service {
+                serving.push(self.queues[q].entity);
+                serving.extend(self.ancestors(self.queues[q].group).into_iter().map(|g| self.groups[g].entity));
+            }
+            for parent in std::iter::once(None).chain((0..self.groups.len()).map(Some)) {
+                for (class, tree) in self.level(parent).trees.iter().enumerate() {
+                    let counted = |e: &usize| self.entities[*e].parent == parent && self.entities[*e].class == class;
+                    let sum: f64 = (tree.active.iter().chain(serving.iter().filter(|e| counted(e))))
+                        .map(|&e| self.entities[e].weight)
+                        .sum();
+                    assert!(
+                        (tree.wsum - sum).abs() < 1e-6,
+                        "level {parent:?} class {class}: wsum {} vs {sum}",
+                        tree.wsum
+                    );
+                }
+            }
+        }
+    }
+
+    /// `a` (100) holds `a/x` (100) and `a/y` (300), `b` (300) is beside it: a/x, a/y and b
+    /// get 1/16, 3/16 and 3/4 (flat: 1/7, 3/7, 3/7); once a/y stops, a/x has a's quarter.
+    #[test]
+    fn nested_cgroups_share_within_their_parents_share() {
+        let mut tree = TenantTree::default();
+        for (path, weight) in [("a", 100), ("a/x", 100), ("a/y", 300), ("b", 300)] {
+            tree.add(path, Some(weight));
+        }
+        let job = |job: u32, tenant: u32| (Request::read(0, 0).with_job(job).with_tenant(tenant, 100), 8, u64::MAX);
+        let done = share_in_tree(&tree, &[job(1, 2), job(2, 3), job(3, 4)], 40_000);
+        let total = done.iter().sum::<u64>() as f64;
+        for (&d, want) in done.iter().zip([1.0 / 16.0, 3.0 / 16.0, 0.75]) {
+            assert!((d as f64 / total / want - 1.0).abs() < 0.05, "service {done:?}, want 1:3:12");
+        }
+        let done = share_in_tree(&tree, &[job(1, 2), job(3, 4)], 40_000);
+        let ratio = done[1] as f64 / done[0] as f64;
+        assert!((ratio / 3.0 - 1.0).abs() < 0.05, "b : a/x {ratio:.3}, want 3: {done:?}");
+    }
+
+    /// A group whose last busy queue expires empty leaves its parent's tree once: its
+    /// weight is taken off the tree's sum once (`share_in_tree` checks the sums).
+    #[test]
+    fn a_group_that_runs_empty_leaves_its_tree_once() {
+        let mut tree = TenantTree::default();
+        for (path, weight) in [("a", 100), ("a/x", 100), ("b", 300)] {
+            tree.add(path, Some(weight));
+        }
+        let job = |job: u32, tenant: u32| Request::read(0, 0).with_job(job).with_tenant(tenant, 100);
+        let done = share_in_tree(&tree, &[(job(1, 2), 1, 3), (job(2, 3), 8, u64::MAX)], 2_000);
+        assert_eq!(done[0], 3);
     }
 
     fn reader(job: u32, prio: IoPrio) -> Request {
