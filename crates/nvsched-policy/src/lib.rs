@@ -11,7 +11,7 @@ pub mod registry;
 mod request;
 mod scheduler;
 
-pub use nvsched_core::{IoPrio, Nanos, Op, PrioClass};
+pub use nvsched_core::{IoPrio, Nanos, Op, PrioClass, TenantTree};
 pub use params::{ParamError, ParamKind, ParamSpec, Params};
 pub use registry::{
     build, find, BuiltPolicy, CgroupModel, PolicyInfo, PolicySpecError, ALIASES, COMMON_PARAMS, POLICIES,

@@ -15,7 +15,7 @@
 
 use nvsched::policy::{
     CgroupModel, Completion, DeviceView, HostCost, Inserted, Nanos, Params, PolicyInfo, PolicyReport, Request,
-    RequestId, Scheduler, MAX_MERGE_BYTES,
+    RequestId, Scheduler, TenantTree, MAX_MERGE_BYTES,
 };
 use pyo3::exceptions::{PyKeyboardInterrupt, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -158,6 +158,7 @@ struct Methods {
     requeue: bool,
     next_wakeup: bool,
     report: bool,
+    set_tenants: bool,
 }
 
 pub struct PyPolicy {
@@ -189,6 +190,7 @@ impl PyPolicy {
             requeue: has("requeue"),
             next_wakeup: has("next_wakeup"),
             report: has("report"),
+            set_tenants: has("set_tenants"),
         };
         let name: String = match o.getattr("name") {
             Ok(n) if !n.is_none() => n.str()?.to_string(),
@@ -320,6 +322,23 @@ impl PyPolicy {
 impl Scheduler for PyPolicy {
     fn id(&self) -> &'static str {
         INFO.id
+    }
+
+    /// `set_tenants(tenants)`: a dict by tenant number of (name, parent tenant, weight),
+    /// the root (0) left out.
+    fn set_tenants(&mut self, tree: &TenantTree) {
+        if !self.methods.set_tenants || self.failed() {
+            return;
+        }
+        Python::attach(|py| {
+            let tenants = PyDict::new(py);
+            for (tenant, node) in tree.cgroups() {
+                if let Err(e) = tenants.set_item(tenant, (node.name.as_str(), node.parent, node.weight)) {
+                    return self.fail("set_tenants", e);
+                }
+            }
+            self.call(py, "set_tenants", (tenants,));
+        });
     }
 
     fn insert(&mut self, rq: Request, now: Nanos) -> Inserted {

@@ -369,3 +369,24 @@ def test_complete_gets_the_object_dispatch_returned():
     policy = InFlightSet()
     nvsched.run(MIXED, policy=policy, timestamp_ms=0)
     assert policy.completed > 1000 and not policy.at_device
+
+
+def test_a_python_policy_learns_the_cgroup_tree_before_the_first_request():
+    class Tree(Fifo):
+        def __init__(self):
+            super().__init__()
+            self.tenants, self.seen = None, set()
+
+        def set_tenants(self, tenants):
+            assert not self.seen, "set_tenants comes before the first insert"
+            self.tenants = tenants
+
+        def insert(self, rq, now_ns):
+            self.seen.add(rq.tenant)
+            super().insert(rq, now_ns)
+
+    job = MIXED.replace("[a]\n", "[a]\ncgroup=web/app\ncgroup_weight=400\n").replace("[b]\n", "[b]\ncgroup=db\n")
+    policy = Tree()
+    nvsched.run(job, policy=policy, timestamp_ms=0)
+    assert policy.tenants == {1: ("web", 0, 100), 2: ("web/app", 1, 400), 3: ("db", 0, 100)}
+    assert policy.seen == {2, 3}

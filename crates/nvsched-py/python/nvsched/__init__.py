@@ -102,7 +102,9 @@ def run(
     Optional: ``complete(rq, now_ns, dispatched_ns)`` (``rq`` is the object ``dispatch``
     returned, so requests may be kept in sets and dicts), ``requeue(rq, now_ns)`` (default:
     insert again), ``next_wakeup()`` (ns or ``None``: when ``dispatch`` should
-    be called with no other event), ``report()`` (a dict of counters for the report's
+    be called with no other event), ``set_tenants(tenants)`` (called once before the
+    first insert: a dict from tenant number, as ``rq.tenant`` gives it, to ``(cgroup path,
+    parent tenant, weight)``; 0, the root, is not in it), ``report()`` (a dict of counters for the report's
     ``nvsched.policy``), and the attributes ``name`` (default: the class name),
     ``dispatch_cost_ns`` and ``complete_cost_ns`` (host time per dispatch and completion,
     default 0). The report names it ``python:NAME``. An exception in the policy, a
