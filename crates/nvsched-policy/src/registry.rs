@@ -122,7 +122,7 @@ impl BuiltPolicy {
         let flattened = nested.filter(|_| self.info.cgroups == CgroupModel::Flat).map(|(cgroup, parent)| {
             format!(
                 "policy '{}' puts every cgroup directly below the root: {cgroup} shares with the other cgroups as \
-                 their sibling, not within '{parent}' (bfq and iocost nest cgroups)",
+                 their sibling, not within '{parent}' (bfq, iocost and iolatency nest cgroups)",
                 self.info.id
             )
         });

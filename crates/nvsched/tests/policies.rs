@@ -122,6 +122,25 @@ fn iolatency_throttles_sibling_cgroups_but_not_the_root() {
     assert!(bw(&lat, 3) > bw(&none, 3), "the root takes what batch leaves: {} vs {}", bw(&lat, 3), bw(&none, 3));
 }
 
+/// Nested: protecting app/db throttles its sibling app/batch, not the batch job in a
+/// cgroup beside app (in the kernel only a target there would).
+#[test]
+fn iolatency_throttles_only_the_protected_cgroups_siblings() {
+    let text = example("iolatency-cgroups.fio", "3")
+        .replace("cgroup=db", "cgroup=app/db")
+        .replace("cgroup=batch", "cgroup=app/batch")
+        + "\n[other]\nioengine=io_uring\niodepth=32\ncgroup=other\noffset=96g\n";
+    let (none, _) = run(&text, "none", "970evoplus-250g", &[], &mut NoObserver);
+    // tenants: app 1, app/db 2, app/batch 3, other 4
+    let (lat, out) = run(&text, "iolatency:target=150us,tenant=2", "970evoplus-250g", &[], &mut NoObserver);
+    let bw = |jobs: &[JobStats], i: usize| jobs[i].dirs[0].io_bytes as f64;
+    assert!(out.policy.get("scale_downs").unwrap() > 0.0);
+    assert!(out.policy.series("depth:tenant3").is_some(), "app/batch is throttled");
+    assert!(out.policy.series("depth:tenant4").is_none(), "other is not: it is not app/db's sibling");
+    assert!(bw(&lat, 1) < 0.95 * bw(&none, 1), "app/batch throttled: {} vs {}", bw(&lat, 1), bw(&none, 1));
+    assert!(bw(&lat, 4) > bw(&none, 4), "other takes what app/batch leaves: {} vs {}", bw(&lat, 4), bw(&none, 4));
+}
+
 /// io.cost: without cgroups it is the none FIFO. On the weights example, the kernel's
 /// default QoS never sees this NVMe drive as busy (its queue never fills), so shares stay
 /// equal; a read latency target lowers vrate until the weights (4:1) hold.

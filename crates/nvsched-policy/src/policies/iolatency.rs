@@ -5,10 +5,13 @@
 //! Groups. Linux keys them by cgroup. With `tenant=0` (the default) the protected group
 //! is the real-time ioprio class and everything else is one sibling group: the set-up
 //! `rt/io.latency: target=T` beside an `other/` cgroup without a target. With `tenant=N`
-//! the protected group is tenant N (the Nth `cgroup` of the job file) and every other
-//! cgroup is a sibling group with its own depth; requests outside any cgroup belong to
-//! the root, which io.latency never throttles. A `tenant=N` beyond the jobs' cgroups
-//! protects nothing and throttles nothing; `check_cgroups` warns of it.
+//! the protected group is tenant N (the Nth cgroup of the job file, counting the cgroups
+//! above nested ones, as `nvsched.tenants` lists them) and each other cgroup with the same
+//! parent is a sibling group with its own depth, which the requests of the cgroups below
+//! it count against, as the kernel throttles at every level. Cgroups elsewhere in the tree
+//! are not throttled (in the kernel only a target on one of their siblings would), nor
+//! is N's own subtree or the root. A `tenant=N` beyond the jobs' cgroups protects nothing
+//! and throttles nothing; `check_cgroups` warns of it.
 //!
 //! Control law, as in the kernel for a non-rotational device:
 //! - The protected group's requests are timed from submission to completion; one that
@@ -34,13 +37,13 @@
 //! several dozen rather than settling (K2's bound, by contrast, is fixed).
 //!
 //! Left out: the induced delay at return to user space (it charges I/O issued on a
-//! group's behalf by the root, such as swap, which the simulator has none of), nested
-//! groups, and several protected groups with different targets.
+//! group's behalf by the root, such as swap, which the simulator has none of), and
+//! several protected groups with different targets (at one level or several).
 
 use crate::params::{ParamKind, ParamSpec, Params};
 use crate::registry::{cgroup_list, CgroupModel, PolicyInfo};
 use crate::scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler, TimeSeries};
-use crate::{Nanos, Op, PrioClass, Request};
+use crate::{Nanos, Op, PrioClass, Request, TenantTree};
 use std::collections::VecDeque;
 
 pub const PARAMS: &[ParamSpec] = &[
@@ -71,7 +74,8 @@ pub static INFO: PolicyInfo = PolicyInfo {
     notes: "The protected group is the RT class (tenant=0) or one cgroup (tenant=N). A \
             window (16 x target, 100 ms..1 s) is good with under 10% misses; scale events \
             at most every 500 ms move a cookie that siblings follow at their next request: \
-            halve the depth, or add nr_requests/16. No induced delay, no nesting.",
+            halve the depth, or add nr_requests/16. Nested cgroups: only the protected \
+            one's siblings are throttled, each with its subtree. No induced delay.",
     params: PARAMS,
     // an estimate, as K2's: the kernel walks the cgroup's ancestors and updates atomic
     // counters at each submission and each completion
@@ -93,7 +97,7 @@ pub static INFO: PolicyInfo = PolicyInfo {
             )
         })
     }),
-    cgroups: CgroupModel::Flat,
+    cgroups: CgroupModel::Nested,
     build: |p: &Params| Box::new(IoLatency::from_params(p)),
 };
 
@@ -153,6 +157,9 @@ pub struct IoLatency {
     target: Nanos,
     window: Nanos,
     protected_tenant: u32,
+    /// The cgroups the jobs are in, from the engine (a tenant it does not know is a
+    /// cgroup right below the root).
+    tree: TenantTree,
     nr_requests: Option<u32>,
     /// Admitted requests, in admission order (the FIFO below the throttle).
     fifo: VecDeque<Request>,
@@ -182,6 +189,7 @@ impl IoLatency {
             target,
             window: Nanos(target.0.saturating_mul(16)).clamp(MIN_WINDOW, MAX_WINDOW),
             protected_tenant: p.uint("tenant") as u32,
+            tree: TenantTree::default(),
             nr_requests: (nr_requests > 0).then_some(nr_requests),
             fifo: VecDeque::new(),
             siblings: Vec::new(),
@@ -207,12 +215,22 @@ impl IoLatency {
                 PrioClass::RealTime => Group::Protected,
                 _ => Group::Sibling(0),
             }
-        } else if rq.tenant == self.protected_tenant {
-            Group::Protected
         } else if rq.tenant == 0 {
             Group::Root
         } else {
-            Group::Sibling(rq.tenant)
+            let path = match self.tree.node(rq.tenant) {
+                Some(_) => self.tree.path_to(rq.tenant),
+                None => vec![0, rq.tenant],
+            };
+            let parent = self.tree.node(self.protected_tenant).map_or(0, |n| n.parent);
+            if path.contains(&self.protected_tenant) {
+                return Group::Protected;
+            }
+            // the cgroup below the protected one's parent that this request passes through
+            match path.iter().position(|&t| t == parent).and_then(|k| path.get(k + 1)) {
+                Some(&sibling) => Group::Sibling(sibling),
+                None => Group::Root,
+            }
         }
     }
 
@@ -351,6 +369,10 @@ impl IoLatency {
 impl Scheduler for IoLatency {
     fn id(&self) -> &'static str {
         "iolatency"
+    }
+
+    fn set_tenants(&mut self, tree: &TenantTree) {
+        self.tree = tree.clone();
     }
 
     fn insert(&mut self, rq: Request, now: Nanos) -> Inserted {
@@ -603,6 +625,27 @@ mod tests {
         );
         let (a, b) = (p.sibling_index(1), p.sibling_index(3));
         assert_ne!(a, b);
+    }
+
+    /// Nested: protecting a/x (tenant 2) throttles its sibling a/y with a/y's own
+    /// children, not b beside a, nor a/x's children.
+    #[test]
+    fn tenant_mode_throttles_only_the_protected_cgroups_siblings_with_their_subtrees() {
+        let mut tree = TenantTree::default();
+        for path in ["a", "a/x", "a/y", "b", "a/x/deep", "a/y/kid"] {
+            tree.add(path, None);
+        }
+        let mut p = policy("target=100us,tenant=2,nr_requests=64");
+        p.set_tenants(&tree);
+        let of = |t: u32| Request { tenant: t, ..be(1) };
+        let groups: Vec<Group> = (0..7).map(|t| p.group(&of(t))).collect();
+        use Group::*;
+        assert_eq!(groups, [Root, Root, Protected, Sibling(3), Root, Protected, Sibling(3)]);
+        // a tenant the tree does not know is a cgroup right below the root
+        assert_eq!(p.group(&of(9)), Root, "not a sibling of a/x");
+        let mut flat = policy("target=100us,tenant=1,nr_requests=64");
+        flat.set_tenants(&TenantTree::flat(&[100, 100]));
+        assert_eq!((flat.group(&of(2)), flat.group(&of(9))), (Sibling(2), Sibling(9)));
     }
 
     #[test]
