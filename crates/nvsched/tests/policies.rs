@@ -106,39 +106,40 @@ fn iolatency_halves_the_others_depth_while_the_protected_group_misses() {
     assert!(depth.iter().any(|p| p.1 < 96.0), "down to where it limits the 96 best-effort requests");
 }
 
+/// Runs `text` under `none` and under iolatency `sched`: the cgroup of job `throttled`
+/// (tenant `throttled_tenant`) follows a depth and loses bandwidth; job `free`, which
+/// iolatency does not throttle, takes what it leaves.
+fn iolatency_throttles(text: &str, sched: &str, throttled: (usize, u32), free: usize, free_tenant: u32) {
+    let (none, _) = run(text, "none", "970evoplus-250g", &[], &mut NoObserver);
+    let (lat, out) = run(text, sched, "970evoplus-250g", &[], &mut NoObserver);
+    let bw = |jobs: &[JobStats], i: usize| jobs[i].dirs[0].io_bytes as f64;
+    let (job, tenant) = throttled;
+    assert!(out.policy.get("scale_downs").unwrap() > 0.0);
+    assert!(out.policy.series(&format!("depth:tenant{tenant}")).is_some(), "tenant {tenant} follows a depth");
+    assert!(out.policy.series(&format!("depth:tenant{free_tenant}")).is_none(), "tenant {free_tenant} does not");
+    assert!(bw(&lat, job) < 0.95 * bw(&none, job), "throttled: {} vs {}", bw(&lat, job), bw(&none, job));
+    assert!(bw(&lat, free) > bw(&none, free), "free takes what it leaves: {} vs {}", bw(&lat, free), bw(&none, free));
+}
+
 /// With tenant=N the protected group is a cgroup; each other cgroup is throttled and the
 /// root (jobs without a cgroup) never is.
 #[test]
 fn iolatency_throttles_sibling_cgroups_but_not_the_root() {
-    // db (tenant 1), batch (tenant 2, two clones), backup (no cgroup)
+    // db (tenant 1), batch (tenant 2, two clones: jobs 1 and 2), backup (no cgroup, job 3)
     let text = &example("iolatency-cgroups.fio", "3");
-    let (none, _) = run(text, "none", "970evoplus-250g", &[], &mut NoObserver);
-    let (lat, out) = run(text, "iolatency:target=150us,tenant=1", "970evoplus-250g", &[], &mut NoObserver);
-    let bw = |jobs: &[JobStats], i: usize| jobs[i].dirs[0].io_bytes as f64;
-    assert!(out.policy.get("scale_downs").unwrap() > 0.0);
-    assert!(out.policy.series("depth:tenant2").is_some(), "the batch cgroup is tenant 2");
-    assert!(out.policy.series("depth:tenant0").is_none(), "the root has no depth to follow");
-    assert!(bw(&lat, 1) < 0.95 * bw(&none, 1), "batch throttled: {} vs {}", bw(&lat, 1), bw(&none, 1));
-    assert!(bw(&lat, 3) > bw(&none, 3), "the root takes what batch leaves: {} vs {}", bw(&lat, 3), bw(&none, 3));
+    iolatency_throttles(text, "iolatency:target=150us,tenant=1", (1, 2), 3, 0);
 }
 
-/// Nested: protecting app/db throttles its sibling app/batch, not the batch job in a
-/// cgroup beside app (in the kernel only a target there would).
+/// Nested: protecting app/db throttles its sibling app/batch, not the job in a cgroup
+/// beside app (in the kernel only a target there would).
 #[test]
 fn iolatency_throttles_only_the_protected_cgroups_siblings() {
     let text = example("iolatency-cgroups.fio", "3")
         .replace("cgroup=db", "cgroup=app/db")
         .replace("cgroup=batch", "cgroup=app/batch")
         + "\n[other]\nioengine=io_uring\niodepth=32\ncgroup=other\noffset=96g\n";
-    let (none, _) = run(&text, "none", "970evoplus-250g", &[], &mut NoObserver);
-    // tenants: app 1, app/db 2, app/batch 3, other 4
-    let (lat, out) = run(&text, "iolatency:target=150us,tenant=2", "970evoplus-250g", &[], &mut NoObserver);
-    let bw = |jobs: &[JobStats], i: usize| jobs[i].dirs[0].io_bytes as f64;
-    assert!(out.policy.get("scale_downs").unwrap() > 0.0);
-    assert!(out.policy.series("depth:tenant3").is_some(), "app/batch is throttled");
-    assert!(out.policy.series("depth:tenant4").is_none(), "other is not: it is not app/db's sibling");
-    assert!(bw(&lat, 1) < 0.95 * bw(&none, 1), "app/batch throttled: {} vs {}", bw(&lat, 1), bw(&none, 1));
-    assert!(bw(&lat, 4) > bw(&none, 4), "other takes what app/batch leaves: {} vs {}", bw(&lat, 4), bw(&none, 4));
+    // tenants: app 1, app/db 2, app/batch 3 (jobs 1 and 2), other 4 (job 4)
+    iolatency_throttles(&text, "iolatency:target=150us,tenant=2", (1, 3), 4, 4);
 }
 
 /// io.cost: without cgroups it is the none FIFO. On the weights example, the kernel's
