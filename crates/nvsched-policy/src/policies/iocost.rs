@@ -590,17 +590,23 @@ impl IoCost {
         if self.groups[i].active == 0 {
             return (WEIGHT_ONE, WEIGHT_ONE);
         }
-        let (mut hwa, mut hwi) = (WEIGHT_ONE, WEIGHT_ONE);
-        for j in self.path(i) {
-            let g = &self.groups[j];
-            let (active_sum, inuse_sum) = self.child_sums(g.parent);
-            if active_sum == 0 || inuse_sum == 0 {
-                continue;
-            }
-            hwa = hwa * g.active / active_sum.max(g.active);
-            hwi = hwi * g.inuse / inuse_sum.max(g.inuse);
-        }
+        let (hwa, hwi) = self.shares_down_to(i);
         (hwa.max(1), hwi.max(1))
+    }
+
+    /// The products of the shares from the top level down to group `j`'s, in the kernel's
+    /// order (each level's division rounds down).
+    fn shares_down_to(&self, j: usize) -> (i64, i64) {
+        let g = &self.groups[j];
+        let (hwa, hwi) = match g.parent {
+            Some(p) => self.shares_down_to(p),
+            None => (WEIGHT_ONE, WEIGHT_ONE),
+        };
+        let (active_sum, inuse_sum) = self.child_sums(g.parent);
+        if active_sum == 0 || inuse_sum == 0 {
+            return (hwa, hwi);
+        }
+        (hwa * g.active / active_sum.max(g.active), hwi * g.inuse / inuse_sum.max(g.inuse))
     }
 
     /// `current_hweight_max`: the hweight_inuse group `i` would get with inuse = active.
