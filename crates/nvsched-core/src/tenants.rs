@@ -69,16 +69,6 @@ impl TenantTree {
         tree
     }
 
-    /// Tenants, root included.
-    pub fn len(&self) -> usize {
-        self.nodes.len()
-    }
-
-    /// Only the root.
-    pub fn is_empty(&self) -> bool {
-        self.nodes.len() == 1
-    }
-
     pub fn node(&self, tenant: u32) -> Option<&TenantNode> {
         self.nodes.get(tenant as usize)
     }
@@ -88,21 +78,24 @@ impl TenantTree {
         self.nodes.iter().enumerate().skip(1).map(|(i, n)| (i as u32, n))
     }
 
-    /// Some cgroup is below another one.
-    pub fn is_nested(&self) -> bool {
-        self.nodes.iter().skip(1).any(|n| n.parent != 0)
+    /// Where `tenant` sits: its parent and the parent's weight (`None`: right below the
+    /// root), and its own weight. A tenant the tree does not know (a policy driven
+    /// without `set_tenants`) is a cgroup right below the root with `weight`, its
+    /// requests' weight.
+    pub fn place(&self, tenant: u32, weight: u32) -> (Option<(u32, u32)>, u32) {
+        match self.node(tenant).filter(|_| tenant != 0) {
+            Some(n) => ((n.parent != 0).then(|| (n.parent, self.nodes[n.parent as usize].weight)), n.weight),
+            None => (None, weight),
+        }
     }
 
-    /// The path from the root to `tenant`, both included (`[0]` for the root or an
-    /// unknown tenant).
+    /// The path from the root to `tenant`, both included (`[0]` for the root; `[0,
+    /// tenant]` for a tenant the tree does not know, as `place` puts it).
     pub fn path_to(&self, tenant: u32) -> Vec<u32> {
         let mut path = vec![tenant];
         let mut at = tenant;
         while at != 0 {
-            match self.nodes.get(at as usize) {
-                Some(n) => at = n.parent,
-                None => return vec![0],
-            }
+            at = self.node(at).map_or(0, |n| n.parent);
             path.push(at);
         }
         path.reverse();
@@ -127,9 +120,12 @@ mod tests {
         assert_eq!(tree.node(1).unwrap().weight, 500, "the first weight given stays");
         assert_eq!(tree.add("a//c", None), 3);
         assert_eq!(tree.path_to(3), vec![0, 1, 3]);
-        assert_eq!(tree.path_to(9), vec![0]);
+        assert_eq!(tree.path_to(9), vec![0, 9], "an unknown tenant is right below the root");
+        assert_eq!(tree.path_to(0), vec![0]);
+        assert_eq!(tree.place(3, 50), (Some((1, 500)), 100));
+        assert_eq!((tree.place(1, 50), tree.place(9, 50)), ((None, 500), (None, 50)));
         assert_eq!(tree.add("", Some(200)), 0);
         assert_eq!(tree.node(0).unwrap().weight, 100, "the root keeps its weight");
-        assert!(tree.is_nested() && !TenantTree::flat(&[100, 200]).is_nested());
+        assert!(TenantTree::flat(&[100, 200]).cgroups().all(|(_, n)| n.parent == 0));
     }
 }

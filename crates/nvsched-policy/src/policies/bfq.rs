@@ -722,14 +722,8 @@ impl Bfq {
         if let Some(&g) = self.group_index.get(&tenant) {
             return g;
         }
-        let (parent, weight) = match self.tree.node(tenant).filter(|_| tenant != 0) {
-            Some(node) => {
-                let (up, weight) = (node.parent, node.weight);
-                let up_weight = self.tree.node(up).map_or(nvsched_core::DEFAULT_WEIGHT, |n| n.weight);
-                ((up != 0).then(|| self.group_for(up, up_weight)), weight)
-            }
-            None => (None, weight),
-        };
+        let (up, weight) = self.tree.place(tenant, weight);
+        let parent = up.map(|(up, up_weight)| self.group_for(up, up_weight));
         let g = self.groups.len();
         // groups are best-effort entities of their parent's level
         let entity = self.new_entity(f64::from(weight.max(1)), 1, parent, Owner::Group(g));
@@ -739,13 +733,18 @@ impl Bfq {
     }
 
     /// Group `group` and the groups above it, bottom up (none for the root).
+    fn up_from(&self, group: Option<usize>) -> impl Iterator<Item = usize> + '_ {
+        std::iter::successors(group, |&g| self.entities[self.groups[g].entity].parent)
+    }
+
+    /// `up_from`, collected, for loops that change the groups on the way.
     fn ancestors(&self, group: Option<usize>) -> Vec<usize> {
-        std::iter::successors(group, |&g| self.entities[self.groups[g].entity].parent).collect()
+        self.up_from(group).collect()
     }
 
     /// Queue `q` is in group `g` or in a group below it.
     fn in_group(&self, q: usize, g: usize) -> bool {
-        self.ancestors(self.queues[q].group).contains(&g)
+        self.up_from(self.queues[q].group).any(|a| a == g)
     }
 
     fn level_mut(&mut self, parent: Option<usize>) -> &mut Level {
@@ -1244,7 +1243,7 @@ impl Bfq {
         }
         // the lowest group both are in: the level where q would take s's place
         let theirs = self.ancestors(self.queues[s].group);
-        let scope = self.ancestors(group).into_iter().find(|g| theirs.contains(g));
+        let scope = self.up_from(group).find(|g| theirs.contains(g));
         if self.peek(scope, now) == Some(q) {
             self.expire(s, Expiration::Preempted, now, inflight);
         }
@@ -1475,7 +1474,7 @@ mod tests {
             let mut serving: Vec<usize> = Vec::new();
             if let Some(q) = self.in_service {
                 serving.push(self.queues[q].entity);
-                serving.extend(self.ancestors(self.queues[q].group).into_iter().map(|g| self.groups[g].entity));
+                serving.extend(self.up_from(self.queues[q].group).map(|g| self.groups[g].entity));
             }
             for parent in std::iter::once(None).chain((0..self.groups.len()).map(Some)) {
                 for (class, tree) in self.level(parent).trees.iter().enumerate() {

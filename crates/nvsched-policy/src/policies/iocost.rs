@@ -60,7 +60,7 @@ use crate::params::{ParamKind, ParamSpec, Params};
 use crate::registry::{CgroupModel, PolicyInfo};
 use crate::scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler, TimeSeries};
 use crate::{Nanos, Op, Request, RequestId};
-use nvsched_core::{TenantTree, DEFAULT_WEIGHT};
+use nvsched_core::TenantTree;
 use std::collections::{HashMap, VecDeque};
 
 pub const PARAMS: &[ParamSpec] = &[
@@ -531,14 +531,8 @@ impl IoCost {
         if let Some(i) = self.groups.iter().position(|g| g.tenant == tenant) {
             return i;
         }
-        let (parent, weight) = match self.tree.node(tenant).filter(|_| tenant != 0) {
-            Some(node) => {
-                let (up, weight) = (node.parent, node.weight);
-                let up_weight = self.tree.node(up).map_or(DEFAULT_WEIGHT, |n| n.weight);
-                ((up != 0).then(|| self.group_of(up, up_weight)), weight)
-            }
-            None => (None, weight),
-        };
+        let (up, weight) = self.tree.place(tenant, weight);
+        let parent = up.map(|(up, up_weight)| self.group_of(up, up_weight));
         self.groups.push(Group {
             tenant,
             parent,

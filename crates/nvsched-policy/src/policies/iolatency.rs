@@ -218,11 +218,8 @@ impl IoLatency {
         } else if rq.tenant == 0 {
             Group::Root
         } else {
-            let path = match self.tree.node(rq.tenant) {
-                Some(_) => self.tree.path_to(rq.tenant),
-                None => vec![0, rq.tenant],
-            };
-            let parent = self.tree.node(self.protected_tenant).map_or(0, |n| n.parent);
+            let path = self.tree.path_to(rq.tenant);
+            let parent = self.tree.place(self.protected_tenant, 0).0.map_or(0, |(up, _)| up);
             if path.contains(&self.protected_tenant) {
                 return Group::Protected;
             }
