@@ -196,12 +196,15 @@ fn repro_report(py: Python<'_>, name: String, quick: bool, out: String, plots: b
     .map_err(|e: String| PyValueError::new_err(e))
 }
 
-/// (policy, bound or None for `none`, RT p99.9 in us, total bandwidth in MB/s).
+/// (policy spec, K2's bound in `tune k2`'s sweep (else None), the latency-critical job's
+/// p99.9 in us, total bandwidth in MB/s).
 type TuneRow = (String, Option<u32>, f64, f64);
 
-/// One row of `nvsched tune k2`'s sweep: `none` (bound None) or K2 at `bound` on the job.
+/// One row of a tuning sweep: with `policy`, that spec (`tune POLICY --param`), else
+/// `none` (bound None) or K2 at `bound` (`tune k2`); the p99.9 is `latency_job`'s, else
+/// the real-time job's.
 #[pyfunction]
-#[pyo3(signature = (job_text, source, vars, device, device_set, precondition, seed, bound))]
+#[pyo3(signature = (job_text, source, vars, device, device_set, precondition, seed, bound, policy=None, latency_job=None))]
 #[allow(clippy::too_many_arguments)]
 fn tune_measure(
     py: Python<'_>,
@@ -213,32 +216,65 @@ fn tune_measure(
     precondition: Option<String>,
     seed: u64,
     bound: Option<u32>,
+    policy: Option<String>,
+    latency_job: Option<String>,
 ) -> PyResult<TuneRow> {
     py.detach(move || {
         let (jobs, profile) =
             nvsched::run::load_job_text(&job_text, &source, &vars, &device, device_set, precondition)?;
-        nvsched::tune::check_jobs(&jobs, &source)?;
-        let row = nvsched::tune::measure(&jobs, &profile, seed, bound, None)?;
-        Ok((row.policy, row.bound, row.rt_p999_us, row.total_bw_mbps))
+        let rt = nvsched::tune::check_jobs(&jobs, &source, latency_job.as_deref())?;
+        let spec = match (policy, bound) {
+            (Some(spec), _) => spec,
+            (None, Some(b)) => format!("k2:bound={b}"),
+            (None, None) => nvsched::tune::REFERENCE.to_string(),
+        };
+        let row = nvsched::tune::measure_policy(&jobs, &profile, seed, &spec, rt, None)?;
+        Ok((row.policy, bound, row.rt_p999_us, row.total_bw_mbps))
     })
     .map_err(|e: String| PyValueError::new_err(e))
 }
 
-/// The tuner's rule on measured rows: (chosen bound, the sentence explaining it, the table).
-#[pyfunction]
-fn tune_choose(rows: Vec<TuneRow>, objective: &str) -> PyResult<(Option<u32>, String, String)> {
-    let objective = nvsched::tune::Objective::parse(objective).map_err(PyValueError::new_err)?;
-    let rows: Vec<nvsched::tune::Row> = rows
-        .into_iter()
+fn tune_rows(rows: Vec<TuneRow>) -> Vec<nvsched::tune::Row> {
+    rows.into_iter()
         .map(|(policy, bound, rt_p999_us, total_bw_mbps)| nvsched::tune::Row {
             policy,
             bound,
             rt_p999_us,
             total_bw_mbps,
         })
-        .collect();
+        .collect()
+}
+
+/// The K2 analysis' rule on measured rows: (chosen bound, the sentence explaining it, the table).
+#[pyfunction]
+fn tune_choose(rows: Vec<TuneRow>, objective: &str) -> PyResult<(Option<u32>, String, String)> {
+    let objective = nvsched::tune::Objective::parse(objective).map_err(PyValueError::new_err)?;
+    let rows = tune_rows(rows);
     let (chosen, why) = nvsched::tune::choose(&rows, objective);
-    Ok((chosen, why, nvsched::tune::table(&rows, chosen)))
+    let table = nvsched::tune::table(&rows, chosen.map(|b| format!("k2:bound={b}")).as_deref(), None);
+    Ok((chosen, why, table))
+}
+
+/// `tune POLICY --param`'s rule on measured rows: (chosen spec, the sentence explaining
+/// it, the table, its tail column named after `latency_job`).
+#[pyfunction]
+#[pyo3(signature = (rows, objective, latency_job=None))]
+fn tune_choose_setting(
+    rows: Vec<TuneRow>,
+    objective: &str,
+    latency_job: Option<String>,
+) -> PyResult<(Option<String>, String, String)> {
+    let objective = nvsched::tune::Objective::parse(objective).map_err(PyValueError::new_err)?;
+    let rows = tune_rows(rows);
+    let (chosen, why) = nvsched::tune::choose_setting(&rows, objective);
+    let table = nvsched::tune::table(&rows, chosen.as_deref(), latency_job.as_deref());
+    Ok((chosen, why, table))
+}
+
+/// The policy specs `tune POLICY --param NAME=V1,V2,...` runs, each checked.
+#[pyfunction]
+fn tune_grid(policy: &str, params: Vec<String>) -> PyResult<Vec<String>> {
+    nvsched::tune::grid(policy, &params).map_err(PyValueError::new_err)
 }
 
 /// A fitted io.cost model: [(coefficient, value)], the `--sched` value, the
@@ -358,6 +394,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_build_fingerprint, m)?)?;
     m.add_function(wrap_pyfunction!(tune_measure, m)?)?;
     m.add_function(wrap_pyfunction!(tune_choose, m)?)?;
+    m.add_function(wrap_pyfunction!(tune_choose_setting, m)?)?;
+    m.add_function(wrap_pyfunction!(tune_grid, m)?)?;
     m.add_function(wrap_pyfunction!(tune_iocost, m)?)?;
     m.add_function(wrap_pyfunction!(tune_iocost_device, m)?)?;
     m.add_function(wrap_pyfunction!(repro_plan, m)?)?;

@@ -5,6 +5,7 @@ import json
 import os
 import pathlib
 import subprocess
+import sys
 import warnings
 
 import pytest
@@ -236,6 +237,32 @@ def test_tuning_over_seeds_chooses_on_the_means_as_the_command_line_does():
     assert out.startswith(t["table"] + "\n" + t["why"])
     with pytest.raises(ValueError, match="seeds"):
         sw.tune_k2(K2_JOB, "latency:50%", bounds=[1], seeds=[], vars=SHORT)
+
+
+def test_tuning_any_policy_chooses_as_the_command_line_does():
+    env = dict(os.environ, **SHORT)
+    out = subprocess.run([str(cli()), "tune", "iolatency", "--param", "target=100us,1ms", "--objective", "bandwidth:80%",
+                          str(K2_JOB), "--precondition", "partial:0.5", "--job", "be", "-q"],
+                         env=env, check=True, capture_output=True, text=True).stdout
+    t = sw.tune(K2_JOB, "iolatency", {"target": ["100us", "1ms"]}, "bandwidth:80%", latency_job="be", vars=SHORT,
+                precondition="partial:0.5")
+    assert t["settings"] == ["iolatency:target=100us", "iolatency:target=1ms"]
+    assert [r[0] for r in t["rows"]] == ["none", *t["settings"]]
+    assert "be p99.9 (us)" in t["table"] and out.startswith(t["table"] + "\n" + t["why"])
+    assert t["chosen"] in t["settings"] and f"Use: --sched {t['chosen']}" in out
+    # the module's command line gives the same table
+    cmd = [sys.executable, "-m", "nvsched.sweep", str(K2_JOB), "--tune", "iolatency", "--param", "target=100us,1ms",
+           "--objective", "bandwidth:80%", "--job", "be", "--precondition", "partial:0.5"]
+    cmd += [a for k, v in SHORT.items() for a in ("--var", f"{k}={v}")]
+    assert subprocess.run(cmd, check=True, capture_output=True, text=True).stdout == out
+    with pytest.raises(ValueError, match="has no parameter 'nope'"):
+        sw.tune(K2_JOB, "kyber", ["nope=1"], "latency:50%", vars=SHORT)
+    with pytest.raises(ValueError, match="params"):
+        sw.tune(K2_JOB, "kyber", {}, "latency:50%", vars=SHORT)
+    with pytest.raises(ValueError, match="objective"):
+        sw.tune(K2_JOB, "kyber", {"read_lat": ["1ms"]}, "speed:50%", vars=SHORT)
+    with pytest.raises(ValueError, match="no job named 'nope'"):
+        sw.tune(K2_JOB, "kyber", {"read_lat": ["1ms"]}, "latency:50%", latency_job="nope", vars=SHORT)
 
 
 def test_tune_iocost_fits_the_model_the_command_line_prints():

@@ -43,13 +43,19 @@ pub(crate) enum Command {
     /// range. Simulation only; the runs go in parallel.
     Sweep(SweepArgs),
     /// Choose policy parameters: K2's bound for an objective (by the K2 analysis' rules),
-    /// or io.cost's cost model for the simulated drive (as the kernel's iocost_coef_gen.py).
+    /// any policy's parameters for the same objectives (--param), or io.cost's cost model
+    /// for the simulated drive (as the kernel's iocost_coef_gen.py).
     ///
     /// `tune k2 --objective ...` sweeps none and K2's bounds on a job file and applies
-    /// O1 or O2. `tune iocost` runs the six measurements of the kernel's
-    /// tools/cgroup/iocost_coef_gen.py (sequential bandwidth, sequential and random 4 KiB
-    /// IOPS, for reads and writes) on the job file's device and drive state and prints the
-    /// model as `--sched iocost:...` and as an io.cost.model line.
+    /// O1 or O2. `tune POLICY --param NAME=V1,V2,... --objective ...` runs none and every
+    /// combination of the values given and picks on the measurements: for O1 the most
+    /// bandwidth among the settings whose p99.9 is within ALPHA of none's, for O2 the
+    /// lowest p99.9 among those with at least BETA of none's bandwidth. The p99.9 is the
+    /// real-time job's (prioclass=1), or --job's. `tune iocost` (without --param) runs the
+    /// six measurements of the kernel's tools/cgroup/iocost_coef_gen.py (sequential
+    /// bandwidth, sequential and random 4 KiB IOPS, for reads and writes) on the job
+    /// file's device and drive state and prints the model as `--sched iocost:...` and as
+    /// an io.cost.model line.
     Tune(TuneArgs),
     /// Measure a real device (io_uring) and write a simulator profile fitted to it.
     Calibrate(CalibrateArgs),
@@ -317,19 +323,29 @@ pub(crate) struct SweepArgs {
 
 #[derive(Args)]
 pub(crate) struct TuneArgs {
-    /// The policy to tune: `k2` (its bound) or `iocost` (its cost model).
+    /// The policy to tune: `k2` (its bound), `iocost` (its cost model), or with --param
+    /// any policy, as ID or ID:key=value,... (parameters kept fixed).
     pub(crate) policy: String,
-    /// k2: latency:ALPHA% (O1: RT p99.9 within ALPHA of none's, most bandwidth) or
-    /// bandwidth:BETA% (O2: bandwidth at least BETA of none's, lowest RT tail).
+    /// k2 and --param: latency:ALPHA% (O1: RT p99.9 within ALPHA of none's, most
+    /// bandwidth) or bandwidth:BETA% (O2: bandwidth at least BETA of none's, lowest RT tail).
     #[arg(long)]
     pub(crate) objective: Option<String>,
-    /// k2: job file with one real-time job (prioclass=1) and background jobs [default:
-    /// examples/k2-mix.fio]; iocost: the job file whose device and drive state to measure
-    /// [default: examples/iocost-weights.fio] (from the working directory or the source tree).
+    /// k2 and --param: job file with a latency-critical job (the real-time one,
+    /// prioclass=1, or --job) and background jobs [default: examples/k2-mix.fio]; iocost:
+    /// the job file whose device and drive state to measure [default:
+    /// examples/iocost-weights.fio] (from the working directory or the source tree).
     pub(crate) jobfile: Option<PathBuf>,
-    /// k2: bounds to sweep.
-    #[arg(long, default_value = "1,2,4,8,16,32,64", value_delimiter = ',')]
-    pub(crate) bounds: Vec<u32>,
+    /// k2: bounds to sweep [default: 1,2,4,8,16,32,64].
+    #[arg(long, value_delimiter = ',', conflicts_with = "param")]
+    pub(crate) bounds: Option<Vec<u32>>,
+    /// A parameter of POLICY and the values to try, e.g. `read_lat=250us,500us,1ms`
+    /// (repeatable: every combination runs, 256 at most).
+    #[arg(long, value_name = "NAME=V1,V2,...")]
+    pub(crate) param: Vec<String>,
+    /// k2 and --param: the job whose p99.9 the objective is about (its first clone)
+    /// [default: the first real-time job, prioclass=1].
+    #[arg(long, value_name = "NAME")]
+    pub(crate) job: Option<String>,
     /// iocost: seconds per measurement, simulated or on the device with --filename (the
     /// kernel script's --duration).
     #[arg(long, default_value_t = 120)]

@@ -507,45 +507,74 @@ fn cmd_repro(args: ReproArgs) -> Result<(), String> {
 }
 
 fn cmd_tune(args: TuneArgs) -> Result<(), String> {
-    match args.policy.as_str() {
-        "k2" => tune_k2(args),
-        "iocost" => tune_iocost(args),
-        other => Err(format!("tune knows the policies 'k2' (its bound) and 'iocost' (its cost model), not '{other}'")),
+    let id = args.policy.split(':').next().unwrap_or_default().trim();
+    match id {
+        _ if !args.param.is_empty() => tune_sweep(args),
+        "k2" => tune_sweep(args),
+        "iocost" if id == args.policy.trim() => tune_iocost(args),
+        _ => Err(format!(
+            "tune {}: give --param NAME=V1,V2,... (the values to try); without it tune knows 'k2' (its bound) \
+             and 'iocost' (its cost model)",
+            args.policy
+        )),
     }
 }
 
-fn tune_k2(args: TuneArgs) -> Result<(), String> {
+/// `tune k2` (K2's bound, by the K2 analysis' rules) and `tune POLICY --param ...` (any
+/// parameters, by the measurements).
+fn tune_sweep(args: TuneArgs) -> Result<(), String> {
+    let what = format!("tune {}", args.policy);
     if args.filename.is_some() {
-        return Err("tune k2 simulates; only tune iocost measures a real device (--filename)".into());
+        return Err(format!("{what} simulates; only tune iocost measures a real device (--filename)"));
     }
-    let objective = args.objective.as_deref().ok_or("tune k2 needs --objective latency:ALPHA% or bandwidth:BETA%")?;
+    let objective =
+        args.objective.as_deref().ok_or(format!("{what} needs --objective latency:ALPHA% or bandwidth:BETA%"))?;
     let objective = nvsched::tune::Objective::parse(objective)?;
-    if args.bounds.is_empty() || args.bounds.contains(&0) {
-        return Err("--bounds: give bounds >= 1".into());
-    }
+    let k2_bounds = args.param.is_empty();
+    let (configs, sweeping): (Vec<(String, Option<u32>)>, String) = if k2_bounds {
+        let bounds = args.bounds.clone().unwrap_or_else(|| vec![1, 2, 4, 8, 16, 32, 64]);
+        if bounds.is_empty() || bounds.contains(&0) {
+            return Err("--bounds: give bounds >= 1".into());
+        }
+        let base = nvsched_policy::build(&args.policy).map_err(|e| e.to_string())?;
+        if base.params.is_given("bound") {
+            return Err(format!("tune k2 sweeps the bound (--bounds): leave it out of '{}'", args.policy));
+        }
+        (nvsched::tune::k2_configs(&args.policy, &bounds), format!("{} bounds {bounds:?}", args.policy))
+    } else {
+        let specs = nvsched::tune::grid(&args.policy, &args.param)?;
+        let sweeping = format!("{} setting(s) of {}", specs.len(), args.policy);
+        (specs.into_iter().map(|spec| (spec, None)).collect(), sweeping)
+    };
     let path = args.jobfile.clone().unwrap_or_else(|| nvsched::project_path("examples/k2-mix.fio"));
     let (jobs, profile, source, seeds) = args.setup.load(&path)?;
-    nvsched::tune::check_jobs(&jobs, &source)?;
+    let rt = nvsched::tune::check_jobs(&jobs, &source, args.job.as_deref())?;
     if let Some((theirs, at)) = jobs.ioscheduler().map_err(|e| e.to_string())? {
-        eprintln!("warning: {at}: ioscheduler={theirs} is not used: tune compares none and k2 bounds");
+        eprintln!("warning: {at}: ioscheduler={theirs} is not used: tune compares none and the settings it tries");
     }
-    let over = if seeds.len() > 1 { format!(", {} seeds each", seeds.len()) } else { String::new() };
+    print_warnings(nvsched::sweep::cgroup_warnings(&[configs[0].0.clone()], &jobs));
     if !args.quiet {
-        eprintln!("nvsched: sweeping none and k2 bounds {:?} on {}{over} ...", args.bounds, profile.name);
+        let over = if seeds.len() > 1 { format!(", {} seeds each", seeds.len()) } else { String::new() };
+        eprintln!("nvsched: sweeping none and {sweeping} on {}{over} ...", profile.name);
     }
-    let rows = nvsched::tune::sweep(&jobs, &profile, &seeds, &args.bounds, !args.quiet)?;
-    let (chosen, why) = nvsched::tune::choose(&rows, objective);
-    print!("{}", nvsched::tune::table(&rows, chosen));
+    let rows = nvsched::tune::sweep(&jobs, &profile, &seeds, &configs, rt, !args.quiet)?;
+    let (chosen, why) = if k2_bounds {
+        let (bound, why) = nvsched::tune::choose(&rows, objective);
+        (bound.and_then(|b| configs.iter().find(|c| c.1 == Some(b))).map(|c| c.0.clone()), why)
+    } else {
+        nvsched::tune::choose_setting(&rows, objective)
+    };
+    print!("{}", nvsched::tune::table(&rows, chosen.as_deref(), args.job.as_deref()));
     println!("\n{why}");
-    if let Some(b) = chosen {
-        println!("Use: --sched k2:bound={b}");
+    if let Some(spec) = chosen {
+        println!("Use: --sched {spec}");
     }
     Ok(())
 }
 
 fn tune_iocost(args: TuneArgs) -> Result<(), String> {
-    if args.objective.is_some() {
-        return Err("tune iocost measures a cost model and takes no --objective".into());
+    if args.objective.is_some() || args.job.is_some() || args.bounds.is_some() {
+        return Err("tune iocost measures a cost model and takes no --objective, --job or --bounds (with --param it tunes iocost's parameters)".into());
     }
     if args.seconds == 0 || args.numjobs == 0 {
         return Err("--seconds and --numjobs must be at least 1".into());

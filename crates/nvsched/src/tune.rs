@@ -1,9 +1,21 @@
-//! `nvsched tune k2`: sweeps K2's bound on a workload and applies the guideline of the
-//! K2 analysis (Electronics 2021, Section 5): for a latency objective O1 the largest
-//! bound whose real-time p99.9 is at most alpha of `none`'s, for a bandwidth objective O2
-//! the smallest bound whose total bandwidth is at least beta of `none`'s. Over several
-//! seeds a configuration's figures are the means of its runs, as a reproduction averages
-//! its repetitions: a 10 s p99.9 rests on a handful of samples and moves with the seed.
+//! `nvsched tune`: sweeps a policy's parameter on a workload and picks the setting that
+//! serves an objective about one latency-critical job (the real-time job by default) and
+//! the total bandwidth, relative to `none`.
+//!
+//! - `tune k2` sweeps K2's bound and applies the guideline of the K2 analysis
+//!   (Electronics 2021, Section 5): for a latency objective O1 the largest bound whose
+//!   real-time p99.9 is at most alpha of `none`'s, for a bandwidth objective O2 the
+//!   smallest bound whose total bandwidth is at least beta of `none`'s.
+//! - `tune POLICY --param NAME=V1,V2,...` sweeps any policy's parameters (a grid of every
+//!   combination) and picks on the measurements, since a parameter need not order
+//!   latency and bandwidth as K2's bound does: O1 the most bandwidth among the settings
+//!   whose p99.9 is at most alpha of `none`'s, O2 the lowest p99.9 among those with at
+//!   least beta of `none`'s bandwidth. On a bound whose bandwidth rises and whose tail
+//!   grows with it, the two rules agree.
+//!
+//! Over several seeds a configuration's figures are the means of its runs, as a
+//! reproduction averages its repetitions: a 10 s p99.9 rests on a handful of samples and
+//! moves with the seed.
 
 use crate::progress::RunProgress;
 use crate::repro::analysis::k2_choices;
@@ -13,6 +25,12 @@ use nvsched_sim::NoObserver;
 use nvsched_ssd::{DeviceProfile, DriveStates};
 use nvsched_workload::JobFile;
 use rayon::prelude::*;
+
+/// The policy every sweep runs first: the objectives are fractions of its figures.
+pub const REFERENCE: &str = "none";
+
+/// The most settings a `--param` grid may hold.
+pub const MAX_GRID: usize = 256;
 
 /// What the bound should serve.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -46,55 +64,125 @@ impl Objective {
 /// One configuration of the sweep.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Row {
+    /// The policy spec, `none` for the reference.
     pub policy: String,
+    /// K2's bound, in `tune k2`'s sweep.
     pub bound: Option<u32>,
     pub rt_p999_us: f64,
     pub total_bw_mbps: f64,
 }
 
-/// Index of the real-time job's report entry: the first job with RT ioprio (each clone
-/// is its own entry).
-fn rt_entry(jobs: &JobFile) -> Result<usize, String> {
+/// Index of the latency-critical job's report entry (its first clone; each clone is its
+/// own entry): the job named `job`, else the first job with RT ioprio.
+fn rt_entry(jobs: &JobFile, job: Option<&str>) -> Result<usize, String> {
     if jobs.jobs.iter().any(|j| j.group_reporting) {
         return Err("tune needs per-job results: remove group_reporting".into());
     }
     let mut index = 0;
     for j in &jobs.jobs {
-        if j.ioprio().class == PrioClass::RealTime {
+        let wanted = match job {
+            Some(name) => j.name == name,
+            None => j.ioprio().class == PrioClass::RealTime,
+        };
+        if wanted {
             return Ok(index);
         }
         index += j.numjobs as usize;
     }
-    Err("no real-time job (prioclass=1) whose tail K2 should protect".into())
+    Err(match job {
+        Some(name) => {
+            let names: Vec<&str> = jobs.jobs.iter().map(|j| j.name.as_str()).collect();
+            format!("no job named '{name}' (the jobs: {})", names.join(", "))
+        }
+        None => "no real-time job (prioclass=1) whose tail to protect; name the latency-critical job with --job".into(),
+    })
 }
 
-/// Checks that `jobs` (read from `source`, which the error names) can be tuned — a
-/// real-time job, per-job results — before a sweep.
-pub fn check_jobs(jobs: &JobFile, source: &str) -> Result<(), String> {
-    rt_entry(jobs).map(|_| ()).map_err(|e| format!("{source}: {e}"))
+/// Checks that `jobs` (read from `source`, which the error names) can be tuned — the
+/// latency-critical job (`job`, else the real-time one), per-job results — before a
+/// sweep, and returns that job's report entry.
+pub fn check_jobs(jobs: &JobFile, source: &str, job: Option<&str>) -> Result<usize, String> {
+    rt_entry(jobs, job).map_err(|e| format!("{source}: {e}"))
 }
 
-/// Runs `none` and K2 at each bound, once per seed (in parallel): one row per run, seeds
-/// innermost. `choose` and `table` average the rows of a configuration.
+/// The configurations of `tune k2`: K2 (with `base`'s other parameters, `k2` for none)
+/// at each bound.
+pub fn k2_configs(base: &str, bounds: &[u32]) -> Vec<(String, Option<u32>)> {
+    let sep = if base.contains(':') { "," } else { ":" };
+    bounds.iter().map(|&b| (format!("{base}{sep}bound={b}"), Some(b))).collect()
+}
+
+/// The policy specs of a grid: `base` (`ID` or `ID:key=value,...`) with every combination
+/// of the values of `params` (each `NAME=V1,V2,...`; the first parameter varies slowest),
+/// each built once to check it.
+pub fn grid(base: &str, params: &[String]) -> Result<Vec<String>, String> {
+    let id = base.split(':').next().unwrap_or_default().trim();
+    if nvsched_policy::find(id).is_none() {
+        // the registry's error lists the policies it knows
+        nvsched_policy::build(base).map_err(|e| e.to_string())?;
+    }
+    let mut specs = vec![base.trim().to_string()];
+    let mut names: Vec<&str> = Vec::new();
+    for param in params {
+        let (name, values) = param
+            .split_once('=')
+            .map(|(n, v)| (n.trim(), v))
+            .filter(|(n, _)| !n.is_empty())
+            .ok_or_else(|| format!("--param '{param}': expected NAME=V1,V2,... (values to try)"))?;
+        if names.contains(&name) {
+            return Err(format!("--param {name}: given twice; list all its values in one --param"));
+        }
+        names.push(name);
+        let mut list: Vec<&str> = Vec::new();
+        for v in values.split(',').map(str::trim) {
+            if v.is_empty() {
+                return Err(format!("--param '{param}': an empty value"));
+            }
+            if !list.contains(&v) {
+                list.push(v);
+            }
+        }
+        if specs.len() * list.len() > MAX_GRID {
+            return Err(format!("--param: over {MAX_GRID} settings to try; give fewer values"));
+        }
+        specs = specs
+            .iter()
+            .flat_map(|s| {
+                let sep = if s.contains(':') { "," } else { ":" };
+                list.iter().map(move |v| format!("{s}{sep}{name}={v}"))
+            })
+            .collect();
+    }
+    for spec in &specs {
+        nvsched_policy::build(spec).map_err(|e| format!("--param: {spec}: {e}"))?;
+    }
+    Ok(specs)
+}
+
+/// Runs `none` and each configuration (a policy spec, with K2's bound where it is one),
+/// once per seed (in parallel): one row per run, seeds innermost; `rt` is the
+/// latency-critical job's entry (`check_jobs`). `choose` and `table` average the rows of a
+/// configuration.
 pub fn sweep(
     jobs: &JobFile,
     profile: &DeviceProfile,
     seeds: &[u64],
-    bounds: &[u32],
+    configs: &[(String, Option<u32>)],
+    rt: usize,
     show_progress: bool,
 ) -> Result<Vec<Row>, String> {
-    let configs: Vec<(Option<u32>, u64)> = std::iter::once(None)
-        .chain(bounds.iter().copied().map(Some))
-        .flat_map(|bound| seeds.iter().map(move |&seed| (bound, seed)))
+    let runs: Vec<(&str, Option<u32>, u64)> = std::iter::once((REFERENCE, None))
+        .chain(configs.iter().map(|(spec, bound)| (spec.as_str(), *bound)))
+        .flat_map(|(spec, bound)| seeds.iter().map(move |&seed| (spec, bound, seed)))
         .collect();
-    let progress = RunProgress::new("tune", configs.len(), show_progress);
+    let progress = RunProgress::new("tune", runs.len(), show_progress);
     let drive_states = DriveStates::new();
-    let rows = configs
+    let rows = runs
         .par_iter()
-        .map(|&(bound, seed)| {
-            let row = measure(jobs, profile, seed, bound, Some(&drive_states));
+        .map(|&(spec, bound, seed)| {
+            let row = measure_policy(jobs, profile, seed, spec, rt, Some(&drive_states));
             progress.inc();
-            row
+            row.map(|row| Row { bound, ..row })
         })
         .collect();
     progress.finish();
@@ -110,18 +198,18 @@ struct Merged {
     rt_p999_max_us: f64,
 }
 
-/// Groups the rows by configuration (bound), in the order they first appear.
+/// Groups the rows by configuration (policy spec), in the order they first appear.
 fn merge(rows: &[Row]) -> Vec<Merged> {
-    let mut bounds: Vec<Option<u32>> = Vec::new();
+    let mut policies: Vec<&str> = Vec::new();
     for r in rows {
-        if !bounds.contains(&r.bound) {
-            bounds.push(r.bound);
+        if !policies.contains(&r.policy.as_str()) {
+            policies.push(&r.policy);
         }
     }
-    bounds
+    policies
         .into_iter()
-        .map(|bound| {
-            let runs: Vec<&Row> = rows.iter().filter(|r| r.bound == bound).collect();
+        .map(|policy| {
+            let runs: Vec<&Row> = rows.iter().filter(|r| r.policy == policy).collect();
             let n = runs.len() as f64;
             let tails = runs.iter().map(|r| r.rt_p999_us);
             Merged {
@@ -138,47 +226,48 @@ fn merge(rows: &[Row]) -> Vec<Merged> {
         .collect()
 }
 
-/// One row of the sweep: K2 at `bound` (`none` for None) simulated, with the real-time
-/// job's p99.9 and the total bandwidth. Sweeps spread over other processes (the Python
-/// package's Ray backend) measure each row with this.
-pub fn measure(
+/// One run under `spec`: the p99.9 completion latency of report entry `rt` (in its main
+/// direction) and the total bandwidth of all jobs.
+pub fn measure_policy(
     jobs: &JobFile,
     profile: &DeviceProfile,
     seed: u64,
-    bound: Option<u32>,
+    spec: &str,
+    rt: usize,
     drive_states: Option<&DriveStates>,
 ) -> Result<Row, String> {
-    let rt = rt_entry(jobs)?;
-    let spec = bound.map_or_else(|| "none".to_string(), |b| format!("k2:bound={b}"));
-    let policy = nvsched_policy::build(&spec).map_err(|e| e.to_string())?;
+    let policy = nvsched_policy::build(spec).map_err(|e| e.to_string())?;
     let (report, _) = run_sim(RunSpec { jobs, policy, profile, seed, drive_states }, &mut NoObserver, 0)?;
-    let rt_job = report.jobs.get(rt).ok_or("missing real-time job results")?;
+    let rt_job = report.jobs.get(rt).ok_or("missing the latency-critical job's results")?;
     let dir = if rt_job.dirs[1].total_ios > rt_job.dirs[0].total_ios { 1 } else { 0 };
     let secs = |j: &nvsched_report::JobStats| j.runtime.as_secs_f64().max(1e-9);
     let bw: f64 = report.jobs.iter().map(|j| (j.dirs[0].io_bytes + j.dirs[1].io_bytes) as f64 / secs(j)).sum();
     Ok(Row {
-        policy: spec,
-        bound,
+        policy: spec.to_string(),
+        bound: None,
         rt_p999_us: rt_job.dirs[dir].clat_hist.percentile(99.9) as f64 / 1e3,
         total_bw_mbps: bw / 1e6,
     })
 }
 
-/// The guideline's choice on the configurations' means over their runs (seeds), and a
-/// sentence explaining it.
-pub fn choose(rows: &[Row], objective: Objective) -> (Option<u32>, String) {
-    let merged = merge(rows);
-    let (chosen, why) = choose_on_means(&merged.iter().map(|m| m.row.clone()).collect::<Vec<_>>(), objective);
-    let runs = merged.iter().map(|m| m.runs).max().unwrap_or(1);
-    if runs > 1 {
-        (chosen, format!("{why} (Means of {runs} seeds.)"))
-    } else {
-        (chosen, why)
+/// Appends "(Means of N seeds.)" to `why` when the configurations ran more than once.
+fn with_runs(merged: &[Merged], why: String) -> String {
+    match merged.iter().map(|m| m.runs).max().unwrap_or(1) {
+        runs if runs > 1 => format!("{why} (Means of {runs} seeds.)"),
+        _ => why,
     }
 }
 
+/// The K2 analysis' guideline on the bounds' means over their runs (seeds), and a
+/// sentence explaining the choice.
+pub fn choose(rows: &[Row], objective: Objective) -> (Option<u32>, String) {
+    let merged = merge(rows);
+    let (chosen, why) = choose_on_means(&merged.iter().map(|m| m.row.clone()).collect::<Vec<_>>(), objective);
+    (chosen, with_runs(&merged, why))
+}
+
 fn choose_on_means(rows: &[Row], objective: Objective) -> (Option<u32>, String) {
-    let Some(none) = rows.iter().find(|r| r.bound.is_none()) else {
+    let Some(none) = rows.iter().find(|r| r.policy == REFERENCE) else {
         return (None, "no `none` reference run".into());
     };
     let k2: Vec<(u32, f64, f64)> =
@@ -218,23 +307,96 @@ fn choose_on_means(rows: &[Row], objective: Objective) -> (Option<u32>, String) 
     }
 }
 
+/// `tune POLICY --param ...`'s rule on the configurations' means over their runs: O1 the
+/// most bandwidth among the settings whose latency-critical p99.9 is within alpha of
+/// `none`'s (the lower tail on a tie), O2 the lowest p99.9 among those that keep beta of
+/// `none`'s bandwidth (the more bandwidth on a tie). Returns the chosen spec and a
+/// sentence explaining it.
+pub fn choose_setting(rows: &[Row], objective: Objective) -> (Option<String>, String) {
+    let merged = merge(rows);
+    let means: Vec<&Row> = merged.iter().map(|m| &m.row).collect();
+    let Some(none) = means.iter().find(|r| r.policy == REFERENCE) else {
+        return (None, "no `none` reference run".into());
+    };
+    let settings: Vec<&Row> = means.iter().copied().filter(|r| r.policy != REFERENCE).collect();
+    let n = settings.len();
+    // "among the 2 of 5 settings whose ...", "the only one of the 5 settings whose ..."
+    let among = |k: usize| match (k, n) {
+        (1, 1) => "the one setting".to_string(),
+        (1, _) => format!("the only one of the {n} settings"),
+        _ => format!("the {k} of {n} settings"),
+    };
+    let why = match objective {
+        Objective::Latency(a) => {
+            let limit = a * none.rt_p999_us;
+            let fits: Vec<&Row> = settings.iter().copied().filter(|r| r.rt_p999_us <= limit).collect();
+            let best = fits
+                .iter()
+                .copied()
+                .max_by(|x, y| x.total_bw_mbps.total_cmp(&y.total_bw_mbps).then(y.rt_p999_us.total_cmp(&x.rt_p999_us)));
+            match best {
+                Some(r) => (Some(r.policy.clone()), format!(
+                    "O1: {} gives the most bandwidth, {:.0} MB/s ({:.0}% of none's), of {} whose p99.9 stays within {:.0}% of none's (limit {limit:.0} us; none: {:.0} us); its p99.9 is {:.0} us.",
+                    r.policy, r.total_bw_mbps, 100.0 * r.total_bw_mbps / none.total_bw_mbps, among(fits.len()), a * 100.0, none.rt_p999_us, r.rt_p999_us
+                )),
+                None => {
+                    let closest = settings.iter().min_by(|x, y| x.rt_p999_us.total_cmp(&y.rt_p999_us));
+                    (None, format!(
+                        "O1: no setting keeps the p99.9 within {:.0}% of none's ({:.0} us, limit {limit:.0} us){}.",
+                        a * 100.0,
+                        none.rt_p999_us,
+                        closest.map_or(String::new(), |r| format!("; the lowest is {:.0} us, under {}", r.rt_p999_us, r.policy))
+                    ))
+                }
+            }
+        }
+        Objective::Bandwidth(b) => {
+            let floor = b * none.total_bw_mbps;
+            let fits: Vec<&Row> = settings.iter().copied().filter(|r| r.total_bw_mbps >= floor).collect();
+            let best = fits
+                .iter()
+                .copied()
+                .min_by(|x, y| x.rt_p999_us.total_cmp(&y.rt_p999_us).then(y.total_bw_mbps.total_cmp(&x.total_bw_mbps)));
+            match best {
+                Some(r) => (Some(r.policy.clone()), format!(
+                    "O2: {} gives the lowest p99.9, {:.0} us (none: {:.0} us), of {} that keep at least {:.0}% of none's bandwidth (floor {floor:.0} MB/s; none: {:.0} MB/s); it keeps {:.0} MB/s.",
+                    r.policy, r.rt_p999_us, none.rt_p999_us, among(fits.len()), b * 100.0, none.total_bw_mbps, r.total_bw_mbps
+                )),
+                None => {
+                    let most = settings.iter().max_by(|x, y| x.total_bw_mbps.total_cmp(&y.total_bw_mbps));
+                    (None, format!(
+                        "O2: no setting keeps {:.0}% of none's bandwidth ({:.0} MB/s, floor {floor:.0} MB/s){}.",
+                        b * 100.0,
+                        none.total_bw_mbps,
+                        most.map_or(String::new(), |r| format!("; the most is {:.0} MB/s, under {}", r.total_bw_mbps, r.policy))
+                    ))
+                }
+            }
+        }
+    };
+    (why.0, with_runs(&merged, why.1))
+}
+
 /// The sweep as a table: one line per configuration, with the means over its runs and,
-/// over several seeds, the range of the RT p99.9.
-pub fn table(rows: &[Row], chosen: Option<u32>) -> String {
+/// over several seeds, the range of the latency-critical job's p99.9 (`job`'s, else the
+/// real-time job's); `chosen` (a policy spec) is marked.
+pub fn table(rows: &[Row], chosen: Option<&str>, job: Option<&str>) -> String {
     let merged = merge(rows);
     let spread = merged.iter().any(|m| m.runs > 1);
-    let mut s = format!("{:<14} {:>16} {:>18}", "policy", "RT p99.9 (us)", "total BW (MB/s)");
+    let width = merged.iter().map(|m| m.row.policy.len() + 1).max().unwrap_or(0).max(14);
+    let tail = format!("{} p99.9 (us)", job.unwrap_or("RT"));
+    let mut s = format!("{:<width$} {:>16} {:>18}", "policy", tail, "total BW (MB/s)");
     if spread {
         s.push_str(&format!(" {:>18}", "p99.9 min-max (us)"));
     }
     s.push('\n');
     for m in &merged {
         let r = &m.row;
-        s.push_str(&format!("{:<14} {:>16.0} {:>18.1}", r.policy, r.rt_p999_us, r.total_bw_mbps));
+        s.push_str(&format!("{:<width$} {:>16.0} {:>18.1}", r.policy, r.rt_p999_us, r.total_bw_mbps));
         if spread {
             s.push_str(&format!(" {:>18}", format!("{:.0}-{:.0}", m.rt_p999_min_us, m.rt_p999_max_us)));
         }
-        if r.bound.is_some() && r.bound == chosen {
+        if r.policy != REFERENCE && Some(r.policy.as_str()) == chosen {
             s.push_str("  <- chosen");
         }
         s.push('\n');
@@ -293,11 +455,114 @@ mod tests {
         assert_eq!(b, Some(4), "{why}");
         assert!(why.contains("(320 us)") && why.ends_with("(Means of 2 seeds.)"), "{why}");
         assert_eq!(choose(&rows[4..5], Objective::Latency(0.5)).0, None, "no none run");
-        let t = table(&rows, b);
+        let t = table(&rows, Some("k2:bound=4"), None);
         assert_eq!(t.lines().count(), 4, "one line per configuration:\n{t}");
         assert!(t.contains("p99.9 min-max (us)") && t.contains("440-600"), "{t}");
         assert!(t.lines().nth(2).unwrap().contains("210.0") && t.contains("<- chosen"), "{t}");
         // one seed: the table as before
-        assert!(!table(&rows[..1], None).contains("min-max"));
+        assert!(!table(&rows[..1], None, None).contains("min-max"));
+    }
+
+    fn setting(policy: &str, p: f64, bw: f64) -> Row {
+        Row { policy: policy.into(), bound: None, rt_p999_us: p, total_bw_mbps: bw }
+    }
+
+    #[test]
+    fn a_grid_is_every_combination_first_parameter_slowest() {
+        let specs = grid("kyber", &["read_lat=1ms, 2ms,1ms".into(), "write_lat=5ms,10ms".into()]).unwrap();
+        assert_eq!(
+            specs,
+            [
+                "kyber:read_lat=1ms,write_lat=5ms",
+                "kyber:read_lat=1ms,write_lat=10ms",
+                "kyber:read_lat=2ms,write_lat=5ms",
+                "kyber:read_lat=2ms,write_lat=10ms"
+            ],
+            "a repeated value runs once"
+        );
+        // fixed parameters stay; a parameter the policy requires may come from --param
+        assert_eq!(grid("k2:merge=0", &["bound=2".into()]).unwrap(), ["k2:merge=0,bound=2"]);
+        assert_eq!(grid("iolatency", &["target=1ms".into()]).unwrap(), ["iolatency:target=1ms"]);
+        for (params, expected) in [
+            (vec!["read_lat"], "expected NAME=V1,V2,..."),
+            (vec!["=1ms"], "expected NAME=V1,V2,..."),
+            (vec!["read_lat=1ms,"], "an empty value"),
+            (vec!["read_lat=1ms", "read_lat=2ms"], "given twice"),
+            (vec!["nope=1"], "has no parameter 'nope'"),
+        ] {
+            let params: Vec<String> = params.into_iter().map(String::from).collect();
+            let err = grid("kyber", &params).unwrap_err();
+            assert!(err.contains(expected), "{params:?}: {err}");
+        }
+        let many: Vec<String> = ["bound", "budget"]
+            .iter()
+            .map(|p| format!("{p}={}", (1..=17).map(|v| v.to_string()).collect::<Vec<_>>().join(",")))
+            .collect();
+        assert!(grid("k2", &many).unwrap_err().contains("over 256 settings"));
+        assert!(grid("nope", &[]).unwrap_err().contains("unknown policy 'nope'"));
+    }
+
+    #[test]
+    fn a_setting_is_chosen_on_its_measurements_not_its_value() {
+        // the tail is not monotonic in the value: b meets the limit with less bandwidth
+        // than c, which the bound rule (largest value) would miss if c were listed first
+        let rows = vec![
+            setting("none", 1000.0, 600.0),
+            setting("p:x=3", 450.0, 500.0),
+            setting("p:x=1", 300.0, 200.0),
+            setting("p:x=2", 700.0, 590.0),
+            setting("p:x=4", 480.0, 550.0),
+        ];
+        let (chosen, why) = choose_setting(&rows, Objective::Latency(0.5));
+        assert_eq!(chosen.as_deref(), Some("p:x=4"), "{why}");
+        assert!(
+            why.starts_with("O1: p:x=4 gives the most bandwidth, 550 MB/s (92% of none's), of the 3 of 4 settings"),
+            "{why}"
+        );
+        let (chosen, why) = choose_setting(&rows, Objective::Bandwidth(0.8));
+        assert_eq!(chosen.as_deref(), Some("p:x=3"), "{why}");
+        assert!(
+            why.contains("lowest p99.9, 450 us (none: 1000 us), of the 3 of 4 settings")
+                && why.contains("keeps 500 MB/s"),
+            "{why}"
+        );
+        // one fits
+        let (chosen, why) = choose_setting(&rows, Objective::Bandwidth(0.95));
+        assert_eq!(chosen.as_deref(), Some("p:x=2"));
+        assert!(why.contains("the only one of the 4 settings"), "{why}");
+        // none fits: say which comes closest
+        let (chosen, why) = choose_setting(&rows, Objective::Latency(0.2));
+        assert_eq!(chosen, None);
+        assert!(
+            why.contains("no setting keeps the p99.9 within 20%") && why.contains("the lowest is 300 us, under p:x=1"),
+            "{why}"
+        );
+        let (chosen, why) = choose_setting(&rows, Objective::Bandwidth(1.0));
+        assert_eq!(chosen, None);
+        assert!(why.contains("the most is 590 MB/s, under p:x=2"), "{why}");
+        // a tie on bandwidth goes to the lower tail, on the tail to the more bandwidth
+        let tie = vec![setting("none", 1000.0, 600.0), setting("p:x=1", 400.0, 500.0), setting("p:x=2", 300.0, 500.0)];
+        assert_eq!(choose_setting(&tie, Objective::Latency(0.5)).0.as_deref(), Some("p:x=2"));
+        let tie = vec![setting("none", 1000.0, 600.0), setting("p:x=1", 300.0, 400.0), setting("p:x=2", 300.0, 500.0)];
+        assert_eq!(choose_setting(&tie, Objective::Bandwidth(0.5)).0.as_deref(), Some("p:x=2"));
+        assert_eq!(choose_setting(&rows[1..], Objective::Latency(0.5)).0, None, "no none run");
+        // the table marks the chosen spec and fits the longest name; a named job heads the tail
+        let t = table(&rows, Some("p:x=4"), Some("db"));
+        assert!(t.lines().next().unwrap().contains(" db p99.9 (us) "), "{t}");
+        assert_eq!(t.lines().filter(|l| l.ends_with("<- chosen")).count(), 1, "{t}");
+        assert!(t.lines().find(|l| l.ends_with("<- chosen")).unwrap().starts_with("p:x=4 "), "{t}");
+        let long = vec![setting("none", 1.0, 1.0), setting("k2-adaptive:target_p999=300us", 1.0, 1.0)];
+        assert!(table(&long, None, None)
+            .lines()
+            .all(|l| l.len() == table(&long, None, None).lines().next().unwrap().len()));
+    }
+
+    #[test]
+    fn k2_configs_keep_the_fixed_parameters() {
+        assert_eq!(
+            k2_configs("k2", &[1, 8]),
+            [("k2:bound=1".to_string(), Some(1)), ("k2:bound=8".to_string(), Some(8))]
+        );
+        assert_eq!(k2_configs("k2:merge=0", &[2]), [("k2:merge=0,bound=2".to_string(), Some(2))]);
     }
 }

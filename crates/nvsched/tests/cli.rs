@@ -504,7 +504,35 @@ fn errors_name_what_is_wrong() {
         (vec!["tune", "k2"], "tune k2 needs --objective"),
         (vec!["tune", "iocost", "--objective", "latency:50%"], "takes no --objective"),
         (vec!["tune", "iocost", "--seconds", "0"], "--seconds and --numjobs must be at least 1"),
-        (vec!["tune", "bfq"], "tune knows the policies 'k2' (its bound) and 'iocost' (its cost model), not 'bfq'"),
+        (vec!["tune", "bfq"], "tune bfq: give --param NAME=V1,V2,... (the values to try); without it tune knows 'k2'"),
+        (vec!["tune", "k2:bound=4", "--objective", "latency:50%"], "tune k2 sweeps the bound (--bounds): leave it out"),
+        (vec!["tune", "iocost", "--job", "rt"], "takes no --objective, --job or --bounds"),
+        (
+            vec!["tune", "nope", "--param", "a=1", "--objective", "latency:50%"],
+            "unknown policy 'nope'; known policies: none,",
+        ),
+        (
+            vec!["tune", "kyber", "--param", "read_lat", "--objective", "latency:50%"],
+            "--param 'read_lat': expected NAME=V1,V2,...",
+        ),
+        (vec!["tune", "kyber", "--param", "read_lat=1ms,,2ms", "--objective", "latency:50%"], "an empty value"),
+        (
+            vec!["tune", "kyber", "--param", "foo=1", "--objective", "latency:50%"],
+            "kyber:foo=1: policy 'kyber' has no parameter 'foo'; accepted: read_lat",
+        ),
+        (
+            vec!["tune", "kyber", "--param", "read_lat=x", "--objective", "latency:50%"],
+            "kyber:read_lat=x: policy 'kyber', parameter 'read_lat': 'x' is not a duration",
+        ),
+        (
+            vec!["tune", "kyber", "--param", "read_lat=1ms", "--param", "read_lat=2ms", "--objective", "latency:50%"],
+            "--param read_lat: given twice",
+        ),
+        (
+            vec!["tune", "kyber", "--param", "read_lat=1ms", "--objective", "latency:50%", "--job", "nope"],
+            "k2-mix.fio: no job named 'nope' (the jobs: rt, be)",
+        ),
+        (vec!["tune", "kyber", "--param", "read_lat=1ms"], "tune kyber needs --objective"),
     ] {
         let out = nvsched(&a);
         assert_eq!(out.status.code(), Some(1), "{a:?}");
@@ -684,6 +712,42 @@ fn tune_on_a_reproduction_cell_uses_its_jobs_and_device() {
         let err = String::from_utf8(out.stderr).unwrap();
         assert!(err.contains(expected), "{cell}: {err}");
     }
+}
+
+/// `tune POLICY --param`: none and every setting run, and the choice follows the rule on
+/// the printed figures (O1: the most bandwidth within the tail limit).
+#[test]
+fn tune_any_policy_picks_the_setting_its_objective_asks_for() {
+    let tune = |extra: &[&str]| {
+        let mut a = vec!["tune", "iolatency", "--param", "target=100us,200us,1ms", "-q"];
+        a.extend(extra);
+        let out = nvsched(&a);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = tune(&["--objective", "latency:90%"]);
+    // policy, p99.9, bandwidth per line of the table
+    let rows: Vec<(String, f64, f64)> = text
+        .lines()
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .map(|l| {
+            let w: Vec<&str> = l.split_whitespace().collect();
+            (w[0].to_string(), w[1].parse().unwrap(), w[2].parse().unwrap())
+        })
+        .collect();
+    let names: Vec<&str> = rows.iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(names, ["none", "iolatency:target=100us", "iolatency:target=200us", "iolatency:target=1ms"], "{text}");
+    let limit = 0.9 * rows[0].1;
+    let best = rows[1..].iter().filter(|r| r.1 <= limit).max_by(|a, b| a.2.total_cmp(&b.2)).expect("one fits");
+    assert!(text.contains(&format!("Use: --sched {}", best.0)), "{text}");
+    assert_eq!(text.lines().filter(|l| l.ends_with("<- chosen")).count(), 1, "{text}");
+    // the protection costs bandwidth: the tightest target is not the one with the most
+    assert!(rows[1].2 < rows[0].2 && rows[1].1 < rows[0].1, "{text}");
+    // another job's tail: the best-effort readers' (their first clone)
+    let be = tune(&["--objective", "bandwidth:50%", "--job", "be"]);
+    assert!(be.lines().next().unwrap().contains("be p99.9 (us)"), "{be}");
+    assert!(be.contains("O2: ") && be.contains("Use: --sched iolatency:target="), "{be}");
 }
 
 #[test]

@@ -13,6 +13,8 @@ simulator releases the GIL). Both give the same reports, in the order of the inp
     python -m nvsched.sweep --experiment k2-analysis:randread --sched k2:bound=4 --seeds 1-5
     python -m nvsched.sweep --repro tabs --backend ray --address auto
     python -m nvsched.sweep --experiment k2-analysis:randread --tune-k2 latency:50% --backend ray
+    python -m nvsched.sweep examples/k2-mix.fio --tune iolatency --param target=100us,200us,1ms \
+        --objective latency:90% --backend ray
 """
 
 from __future__ import annotations
@@ -229,9 +231,11 @@ def repro_targets(name: str, out: Optional[str] = None) -> List[Tuple[str, str]]
     return nvsched._native.repro_targets(name, out)
 
 
-def _tune_measure(text: str, vars: Dict[str, str], common: dict, seed: int, bound: Optional[int]):
+def _tune_measure(text: str, vars: Dict[str, str], common: dict, seed: int, bound: Optional[int],
+                  policy: Optional[str] = None, latency_job: Optional[str] = None):
     return nvsched._native.tune_measure(text, common["source"], list(vars.items()), common["device"],
-                                        list(common["device_set"].items()), common["precondition"], seed, bound)
+                                        list(common["device_set"].items()), common["precondition"], seed, bound,
+                                        policy, latency_job)
 
 
 def tune_k2(
@@ -269,6 +273,51 @@ def tune_k2(
     rows = run_all(_tune_measure, calls, backend, workers, address, progress)
     chosen, why, table_text = nvsched._native.tune_choose(rows, objective)
     return {"chosen": chosen, "why": why, "table": table_text, "rows": rows}
+
+
+def tune(
+    job: nvsched.JobInput,
+    policy: str,
+    params: Union[Mapping[str, Sequence[object]], Sequence[str]],
+    objective: str,
+    *,
+    latency_job: Optional[str] = None,
+    seed: int = 0,
+    seeds: Optional[Sequence[int]] = None,
+    vars: Optional[Mapping[str, str]] = None,
+    device: str = "970evoplus-250g",
+    device_set: Optional[Mapping[str, object]] = None,
+    precondition: Optional[str] = None,
+    backend: str = "local",
+    workers: Optional[int] = None,
+    address: Optional[str] = None,
+    progress: Optional[Callable[[int, int], None]] = None,
+) -> dict:
+    """``nvsched tune POLICY --param ...`` with its runs spread over threads or Ray: runs
+    ``none`` and ``policy`` (``ID`` or ``ID:key=value,...``) with every combination of
+    ``params`` ({name: [values]}, or ["name=v1,v2", ...]), then picks for ``objective``:
+    ``latency:ALPHA%`` the most bandwidth among the settings whose p99.9 is within ALPHA of
+    none's, ``bandwidth:BETA%`` the lowest p99.9 among those that keep BETA of none's
+    bandwidth. The p99.9 is ``latency_job``'s, else the real-time job's. With ``seeds``
+    the rule applies to each setting's means. Returns {"chosen": spec or None, "why":
+    sentence, "table": text, "settings": [spec, ...], "rows": [(policy, None,
+    p999_us, total_bw_mbps), ...]} (one row per run).
+    """
+    if isinstance(params, Mapping):
+        params = [f"{name}={','.join(str(v) for v in values)}" for name, values in params.items()]
+    if not params:
+        raise ValueError("params: give at least one parameter and its values")
+    settings = nvsched._native.tune_grid(policy, [str(p) for p in params])
+    seed_list = [int(s) for s in seeds] if seeds is not None else [int(seed)]
+    if not seed_list:
+        raise ValueError("seeds: give at least one seed")
+    nvsched._native.tune_choose_setting([], objective)  # a bad objective fails before the sweep
+    text, common = _workload(job, device, device_set, precondition)
+    var_map = {str(k): str(v) for k, v in (vars or {}).items()}
+    calls = [(text, var_map, common, s, None, spec, latency_job) for spec in [None, *settings] for s in seed_list]
+    rows = run_all(_tune_measure, calls, backend, workers, address, progress)
+    chosen, why, table_text = nvsched._native.tune_choose_setting(rows, objective, latency_job)
+    return {"chosen": chosen, "why": why, "table": table_text, "settings": settings, "rows": rows}
 
 
 def table(results: Sequence[dict]) -> str:
@@ -342,18 +391,32 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                    help="instead of --sched: sweep none and K2's bounds and choose one for latency:ALPHA%% or "
                    "bandwidth:BETA%% (as `nvsched tune k2`)")
     p.add_argument("--bounds", default="1,2,4,8,16,32,64", help="with --tune-k2: the bounds to sweep")
+    p.add_argument("--tune", metavar="POLICY",
+                   help="instead of --sched: sweep none and POLICY (ID or ID:key=value,...) over --param's values "
+                   "and choose for --objective (as `nvsched tune POLICY --param ...`)")
+    p.add_argument("--param", action="append", default=[], metavar="NAME=V1,V2,...",
+                   help="with --tune: a parameter and the values to try (repeatable: every combination)")
+    p.add_argument("--objective", metavar="OBJECTIVE", help="with --tune: latency:ALPHA%% or bandwidth:BETA%%")
+    p.add_argument("--job", metavar="NAME",
+                   help="with --tune: the job whose p99.9 the objective is about (default: the real-time job)")
     p.add_argument("--force", action="store_true", help="with --repro: ignore cached runs")
     p.add_argument("--runs-per-task", type=int, default=4,
                    help="with --repro: runs of one drive state per task (they share its preconditioning)")
     args = p.parse_args(argv)
     if sum(x is not None for x in (args.jobfile, args.experiment, args.repro)) != 1:
         p.error("give one of: a job file, --experiment NAME:VARIANT[:STATE], --repro NAME")
-    if args.repro is None and not args.sched and not args.policy and not args.tune_k2:
-        p.error("--sched or --policy (or --tune-k2) is required for a sweep")
-    if args.tune_k2 and (args.sched or args.policy):
-        p.error("--tune-k2 chooses the policies itself: drop --sched and --policy")
+    if args.repro is None and not args.sched and not args.policy and not args.tune_k2 and not args.tune:
+        p.error("--sched or --policy (or --tune-k2, or --tune) is required for a sweep")
+    if (args.tune_k2 or args.tune) and (args.sched or args.policy):
+        p.error("--tune-k2 and --tune choose the policies themselves: drop --sched and --policy")
+    if args.tune_k2 and args.tune:
+        p.error("give --tune-k2 or --tune, not both")
+    if args.tune and (not args.param or not args.objective):
+        p.error("--tune needs --param NAME=V1,V2,... and --objective latency:ALPHA% or bandwidth:BETA%")
+    if not args.tune and (args.param or args.objective or args.job):
+        p.error("--param, --objective and --job go with --tune")
     if args.repro is not None and (args.sched or args.policy or args.var or args.device_set or args.precondition
-                                   or args.tune_k2):
+                                   or args.tune_k2 or args.tune):
         p.error("--repro takes its policies, variables and device from the experiment's manifest")
     started = time.monotonic()
 
@@ -396,6 +459,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             print(f"\n{t['why']}")
             if t["chosen"] is not None:
                 print(f"Use: --sched k2:bound={t['chosen']}")
+            return 0
+        if args.tune:
+            t = tune(job, args.tune, args.param, args.objective, latency_job=args.job, seeds=seeds,
+                     vars=dict(args.var), device=device, device_set=device_set, precondition=args.precondition,
+                     backend=args.backend, workers=args.workers, address=args.address, progress=show)
+            print(t["table"], end="")
+            print(f"\n{t['why']}")
+            if t["chosen"] is not None:
+                print(f"Use: --sched {t['chosen']}")
             return 0
         from_files = []
         for spec in args.policy:
