@@ -238,6 +238,19 @@ def _tune_measure(text: str, vars: Dict[str, str], common: dict, seed: int, boun
                                         policy, latency_job)
 
 
+def _tune_runs(job, configs, seed, seeds, vars, device, device_set, precondition, backend, workers, address,
+               progress) -> list:
+    """One row per configuration (bound, policy spec, latency-critical job) and seed, seeds
+    innermost, as the command line's tuner runs them."""
+    seed_list = [int(s) for s in seeds] if seeds is not None else [int(seed)]
+    if not seed_list:
+        raise ValueError("seeds: give at least one seed")
+    text, common = _workload(job, device, device_set, precondition)
+    var_map = {str(k): str(v) for k, v in (vars or {}).items()}
+    calls = [(text, var_map, common, s, *config) for config in configs for s in seed_list]
+    return run_all(_tune_measure, calls, backend, workers, address, progress)
+
+
 def tune_k2(
     job: nvsched.JobInput,
     objective: str,
@@ -263,14 +276,10 @@ def tune_k2(
     """
     if not bounds or any(int(b) < 1 for b in bounds):
         raise ValueError("bounds: give bounds >= 1")
-    seed_list = [int(s) for s in seeds] if seeds is not None else [int(seed)]
-    if not seed_list:
-        raise ValueError("seeds: give at least one seed")
     nvsched._native.tune_choose([], objective)  # a bad objective fails before the sweep
-    text, common = _workload(job, device, device_set, precondition)
-    var_map = {str(k): str(v) for k, v in (vars or {}).items()}
-    calls = [(text, var_map, common, s, b) for b in [None, *[int(b) for b in bounds]] for s in seed_list]
-    rows = run_all(_tune_measure, calls, backend, workers, address, progress)
+    configs = [(b, None, None) for b in [None, *[int(b) for b in bounds]]]
+    rows = _tune_runs(job, configs, seed, seeds, vars, device, device_set, precondition, backend, workers, address,
+                      progress)
     chosen, why, table_text = nvsched._native.tune_choose(rows, objective)
     return {"chosen": chosen, "why": why, "table": table_text, "rows": rows}
 
@@ -308,14 +317,10 @@ def tune(
     if not params:
         raise ValueError("params: give at least one parameter and its values")
     settings = nvsched._native.tune_grid(policy, [str(p) for p in params])
-    seed_list = [int(s) for s in seeds] if seeds is not None else [int(seed)]
-    if not seed_list:
-        raise ValueError("seeds: give at least one seed")
     nvsched._native.tune_choose_setting([], objective)  # a bad objective fails before the sweep
-    text, common = _workload(job, device, device_set, precondition)
-    var_map = {str(k): str(v) for k, v in (vars or {}).items()}
-    calls = [(text, var_map, common, s, None, spec, latency_job) for spec in [None, *settings] for s in seed_list]
-    rows = run_all(_tune_measure, calls, backend, workers, address, progress)
+    configs = [(None, spec, latency_job) for spec in [None, *settings]]
+    rows = _tune_runs(job, configs, seed, seeds, vars, device, device_set, precondition, backend, workers, address,
+                      progress)
     chosen, why, table_text = nvsched._native.tune_choose_setting(rows, objective, latency_job)
     return {"chosen": chosen, "why": why, "table": table_text, "settings": settings, "rows": rows}
 
