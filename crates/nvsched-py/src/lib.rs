@@ -222,7 +222,7 @@ fn tune_measure(
     py.detach(move || {
         let (jobs, profile) =
             nvsched::run::load_job_text(&job_text, &source, &vars, &device, device_set, precondition)?;
-        let rt = nvsched::tune::check_jobs(&jobs, &source, latency_job.as_deref())?;
+        let (rt, _) = nvsched::tune::check_jobs(&jobs, &source, latency_job.as_deref())?;
         let spec = match (policy, bound) {
             (Some(spec), _) => spec,
             (None, Some(b)) => format!("k2:bound={b}"),

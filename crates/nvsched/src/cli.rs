@@ -346,6 +346,18 @@ pub(crate) struct TuneArgs {
     /// [default: the first real-time job, prioclass=1].
     #[arg(long, value_name = "NAME")]
     pub(crate) job: Option<String>,
+    /// k2 and --param: normal (the table and the choice) or json (every setting's means
+    /// and ranges, the limit, the choice and why).
+    #[arg(long, default_value = "normal", value_parser = ["normal", "json"])]
+    pub(crate) output_format: String,
+    /// k2 and --param: write the table or JSON to this file (atomically) instead of
+    /// standard output.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+    /// k2 and --param: write a figure (PNG and SVG) into DIR: each setting's p99.9 against
+    /// total bandwidth, with none, the objective's limit and the choice.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) plot: Option<PathBuf>,
     /// iocost: seconds per measurement, simulated or on the device with --filename (the
     /// kernel script's --duration).
     #[arg(long, default_value_t = 120)]

@@ -548,7 +548,13 @@ fn tune_sweep(args: TuneArgs) -> Result<(), String> {
     };
     let path = args.jobfile.clone().unwrap_or_else(|| nvsched::project_path("examples/k2-mix.fio"));
     let (jobs, profile, source, seeds) = args.setup.load(&path)?;
-    let rt = nvsched::tune::check_jobs(&jobs, &source, args.job.as_deref())?;
+    let (rt, job) = nvsched::tune::check_jobs(&jobs, &source, args.job.as_deref())?;
+    if let Some(path) = &args.output {
+        check_directory_of("--output", path)?;
+    }
+    if let Some(dir) = &args.plot {
+        std::fs::create_dir_all(dir).map_err(|e| format!("--plot '{}': {e}", dir.display()))?;
+    }
     if let Some((theirs, at)) = jobs.ioscheduler().map_err(|e| e.to_string())? {
         eprintln!("warning: {at}: ioscheduler={theirs} is not used: tune compares none and the settings it tries");
     }
@@ -564,17 +570,36 @@ fn tune_sweep(args: TuneArgs) -> Result<(), String> {
     } else {
         nvsched::tune::choose_setting(&rows, objective)
     };
-    print!("{}", nvsched::tune::table(&rows, chosen.as_deref(), args.job.as_deref()));
-    println!("\n{why}");
-    if let Some(spec) = chosen {
-        println!("Use: --sched {spec}");
+    let setup =
+        nvsched::tune::Setup { policy: &args.policy, objective, job: &job, device: &profile.name, seeds: &seeds };
+    if let Some(dir) = &args.plot {
+        let stem = dir.join("tune");
+        nvsched::tune::figure(&rows, &setup, chosen.as_deref()).save(&stem)?;
+        if !args.quiet {
+            eprintln!("nvsched: wrote {}.png and .svg", stem.display());
+        }
     }
-    Ok(())
+    let text = match args.output_format.as_str() {
+        "json" => format!("{:#}\n", nvsched::tune::to_json(&rows, &setup, chosen.as_deref(), &why)),
+        _ => {
+            let use_line = chosen.as_ref().map_or(String::new(), |spec| format!("Use: --sched {spec}\n"));
+            format!("{}\n{why}\n{use_line}", nvsched::tune::table(&rows, chosen.as_deref(), args.job.as_deref()))
+        }
+    };
+    write_or_print(args.output.as_deref(), &text)
 }
 
 fn tune_iocost(args: TuneArgs) -> Result<(), String> {
-    if args.objective.is_some() || args.job.is_some() || args.bounds.is_some() {
-        return Err("tune iocost measures a cost model and takes no --objective, --job or --bounds (with --param it tunes iocost's parameters)".into());
+    if args.objective.is_some()
+        || args.job.is_some()
+        || args.bounds.is_some()
+        || args.output.is_some()
+        || args.plot.is_some()
+        || args.output_format != "normal"
+    {
+        return Err("tune iocost measures a cost model and takes no --objective, --job, --bounds, --output, \
+                    --output-format or --plot (with --param it tunes iocost's parameters)"
+            .into());
     }
     if args.seconds == 0 || args.numjobs == 0 {
         return Err("--seconds and --numjobs must be at least 1".into());
@@ -649,7 +674,12 @@ fn cmd_sweep(args: SweepArgs) -> Result<(), String> {
         "json" => format!("{:#}\n", nvsched::sweep::to_json(&summaries, &seeds, &profile.name)),
         _ => nvsched::sweep::table(&summaries),
     };
-    match &args.output {
+    write_or_print(args.output.as_deref(), &text)
+}
+
+/// `text` to `path` (atomically), else to standard output.
+fn write_or_print(path: Option<&Path>, text: &str) -> Result<(), String> {
+    match path {
         Some(path) => {
             nvsched_report::write_atomic(path, text.as_bytes()).map_err(|e| format!("{}: {e}", path.display()))
         }

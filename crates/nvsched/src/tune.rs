@@ -21,6 +21,7 @@ use crate::progress::RunProgress;
 use crate::repro::analysis::k2_choices;
 use crate::run::{run_sim, RunSpec};
 use nvsched_core::PrioClass;
+use nvsched_report::plots::{Figure, LabelledPoint, Panel, PanelKind};
 use nvsched_sim::NoObserver;
 use nvsched_ssd::{DeviceProfile, DriveStates};
 use nvsched_workload::JobFile;
@@ -72,9 +73,9 @@ pub struct Row {
     pub total_bw_mbps: f64,
 }
 
-/// Index of the latency-critical job's report entry (its first clone; each clone is its
-/// own entry): the job named `job`, else the first job with RT ioprio.
-fn rt_entry(jobs: &JobFile, job: Option<&str>) -> Result<usize, String> {
+/// The latency-critical job's report entry (its first clone; each clone is its own
+/// entry) and name: the job named `job`, else the first job with RT ioprio.
+fn rt_entry(jobs: &JobFile, job: Option<&str>) -> Result<(usize, String), String> {
     if jobs.jobs.iter().any(|j| j.group_reporting) {
         return Err("tune needs per-job results: remove group_reporting".into());
     }
@@ -85,7 +86,7 @@ fn rt_entry(jobs: &JobFile, job: Option<&str>) -> Result<usize, String> {
             None => j.ioprio().class == PrioClass::RealTime,
         };
         if wanted {
-            return Ok(index);
+            return Ok((index, j.name.clone()));
         }
         index += j.numjobs as usize;
     }
@@ -100,8 +101,8 @@ fn rt_entry(jobs: &JobFile, job: Option<&str>) -> Result<usize, String> {
 
 /// Checks that `jobs` (read from `source`, which the error names) can be tuned — the
 /// latency-critical job (`job`, else the real-time one), per-job results — before a
-/// sweep, and returns that job's report entry.
-pub fn check_jobs(jobs: &JobFile, source: &str, job: Option<&str>) -> Result<usize, String> {
+/// sweep, and returns that job's report entry and name.
+pub fn check_jobs(jobs: &JobFile, source: &str, job: Option<&str>) -> Result<(usize, String), String> {
     rt_entry(jobs, job).map_err(|e| format!("{source}: {e}"))
 }
 
@@ -404,6 +405,100 @@ pub fn table(rows: &[Row], chosen: Option<&str>, job: Option<&str>) -> String {
     s
 }
 
+impl Objective {
+    /// The objective's bound on a setting: (p99.9 limit in us, bandwidth floor in MB/s),
+    /// one of them, from `none`'s figures.
+    fn limits(self, none: &Row) -> (Option<f64>, Option<f64>) {
+        match self {
+            Objective::Latency(a) => (Some(a * none.rt_p999_us), None),
+            Objective::Bandwidth(b) => (None, Some(b * none.total_bw_mbps)),
+        }
+    }
+
+    fn name(self) -> String {
+        match self {
+            Objective::Latency(a) => format!("latency:{}%", a * 100.0),
+            Objective::Bandwidth(b) => format!("bandwidth:{}%", b * 100.0),
+        }
+    }
+}
+
+/// What a sweep was about, for its JSON and figure.
+pub struct Setup<'a> {
+    pub policy: &'a str,
+    pub objective: Objective,
+    /// The latency-critical job's name.
+    pub job: &'a str,
+    pub device: &'a str,
+    pub seeds: &'a [u64],
+}
+
+/// The sweep as JSON: each configuration's means over its runs (`none` first), the
+/// objective's limit, the choice and the sentence explaining it.
+pub fn to_json(rows: &[Row], setup: &Setup<'_>, chosen: Option<&str>, why: &str) -> serde_json::Value {
+    let merged = merge(rows);
+    let none = merged.iter().find(|m| m.row.policy == REFERENCE).map(|m| &m.row);
+    let (p999_limit, bw_floor) = none.map_or((None, None), |n| setup.objective.limits(n));
+    let settings: Vec<serde_json::Value> = merged
+        .iter()
+        .map(|m| {
+            serde_json::json!({
+                "policy": m.row.policy, "bound": m.row.bound, "runs": m.runs,
+                "p999_us": m.row.rt_p999_us, "p999_min_us": m.rt_p999_min_us, "p999_max_us": m.rt_p999_max_us,
+                "total_bw_mbps": m.row.total_bw_mbps,
+            })
+        })
+        .collect();
+    serde_json::json!({ "nvsched_tune": {
+        "policy": setup.policy, "objective": setup.objective.name(), "job": setup.job,
+        "device": setup.device, "seeds": setup.seeds,
+        "p999_limit_us": p999_limit, "bw_floor_mbps": bw_floor,
+        "settings": settings, "chosen": chosen, "why": why,
+    }})
+}
+
+/// The sweep as a figure: each setting's p99.9 against total bandwidth, `none` and the
+/// choice as series of their own, the objective's limit in the title.
+pub fn figure(rows: &[Row], setup: &Setup<'_>, chosen: Option<&str>) -> Figure {
+    let merged = merge(rows);
+    let point = |r: &Row| {
+        let label = r.policy.split_once(':').map_or(r.policy.as_str(), |(_, params)| params).to_string();
+        (r.total_bw_mbps, r.rt_p999_us, label)
+    };
+    let pick = |keep: &dyn Fn(&Row) -> bool| -> Vec<LabelledPoint> {
+        merged.iter().map(|m| &m.row).filter(|r| keep(r)).map(point).collect()
+    };
+    let is_chosen = |r: &Row| Some(r.policy.as_str()) == chosen;
+    let mut series = vec![
+        ("none".to_string(), pick(&|r| r.policy == REFERENCE)),
+        ("settings".to_string(), pick(&|r| r.policy != REFERENCE && !is_chosen(r))),
+    ];
+    if chosen.is_some() {
+        series.push(("chosen".to_string(), pick(&is_chosen)));
+    }
+    let none = merged.iter().find(|m| m.row.policy == REFERENCE).map(|m| &m.row);
+    let limit = match none.map(|n| setup.objective.limits(n)) {
+        Some((Some(p), _)) => format!(", p99.9 limit {p:.0} us"),
+        Some((_, Some(bw))) => format!(", bandwidth floor {bw:.0} MB/s"),
+        _ => String::new(),
+    };
+    let tails = merged.iter().map(|m| m.row.rt_p999_us).filter(|t| *t > 0.0);
+    let log_y = tails.clone().fold(0.0, f64::max) > 30.0 * tails.fold(f64::INFINITY, f64::min);
+    Figure {
+        title: format!("tune {}: {}'s p99.9 and total bandwidth", setup.policy, setup.job),
+        rows: 1,
+        cols: 1,
+        panels: vec![Panel {
+            title: format!("{}{limit}", setup.objective.name()),
+            x_label: "total bandwidth (MB/s)".into(),
+            y_label: format!("{} p99.9 (us)", setup.job),
+            log_x: false,
+            log_y,
+            kind: PanelKind::Points(series),
+        }],
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -555,6 +650,35 @@ mod tests {
         assert!(table(&long, None, None)
             .lines()
             .all(|l| l.len() == table(&long, None, None).lines().next().unwrap().len()));
+    }
+
+    #[test]
+    fn json_and_figure_show_the_limit_and_the_choice() {
+        let rows = vec![
+            setting("none", 1000.0, 600.0),
+            setting("none", 1200.0, 620.0),
+            Row { bound: Some(4), ..setting("k2:bound=4", 300.0, 350.0) },
+            Row { bound: Some(4), ..setting("k2:bound=4", 500.0, 370.0) },
+        ];
+        let setup =
+            Setup { policy: "k2", objective: Objective::Bandwidth(0.5), job: "rt", device: "d", seeds: &[1, 2] };
+        let v = to_json(&rows, &setup, Some("k2:bound=4"), "why");
+        let t = &v["nvsched_tune"];
+        assert_eq!(t["objective"], "bandwidth:50%");
+        assert_eq!(t["bw_floor_mbps"], 305.0);
+        assert!(t["p999_limit_us"].is_null());
+        let s = &t["settings"][1];
+        assert_eq!((s["bound"].as_u64(), s["runs"].as_u64()), (Some(4), Some(2)));
+        assert_eq!(
+            (s["p999_us"].as_f64(), s["p999_min_us"].as_f64(), s["p999_max_us"].as_f64()),
+            (Some(400.0), Some(300.0), Some(500.0))
+        );
+        let f = figure(&rows, &setup, Some("k2:bound=4"));
+        assert!(f.panels[0].title.ends_with("bandwidth floor 305 MB/s"), "{}", f.panels[0].title);
+        let PanelKind::Points(series) = &f.panels[0].kind else { panic!("a scatter") };
+        let names: Vec<(&str, usize)> = series.iter().map(|(n, p)| (n.as_str(), p.len())).collect();
+        assert_eq!(names, [("none", 1), ("settings", 0), ("chosen", 1)]);
+        assert_eq!(series[2].1[0], (360.0, 400.0, "bound=4".to_string()), "the means, labelled by the parameters");
     }
 
     #[test]

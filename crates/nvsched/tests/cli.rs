@@ -506,7 +506,8 @@ fn errors_name_what_is_wrong() {
         (vec!["tune", "iocost", "--seconds", "0"], "--seconds and --numjobs must be at least 1"),
         (vec!["tune", "bfq"], "tune bfq: give --param NAME=V1,V2,... (the values to try); without it tune knows 'k2'"),
         (vec!["tune", "k2:bound=4", "--objective", "latency:50%"], "tune k2 sweeps the bound (--bounds): leave it out"),
-        (vec!["tune", "iocost", "--job", "rt"], "takes no --objective, --job or --bounds"),
+        (vec!["tune", "iocost", "--job", "rt"], "takes no --objective, --job, --bounds"),
+        (vec!["tune", "iocost", "--plot", "/tmp/x"], "takes no --objective, --job, --bounds, --output"),
         (
             vec!["tune", "nope", "--param", "a=1", "--objective", "latency:50%"],
             "unknown policy 'nope'; known policies: none,",
@@ -748,6 +749,30 @@ fn tune_any_policy_picks_the_setting_its_objective_asks_for() {
     let be = tune(&["--objective", "bandwidth:50%", "--job", "be"]);
     assert!(be.lines().next().unwrap().contains("be p99.9 (us)"), "{be}");
     assert!(be.contains("O2: ") && be.contains("Use: --sched iolatency:target="), "{be}");
+    // JSON: the same figures, limit and choice; a figure on request
+    let dir = std::env::temp_dir().join(format!("nvsched-cli-tune-any-{}", std::process::id()));
+    let plot = dir.join("plots");
+    let json = tune(&["--objective", "latency:90%", "--output-format", "json", "--plot", plot.to_str().unwrap()]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let t = &v["nvsched_tune"];
+    assert_eq!(t["job"], "rt");
+    assert_eq!(t["chosen"].as_str(), Some(best.0.as_str()));
+    assert!(text.contains(t["why"].as_str().unwrap()), "{json}");
+    let settings = t["settings"].as_array().unwrap();
+    assert_eq!(settings.len(), rows.len());
+    for (s, r) in settings.iter().zip(&rows) {
+        assert_eq!(s["policy"].as_str(), Some(r.0.as_str()));
+        assert_eq!(format!("{:.0}", s["p999_us"].as_f64().unwrap()), format!("{:.0}", r.1));
+        assert_eq!(format!("{:.1}", s["total_bw_mbps"].as_f64().unwrap()), format!("{:.1}", r.2));
+    }
+    assert!((t["p999_limit_us"].as_f64().unwrap() - 0.9 * settings[0]["p999_us"].as_f64().unwrap()).abs() < 1e-6);
+    assert!(t["bw_floor_mbps"].is_null());
+    assert!(plot.join("tune.png").exists() && plot.join("tune.svg").exists());
+    // --output writes the same text to a file
+    let out_file = dir.join("tune.txt");
+    assert_eq!(tune(&["--objective", "latency:90%", "--output", out_file.to_str().unwrap()]), "");
+    assert_eq!(std::fs::read_to_string(&out_file).unwrap(), text);
+    std::fs::remove_dir_all(&dir).ok();
 }
 
 #[test]
