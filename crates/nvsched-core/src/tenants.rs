@@ -1,6 +1,9 @@
 //! The cgroup tree the jobs run in, as engines hand it to policies: tenant 0 is the root
-//! (jobs without a cgroup), every other tenant has a parent and a weight. A job's
-//! `cgroup=a/b` makes `a` a tenant below the root and `a/b` one below `a`.
+//! (jobs without a cgroup), every other tenant has a parent, a weight and perhaps an
+//! io.latency target. A job's `cgroup=a/b` makes `a` a tenant below the root and `a/b`
+//! one below `a`.
+
+use crate::Nanos;
 
 /// One cgroup: its path below the root (`a/b`), its parent tenant and its weight.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -16,6 +19,8 @@ pub struct TenantTree {
     nodes: Vec<TenantNode>,
     /// Whether a job named the tenant itself (and so gave its weight).
     named: Vec<bool>,
+    /// Each tenant's io.latency target (`cgroup_io_latency`), if a job gave one.
+    latency_targets: Vec<Option<Nanos>>,
 }
 
 /// The weight of the root and of a cgroup no job gives one (the kernel's default).
@@ -26,6 +31,7 @@ impl Default for TenantTree {
         TenantTree {
             nodes: vec![TenantNode { name: String::new(), parent: 0, weight: DEFAULT_WEIGHT }],
             named: vec![true],
+            latency_targets: vec![None],
         }
     }
 }
@@ -48,6 +54,7 @@ impl TenantTree {
                 None => {
                     self.nodes.push(TenantNode { name: so_far.clone(), parent: tenant, weight: DEFAULT_WEIGHT });
                     self.named.push(false);
+                    self.latency_targets.push(None);
                     (self.nodes.len() - 1) as u32
                 }
             };
@@ -65,8 +72,22 @@ impl TenantTree {
         for (i, &weight) in weights.iter().enumerate() {
             tree.nodes.push(TenantNode { name: format!("tenant{}", i + 1), parent: 0, weight });
             tree.named.push(true);
+            tree.latency_targets.push(None);
         }
         tree
+    }
+
+    /// Gives `tenant` (not the root, which has none in the kernel either) its io.latency
+    /// target, unless an earlier job gave it one: the first target given stays.
+    pub fn set_latency_target(&mut self, tenant: u32, target: Nanos) {
+        if let Some(slot) = self.latency_targets.get_mut(tenant as usize).filter(|s| tenant != 0 && s.is_none()) {
+            *slot = Some(target);
+        }
+    }
+
+    /// The io.latency target of `tenant`, if it has one.
+    pub fn latency_target(&self, tenant: u32) -> Option<Nanos> {
+        self.latency_targets.get(tenant as usize).copied().flatten()
     }
 
     pub fn node(&self, tenant: u32) -> Option<&TenantNode> {
@@ -127,5 +148,19 @@ mod tests {
         assert_eq!(tree.add("", Some(200)), 0);
         assert_eq!(tree.node(0).unwrap().weight, 100, "the root keeps its weight");
         assert!(TenantTree::flat(&[100, 200]).cgroups().all(|(_, n)| n.parent == 0));
+    }
+
+    #[test]
+    fn the_first_latency_target_given_stays() {
+        let mut tree = TenantTree::default();
+        let b = tree.add("a/b", None);
+        assert_eq!((tree.latency_target(1), tree.latency_target(b)), (None, None));
+        tree.set_latency_target(b, Nanos::from_us(100));
+        tree.set_latency_target(b, Nanos::from_us(300));
+        assert_eq!(tree.latency_target(b), Some(Nanos::from_us(100)));
+        tree.set_latency_target(0, Nanos::from_us(100));
+        assert_eq!(tree.latency_target(0), None, "the root has no io.latency");
+        assert_eq!(tree.latency_target(9), None);
+        tree.set_latency_target(9, Nanos::from_us(100));
     }
 }

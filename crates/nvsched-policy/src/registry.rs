@@ -3,16 +3,16 @@
 use crate::params::{parse_duration, ParamError, ParamKind, ParamSpec, Params};
 use crate::policies;
 use crate::scheduler::{HostCost, Scheduler};
-use nvsched_core::Nanos;
+use nvsched_core::{Nanos, TenantTree};
 use std::fmt;
 
 /// A check across a policy's parameters.
 pub type Validate = fn(&Params) -> Result<(), String>;
 
-/// What a policy makes of the cgroups the jobs are in (tenants 1, 2, ... in order, by
-/// name): a warning when they leave it nothing to do, such as a protected cgroup that no
+/// What a policy makes of the cgroups the jobs are in (their tree: tenants 1, 2, ... in
+/// order): a warning when they leave it nothing to do, such as a protected cgroup that no
 /// job is in. Engines pass the warning on; the run goes ahead.
-pub type CheckCgroups = fn(&Params, &[&str]) -> Option<String>;
+pub type CheckCgroups = fn(&Params, &TenantTree) -> Option<String>;
 
 /// How a policy treats cgroups (`cgroup=`, `cgroup_weight=`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,7 +90,8 @@ pub static ALIASES: &[(&str, &str)] = &[("deadline", "mq-deadline"), ("noop", "n
 
 /// The jobs' cgroups in words, for [`CheckCgroups`] warnings: "no cgroup",
 /// "1 cgroup (db)", "2 cgroups (a, b)".
-pub(crate) fn cgroup_list(cgroups: &[&str]) -> String {
+pub(crate) fn cgroup_list(tree: &TenantTree) -> String {
+    let cgroups: Vec<&str> = tree.cgroups().map(|(_, n)| n.name.as_str()).collect();
     match cgroups.len() {
         0 => "no cgroup".to_string(),
         1 => format!("1 cgroup ({})", cgroups[0]),
@@ -115,10 +116,10 @@ pub struct BuiltPolicy {
 }
 
 impl BuiltPolicy {
-    /// The policy's warning about the jobs' cgroups (tenants 1, 2, ... by name), if any.
-    pub fn check_cgroups(&self, cgroups: &[&str]) -> Vec<String> {
-        let own = self.info.check_cgroups.and_then(|check| check(&self.params, cgroups));
-        let nested = cgroups.iter().find_map(|c| c.rsplit_once('/').map(|(parent, _)| (c, parent)));
+    /// The policy's warnings about the jobs' cgroups, if any.
+    pub fn check_cgroups(&self, tree: &TenantTree) -> Vec<String> {
+        let own = self.info.check_cgroups.and_then(|check| check(&self.params, tree));
+        let nested = tree.cgroups().find_map(|(_, c)| c.name.rsplit_once('/').map(|(parent, _)| (&c.name, parent)));
         let flattened = nested.filter(|_| self.info.cgroups == CgroupModel::Flat).map(|(cgroup, parent)| {
             format!(
                 "policy '{}' puts every cgroup directly below the root: {cgroup} shares with the other cgroups as \

@@ -1,5 +1,5 @@
 //! What every engine derives the same way from a job file: tenants (fio `cgroup` with
-//! `cgroup_weight`), each job clone's random seed, which jobs report per priority, and
+//! `cgroup_weight`, and nvsched's `cgroup_io_latency`), each job clone's random seed, which jobs report per priority, and
 //! which ones a finishing `exitall` job stops.
 
 use crate::spec::{ExitWhat, JobSpec};
@@ -19,6 +19,9 @@ impl Tenants {
     pub fn tenant_of(&mut self, spec: &JobSpec) -> (u32, u32) {
         let Some(name) = &spec.cgroup else { return (0, DEFAULT_WEIGHT) };
         let tenant = self.tree.add(name, Some(spec.cgroup_weight));
+        if let Some(target) = spec.cgroup_io_latency {
+            self.tree.set_latency_target(tenant, target);
+        }
         (tenant, self.tree.node(tenant).map_or(DEFAULT_WEIGHT, |n| n.weight))
     }
 }

@@ -737,6 +737,24 @@ fn a_cgroup_path_is_normalised_and_its_ancestors_become_tenants_first() {
 }
 
 #[test]
+fn a_cgroup_takes_the_first_io_latency_target_given() {
+    let f = parse("[a]\ncgroup=db\ncgroup_io_latency=150\n[b]\ncgroup=db\ncgroup_io_latency=1ms\n[c]\ncgroup=web/app\ncgroup_io_latency=2ms\n")
+        .unwrap();
+    assert_eq!(f.jobs[0].cgroup_io_latency, Some(Nanos::from_us(150)), "microseconds without a unit");
+    let tree = nvsched_workload::tenant_tree(&f.jobs);
+    let targets: Vec<Option<Nanos>> = tree.cgroups().map(|(t, _)| tree.latency_target(t)).collect();
+    assert_eq!(targets, [Some(Nanos::from_us(150)), None, Some(Nanos::from_ms(2))], "db, web, web/app");
+    for (text, line, expected) in [
+        ("[a]\nrw=read\ncgroup_io_latency=1ms\n", 3, "needs the job's cgroup (cgroup=NAME)"),
+        ("[a]\ncgroup=db\ncgroup_io_latency=0\n", 3, "the target must be above 0"),
+        ("[a]\ncgroup=db\ncgroup_io_latency=fast\n", 3, "option 'cgroup_io_latency'"),
+    ] {
+        let e = parse(text).unwrap_err().to_string();
+        assert!(e.contains(&format!("test.fio:{line}")) && e.contains(expected), "{text}: {e}");
+    }
+}
+
+#[test]
 fn filename_format_names_each_clones_file_as_fio_does() {
     // fio 3.33 names these fmt.myjob.n0.f0.x and fmt.myjob.n1.f0.x
     let f = parse("[myjob]\nnumjobs=2\nfilename_format=fmt.$jobname.n$jobnum.f$filenum.x\n").unwrap();

@@ -107,8 +107,7 @@ pub fn choose_policy(
 /// cgroup no job is in; weights with no cgroups) or are nested where it keeps them flat,
 /// for every engine and `sweep`.
 pub fn cgroup_warnings(policy: &BuiltPolicy, jobs: &JobFile) -> Vec<String> {
-    let cgroups = nvsched_workload::cgroup_names(&jobs.jobs);
-    policy.check_cgroups(&cgroups.iter().map(String::as_str).collect::<Vec<_>>())
+    policy.check_cgroups(&nvsched_workload::tenant_tree(&jobs.jobs))
 }
 
 /// How a language binding picks the policy once the jobs are read: from them (their
@@ -362,7 +361,8 @@ pub fn reporting_entries(jobs: &JobFile, clones: &[(u32, usize, &JobStats)]) -> 
 
 /// (name, weight, bytes, bytes/s) per tenant, from per-clone (tenant id, statistics).
 /// Each cgroup's weight and what its jobs and those of the cgroups below it moved (as
-/// cgroup v2's io.stat counts); `parent` only for a cgroup below another one.
+/// cgroup v2's io.stat counts); `parent` only for a cgroup below another one,
+/// `io_latency_target_us` only for one with a target (`cgroup_io_latency`).
 fn tenants_of(tree: &TenantTree, clones: &[(u32, &JobStats)]) -> Value {
     let mut out = Vec::new();
     for (id, node) in tree.cgroups() {
@@ -373,6 +373,9 @@ fn tenants_of(tree: &TenantTree, clones: &[(u32, &JobStats)]) -> Value {
         let mut entry = json!({ "name": node.name, "weight": node.weight, "io_bytes": bytes, "bw_bytes": bw });
         if let Some(parent) = tree.node(node.parent).filter(|_| node.parent != 0) {
             entry["parent"] = json!(parent.name);
+        }
+        if let Some(target) = tree.latency_target(id) {
+            entry["io_latency_target_us"] = json!(target.0 as f64 / 1e3);
         }
         out.push(entry);
     }

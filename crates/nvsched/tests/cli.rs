@@ -625,6 +625,23 @@ fn a_policy_with_nothing_to_do_among_the_jobs_cgroups_says_so() {
     assert_eq!(names, [("db", "-"), ("web", "-"), ("web/app", "web"), ("web/logs", "web")]);
     let bytes = |i: usize| tenants[i]["io_bytes"].as_u64().unwrap();
     assert!(bytes(2) > 0 && bytes(3) > 0 && bytes(1) == bytes(2) + bytes(3), "{tenants:?}");
+    assert!(tenants.iter().all(|t| t.get("io_latency_target_us").is_none()));
+
+    // io.latency targets from the job file: iolatency without target= uses them, and the
+    // JSON lists them; without any, or beside target= alone, it says why they do nothing
+    let text = std::fs::read_to_string(two).unwrap().replacen("cgroup=db\n", "cgroup=db\ncgroup_io_latency=200us\n", 1);
+    let with_target = temp_job("two-cgroups-target.fio", &text);
+    let with_target = with_target.to_str().unwrap();
+    assert!(!stderr(&["run", with_target, "-q", "--sched", "iolatency"]).contains("warning"));
+    let err = stderr(&["run", two, "-q", "--sched", "iolatency"]);
+    assert!(err.contains("warning: policy 'iolatency' has no latency target"), "{err}");
+    let err = stderr(&["run", with_target, "-q", "--sched", "iolatency:target=1ms"]);
+    assert!(err.contains("cgroup_io_latency targets (db) apply only with tenant=N or without target="), "{err}");
+    let out = nvsched(&["run", with_target, "-q", "--output-format", "json"]);
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let targets: Vec<Value> =
+        v["nvsched"]["tenants"].as_array().unwrap().iter().map(|t| t["io_latency_target_us"].clone()).collect();
+    assert_eq!(targets, [json!(200.0), Value::Null]);
 }
 
 #[test]

@@ -142,6 +142,40 @@ fn iolatency_throttles_only_the_protected_cgroups_siblings() {
     iolatency_throttles(&text, "iolatency:target=150us,tenant=2", (1, 3), 4, 4);
 }
 
+/// Targets may come from the job file (`cgroup_io_latency=`): db's there gives what
+/// `target=150us,tenant=1` gives. Several targets: the strictest holds the scale and
+/// is never throttled, so a stricter target on batch than on db leaves batch free (db, a
+/// looser target with under 5% of the timed requests, is spared too), and the run is
+/// none's.
+#[test]
+fn iolatency_takes_the_cgroups_targets_from_the_job_file() {
+    let text = example("iolatency-cgroups.fio", "3");
+    let (by_param, _) = run(&text, "iolatency:target=150us,tenant=1", "970evoplus-250g", &[], &mut NoObserver);
+    let db_target = text.replace("cgroup=db\n", "cgroup=db\ncgroup_io_latency=150us\n");
+    assert_ne!(db_target, text);
+    let (by_file, out) = run(&db_target, "iolatency", "970evoplus-250g", &[], &mut NoObserver);
+    // the same I/O, to the nanosecond (the reports differ in the option listed and the spec)
+    let figures = |jobs: &[JobStats]| -> Vec<(u64, u64, u64, u64)> {
+        jobs.iter()
+            .map(|j| &j.dirs[0])
+            .map(|d| (d.io_bytes, d.total_ios, d.clat_hist.percentile(50.0), d.clat_hist.percentile(99.9)))
+            .collect()
+    };
+    assert_eq!(figures(&by_file), figures(&by_param), "the job file's target acts as tenant=1's");
+    assert!(out.policy.series("depth:tenant2").is_some() && out.policy.get("scale_downs").unwrap() > 0.0);
+
+    let batch_stricter = db_target.replace("cgroup=batch\n", "cgroup=batch\ncgroup_io_latency=100us\n");
+    let (none, _) = run(&batch_stricter, "none", "970evoplus-250g", &[], &mut NoObserver);
+    let (both, out) = run(&batch_stricter, "iolatency", "970evoplus-250g", &[], &mut NoObserver);
+    assert!(out.policy.get("scale_downs").unwrap() > 0.0, "batch misses its 100 us");
+    assert!(out.policy.series("depth:tenant2").is_none(), "batch holds the scale: never throttled");
+    let bw = |jobs: &[JobStats], i: usize| jobs[i].dirs[0].io_bytes as f64;
+    for job in 0..4 {
+        let ratio = bw(&both, job) / bw(&none, job);
+        assert!((0.97..1.03).contains(&ratio), "job {job}: {ratio:.3} of none's bandwidth");
+    }
+}
+
 /// io.cost: without cgroups it is the none FIFO. On the weights example, the kernel's
 /// default QoS never sees this NVMe drive as busy (its queue never fills), so shares stay
 /// equal; a read latency target lowers vrate until the weights (4:1) hold.

@@ -171,8 +171,8 @@ pub static INFO: PolicyInfo = PolicyInfo {
             Err("policy 'iocost': min (the lowest vrate) must not exceed max".into())
         }
     }),
-    check_cgroups: Some(|_: &Params, cgroups: &[&str]| {
-        cgroups.is_empty().then(|| {
+    check_cgroups: Some(|_: &Params, tree: &TenantTree| {
+        tree.cgroups().next().is_none().then(|| {
             "policy 'iocost': no job sets cgroup=, so every request is the root's, which io.cost never throttles"
                 .to_string()
         })

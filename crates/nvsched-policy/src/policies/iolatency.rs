@@ -1,44 +1,52 @@
 //! `iolatency`: Linux's cgroup v2 `io.latency` controller (`block/blk-iolatency.c`, Josef
-//! Bacik, 2018) over a FIFO (`none`), as a host runs it on NVMe: it protects one group's
-//! latency by limiting how many requests its sibling groups may have in flight.
+//! Bacik, 2018) over a FIFO (`none`), as a host runs it on NVMe: it protects groups'
+//! latency by limiting how many requests their sibling groups may have in flight.
 //!
-//! Groups. Linux keys them by cgroup. With `tenant=0` (the default) the protected group
-//! is the real-time ioprio class and everything else is one sibling group: the set-up
-//! `rt/io.latency: target=T` beside an `other/` cgroup without a target. With `tenant=N`
-//! the protected group is tenant N (the Nth cgroup of the job file, counting the cgroups
-//! above nested ones, as `nvsched.tenants` lists them) and each other cgroup with the same
-//! parent is a sibling group with its own depth, which the requests of the cgroups below
-//! it count against, as the kernel throttles at every level. Cgroups elsewhere in the tree
-//! are not throttled (in the kernel only a target on one of their siblings would), nor
-//! is N's own subtree or the root. A `tenant=N` beyond the jobs' cgroups protects nothing
-//! and throttles nothing; `check_cgroups` warns of it.
+//! Groups and their targets. Linux keys groups by cgroup, and any cgroup may have a
+//! target (`io.latency target=`). Three ways to give them:
+//! - `target=T` alone (`tenant=0`, the default): the real-time ioprio class is a group
+//!   with target T and everything else one sibling group without a target: the set-up
+//!   `rt/io.latency: target=T` beside an `other/` cgroup.
+//! - `target=T,tenant=N`: tenant N (the Nth cgroup of the job file, counting the cgroups
+//!   above nested ones, as `nvsched.tenants` lists them) has target T, and the other
+//!   cgroups the targets the job file gives them (`cgroup_io_latency=`), if any.
+//! - neither: the cgroups have the job file's targets.
+//!
+//! Every cgroup is throttled at its own depth, and a request counts against the depth of
+//! each cgroup on its way up to the root, as the kernel throttles at every level. A depth
+//! changes only when the parent's scale cookie moves, which only a child with a target
+//! does; the root is never throttled.
 //!
 //! Control law, as in the kernel for a non-rotational device:
-//! - The protected group's requests are timed from submission to completion; one that
-//!   takes `target` or longer is a miss. A window lasts 16 x `target`, clamped to
-//!   100 ms..1 s, and ends at the first completion after it (windows elapse only with I/O).
+//! - A group with a target times the requests of its subtree from submission to
+//!   completion; one that takes the target or longer is a miss. A window lasts 16 x
+//!   the target, clamped to 100 ms..1 s, and ends at the first completion after it
+//!   (windows elapse only with I/O).
 //! - A window is good when its misses are under a tenth of its requests (at least one
 //!   miss allowed only from 10 requests on): io.latency guards roughly the p90, not the
-//!   p99.9. Windows are summed until a scale event is allowed, at most one per 500 ms.
+//!   p99.9. Windows are summed until a scale event is allowed, at most one per 500 ms per
+//!   parent.
 //! - A bad sum lowers the parent's scale cookie: by `nr_requests/4` while it is within
-//!   `nr_requests` of its default, then by one (down to `2*nr_requests` below), and the
-//!   protected group holds the scale. While it holds it, a good sum (5 requests at least)
-//!   raises the cookie by `nr_requests/16`, by one while it is more than `nr_requests`
-//!   below, and back to the default once that step would pass it.
-//! - Each sibling group compares the cookie with the one it last saw when it submits its
-//!   next request: lower halves its depth (from at most `nr_requests`, down to 1), higher
-//!   adds `nr_requests/16`, the default lifts the limit. One step per change seen,
-//!   however far the cookie moved.
-//! - A one-second timer, armed by submissions, raises the cookie when no group holds the
-//!   scale (and lets go of the protected group 5 s after its last scale event).
+//!   `nr_requests` of its default, then by one (down to `2*nr_requests` below), if the
+//!   group's target is at most the parent's scale target (the lowest target that missed);
+//!   the group with the lowest target holds the scale. While it holds it, a good sum (5
+//!   requests at least) raises the cookie by `nr_requests/16`, by one while it is more
+//!   than `nr_requests` below, and back to the default once that step would pass it.
+//! - Each sibling compares the cookie with the one it last saw when it submits its next
+//!   request: lower halves its depth (from at most `nr_requests`, down to 1), higher adds
+//!   `nr_requests/16`, the default lifts the limit. One step per change seen, however far
+//!   the cookie moved. A sibling with a target is spared a lowering when its target is at
+//!   most the scale target, or when it has at most 5% of the parent's timed requests.
+//! - A one-second timer, armed by submissions, raises each cookie whose parent has no
+//!   group holding the scale (and lets go of the holding group 5 s after the parent's last
+//!   scale event).
 //!
 //! With NVMe's 1023 requests, steps up are 63 requests and steps down halve the depth, so
 //! on a device that saturates at a few dozen requests the depth swings between a few and
 //! several dozen rather than settling (K2's bound, by contrast, is fixed).
 //!
 //! Left out: the induced delay at return to user space (it charges I/O issued on a
-//! group's behalf by the root, such as swap, which the simulator has none of), and
-//! several protected groups with different targets (at one level or several).
+//! group's behalf by the root, such as swap, which the simulator has none of).
 
 use crate::params::{ParamKind, ParamSpec, Params};
 use crate::registry::{cgroup_list, CgroupModel, PolicyInfo};
@@ -51,13 +59,13 @@ pub const PARAMS: &[ParamSpec] = &[
         name: "target",
         kind: ParamKind::Duration { min: Nanos::ZERO, max: Nanos::from_secs(10) },
         default: "0",
-        help: "the protected group's latency target (io.latency target=); required",
+        help: "the protected group's latency target (io.latency target=); 0: the targets the job file gives cgroups (cgroup_io_latency=)",
     },
     ParamSpec {
         name: "tenant",
         kind: ParamKind::Int { min: 0, max: 65_535 },
         default: "0",
-        help: "0: protect the real-time ioprio class, throttling everything else as one group; N: protect tenant N (the Nth cgroup), throttling each other cgroup",
+        help: "with target: 0 protects the real-time ioprio class, throttling everything else as one group; N gives tenant N (the Nth cgroup) the target, throttling its sibling cgroups",
     },
     ParamSpec {
         name: "nr_requests",
@@ -69,33 +77,59 @@ pub const PARAMS: &[ParamSpec] = &[
 
 pub static INFO: PolicyInfo = PolicyInfo {
     id: "iolatency",
-    summary: "Linux io.latency: a latency target for one group, met by halving its siblings' depth",
+    summary: "Linux io.latency: latency targets for groups, met by halving their siblings' depth",
     source: "Linux block/blk-iolatency.c (cgroup v2 io.latency), over the none FIFO",
-    notes: "The protected group is the RT class (tenant=0) or one cgroup (tenant=N). A \
-            window (16 x target, 100 ms..1 s) is good with under 10% misses; scale events \
-            at most every 500 ms move a cookie that siblings follow at their next request: \
-            halve the depth, or add nr_requests/16. Nested cgroups: only the protected \
-            one's siblings are throttled, each with its subtree. No induced delay.",
+    notes: "The groups with a target are the RT class (target= alone), one cgroup (tenant=N) \
+            and the cgroups the job file gives cgroup_io_latency=. A window (16 x target, \
+            100 ms..1 s) is good with under 10% misses; scale events at most every 500 ms \
+            move the parent's cookie that siblings follow at their next request: halve the \
+            depth, or add nr_requests/16. The lowest target that missed holds the scale; a \
+            sibling with a target at most that, or with at most 5% of the parent's timed \
+            requests, is spared. Nested cgroups: each level has its depth. No induced delay.",
     params: PARAMS,
     // an estimate, as K2's: the kernel walks the cgroup's ancestors and updates atomic
     // counters at each submission and each completion
     host_cost: HostCost { dispatch: Nanos(150), complete: Nanos(150) },
     example: "iolatency:target=300us",
     validate: Some(|p: &Params| {
-        if p.duration("target") > Nanos::ZERO {
-            Ok(())
+        if p.uint("tenant") > 0 && p.duration("target") == Nanos::ZERO {
+            Err("policy 'iolatency': tenant=N needs target=DURATION, the cgroup's latency target (or leave both \
+                 out for the job file's cgroup_io_latency targets)"
+                .into())
         } else {
-            Err("policy 'iolatency' needs target=DURATION, the protected group's latency target".into())
+            Ok(())
         }
     }),
-    check_cgroups: Some(|p: &Params, cgroups: &[&str]| {
+    check_cgroups: Some(|p: &Params, tree: &TenantTree| {
         let tenant = p.uint("tenant") as usize;
-        (tenant > cgroups.len()).then(|| {
-            format!(
-                "policy 'iolatency': tenant={tenant} protects the jobs' cgroup number {tenant}, but they are in {}: no group is protected, so none is throttled",
-                cgroup_list(cgroups)
+        let cgroups = tree.cgroups().count();
+        let given: Vec<&str> =
+            tree.cgroups().filter(|(t, _)| tree.latency_target(*t).is_some()).map(|(_, n)| n.name.as_str()).collect();
+        if tenant > cgroups {
+            Some(format!(
+                "policy 'iolatency': tenant={tenant} protects the jobs' cgroup number {tenant}, but they are in {}: {}",
+                cgroup_list(tree),
+                if given.is_empty() {
+                    "no group is protected, so none is throttled"
+                } else {
+                    "only the job file's targets apply"
+                }
+            ))
+        } else if p.duration("target") == Nanos::ZERO && given.is_empty() {
+            Some(
+                "policy 'iolatency' has no latency target: give target=DURATION (the real-time class, or with \
+                 tenant=N a cgroup) or cgroup_io_latency= to a job's cgroup; nothing is throttled"
+                    .into(),
             )
-        })
+        } else if tenant == 0 && p.duration("target") > Nanos::ZERO && !given.is_empty() {
+            Some(format!(
+                "policy 'iolatency': target= without tenant= protects the real-time class; the job file's \
+                 cgroup_io_latency targets ({}) apply only with tenant=N or without target=",
+                given.join(", ")
+            ))
+        } else {
+            None
+        }
     }),
     cgroups: CgroupModel::Nested,
     build: |p: &Params| Box::new(IoLatency::from_params(p)),
@@ -107,10 +141,13 @@ const MAX_WINDOW: Nanos = Nanos::from_secs(1);
 const MIN_ADJUST_TIME: Nanos = Nanos::from_ms(500);
 const MIN_GOOD_SAMPLES: u64 = 5;
 const TIMER_PERIOD: Nanos = Nanos::from_secs(1);
-/// Without a scale event for this long, the protected group stops holding the scale.
+/// Without a scale event for this long, the group holding a parent's scale lets go.
 const SCALE_GROUP_TIMEOUT: Nanos = Nanos::from_secs(5);
+/// Class mode's two groups (below the root, as cgroups are in tenant mode).
+const CLASS_RT: u32 = u32::MAX - 1;
+const CLASS_OTHER: u32 = u32::MAX;
 
-/// Requests of the protected group and how many of them missed the target.
+/// Requests of a group with a target and how many of them missed it.
 #[derive(Clone, Copy, Debug, Default)]
 struct Misses {
     total: u64,
@@ -128,34 +165,49 @@ impl Misses {
     }
 }
 
-/// Which group a request belongs to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Group {
-    /// The group with the target: never throttled.
-    Protected,
-    /// Requests outside any cgroup (tenant mode): never throttled.
-    Root,
-    /// A throttled sibling group, by key (a tenant; 0 in class mode).
-    Sibling(u32),
-}
-
-/// A throttled sibling group.
+/// A group (a cgroup, or one of class mode's two): its target, its statistics, and the
+/// throttle on its requests and those of the groups below it.
 #[derive(Debug)]
-struct Sibling {
+struct Group {
     key: u32,
+    /// The parent group's key, 0 for the root.
+    parent: u32,
+    target: Option<Nanos>,
+    window: Nanos,
+    window_start: Nanos,
+    this_window: Misses,
+    /// The windows summed since the last scale event (the kernel's `cur_stat`).
+    summed: Misses,
+    /// The requests of `summed` as the parent last counted them (`nr_samples`).
+    samples: u64,
     /// Most requests in flight; `None`: no limit.
     depth: Option<u32>,
     /// The parent's cookie when this group last looked.
     cookie: u64,
     inflight: u32,
+    /// Requests waiting for a slot at this level.
     waiting: VecDeque<Request>,
-    series: TimeSeries,
+    /// The depth over time, for groups that can be throttled.
+    series: Option<TimeSeries>,
+}
+
+/// What a parent keeps about its children's latency (the kernel's `child_latency_info`).
+#[derive(Debug)]
+struct ChildLat {
+    key: u32,
+    cookie: u64,
+    /// The lowest target that missed (`scale_lat`).
+    scale_target: Option<Nanos>,
+    /// The child holding the scale (`scale_grp`).
+    scale_group: Option<u32>,
+    last_scale_event: Option<Nanos>,
+    /// The children's timed requests (`nr_samples`).
+    samples: u64,
 }
 
 #[derive(Debug)]
 pub struct IoLatency {
     target: Nanos,
-    window: Nanos,
     protected_tenant: u32,
     /// The cgroups the jobs are in, from the engine (a tenant it does not know is a
     /// cgroup right below the root).
@@ -163,16 +215,11 @@ pub struct IoLatency {
     nr_requests: Option<u32>,
     /// Admitted requests, in admission order (the FIFO below the throttle).
     fifo: VecDeque<Request>,
-    siblings: Vec<Sibling>,
-    // the protected group's statistics and the parent's scale state
-    window_start: Nanos,
-    this_window: Misses,
-    summed: Misses,
-    cookie: u64,
-    holds_scale: bool,
-    last_scale_event: Option<Nanos>,
+    /// Every group a request has passed, in order of first sight.
+    groups: Vec<Group>,
+    parents: Vec<ChildLat>,
     timer_at: Option<Nanos>,
-    /// The latest time the policy saw: the depth series holds its value until then.
+    /// The latest time the policy saw: the depth series hold their value until then.
     last_seen: Nanos,
     // counters
     windows: u64,
@@ -183,22 +230,15 @@ pub struct IoLatency {
 
 impl IoLatency {
     pub fn from_params(p: &Params) -> IoLatency {
-        let target = p.duration("target");
         let nr_requests = p.uint("nr_requests") as u32;
         IoLatency {
-            target,
-            window: Nanos(target.0.saturating_mul(16)).clamp(MIN_WINDOW, MAX_WINDOW),
+            target: p.duration("target"),
             protected_tenant: p.uint("tenant") as u32,
             tree: TenantTree::default(),
             nr_requests: (nr_requests > 0).then_some(nr_requests),
             fifo: VecDeque::new(),
-            siblings: Vec::new(),
-            window_start: Nanos::ZERO,
-            this_window: Misses::default(),
-            summed: Misses::default(),
-            cookie: DEFAULT_COOKIE,
-            holds_scale: false,
-            last_scale_event: None,
+            groups: Vec::new(),
+            parents: Vec::new(),
             timer_at: None,
             last_seen: Nanos::ZERO,
             windows: 0,
@@ -208,43 +248,101 @@ impl IoLatency {
         }
     }
 
-    /// The group a request belongs to.
-    fn group(&self, rq: &Request) -> Group {
-        if self.protected_tenant == 0 {
-            match rq.effective_prio().class {
-                PrioClass::RealTime => Group::Protected,
-                _ => Group::Sibling(0),
-            }
-        } else if rq.tenant == 0 {
-            Group::Root
-        } else {
-            let path = self.tree.path_to(rq.tenant);
-            let parent = self.tree.place(self.protected_tenant, 0).0.map_or(0, |(up, _)| up);
-            if path.contains(&self.protected_tenant) {
-                return Group::Protected;
-            }
-            // the cgroup below the protected one's parent that this request passes through
-            match path.iter().position(|&t| t == parent).and_then(|k| path.get(k + 1)) {
-                Some(&sibling) => Group::Sibling(sibling),
-                None => Group::Root,
-            }
+    /// Class mode: the real-time class against the rest, not cgroups.
+    fn class_mode(&self) -> bool {
+        self.protected_tenant == 0 && self.target > Nanos::ZERO
+    }
+
+    /// The groups a request passes on its way to the device, its own first (empty for
+    /// the root's requests).
+    fn levels(&self, rq: &Request) -> Vec<u32> {
+        if self.class_mode() {
+            return vec![if rq.effective_prio().class == PrioClass::RealTime { CLASS_RT } else { CLASS_OTHER }];
+        }
+        let mut path = self.tree.path_to(rq.tenant);
+        path.reverse();
+        path.pop(); // the root
+        path
+    }
+
+    fn target_of(&self, key: u32) -> Option<Nanos> {
+        match key {
+            CLASS_RT => Some(self.target),
+            CLASS_OTHER => None,
+            _ if key == self.protected_tenant && self.target > Nanos::ZERO => Some(self.target),
+            _ if self.class_mode() => None,
+            _ => self.tree.latency_target(key),
         }
     }
 
-    fn sibling_index(&mut self, key: u32) -> usize {
-        if let Some(i) = self.siblings.iter().position(|s| s.key == key) {
+    fn parent_of(&self, key: u32) -> u32 {
+        match key {
+            CLASS_RT | CLASS_OTHER => 0,
+            _ => self.tree.path_to(key).iter().rev().nth(1).copied().unwrap_or(0),
+        }
+    }
+
+    /// Whether a group can ever be throttled: its parent has a child with a target, and
+    /// it has none, or one above the lowest of its siblings'.
+    fn throttleable(&self, key: u32, parent: u32) -> bool {
+        let siblings: Vec<u32> = if self.class_mode() {
+            vec![CLASS_RT, CLASS_OTHER]
+        } else {
+            // the protected tenant counts even where the tree does not know it
+            let protected = Some(self.protected_tenant).filter(|&t| t > 0 && self.parent_of(t) == parent);
+            self.tree.cgroups().map(|(t, _)| t).filter(|&t| self.parent_of(t) == parent).chain(protected).collect()
+        };
+        let lowest = siblings.iter().filter_map(|&s| self.target_of(s)).min();
+        lowest.is_some_and(|lowest| self.target_of(key).is_none_or(|own| own > lowest))
+    }
+
+    /// The index of group `key`, made on first sight.
+    fn group_index(&mut self, key: u32) -> usize {
+        if let Some(i) = self.groups.iter().position(|g| g.key == key) {
             return i;
         }
-        let name = if self.protected_tenant == 0 { "depth".to_string() } else { format!("depth:tenant{key}") };
-        self.siblings.push(Sibling {
+        let parent = self.parent_of(key);
+        let target = self.target_of(key);
+        let series = self.throttleable(key, parent).then(|| {
+            let name = if self.class_mode() { "depth".to_string() } else { format!("depth:tenant{key}") };
+            TimeSeries::new(name, "requests")
+        });
+        let cookie = self.child_lat(parent).map_or(DEFAULT_COOKIE, |c| c.cookie);
+        self.groups.push(Group {
             key,
+            parent,
+            target,
+            window: target.map_or(MAX_WINDOW, |t| Nanos(t.0.saturating_mul(16)).clamp(MIN_WINDOW, MAX_WINDOW)),
+            window_start: Nanos::ZERO,
+            this_window: Misses::default(),
+            summed: Misses::default(),
+            samples: 0,
             depth: None,
-            cookie: self.cookie,
+            cookie,
             inflight: 0,
             waiting: VecDeque::new(),
-            series: TimeSeries::new(name, "requests"),
+            series,
         });
-        self.siblings.len() - 1
+        self.groups.len() - 1
+    }
+
+    fn child_lat(&self, parent: u32) -> Option<&ChildLat> {
+        self.parents.iter().find(|c| c.key == parent)
+    }
+
+    fn child_lat_index(&mut self, parent: u32) -> usize {
+        if let Some(i) = self.parents.iter().position(|c| c.key == parent) {
+            return i;
+        }
+        self.parents.push(ChildLat {
+            key: parent,
+            cookie: DEFAULT_COOKIE,
+            scale_target: None,
+            scale_group: None,
+            last_scale_event: None,
+            samples: 0,
+        });
+        self.parents.len() - 1
     }
 
     /// `nr_requests` until the first dispatch tells the device's queue depth.
@@ -257,108 +355,152 @@ impl IoLatency {
         (if up { qd >> 4 } else { qd >> 2 }).max(1)
     }
 
-    /// `scale_cookie_change`: the parent's cookie moves; steps shrink far from the default
-    /// so that the cookie cannot dig a hole it takes hours to climb out of.
-    fn move_cookie(&mut self, up: bool, now: Nanos) {
+    /// `scale_cookie_change`: parent `c`'s cookie moves; steps shrink far from the
+    /// default so that the cookie cannot dig a hole it takes hours to climb out of.
+    fn move_cookie(&mut self, c: usize, up: bool, now: Nanos) {
         let qd = u64::from(self.queue_depth());
         let step = u64::from(self.scale_step(up));
-        let below = DEFAULT_COOKIE.saturating_sub(self.cookie);
+        let lat = &mut self.parents[c];
+        let below = DEFAULT_COOKIE.saturating_sub(lat.cookie);
         if up {
             self.scale_ups += 1;
-            self.cookie = if self.cookie + step > DEFAULT_COOKIE {
+            lat.cookie = if lat.cookie + step > DEFAULT_COOKIE {
                 DEFAULT_COOKIE
             } else if below > qd {
-                self.cookie + 1
+                lat.cookie + 1
             } else {
-                self.cookie + step
+                lat.cookie + step
             };
         } else {
             self.scale_downs += 1;
             if below > qd {
                 if below < 2 * qd {
-                    self.cookie -= 1;
+                    lat.cookie -= 1;
                 }
             } else {
-                self.cookie -= step;
+                lat.cookie -= step;
             }
         }
-        self.last_scale_event = Some(now);
+        lat.last_scale_event = Some(now);
     }
 
-    /// `check_scale_change` for one sibling, at its submission: one depth step per cookie
-    /// change it sees.
+    /// `check_scale_change` for group `i`, as a request reaches it: one depth step per
+    /// cookie change it sees.
     fn follow_cookie(&mut self, i: usize, now: Nanos) {
-        let (cookie, qd, up_step) = (self.cookie, self.queue_depth(), self.scale_step(true));
-        let s = &mut self.siblings[i];
-        if s.cookie == cookie {
+        let (qd, up_step) = (self.queue_depth(), self.scale_step(true));
+        let Some(lat) = self.parents.iter().find(|c| c.key == self.groups[i].parent) else { return };
+        let (cookie, scale_target, parent_samples) = (lat.cookie, lat.scale_target, lat.samples);
+        let g = &mut self.groups[i];
+        if g.cookie == cookie {
             return;
         }
-        let up = cookie > s.cookie;
-        s.cookie = cookie;
-        if !up && s.depth == Some(1) {
+        let up = cookie > g.cookie;
+        g.cookie = cookie;
+        if let (false, Some(own)) = (up, g.target) {
+            // a group whose target is the strictest that missed, or that issues little of
+            // its parent's timed I/O, is not held back for its siblings' sake
+            if scale_target.is_none_or(|lowest| own <= lowest) || g.samples <= (parent_samples * 5 / 100).max(1) {
+                return;
+            }
+        }
+        if !up && g.depth == Some(1) {
             return; // the kernel would induce a delay here; nothing is issued as root
         }
-        s.depth = if cookie == DEFAULT_COOKIE {
+        g.depth = if cookie == DEFAULT_COOKIE {
             None
         } else {
-            let old = s.depth.unwrap_or(qd).min(qd);
+            let old = g.depth.unwrap_or(qd).min(qd);
             Some(if up { old.saturating_add(up_step).min(qd) } else { (old / 2).max(1) })
         };
-        let shown = s.depth.unwrap_or(qd);
-        s.series.push(now, f64::from(shown));
-    }
-
-    /// Moves waiting requests of sibling `i` into the FIFO while its depth allows.
-    fn admit(&mut self, i: usize) {
-        let s = &mut self.siblings[i];
-        while s.depth.is_none_or(|d| s.inflight < d) {
-            let Some(rq) = s.waiting.pop_front() else { break };
-            s.inflight += 1;
-            self.fifo.push_back(rq);
+        let shown = g.depth.unwrap_or(qd);
+        if let Some(series) = &mut g.series {
+            series.push(now, f64::from(shown));
         }
     }
 
-    /// `iolatency_check_latencies`, at the first completion after a window.
-    fn end_window(&mut self, now: Nanos) {
-        let window = std::mem::take(&mut self.this_window);
+    /// Request `rq` reaches level `level` of its way up: it waits for a slot there, then
+    /// goes on to the next level, and after the top one into the FIFO.
+    fn reach(&mut self, rq: Request, levels: &[u32], level: usize, now: Nanos) {
+        let Some(&key) = levels.get(level) else {
+            self.fifo.push_back(rq);
+            return;
+        };
+        let i = self.group_index(key);
+        self.follow_cookie(i, now);
+        self.groups[i].waiting.push_back(rq);
+        self.admit(i, now);
+    }
+
+    /// Lets waiting requests of group `i` through while its depth allows.
+    fn admit(&mut self, i: usize, now: Nanos) {
+        loop {
+            let g = &mut self.groups[i];
+            if g.depth.is_some_and(|d| g.inflight >= d) {
+                return;
+            }
+            let Some(rq) = g.waiting.pop_front() else { return };
+            g.inflight += 1;
+            let key = g.key;
+            let levels = self.levels(&rq);
+            let level = levels.iter().position(|&k| k == key).expect("a request waits on its own way up");
+            self.reach(rq, &levels, level + 1, now);
+        }
+    }
+
+    /// `iolatency_check_latencies` for group `i`, at the first completion after its
+    /// window.
+    fn end_window(&mut self, i: usize, now: Nanos) {
+        let c = self.child_lat_index(self.groups[i].parent);
+        let g = &mut self.groups[i];
+        let window = std::mem::take(&mut g.this_window);
         self.windows += 1;
         if !window.ok() {
             self.bad_windows += 1;
         }
-        if window.ok() && self.cookie == DEFAULT_COOKIE {
+        if window.ok() && self.parents[c].cookie == DEFAULT_COOKIE {
             return;
         }
-        self.summed.add(window);
-        if self.last_scale_event.is_some_and(|t| t >= now || now - t < MIN_ADJUST_TIME) {
+        g.summed.add(window);
+        let lat = &mut self.parents[c];
+        lat.samples = lat.samples.saturating_sub(g.samples) + g.summed.total;
+        g.samples = g.summed.total;
+        if lat.last_scale_event.is_some_and(|t| t >= now || now - t < MIN_ADJUST_TIME) {
             return;
         }
-        if self.summed.ok() && window.ok() {
-            if self.summed.total < MIN_GOOD_SAMPLES {
+        let (key, target) = (g.key, g.target.unwrap_or(Nanos::ZERO));
+        if g.summed.ok() && window.ok() {
+            if g.summed.total < MIN_GOOD_SAMPLES {
                 return;
             }
-            if self.holds_scale {
-                self.move_cookie(true, now);
+            if lat.scale_group == Some(key) {
+                self.move_cookie(c, true, now);
             }
-        } else {
-            self.holds_scale = true;
-            self.move_cookie(false, now);
+        } else if lat.scale_target.is_none_or(|lowest| lowest >= target) {
+            if lat.scale_group.is_none() || lat.scale_target.is_some_and(|lowest| lowest > target) {
+                lat.scale_target = Some(target);
+                lat.scale_group = Some(key);
+            }
+            self.move_cookie(c, false, now);
         }
-        self.summed = Misses::default();
+        self.groups[i].summed = Misses::default();
     }
 
     /// The once-a-second timer (`blkiolatency_timer_fn`), run at the first event after it
-    /// is due: its changes act at the siblings' next submissions anyway.
+    /// is due: its changes act at the groups' next submissions anyway.
     fn run_timer(&mut self, now: Nanos) {
         self.last_seen = self.last_seen.max(now);
         let Some(at) = self.timer_at.filter(|&at| at <= now) else { return };
         self.timer_at = None;
-        if self.cookie >= DEFAULT_COOKIE || self.last_scale_event.is_some_and(|t| t >= at) {
-            return;
-        }
-        if !self.holds_scale {
-            self.move_cookie(true, at);
-        } else if self.last_scale_event.is_none_or(|t| at - t >= SCALE_GROUP_TIMEOUT) {
-            self.holds_scale = false;
+        for c in 0..self.parents.len() {
+            let lat = &mut self.parents[c];
+            if lat.cookie >= DEFAULT_COOKIE || lat.last_scale_event.is_some_and(|t| t >= at) {
+                continue;
+            }
+            if lat.scale_group.is_none() {
+                self.move_cookie(c, true, at);
+            } else if lat.last_scale_event.is_none_or(|t| at - t >= SCALE_GROUP_TIMEOUT) {
+                lat.scale_group = None;
+            }
         }
     }
 }
@@ -377,15 +519,8 @@ impl Scheduler for IoLatency {
         if self.timer_at.is_none() {
             self.timer_at = Some(now + TIMER_PERIOD);
         }
-        match self.group(&rq) {
-            Group::Protected | Group::Root => self.fifo.push_back(rq),
-            Group::Sibling(key) => {
-                let i = self.sibling_index(key);
-                self.follow_cookie(i, now);
-                self.siblings[i].waiting.push_back(rq);
-                self.admit(i);
-            }
-        }
+        let levels = self.levels(&rq);
+        self.reach(rq, &levels, 0, now);
         Inserted::Queued
     }
 
@@ -404,34 +539,32 @@ impl Scheduler for IoLatency {
         let now = done.now;
         self.run_timer(now);
         let rq = done.rq;
-        match self.group(rq) {
-            Group::Sibling(key) => {
-                if let Some(i) = self.siblings.iter().position(|s| s.key == key) {
-                    self.siblings[i].inflight = self.siblings[i].inflight.saturating_sub(1);
-                    self.admit(i);
+        let timed = matches!(rq.op, Op::Read | Op::Write);
+        for key in self.levels(rq) {
+            let Some(i) = self.groups.iter().position(|g| g.key == key) else { continue };
+            let g = &mut self.groups[i];
+            g.inflight = g.inflight.saturating_sub(1);
+            if let (Some(target), true) = (g.target, timed) {
+                g.this_window.total += 1;
+                if done.total_latency() >= target {
+                    g.this_window.missed += 1;
+                }
+                if now > g.window_start && now - g.window_start >= g.window {
+                    g.window_start = now;
+                    self.end_window(i, now);
                 }
             }
-            Group::Protected if matches!(rq.op, Op::Read | Op::Write) => {
-                self.this_window.total += 1;
-                if done.total_latency() >= self.target {
-                    self.this_window.missed += 1;
-                }
-                if now > self.window_start && now - self.window_start >= self.window {
-                    self.window_start = now;
-                    self.end_window(now);
-                }
-            }
-            _ => {}
+            self.admit(i, now);
         }
     }
 
     fn requeue(&mut self, rq: Request, _now: Nanos) {
-        // still admitted: it keeps its group's slot
+        // still admitted: it keeps its groups' slots
         self.fifo.push_front(rq);
     }
 
     fn queued(&self) -> usize {
-        self.fifo.len() + self.siblings.iter().map(|s| s.waiting.len()).sum::<usize>()
+        self.fifo.len() + self.groups.iter().map(|g| g.waiting.len()).sum::<usize>()
     }
 
     fn report(&self) -> PolicyReport {
@@ -441,8 +574,8 @@ impl Scheduler for IoLatency {
             .counter("bad_windows", self.bad_windows as f64)
             .counter("scale_downs", self.scale_downs as f64)
             .counter("scale_ups", self.scale_ups as f64);
-        for s in &self.siblings {
-            r = r.with_series(s.series.held_until(self.last_seen));
+        for series in self.groups.iter().filter_map(|g| g.series.as_ref()) {
+            r = r.with_series(series.held_until(self.last_seen));
         }
         r
     }
@@ -480,18 +613,34 @@ mod tests {
     }
 
     #[test]
-    fn needs_a_target() {
-        let p = Params::parse("iolatency", PARAMS, "").unwrap();
-        assert!((INFO.validate.unwrap())(&p).is_err());
-        let p = Params::parse("iolatency", PARAMS, "target=1ms").unwrap();
-        assert!((INFO.validate.unwrap())(&p).is_ok());
+    fn a_tenant_needs_a_target_and_no_target_needs_the_job_files() {
+        let valid = |list: &str| (INFO.validate.unwrap())(&Params::parse("iolatency", PARAMS, list).unwrap());
+        assert!(valid("tenant=2").unwrap_err().contains("tenant=N needs target=DURATION"));
+        assert!(valid("target=1ms").is_ok() && valid("").is_ok() && valid("target=1ms,tenant=2").is_ok());
+        let warn = |list: &str, tree: &TenantTree| {
+            (INFO.check_cgroups.unwrap())(&Params::parse("iolatency", PARAMS, list).unwrap(), tree)
+        };
+        let mut tree = TenantTree::default();
+        tree.add("db", None);
+        assert!(warn("", &tree).unwrap().contains("has no latency target"));
+        assert_eq!(warn("target=1ms,tenant=1", &tree), None);
+        let db = tree.add("db", None);
+        tree.set_latency_target(db, Nanos::from_us(100));
+        assert_eq!(warn("", &tree), None, "the job file's target");
+        assert!(warn("target=1ms", &tree).unwrap().contains("cgroup_io_latency targets (db) apply only with tenant=N"));
+        assert!(warn("target=1ms,tenant=3", &tree).unwrap().ends_with("only the job file's targets apply"));
     }
 
     #[test]
     fn windows_are_sixteen_targets_within_100ms_and_1s() {
-        assert_eq!(policy("target=1ms").window, Nanos::from_ms(100));
-        assert_eq!(policy("target=10ms").window, Nanos::from_ms(160));
-        assert_eq!(policy("target=500ms").window, Nanos::from_secs(1));
+        let window = |list: &str| {
+            let mut p = policy(list);
+            let i = p.group_index(CLASS_RT);
+            p.groups[i].window
+        };
+        assert_eq!(window("target=1ms"), Nanos::from_ms(100));
+        assert_eq!(window("target=10ms"), Nanos::from_ms(160));
+        assert_eq!(window("target=500ms"), Nanos::from_secs(1));
     }
 
     #[test]
@@ -547,81 +696,86 @@ mod tests {
         assert_eq!(distinct[1..], [32, 16, 8, 4, 2, 1], "depth steps: {depths:?}");
     }
 
+    /// Class mode's groups and the root's record of them, ready for a scale event.
+    fn class_groups(p: &mut IoLatency) -> (usize, usize, usize) {
+        let (rt, other) = (p.group_index(CLASS_RT), p.group_index(CLASS_OTHER));
+        (rt, other, p.child_lat_index(0))
+    }
+
     /// Once the target is met again the depth grows by nr_requests/16 per scale event and
     /// the limit goes once the cookie is back at its default.
     #[test]
     fn good_windows_lift_the_limit_again() {
         let mut p = policy("target=100us,nr_requests=64");
-        let t0 = Nanos::ZERO;
+        let (_, i, c) = class_groups(&mut p);
         // two bad scale events: cookie 64/4 below its default twice
-        p.holds_scale = true;
-        p.move_cookie(false, t0);
-        p.move_cookie(false, Nanos::from_ms(600));
-        assert_eq!(p.cookie, DEFAULT_COOKIE - 32);
-        let i = p.sibling_index(0);
-        p.siblings[i].cookie = DEFAULT_COOKIE;
+        p.parents[c].scale_group = Some(CLASS_RT);
+        p.move_cookie(c, false, Nanos::ZERO);
+        p.move_cookie(c, false, Nanos::from_ms(600));
+        assert_eq!(p.parents[c].cookie, DEFAULT_COOKIE - 32);
         p.follow_cookie(i, Nanos::from_ms(600));
-        assert_eq!(p.siblings[i].depth, Some(32), "one halving per change seen, however far the cookie moved");
-        p.move_cookie(true, Nanos::from_ms(1200));
+        assert_eq!(p.groups[i].depth, Some(32), "one halving per change seen, however far the cookie moved");
+        p.move_cookie(c, true, Nanos::from_ms(1200));
         p.follow_cookie(i, Nanos::from_ms(1200));
-        assert_eq!(p.siblings[i].depth, Some(36), "up by 64/16");
-        p.move_cookie(true, Nanos::from_ms(1800));
-        assert_eq!(p.cookie, DEFAULT_COOKIE - 24);
+        assert_eq!(p.groups[i].depth, Some(36), "up by 64/16");
+        p.move_cookie(c, true, Nanos::from_ms(1800));
+        assert_eq!(p.parents[c].cookie, DEFAULT_COOKIE - 24);
         for k in 0..6 {
-            p.move_cookie(true, Nanos::from_ms(2400 + 600 * k));
+            p.move_cookie(c, true, Nanos::from_ms(2400 + 600 * k));
         }
-        assert_eq!(p.cookie, DEFAULT_COOKIE);
+        assert_eq!(p.parents[c].cookie, DEFAULT_COOKIE);
         p.follow_cookie(i, Nanos::from_ms(6000));
-        assert_eq!(p.siblings[i].depth, None, "back at the default cookie: no limit");
+        assert_eq!(p.groups[i].depth, None, "back at the default cookie: no limit");
     }
 
     #[test]
     fn scale_events_are_at_least_500ms_apart() {
         let mut p = policy("target=100us,nr_requests=64");
+        let (rt, _, _) = class_groups(&mut p);
         let bad = Misses { total: 10, missed: 10 };
-        p.this_window = bad;
-        p.end_window(Nanos::from_ms(100));
+        p.groups[rt].this_window = bad;
+        p.end_window(rt, Nanos::from_ms(100));
         assert_eq!(p.scale_downs, 1);
-        p.this_window = bad;
-        p.end_window(Nanos::from_ms(200));
+        p.groups[rt].this_window = bad;
+        p.end_window(rt, Nanos::from_ms(200));
         assert_eq!(p.scale_downs, 1, "too soon: summed instead");
-        assert_eq!(p.summed.total, 10);
-        p.this_window = Misses { total: 10, missed: 0 };
-        p.end_window(Nanos::from_ms(600));
+        assert_eq!(p.groups[rt].summed.total, 10);
+        p.groups[rt].this_window = Misses { total: 10, missed: 0 };
+        p.end_window(rt, Nanos::from_ms(600));
         assert_eq!(p.scale_downs, 2, "the sum of a bad and a good window is bad");
     }
 
     #[test]
     fn the_timer_lets_the_cookie_recover_without_a_scale_group() {
         let mut p = policy("target=100us,nr_requests=64");
-        p.holds_scale = true;
-        p.move_cookie(false, Nanos::ZERO);
+        let (_, _, c) = class_groups(&mut p);
+        p.parents[c].scale_group = Some(CLASS_RT);
+        p.move_cookie(c, false, Nanos::ZERO);
         p.timer_at = Some(Nanos::from_secs(1));
         p.run_timer(Nanos::from_secs(1));
-        assert_eq!(p.cookie, DEFAULT_COOKIE - 16, "the protected group still holds the scale");
+        assert_eq!(p.parents[c].cookie, DEFAULT_COOKIE - 16, "the protected group still holds the scale");
         p.timer_at = Some(Nanos::from_secs(6));
         p.run_timer(Nanos::from_secs(6));
-        assert!(!p.holds_scale, "let go 5 s after the last scale event");
+        assert_eq!(p.parents[c].scale_group, None, "let go 5 s after the last scale event");
         p.timer_at = Some(Nanos::from_secs(7));
         p.run_timer(Nanos::from_secs(7));
-        assert_eq!(p.cookie, DEFAULT_COOKIE - 12, "then the timer raises the cookie");
+        assert_eq!(p.parents[c].cookie, DEFAULT_COOKIE - 12, "then the timer raises the cookie");
+    }
+
+    /// Which groups can be throttled, and the levels a tenant's requests pass.
+    fn throttled(p: &mut IoLatency, tenant: u32) -> Vec<u32> {
+        let rq = Request { tenant, ..be(1) };
+        let levels = p.levels(&rq);
+        levels.into_iter().filter(|&k| p.throttleable(k, p.parent_of(k))).collect()
     }
 
     #[test]
     fn tenant_mode_throttles_each_other_cgroup_but_never_the_root() {
         let mut p = policy("target=100us,tenant=2,nr_requests=64");
-        let of = |t: u32| Request { tenant: t, ..be(1) };
-        assert_eq!(p.group(&of(0)), Group::Root);
-        assert_eq!(p.group(&of(2)), Group::Protected);
-        assert_eq!(p.group(&of(1)), Group::Sibling(1));
-        assert_eq!(p.group(&of(3)), Group::Sibling(3));
-        assert_eq!(
-            p.group(&Request { tenant: 1, ..rt(1) }),
-            Group::Sibling(1),
-            "the class does not count in tenant mode"
-        );
-        let (a, b) = (p.sibling_index(1), p.sibling_index(3));
-        assert_ne!(a, b);
+        assert!(p.levels(&Request { tenant: 0, ..be(1) }).is_empty(), "the root's requests pass no group");
+        assert_eq!(throttled(&mut p, 2), [] as [u32; 0]);
+        assert_eq!((throttled(&mut p, 1), throttled(&mut p, 3)), (vec![1], vec![3]));
+        assert_eq!(p.levels(&Request { tenant: 1, ..rt(1) }), [1], "the class does not count in tenant mode");
     }
 
     /// Nested: protecting a/x (tenant 2) throttles its sibling a/y with a/y's own
@@ -634,15 +788,124 @@ mod tests {
         }
         let mut p = policy("target=100us,tenant=2,nr_requests=64");
         p.set_tenants(&tree);
-        let of = |t: u32| Request { tenant: t, ..be(1) };
-        let groups: Vec<Group> = (0..7).map(|t| p.group(&of(t))).collect();
-        use Group::*;
-        assert_eq!(groups, [Root, Root, Protected, Sibling(3), Root, Protected, Sibling(3)]);
+        let by_tenant: Vec<Vec<u32>> = (0..7).map(|t| throttled(&mut p, t)).collect();
+        assert_eq!(by_tenant, [vec![], vec![], vec![], vec![3], vec![], vec![], vec![3]]);
+        assert_eq!(p.levels(&Request { tenant: 6, ..be(1) }), [6, 3, 1], "a/y/kid, a/y, a: every level on the way up");
         // a tenant the tree does not know is a cgroup right below the root
-        assert_eq!(p.group(&of(9)), Root, "not a sibling of a/x");
+        assert_eq!(throttled(&mut p, 9), [] as [u32; 0], "not a sibling of a/x");
         let mut flat = policy("target=100us,tenant=1,nr_requests=64");
         flat.set_tenants(&TenantTree::flat(&[100, 100]));
-        assert_eq!((flat.group(&of(2)), flat.group(&of(9))), (Sibling(2), Sibling(9)));
+        assert_eq!((throttled(&mut flat, 2), throttled(&mut flat, 9)), (vec![2], vec![9]));
+    }
+
+    /// Three cgroups below the root: a (100 us), b (1 ms), c (none). A miss of a's holds
+    /// the scale and lowers the cookie; c follows, b follows only while it has more than
+    /// 5% of the timed requests; a never does. A later miss of b's moves nothing: a's
+    /// target is the stricter.
+    #[test]
+    fn the_strictest_target_holds_the_scale_and_looser_ones_follow() {
+        let mut tree = TenantTree::default();
+        for (path, target) in [("a", Some(100)), ("b", Some(1000)), ("c", None)] {
+            let t = tree.add(path, None);
+            if let Some(us) = target {
+                tree.set_latency_target(t, Nanos::from_us(us));
+            }
+        }
+        let mut p = policy("nr_requests=64");
+        p.set_tenants(&tree);
+        let (a, b, c) = (p.group_index(1), p.group_index(2), p.group_index(3));
+        assert!(!p.throttleable(1, 0) && p.throttleable(2, 0) && p.throttleable(3, 0));
+        let bad = Misses { total: 10, missed: 10 };
+        // both have had timed requests: b 50 of the parent's 60
+        p.groups[b].this_window = Misses { total: 50, missed: 50 };
+        p.end_window(b, Nanos::from_ms(100));
+        assert_eq!(p.parents[0].scale_group, Some(2), "b's miss, with no stricter one before it");
+        p.groups[a].this_window = bad;
+        p.end_window(a, Nanos::from_ms(700));
+        let lat = &p.parents[0];
+        assert_eq!((lat.scale_group, lat.scale_target), (Some(1), Some(Nanos::from_us(100))), "a's is stricter");
+        assert_eq!((p.scale_downs, lat.samples), (2, 60));
+        for g in [a, b, c] {
+            p.follow_cookie(g, Nanos::from_ms(700));
+        }
+        let depths: Vec<Option<u32>> = [a, b, c].iter().map(|&g| p.groups[g].depth).collect();
+        assert_eq!(depths, [None, Some(32), Some(32)]);
+        // b's later miss: its target is looser than the scale's, so no scale event
+        p.groups[b].this_window = Misses { total: 10, missed: 10 };
+        p.end_window(b, Nanos::from_ms(1300));
+        assert_eq!(p.scale_downs, 2);
+        // another lowering by a: b has 60 of 70 timed requests now, so it follows
+        p.groups[a].this_window = bad;
+        p.end_window(a, Nanos::from_ms(1400));
+        p.follow_cookie(b, Nanos::from_ms(1400));
+        p.follow_cookie(c, Nanos::from_ms(1400));
+        assert_eq!((p.groups[b].depth, p.groups[c].depth), (Some(16), Some(16)));
+        // with at most 5% of the parent's timed requests, b is spared
+        p.groups[b].samples = 1;
+        p.parents[0].samples = 1000;
+        p.groups[a].this_window = bad;
+        p.end_window(a, Nanos::from_ms(2000));
+        p.follow_cookie(b, Nanos::from_ms(2000));
+        p.follow_cookie(c, Nanos::from_ms(2000));
+        assert_eq!((p.groups[b].depth, p.groups[c].depth), (Some(16), Some(8)));
+    }
+
+    /// Targets at two levels: a (below the root, 1 ms) beside b, and a/x (200 us) beside
+    /// a/y within a. Requests of 300 us miss a/x's target only: a/y, waiting at its own
+    /// depth, is held back and b is not. Requests of 2 ms miss a's too, which lowers the
+    /// root's cookie: then b is held back as well.
+    #[test]
+    fn each_level_throttles_with_its_own_cookie() {
+        let mut tree = TenantTree::default();
+        for (path, target) in [("a", Some(1000)), ("a/x", Some(200)), ("a/y", None), ("b", None)] {
+            let t = tree.add(path, None);
+            if let Some(us) = target {
+                tree.set_latency_target(t, Nanos::from_us(us));
+            }
+        }
+        let mut p = policy("nr_requests=8");
+        p.set_tenants(&tree);
+        let mut h = Harness::new(Box::new(p), 1024);
+        let of = |id: u64, tenant: u32| Request { tenant, ..be(id) };
+        let mut next = 0;
+        // every group issues from the start, as cgroups do (a group first seen later
+        // starts at its parent's cookie then)
+        let io = |h: &mut Harness, next: &mut u64, tenant: u32, latency: Nanos| {
+            h.insert(of(*next, tenant));
+            h.dispatch_all();
+            h.advance(latency);
+            h.complete(*next);
+            *next += 1;
+        };
+        let through = |h: &mut Harness, next: &mut u64| {
+            for k in 0..20 {
+                h.insert(of(*next + 2 * k, 3));
+                h.insert(of(*next + 2 * k + 1, 4));
+            }
+            *next += 40;
+            h.dispatch_all();
+            let count = |t: u32| h.inflight.iter().filter(|(r, _)| r.tenant == t).count();
+            let counts = (count(3), count(4));
+            while h.complete_oldest().is_some() {
+                h.dispatch_all();
+            }
+            counts
+        };
+        for t in [3, 4] {
+            io(&mut h, &mut next, t, Nanos::from_us(50));
+        }
+        for _ in 0..150 {
+            io(&mut h, &mut next, 2, Nanos::from_us(300));
+            h.advance(Nanos::from_ms(10));
+        }
+        let (ay, b) = through(&mut h, &mut next);
+        assert!(ay < 20 && b == 20, "a/y is held back ({ay} of 20 through), b is not ({b})");
+        for _ in 0..150 {
+            io(&mut h, &mut next, 2, Nanos::from_ms(2));
+            h.advance(Nanos::from_ms(10));
+        }
+        let (_, b) = through(&mut h, &mut next);
+        assert!(b < 20, "a's misses hold b back: {b} of 20 through");
     }
 
     #[test]
@@ -656,15 +919,24 @@ mod tests {
         assert_eq!(h.dispatch_one().unwrap().id.0, 1);
     }
 
-    /// Checks after every step of a random run: a sibling waits only at its limit and
-    /// counts exactly its admitted requests; the protected group and the root never wait;
-    /// nothing is lost or given twice.
+    /// Checks after every step of a random run: a group waits only at its limit and
+    /// counts exactly the requests that passed it (in flight, in the FIFO, or waiting
+    /// further up); nothing is lost or given twice.
     fn check(p: &IoLatency, inflight: &[(Request, Nanos)]) -> Result<(), proptest::test_runner::TestCaseError> {
-        for s in &p.siblings {
-            let admitted =
-                inflight.iter().map(|(r, _)| r).chain(&p.fifo).filter(|r| p.group(r) == Group::Sibling(s.key));
-            proptest::prop_assert_eq!(admitted.count() as u32, s.inflight);
-            proptest::prop_assert!(s.waiting.is_empty() || s.depth.is_some_and(|d| s.inflight >= d));
+        for g in &p.groups {
+            let passed =
+                inflight.iter().map(|(r, _)| r).chain(&p.fifo).filter(|r| p.levels(r).contains(&g.key)).count()
+                    + p.groups
+                        .iter()
+                        .flat_map(|h| h.waiting.iter().map(move |r| (h.key, r)))
+                        .filter(|(at, r)| {
+                            let levels = p.levels(r);
+                            let pos = |k: u32| levels.iter().position(|&l| l == k);
+                            matches!((pos(g.key), pos(*at)), (Some(mine), Some(theirs)) if mine < theirs)
+                        })
+                        .count();
+            proptest::prop_assert_eq!(passed as u32, g.inflight, "group {}", g.key);
+            proptest::prop_assert!(g.waiting.is_empty() || g.depth.is_some_and(|d| g.inflight >= d));
         }
         Ok(())
     }
@@ -689,7 +961,8 @@ mod tests {
                         let rq = Request { tenant: who, submit_time: now, ..rq };
                         next_id += 1;
                         p.insert(rq, now);
-                        let protected_or_root = !matches!(p.group(&rq), Group::Sibling(_));
+                        let levels = p.levels(&rq);
+                        let protected_or_root = levels.iter().all(|&k| !p.throttleable(k, p.parent_of(k)));
                         while let Some(d) = p.dispatch(now, view) {
                             proptest::prop_assert!(given.insert(d.id), "gave {} twice", d.id.0);
                             inflight.push((d, now));

@@ -9,7 +9,7 @@ use crate::params::{ParamKind, ParamSpec, Params};
 use crate::policies::cfq::{self, Cfq};
 use crate::registry::{cgroup_list, CgroupModel, PolicyInfo};
 use crate::scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler, TimeSeries};
-use crate::{Nanos, Request};
+use crate::{Nanos, Request, TenantTree};
 use std::collections::{BTreeMap, VecDeque};
 
 pub const PARAMS: &[ParamSpec] = &[
@@ -54,11 +54,11 @@ pub static INFO: PolicyInfo = PolicyInfo {
     host_cost: HostCost { dispatch: Nanos(950), complete: Nanos(450) },
     example: "mts",
     validate: None,
-    check_cgroups: Some(|_: &Params, cgroups: &[&str]| {
-        (cgroups.len() < 2).then(|| {
+    check_cgroups: Some(|_: &Params, tree: &TenantTree| {
+        (tree.cgroups().count() < 2).then(|| {
             format!(
                 "policy 'mts': the jobs are in {}; it rescales slices between two or more tenants, so here it runs as cfq",
-                cgroup_list(cgroups)
+                cgroup_list(tree)
             )
         })
     }),

@@ -357,6 +357,8 @@ pub struct JobSpec {
     pub nice: i8,
     pub cgroup: Option<String>,
     pub cgroup_weight: u32,
+    /// `cgroup_io_latency`: the io.latency target of the job's cgroup.
+    pub cgroup_io_latency: Option<Nanos>,
     pub stonewall: bool,
     /// `wait_for`: the name of an earlier job whose clones must all finish before this
     /// job starts.
@@ -703,6 +705,7 @@ impl JobSpec {
             nice: 0,
             cgroup: None,
             cgroup_weight: 100,
+            cgroup_io_latency: None,
             stonewall: false,
             wait_for: None,
             exitall: false,
@@ -1515,6 +1518,13 @@ fn finish_job(job: &mut JobSpec, warnings: &mut Vec<String>) -> Result<(), JobFi
         let mut all = found.into_iter().chain(named);
         job.filename = all.next();
         job.more_filenames = all.collect();
+    }
+    if job.cgroup_io_latency.is_some() && job.cgroup.is_none() {
+        return Err(JobFileError::new(
+            job.option_line("cgroup_io_latency"),
+            Some("cgroup_io_latency"),
+            "needs the job's cgroup (cgroup=NAME): the root cgroup has no io.latency",
+        ));
     }
     let err = |opt: Option<&str>, m: String| JobFileError::new(&job.at, opt, m);
     if job.verify && job.writes_data() && job.numjobs > 1 && job.file_name_of(0, 0) == job.file_name_of(1, 0) {

@@ -854,6 +854,20 @@ pub static OPTIONS: &[OptionDef] = &[
         j.cgroup_weight = int_in(v, 100, 1000)? as u32;
         Ok(())
     }),
+    opt!(
+        "cgroup_io_latency",
+        [],
+        None,
+        "nvsched: the io.latency target of the job's cgroup (cgroup v2's io.latency target=), which policy iolatency keeps; microseconds unless a unit is given",
+        |j, v| {
+            let target = parse_time(v, Nanos::from_us(1))?;
+            if target == Nanos::ZERO {
+                return Err("the target must be above 0 (leave the option out for none)".into());
+            }
+            j.cgroup_io_latency = Some(target);
+            Ok(())
+        }
+    ),
     opt!("stonewall", ["wait_for_previous"], Some("1"), "wait for earlier jobs to finish; starts a new group", |j, v| {
         j.stonewall = parse_bool(v)?;
         Ok(())
