@@ -356,8 +356,10 @@ impl IoLatency {
     }
 
     /// `scale_cookie_change`: parent `c`'s cookie moves; steps shrink far from the
-    /// default so that the cookie cannot dig a hole it takes hours to climb out of.
-    fn move_cookie(&mut self, c: usize, up: bool, now: Nanos) {
+    /// default so that the cookie cannot dig a hole it takes hours to climb out of. Only a
+    /// scale event (`end_window`) counts as one for the 500 ms between events, not the
+    /// timer's raise.
+    fn move_cookie(&mut self, c: usize, up: bool) {
         let qd = u64::from(self.queue_depth());
         let step = u64::from(self.scale_step(up));
         let lat = &mut self.parents[c];
@@ -381,7 +383,6 @@ impl IoLatency {
                 lat.cookie -= step;
             }
         }
-        lat.last_scale_event = Some(now);
     }
 
     /// `check_scale_change` for group `i`, as a request reaches it: one depth step per
@@ -406,15 +407,20 @@ impl IoLatency {
         if !up && g.depth == Some(1) {
             return; // the kernel would induce a delay here; nothing is issued as root
         }
+        let before = g.depth;
         g.depth = if cookie == DEFAULT_COOKIE {
             None
         } else {
             let old = g.depth.unwrap_or(qd).min(qd);
-            Some(if up { old.saturating_add(up_step).min(qd) } else { (old / 2).max(1) })
+            match up {
+                // `scale_change`: a depth at the queue's size (or none) does not grow
+                true if old >= qd => g.depth,
+                true => Some(old.saturating_add(up_step).min(qd)),
+                false => Some((old / 2).max(1)),
+            }
         };
-        let shown = g.depth.unwrap_or(qd);
-        if let Some(series) = &mut g.series {
-            series.push(now, f64::from(shown));
+        if let (true, Some(series)) = (g.depth != before, &mut g.series) {
+            series.push(now, f64::from(g.depth.unwrap_or(qd)));
         }
     }
 
@@ -473,14 +479,16 @@ impl IoLatency {
                 return;
             }
             if lat.scale_group == Some(key) {
-                self.move_cookie(c, true, now);
+                lat.last_scale_event = Some(now);
+                self.move_cookie(c, true);
             }
         } else if lat.scale_target.is_none_or(|lowest| lowest >= target) {
+            lat.last_scale_event = Some(now);
             if lat.scale_group.is_none() || lat.scale_target.is_some_and(|lowest| lowest > target) {
                 lat.scale_target = Some(target);
                 lat.scale_group = Some(key);
             }
-            self.move_cookie(c, false, now);
+            self.move_cookie(c, false);
         }
         self.groups[i].summed = Misses::default();
     }
@@ -497,7 +505,7 @@ impl IoLatency {
                 continue;
             }
             if lat.scale_group.is_none() {
-                self.move_cookie(c, true, at);
+                self.move_cookie(c, true);
             } else if lat.last_scale_event.is_none_or(|t| at - t >= SCALE_GROUP_TIMEOUT) {
                 lat.scale_group = None;
             }
@@ -710,22 +718,31 @@ mod tests {
         let (_, i, c) = class_groups(&mut p);
         // two bad scale events: cookie 64/4 below its default twice
         p.parents[c].scale_group = Some(CLASS_RT);
-        p.move_cookie(c, false, Nanos::ZERO);
-        p.move_cookie(c, false, Nanos::from_ms(600));
+        p.move_cookie(c, false);
+        p.move_cookie(c, false);
         assert_eq!(p.parents[c].cookie, DEFAULT_COOKIE - 32);
         p.follow_cookie(i, Nanos::from_ms(600));
         assert_eq!(p.groups[i].depth, Some(32), "one halving per change seen, however far the cookie moved");
-        p.move_cookie(c, true, Nanos::from_ms(1200));
+        p.move_cookie(c, true);
         p.follow_cookie(i, Nanos::from_ms(1200));
         assert_eq!(p.groups[i].depth, Some(36), "up by 64/16");
-        p.move_cookie(c, true, Nanos::from_ms(1800));
+        p.move_cookie(c, true);
         assert_eq!(p.parents[c].cookie, DEFAULT_COOKIE - 24);
-        for k in 0..6 {
-            p.move_cookie(c, true, Nanos::from_ms(2400 + 600 * k));
+        for _ in 0..6 {
+            p.move_cookie(c, true);
         }
         assert_eq!(p.parents[c].cookie, DEFAULT_COOKIE);
         p.follow_cookie(i, Nanos::from_ms(6000));
         assert_eq!(p.groups[i].depth, None, "back at the default cookie: no limit");
+        // a group without a limit stays without one when the cookie rises (it starts at
+        // the cookie of its first request), and shows no step
+        p.move_cookie(c, false);
+        p.groups[i].cookie = p.parents[c].cookie;
+        let points = p.groups[i].series.as_ref().unwrap().points.len();
+        p.move_cookie(c, true);
+        p.follow_cookie(i, Nanos::from_ms(6600));
+        assert_eq!(p.groups[i].depth, None);
+        assert_eq!(p.groups[i].series.as_ref().unwrap().points.len(), points);
     }
 
     #[test]
@@ -750,7 +767,8 @@ mod tests {
         let mut p = policy("target=100us,nr_requests=64");
         let (_, _, c) = class_groups(&mut p);
         p.parents[c].scale_group = Some(CLASS_RT);
-        p.move_cookie(c, false, Nanos::ZERO);
+        p.parents[c].last_scale_event = Some(Nanos::ZERO);
+        p.move_cookie(c, false);
         p.timer_at = Some(Nanos::from_secs(1));
         p.run_timer(Nanos::from_secs(1));
         assert_eq!(p.parents[c].cookie, DEFAULT_COOKIE - 16, "the protected group still holds the scale");
@@ -760,6 +778,11 @@ mod tests {
         p.timer_at = Some(Nanos::from_secs(7));
         p.run_timer(Nanos::from_secs(7));
         assert_eq!(p.parents[c].cookie, DEFAULT_COOKIE - 12, "then the timer raises the cookie");
+        // the timer's raise is no scale event: the next one a second later raises again
+        assert_eq!(p.parents[c].last_scale_event, Some(Nanos::ZERO));
+        p.timer_at = Some(Nanos::from_secs(8));
+        p.run_timer(Nanos::from_secs(8));
+        assert_eq!(p.parents[c].cookie, DEFAULT_COOKIE - 8);
     }
 
     /// Which groups can be throttled, and the levels a tenant's requests pass.
