@@ -324,8 +324,8 @@ impl Scheduler for PyPolicy {
         INFO.id
     }
 
-    /// `set_tenants(tenants)`: a dict by tenant number of (name, parent tenant, weight),
-    /// the root (0) left out.
+    /// `set_tenants(tenants)`: a dict by tenant number of (name, parent tenant, weight,
+    /// io.latency target in ns or None), the root (0) left out.
     fn set_tenants(&mut self, tree: &TenantTree) {
         if !self.methods.set_tenants || self.failed() {
             return;
@@ -333,7 +333,9 @@ impl Scheduler for PyPolicy {
         Python::attach(|py| {
             let tenants = PyDict::new(py);
             for (tenant, node) in tree.cgroups() {
-                if let Err(e) = tenants.set_item(tenant, (node.name.as_str(), node.parent, node.weight)) {
+                let latency_target_ns = tree.latency_target(tenant).map(|t| t.0);
+                let entry = (node.name.as_str(), node.parent, node.weight, latency_target_ns);
+                if let Err(e) = tenants.set_item(tenant, entry) {
                     return self.fail("set_tenants", e);
                 }
             }

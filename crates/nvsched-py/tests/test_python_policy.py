@@ -385,8 +385,9 @@ def test_a_python_policy_learns_the_cgroup_tree_before_the_first_request():
             self.seen.add(rq.tenant)
             super().insert(rq, now_ns)
 
-    job = MIXED.replace("[a]\n", "[a]\ncgroup=web/app\ncgroup_weight=400\n").replace("[b]\n", "[b]\ncgroup=db\n")
+    job = MIXED.replace("[a]\n", "[a]\ncgroup=web/app\ncgroup_weight=400\n").replace(
+        "[b]\n", "[b]\ncgroup=db\ncgroup_io_latency=250us\n")
     policy = Tree()
     nvsched.run(job, policy=policy, timestamp_ms=0)
-    assert policy.tenants == {1: ("web", 0, 100), 2: ("web/app", 1, 400), 3: ("db", 0, 100)}
+    assert policy.tenants == {1: ("web", 0, 100, None), 2: ("web/app", 1, 400, None), 3: ("db", 0, 100, 250_000)}
     assert policy.seen == {2, 3}

@@ -104,7 +104,7 @@ def run(
     insert again), ``next_wakeup()`` (ns or ``None``: when ``dispatch`` should
     be called with no other event), ``set_tenants(tenants)`` (called once before the
     first insert: a dict from tenant number, as ``rq.tenant`` gives it, to ``(cgroup path,
-    parent tenant, weight)``; 0, the root, is not in it), ``report()`` (a dict of counters for the report's
+    parent tenant, weight, io.latency target in ns or None)``; 0, the root, is not in it), ``report()`` (a dict of counters for the report's
     ``nvsched.policy``), and the attributes ``name`` (default: the class name),
     ``dispatch_cost_ns`` and ``complete_cost_ns`` (host time per dispatch and completion,
     default 0). The report names it ``python:NAME``. An exception in the policy, a
