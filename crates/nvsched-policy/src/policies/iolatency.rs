@@ -967,11 +967,27 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn siblings_wait_only_at_their_limit_and_nothing_is_lost(
-            tenant_mode in proptest::bool::ANY,
-            ops in proptest::collection::vec((0u8..4, 0u32..4, 0u64..30_000), 1..400),
+            mode in 0u8..3,
+            ops in proptest::collection::vec((0u8..4, 0u32..6, 0u64..30_000), 1..400),
         ) {
-            let list = if tenant_mode { "target=100us,tenant=1,nr_requests=32" } else { "target=100us,nr_requests=32" };
-            let mut p = policy(list);
+            let mut p = match mode {
+                0 => policy("target=100us,nr_requests=32"),
+                1 => policy("target=100us,tenant=1,nr_requests=32"),
+                // the job file's targets on two levels: a (1 ms) and a/x (100 us) with
+                // a/x/deep below, a/y and b without
+                _ => {
+                    let mut p = policy("nr_requests=32");
+                    let mut tree = TenantTree::default();
+                    for (path, us) in [("a", Some(1000)), ("a/x", Some(100)), ("a/y", None), ("b", None), ("a/x/deep", None)] {
+                        let t = tree.add(path, None);
+                        if let Some(us) = us {
+                            tree.set_latency_target(t, Nanos::from_us(us));
+                        }
+                    }
+                    p.set_tenants(&tree);
+                    p
+                }
+            };
             let view = DeviceView { inflight: 0, queue_depth: 1024 };
             let (mut now, mut next_id) = (Nanos::ZERO, 0u64);
             let mut inflight: Vec<(Request, Nanos)> = Vec::new();
