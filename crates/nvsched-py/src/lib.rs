@@ -266,7 +266,7 @@ fn tune_choose_setting(
 ) -> PyResult<(Option<String>, String, String)> {
     let objective = nvsched::tune::Objective::parse(objective).map_err(PyValueError::new_err)?;
     let rows = tune_rows(rows);
-    let (chosen, why) = nvsched::tune::choose_setting(&rows, objective);
+    let (chosen, why) = nvsched::tune::choose_setting(&rows, objective, nvsched::tune::SETTINGS);
     let table = nvsched::tune::table(&rows, chosen.as_deref(), latency_job.as_deref());
     Ok((chosen, why, table))
 }

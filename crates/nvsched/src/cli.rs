@@ -40,7 +40,8 @@ pub(crate) enum Command {
     ///
     /// Prints, per policy, each job's bandwidth, IOPS and completion latency (mean, p99,
     /// p99.9) and the total bandwidth; over several seeds the means, with each p99.9's
-    /// range. Simulation only; the runs go in parallel.
+    /// range. With --objective it also chooses one of the policies and says why.
+    /// Simulation only; the runs go in parallel.
     Sweep(SweepArgs),
     /// Choose policy parameters: K2's bound for an objective (by the K2 analysis' rules),
     /// any policy's parameters for the same objectives (--param), or io.cost's cost model
@@ -304,6 +305,13 @@ pub(crate) struct SweepArgs {
     /// mq-deadline, kyber and bfq, Linux's blk-mq schedulers).
     #[arg(long, value_name = "SPEC", visible_alias = "policy")]
     pub(crate) sched: Vec<String>,
+    /// Also choose one of the policies, as `tune POLICY --param` chooses a setting:
+    /// latency:ALPHA% (the most bandwidth among those whose p99.9 of the real-time job,
+    /// else the first, is within ALPHA of none's) or bandwidth:BETA% (the lowest such
+    /// p99.9 among those with at least BETA of none's bandwidth); none runs too, as the
+    /// reference, when --sched leaves it out.
+    #[arg(long)]
+    pub(crate) objective: Option<String>,
     #[command(flatten)]
     pub(crate) setup: SweepSetup,
     /// normal (a table) or json.

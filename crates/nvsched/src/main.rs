@@ -568,7 +568,7 @@ fn tune_sweep(args: TuneArgs) -> Result<(), String> {
         let (bound, why) = nvsched::tune::choose(&rows, objective);
         (bound.and_then(|b| configs.iter().find(|c| c.1 == Some(b))).map(|c| c.0.clone()), why)
     } else {
-        nvsched::tune::choose_setting(&rows, objective)
+        nvsched::tune::choose_setting(&rows, objective, nvsched::tune::SETTINGS)
     };
     let setup =
         nvsched::tune::Setup { policy: &args.policy, objective, job: &job, device: &profile.name, seeds: &seeds };
@@ -632,11 +632,16 @@ fn tune_iocost(args: TuneArgs) -> Result<(), String> {
 }
 
 fn cmd_sweep(args: SweepArgs) -> Result<(), String> {
-    let policies: Vec<String> = if args.sched.is_empty() {
+    let mut policies: Vec<String> = if args.sched.is_empty() {
         ["none", "mq-deadline", "kyber", "bfq"].map(String::from).to_vec()
     } else {
         args.sched.clone()
     };
+    let objective = args.objective.as_deref().map(nvsched::tune::Objective::parse).transpose()?;
+    if objective.is_some() && !policies.iter().any(|p| p == nvsched::tune::REFERENCE) {
+        // the objective's limits are fractions of none's figures
+        policies.insert(0, nvsched::tune::REFERENCE.to_string());
+    }
     nvsched::sweep::check_policies(&policies)?;
     let jobfile = args.jobfile.as_deref().unwrap_or(Path::new("-"));
     let (jobs, profile, _, seeds) = args.setup.load(jobfile)?;
@@ -670,9 +675,27 @@ fn cmd_sweep(args: SweepArgs) -> Result<(), String> {
             eprintln!("nvsched: wrote {}.png and .svg", stem.display());
         }
     }
+    let choice = objective.map(|o| nvsched::sweep::choose(&runs, o));
     let text = match args.output_format.as_str() {
-        "json" => format!("{:#}\n", nvsched::sweep::to_json(&summaries, &seeds, &profile.name)),
-        _ => nvsched::sweep::table(&summaries),
+        "json" => {
+            let mut v = nvsched::sweep::to_json(&summaries, &seeds, &profile.name);
+            if let (Some(objective), Some((chosen, why))) = (&args.objective, &choice) {
+                v["nvsched_sweep"]["choice"] = serde_json::json!({
+                    "objective": objective, "job": runs[0].focus, "chosen": chosen, "why": why,
+                });
+            }
+            format!("{v:#}\n")
+        }
+        _ => {
+            let mut text = nvsched::sweep::table(&summaries);
+            if let Some((chosen, why)) = &choice {
+                text += &format!("\n{why}\n");
+                if let Some(spec) = chosen {
+                    text += &format!("Use: --sched {spec}\n");
+                }
+            }
+            text
+        }
     };
     write_or_print(args.output.as_deref(), &text)
 }

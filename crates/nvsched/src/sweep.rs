@@ -1,10 +1,12 @@
 //! `nvsched sweep`: one workload under several policies (and seeds), side by side — the
 //! table a user reads to choose a scheduler. Each (policy, seed) is one simulation; the
 //! runs go in parallel and share the preconditioned drive. Over several seeds a policy's
-//! figures are the means of its runs, and the table gives each p99.9's range.
+//! figures are the means of its runs, and the table gives each p99.9's range. With an
+//! objective, the tuner's rule on the measurements picks one of the policies.
 
 use crate::progress::RunProgress;
 use crate::run::{run_sim, RunSpec};
+use crate::tune::{Objective, Row};
 use nvsched_core::PrioClass;
 use nvsched_report::plots::{Figure, Panel, PanelKind};
 use nvsched_report::JobStats;
@@ -168,6 +170,29 @@ pub fn run(
         .collect::<Result<Vec<Run>, String>>();
     progress.finish();
     runs
+}
+
+/// `--objective`: the tuner's rule on the measurements ([`crate::tune::choose_setting`])
+/// applied to the policies, with `none` as the reference: each run's p99.9 of the focus
+/// job (in the direction it moved most requests) and its total bandwidth. Returns the
+/// chosen policy and a sentence explaining it.
+pub fn choose(runs: &[Run], objective: Objective) -> (Option<String>, String) {
+    let rows: Vec<Row> = runs
+        .iter()
+        .filter_map(|r| {
+            let focus = r.focus.as_ref()?;
+            let line = r.lines.iter().filter(|l| &l.job == focus).max_by(|a, b| a.iops.total_cmp(&b.iops))?;
+            Some(Row {
+                policy: r.policy.clone(),
+                bound: None,
+                rt_p999_us: line.clat_p999_us,
+                total_bw_mbps: r.total_bw_mbps,
+            })
+        })
+        .collect();
+    let (chosen, why) = crate::tune::choose_setting(&rows, objective, crate::tune::POLICIES);
+    let job = runs.first().and_then(|r| r.focus.as_deref()).unwrap_or("-");
+    (chosen, format!("{why} (The p99.9 is job {job}'s.)"))
 }
 
 /// Each policy's runs merged: means over the seeds, in the order of `runs`.

@@ -30,6 +30,11 @@ use rayon::prelude::*;
 /// The policy every sweep runs first: the objectives are fractions of its figures.
 pub const REFERENCE: &str = "none";
 
+/// What [`choose_setting`] calls the candidates: a parameter's settings (`tune`), or
+/// policies (`sweep --objective`).
+pub const SETTINGS: (&str, &str) = ("setting", "settings");
+pub const POLICIES: (&str, &str) = ("policy", "policies");
+
 /// The most settings a `--param` grid may hold.
 pub const MAX_GRID: usize = 256;
 
@@ -312,8 +317,10 @@ fn choose_on_means(rows: &[Row], objective: Objective) -> (Option<u32>, String) 
 /// most bandwidth among the settings whose latency-critical p99.9 is within alpha of
 /// `none`'s (the lower tail on a tie), O2 the lowest p99.9 among those that keep beta of
 /// `none`'s bandwidth (the more bandwidth on a tie). Returns the chosen spec and a
-/// sentence explaining it.
-pub fn choose_setting(rows: &[Row], objective: Objective) -> (Option<String>, String) {
+/// sentence explaining it, which calls the candidates `noun` (singular, plural:
+/// [`SETTINGS`], [`POLICIES`]).
+pub fn choose_setting(rows: &[Row], objective: Objective, noun: (&str, &str)) -> (Option<String>, String) {
+    let (one, many) = noun;
     let merged = merge(rows);
     let means: Vec<&Row> = merged.iter().map(|m| &m.row).collect();
     let Some(none) = means.iter().find(|r| r.policy == REFERENCE) else {
@@ -323,9 +330,9 @@ pub fn choose_setting(rows: &[Row], objective: Objective) -> (Option<String>, St
     let n = settings.len();
     // "among the 2 of 5 settings whose ...", "the only one of the 5 settings whose ..."
     let among = |k: usize| match (k, n) {
-        (1, 1) => "the one setting".to_string(),
-        (1, _) => format!("the only one of the {n} settings"),
-        _ => format!("the {k} of {n} settings"),
+        (1, 1) => format!("the one {one}"),
+        (1, _) => format!("the only one of the {n} {many}"),
+        _ => format!("the {k} of {n} {many}"),
     };
     let why = match objective {
         Objective::Latency(a) => {
@@ -343,7 +350,7 @@ pub fn choose_setting(rows: &[Row], objective: Objective) -> (Option<String>, St
                 None => {
                     let closest = settings.iter().min_by(|x, y| x.rt_p999_us.total_cmp(&y.rt_p999_us));
                     (None, format!(
-                        "O1: no setting keeps the p99.9 within {:.0}% of none's ({:.0} us, limit {limit:.0} us){}.",
+                        "O1: no {one} keeps the p99.9 within {:.0}% of none's ({:.0} us, limit {limit:.0} us){}.",
                         a * 100.0,
                         none.rt_p999_us,
                         closest.map_or(String::new(), |r| format!("; the lowest is {:.0} us, under {}", r.rt_p999_us, r.policy))
@@ -366,7 +373,7 @@ pub fn choose_setting(rows: &[Row], objective: Objective) -> (Option<String>, St
                 None => {
                     let most = settings.iter().max_by(|x, y| x.total_bw_mbps.total_cmp(&y.total_bw_mbps));
                     (None, format!(
-                        "O2: no setting keeps {:.0}% of none's bandwidth ({:.0} MB/s, floor {floor:.0} MB/s){}.",
+                        "O2: no {one} keeps {:.0}% of none's bandwidth ({:.0} MB/s, floor {floor:.0} MB/s){}.",
                         b * 100.0,
                         none.total_bw_mbps,
                         most.map_or(String::new(), |r| format!("; the most is {:.0} MB/s, under {}", r.total_bw_mbps, r.policy))
@@ -608,13 +615,13 @@ mod tests {
             setting("p:x=2", 700.0, 590.0),
             setting("p:x=4", 480.0, 550.0),
         ];
-        let (chosen, why) = choose_setting(&rows, Objective::Latency(0.5));
+        let (chosen, why) = choose_setting(&rows, Objective::Latency(0.5), SETTINGS);
         assert_eq!(chosen.as_deref(), Some("p:x=4"), "{why}");
         assert!(
             why.starts_with("O1: p:x=4 gives the most bandwidth, 550 MB/s (92% of none's), of the 3 of 4 settings"),
             "{why}"
         );
-        let (chosen, why) = choose_setting(&rows, Objective::Bandwidth(0.8));
+        let (chosen, why) = choose_setting(&rows, Objective::Bandwidth(0.8), SETTINGS);
         assert_eq!(chosen.as_deref(), Some("p:x=3"), "{why}");
         assert!(
             why.contains("lowest p99.9, 450 us (none: 1000 us), of the 3 of 4 settings")
@@ -622,25 +629,28 @@ mod tests {
             "{why}"
         );
         // one fits
-        let (chosen, why) = choose_setting(&rows, Objective::Bandwidth(0.95));
+        let (chosen, why) = choose_setting(&rows, Objective::Bandwidth(0.95), SETTINGS);
         assert_eq!(chosen.as_deref(), Some("p:x=2"));
         assert!(why.contains("the only one of the 4 settings"), "{why}");
         // none fits: say which comes closest
-        let (chosen, why) = choose_setting(&rows, Objective::Latency(0.2));
+        let (chosen, why) = choose_setting(&rows, Objective::Latency(0.2), SETTINGS);
         assert_eq!(chosen, None);
         assert!(
             why.contains("no setting keeps the p99.9 within 20%") && why.contains("the lowest is 300 us, under p:x=1"),
             "{why}"
         );
-        let (chosen, why) = choose_setting(&rows, Objective::Bandwidth(1.0));
+        let (chosen, why) = choose_setting(&rows, Objective::Bandwidth(1.0), SETTINGS);
         assert_eq!(chosen, None);
         assert!(why.contains("the most is 590 MB/s, under p:x=2"), "{why}");
         // a tie on bandwidth goes to the lower tail, on the tail to the more bandwidth
         let tie = vec![setting("none", 1000.0, 600.0), setting("p:x=1", 400.0, 500.0), setting("p:x=2", 300.0, 500.0)];
-        assert_eq!(choose_setting(&tie, Objective::Latency(0.5)).0.as_deref(), Some("p:x=2"));
+        assert_eq!(choose_setting(&tie, Objective::Latency(0.5), SETTINGS).0.as_deref(), Some("p:x=2"));
         let tie = vec![setting("none", 1000.0, 600.0), setting("p:x=1", 300.0, 400.0), setting("p:x=2", 300.0, 500.0)];
-        assert_eq!(choose_setting(&tie, Objective::Bandwidth(0.5)).0.as_deref(), Some("p:x=2"));
-        assert_eq!(choose_setting(&rows[1..], Objective::Latency(0.5)).0, None, "no none run");
+        assert_eq!(choose_setting(&tie, Objective::Bandwidth(0.5), SETTINGS).0.as_deref(), Some("p:x=2"));
+        assert_eq!(choose_setting(&rows[1..], Objective::Latency(0.5), SETTINGS).0, None, "no none run");
+        let (_, why) = choose_setting(&rows, Objective::Latency(0.5), POLICIES);
+        assert!(why.contains("of the 3 of 4 policies whose"), "{why}");
+        assert!(choose_setting(&rows, Objective::Latency(0.2), POLICIES).1.contains("no policy keeps"));
         // the table marks the chosen spec and fits the longest name; a named job heads the tail
         let t = table(&rows, Some("p:x=4"), Some("db"));
         assert!(t.lines().next().unwrap().contains(" db p99.9 (us) "), "{t}");

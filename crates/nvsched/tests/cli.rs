@@ -792,6 +792,59 @@ fn tune_any_policy_picks_the_setting_its_objective_asks_for() {
     std::fs::remove_dir_all(&dir).ok();
 }
 
+/// `sweep --objective`: none joins as the reference, and the choice among the policies
+/// follows the tuner's rule on the real-time job's p99.9 and the total bandwidth.
+#[test]
+fn sweep_chooses_a_policy_for_an_objective() {
+    let job = short_k2_mix();
+    let sweep = |extra: &[&str]| {
+        let mut a = vec![
+            "sweep",
+            job.to_str().unwrap(),
+            "--sched",
+            "kyber",
+            "--sched",
+            "k2:bound=4",
+            "--sched",
+            "k2:bound=32",
+            "-q",
+        ];
+        a.extend(extra);
+        let out = nvsched(&a);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let json: Value = serde_json::from_str(&sweep(&["--objective", "latency:50%", "--output-format", "json"])).unwrap();
+    let s = &json["nvsched_sweep"];
+    let figures: Vec<(String, f64, f64)> = s["policies"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let rt = p["jobs"].as_array().unwrap().iter().find(|j| j["job"] == "rt").unwrap();
+            (
+                p["policy"].as_str().unwrap().to_string(),
+                rt["clat_p999_us"].as_f64().unwrap(),
+                p["total_bw_mbps"].as_f64().unwrap(),
+            )
+        })
+        .collect();
+    let names: Vec<&str> = figures.iter().map(|f| f.0.as_str()).collect();
+    assert_eq!(names, ["none", "kyber", "k2:bound=4", "k2:bound=32"], "none first, as the reference");
+    let limit = 0.5 * figures[0].1;
+    let best = figures[1..].iter().filter(|f| f.1 <= limit).max_by(|a, b| a.2.total_cmp(&b.2)).expect("a bound fits");
+    assert_eq!(s["choice"]["chosen"].as_str(), Some(best.0.as_str()), "{json:#}");
+    assert_eq!(s["choice"]["job"], "rt");
+    let text = sweep(&["--objective", "latency:50%"]);
+    assert!(
+        text.contains(s["choice"]["why"].as_str().unwrap()) && text.ends_with(&format!("Use: --sched {}\n", best.0)),
+        "{text}"
+    );
+    assert!(!sweep(&[]).contains("Use: --sched"), "no objective, no choice");
+    let out = nvsched(&["sweep", job.to_str().unwrap(), "--objective", "speed:50%"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("objective 'speed': expected latency or bandwidth"));
+}
+
 #[test]
 fn listings_cover_every_policy_and_device() {
     let out = String::from_utf8(nvsched(&["policies"]).stdout).unwrap();
