@@ -422,10 +422,12 @@ impl Objective {
         }
     }
 
+    /// As the user wrote it: `latency:29%` (the fraction times 100 is 28.999999999999996).
     fn name(self) -> String {
+        let pct = |f: f64| (f * 100.0 * 1e9).round() / 1e9;
         match self {
-            Objective::Latency(a) => format!("latency:{}%", a * 100.0),
-            Objective::Bandwidth(b) => format!("bandwidth:{}%", b * 100.0),
+            Objective::Latency(a) => format!("latency:{}%", pct(a)),
+            Objective::Bandwidth(b) => format!("bandwidth:{}%", pct(b)),
         }
     }
 }
@@ -675,6 +677,9 @@ mod tests {
         let v = to_json(&rows, &setup, Some("k2:bound=4"), "why");
         let t = &v["nvsched_tune"];
         assert_eq!(t["objective"], "bandwidth:50%");
+        for typed in ["latency:29%", "bandwidth:57%", "latency:12.5%"] {
+            assert_eq!(Objective::parse(typed).unwrap().name(), typed);
+        }
         assert_eq!(t["bw_floor_mbps"], 305.0);
         assert!(t["p999_limit_us"].is_null());
         let s = &t["settings"][1];
