@@ -33,7 +33,6 @@ pub use spec::{
     DEFAULT_PERCENTILES, OPTIONS,
 };
 pub use tenants::{
-    cgroup_names, clone_seed, exit_targets, per_prio_reporting, reporting_groups, tenant_tree, wait_for_targets,
-    Tenants,
+    clone_seed, exit_targets, per_prio_reporting, reporting_groups, tenant_tree, wait_for_targets, Tenants,
 };
 pub use units::{KbBase, SizeOrPercent};

@@ -1,6 +1,6 @@
 //! What every engine derives the same way from a job file: tenants (fio `cgroup` with
-//! `cgroup_weight`, and nvsched's `cgroup_io_latency`), each job clone's random seed, which jobs report per priority, and
-//! which ones a finishing `exitall` job stops.
+//! `cgroup_weight`, and nvsched's `cgroup_io_latency`), each job clone's random seed,
+//! which jobs report per priority, and which ones a finishing `exitall` job stops.
 
 use crate::spec::{ExitWhat, JobSpec};
 use nvsched_core::rng::mix64;
@@ -33,12 +33,6 @@ pub fn tenant_tree(jobs: &[JobSpec]) -> TenantTree {
         tenants.tenant_of(spec);
     }
     tenants.tree
-}
-
-/// The cgroups the jobs are in and those above them, in tenant order (tenant 1 first),
-/// as the engines number them.
-pub fn cgroup_names(jobs: &[JobSpec]) -> Vec<String> {
-    tenant_tree(jobs).cgroups().map(|(_, n)| n.name.clone()).collect()
 }
 
 /// For each job, the earlier job it waits for (`wait_for`), by index: the parser checked

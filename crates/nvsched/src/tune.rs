@@ -65,6 +65,24 @@ impl Objective {
             other => Err(format!("objective '{other}': expected latency or bandwidth")),
         }
     }
+
+    /// The objective's bound on a setting: (p99.9 limit in us, bandwidth floor in MB/s),
+    /// one of them, from `none`'s figures.
+    fn limits(self, none: &Row) -> (Option<f64>, Option<f64>) {
+        match self {
+            Objective::Latency(a) => (Some(a * none.rt_p999_us), None),
+            Objective::Bandwidth(b) => (None, Some(b * none.total_bw_mbps)),
+        }
+    }
+
+    /// As the user wrote it: `latency:29%` (the fraction times 100 is 28.999999999999996).
+    fn name(self) -> String {
+        let pct = |f: f64| (f * 100.0 * 1e9).round() / 1e9;
+        match self {
+            Objective::Latency(a) => format!("latency:{}%", pct(a)),
+            Objective::Bandwidth(b) => format!("bandwidth:{}%", pct(b)),
+        }
+    }
 }
 
 /// One configuration of the sweep.
@@ -111,11 +129,16 @@ pub fn check_jobs(jobs: &JobFile, source: &str, job: Option<&str>) -> Result<(us
     rt_entry(jobs, job).map_err(|e| format!("{source}: {e}"))
 }
 
+/// `spec` (`ID` or `ID:key=value,...`) with `key=value` added.
+fn with_param(spec: &str, key: &str, value: impl std::fmt::Display) -> String {
+    let sep = if spec.contains(':') { "," } else { ":" };
+    format!("{spec}{sep}{key}={value}")
+}
+
 /// The configurations of `tune k2`: K2 (with `base`'s other parameters, `k2` for none)
 /// at each bound.
 pub fn k2_configs(base: &str, bounds: &[u32]) -> Vec<(String, Option<u32>)> {
-    let sep = if base.contains(':') { "," } else { ":" };
-    bounds.iter().map(|&b| (format!("{base}{sep}bound={b}"), Some(b))).collect()
+    bounds.iter().map(|&b| (with_param(base, "bound", b), Some(b))).collect()
 }
 
 /// The policy specs of a grid: `base` (`ID` or `ID:key=value,...`) with every combination
@@ -151,13 +174,7 @@ pub fn grid(base: &str, params: &[String]) -> Result<Vec<String>, String> {
         if specs.len() * list.len() > MAX_GRID {
             return Err(format!("--param: over {MAX_GRID} settings to try; give fewer values"));
         }
-        specs = specs
-            .iter()
-            .flat_map(|s| {
-                let sep = if s.contains(':') { "," } else { ":" };
-                list.iter().map(move |v| format!("{s}{sep}{name}={v}"))
-            })
-            .collect();
+        specs = specs.iter().flat_map(|s| list.iter().map(move |v| with_param(s, name, v))).collect();
     }
     for spec in &specs {
         nvsched_policy::build(spec).map_err(|e| format!("--param: {spec}: {e}"))?;
@@ -412,26 +429,6 @@ pub fn table(rows: &[Row], chosen: Option<&str>, job: Option<&str>) -> String {
     s
 }
 
-impl Objective {
-    /// The objective's bound on a setting: (p99.9 limit in us, bandwidth floor in MB/s),
-    /// one of them, from `none`'s figures.
-    fn limits(self, none: &Row) -> (Option<f64>, Option<f64>) {
-        match self {
-            Objective::Latency(a) => (Some(a * none.rt_p999_us), None),
-            Objective::Bandwidth(b) => (None, Some(b * none.total_bw_mbps)),
-        }
-    }
-
-    /// As the user wrote it: `latency:29%` (the fraction times 100 is 28.999999999999996).
-    fn name(self) -> String {
-        let pct = |f: f64| (f * 100.0 * 1e9).round() / 1e9;
-        match self {
-            Objective::Latency(a) => format!("latency:{}%", pct(a)),
-            Objective::Bandwidth(b) => format!("bandwidth:{}%", pct(b)),
-        }
-    }
-}
-
 /// What a sweep was about, for its JSON and figure.
 pub struct Setup<'a> {
     pub policy: &'a str,
@@ -608,8 +605,11 @@ mod tests {
 
     #[test]
     fn a_setting_is_chosen_on_its_measurements_not_its_value() {
-        // the tail is not monotonic in the value: b meets the limit with less bandwidth
-        // than c, which the bound rule (largest value) would miss if c were listed first
+        // the largest value within the limit is not the choice where a smaller one gives
+        // more bandwidth (the tail need not grow with the value, as K2's bound's does)
+        let by_value =
+            vec![setting("none", 1000.0, 600.0), setting("p:x=1", 300.0, 550.0), setting("p:x=2", 400.0, 300.0)];
+        assert_eq!(choose_setting(&by_value, Objective::Latency(0.5), SETTINGS).0.as_deref(), Some("p:x=1"));
         let rows = vec![
             setting("none", 1000.0, 600.0),
             setting("p:x=3", 450.0, 500.0),

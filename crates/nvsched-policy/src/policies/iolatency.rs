@@ -275,10 +275,12 @@ impl IoLatency {
         }
     }
 
+    /// The parent's key: 0 (the root) for class mode's groups and for a tenant the tree
+    /// does not know.
     fn parent_of(&self, key: u32) -> u32 {
         match key {
             CLASS_RT | CLASS_OTHER => 0,
-            _ => self.tree.path_to(key).iter().rev().nth(1).copied().unwrap_or(0),
+            _ => self.tree.node(key).map_or(0, |n| n.parent),
         }
     }
 
