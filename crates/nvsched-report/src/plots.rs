@@ -31,8 +31,9 @@ pub enum PanelKind {
     /// One horizontal bar per (label, value), the first at the top: for long labels
     /// (the panel's x label describes the values, its y label the bars).
     HBars(Vec<(String, f64)>),
-    /// Named series of labelled points (x, y, label).
-    Points(Vec<(String, Vec<LabelledPoint>)>),
+    /// Named series of labelled points (x, y, label), and a limit they are judged
+    /// against, drawn as a dashed line across the panel.
+    Points { series: Vec<(String, Vec<LabelledPoint>)>, limit: Option<Limit> },
     /// Named series of lines (x, y).
     Lines(Vec<(String, Vec<(f64, f64)>)>),
     /// Named cumulative distributions (value, fraction): lines with the legend in the
@@ -58,6 +59,21 @@ impl Reference {
     fn known(&self) -> impl Iterator<Item = (usize, f64)> + '_ {
         self.values.iter().enumerate().filter_map(|(i, v)| Some((i, (*v)?)))
     }
+}
+
+/// A threshold across a scatter panel: `value` on the x axis (a vertical line) or on
+/// the y axis (a horizontal one), named in the panel's key.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Limit {
+    pub name: String,
+    pub axis: Axis,
+    pub value: f64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Axis {
+    X,
+    Y,
 }
 
 /// One panel of a figure.
@@ -151,8 +167,8 @@ fn axis_fraction(v: f64, (lo, hi, log): (f64, f64, bool)) -> f64 {
 /// Where labels of points go: a label is written right of its point, so points whose
 /// labels would print over each other (within a text line's height, 4.5% of the y span,
 /// and closer than the left one's label is wide, on a plot `plot_px` pixels wide) share
-/// one label ("none, kyber"), written right of the rightmost of them, clear of their dots.
-/// Each point keeps its own dot.
+/// one label ("none, kyber"), written right of the rightmost of them, clear of their dots,
+/// and naming each name once. Each point keeps its own dot.
 fn point_labels(
     pts: &[LabelledPoint],
     (x0, x1, log_x): (f64, f64, bool),
@@ -173,8 +189,11 @@ fn point_labels(
     for p in pts {
         match groups.iter_mut().find(|(_, members)| members.iter().any(|m| close(m, p))) {
             Some((label, members)) => {
-                label.2.push_str(", ");
-                label.2.push_str(&p.2);
+                // a name is written once (the same policy in two series: measured, paper)
+                if !label.2.split(", ").any(|name| name == p.2) {
+                    label.2.push_str(", ");
+                    label.2.push_str(&p.2);
+                }
                 if p.0 > label.0 {
                     (label.0, label.1) = (p.0, p.1);
                 }
@@ -186,6 +205,12 @@ fn point_labels(
     groups.into_iter().map(|(label, _)| label).collect()
 }
 
+/// The points of every series, whose labels are placed together: points of different
+/// series can be as close as those of one.
+fn every_point(series: &[(String, Vec<LabelledPoint>)]) -> Vec<LabelledPoint> {
+    series.iter().flat_map(|(_, pts)| pts.iter().cloned()).collect()
+}
+
 /// The x axis' end that leaves each point's label inside the plot (at most 2.5 times the
 /// span): the label needs its width in pixels right of its point.
 fn widen_for_labels(
@@ -195,15 +220,13 @@ fn widen_for_labels(
     plot_px: f64,
 ) -> f64 {
     let mut needed: f64 = 1.0; // the span, in units of the current one
-    for (_, pts) in series {
-        for (x, _, label) in point_labels(pts, (x0, x1, log_x), y, plot_px) {
-            if log_x && x <= 0.0 {
-                continue;
-            }
-            // the label takes a fixed share of the plot's width, whatever the span
-            let share = (label_width_px(label.chars().count()) / plot_px).min(0.6);
-            needed = needed.max(axis_fraction(x, (x0, x1, log_x)) / (1.0 - share));
+    for (x, _, label) in point_labels(&every_point(series), (x0, x1, log_x), y, plot_px) {
+        if log_x && x <= 0.0 {
+            continue;
         }
+        // the label takes a fixed share of the plot's width, whatever the span
+        let share = (label_width_px(label.chars().count()) / plot_px).min(0.6);
+        needed = needed.max(axis_fraction(x, (x0, x1, log_x)) / (1.0 - share));
     }
     let needed = needed.min(2.5);
     if log_x {
@@ -227,7 +250,17 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, plotters::coord::Shift>
             ((0..=bars.len()).map(|i| i as f64).collect(), bars.iter().map(|(_, v)| *v).chain(refs).collect())
         }
         PanelKind::HBars(b) => (b.iter().map(|(_, v)| *v).collect(), (0..=b.len()).map(|i| i as f64).collect()),
-        PanelKind::Points(s) => s.iter().flat_map(|(_, pts)| pts.iter().map(|(x, y, _)| (*x, *y))).unzip(),
+        PanelKind::Points { series, limit } => {
+            let (mut xs, mut ys): (Vec<f64>, Vec<f64>) =
+                series.iter().flat_map(|(_, pts)| pts.iter().map(|(x, y, _)| (*x, *y))).unzip();
+            // the axes reach the limit, so that its line is always drawn
+            match limit {
+                Some(Limit { axis: Axis::X, value, .. }) => xs.push(*value),
+                Some(Limit { axis: Axis::Y, value, .. }) => ys.push(*value),
+                None => {}
+            }
+            (xs, ys)
+        }
         PanelKind::Lines(s) | PanelKind::Cdf(s) => s.iter().flat_map(|(_, pts)| pts.iter().copied()).unzip(),
         PanelKind::Blank => (Vec::new(), Vec::new()),
     };
@@ -248,7 +281,7 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, plotters::coord::Shift>
             y1 = y0 + (y1 - y0) / (1.0 - legend_share);
         }
     }
-    if let PanelKind::Points(series) = &p.kind {
+    if let PanelKind::Points { series, .. } = &p.kind {
         // room on the right for the labels of the rightmost points
         let plot_px = (area.dim_in_pixel().0 as f64 - 64.0 - 24.0).max(100.0);
         x1 = widen_for_labels(series, (x0, x1, p.log_x), (y0, y1, p.log_y), plot_px);
@@ -430,14 +463,28 @@ where
                 Rectangle::new([(0.0, row + 0.15), (v.max(0.0), row + 0.85)], c.filled())
             }))?;
         }
-        PanelKind::Points(series) => {
+        PanelKind::Points { series, limit } => {
+            if let Some(l) = limit {
+                let ends = match l.axis {
+                    Axis::X => [(l.value, y0), (l.value, y1)],
+                    Axis::Y => [(x0, l.value), (x1, l.value)],
+                };
+                let line = BLACK.mix(0.6).stroke_width(2);
+                chart.draw_series(DashedLineSeries::new(ends, 8, 5, line))?.label(l.name.as_str()).legend(
+                    move |(x, y)| {
+                        EmptyElement::at((x, y))
+                            + PathElement::new(vec![(0, 0), (6, 0)], line)
+                            + PathElement::new(vec![(10, 0), (16, 0)], line)
+                    },
+                );
+            }
+            chart.draw_series(
+                point_labels(&every_point(series), (x0, x1, p.log_x), (y0, y1, p.log_y), plot_px)
+                    .into_iter()
+                    .map(|(x, y, label)| EmptyElement::at((x, y)) + Text::new(label, (6, -6), (FONT, 11))),
+            )?;
             for (k, (name, pts)) in series.iter().enumerate() {
                 let c = PALETTE[k % PALETTE.len()];
-                chart.draw_series(
-                    point_labels(pts, (x0, x1, p.log_x), (y0, y1, p.log_y), plot_px)
-                        .into_iter()
-                        .map(|(x, y, label)| EmptyElement::at((x, y)) + Text::new(label, (6, -6), (FONT, 11))),
-                )?;
                 chart
                     .draw_series(
                         pts.iter().map(|(x, y, _)| EmptyElement::at((*x, *y)) + Circle::new((0, 0), 4, c.filled())),
@@ -445,7 +492,7 @@ where
                     .label(name.as_str())
                     .legend(move |(x, y)| Circle::new((x + 8, y), 4, c.filled()));
             }
-            if series.len() > 1 {
+            if series.len() > 1 || limit.is_some() {
                 draw_key(chart, SeriesLabelPosition::UpperLeft)?;
             }
         }
@@ -495,6 +542,10 @@ mod tests {
         ];
         let labels = point_labels(&pts, (1.0, 1e4, true), (0.0, 2.0, false), 300.0);
         assert_eq!(labels.iter().map(|m| m.2.as_str()).collect::<Vec<_>>(), ["a", "b", "c, d"]);
+        // a measured point and the paper's of the same name: the name once
+        let pts = vec![(47.0, 202.0, "K2-1".into()), (92.0, 196.0, "K2-2".into()), (44.0, 217.0, "K2-1".into())];
+        let labels = point_labels(&pts, (0.0, 650.0, false), (150.0, 4000.0, true), 370.0);
+        assert_eq!(labels, vec![(92.0, 196.0, "K2-1, K2-2".to_owned())]);
     }
 
     #[test]
@@ -552,7 +603,10 @@ mod tests {
                     y_label: "us".into(),
                     log_x: false,
                     log_y: false,
-                    kind: PanelKind::Points(vec![("a".into(), vec![(1.0, 2.0, "1".into()), (3.0, 4.0, "2".into())])]),
+                    kind: PanelKind::Points {
+                        series: vec![("a".into(), vec![(1.0, 2.0, "1".into()), (3.0, 4.0, "2".into())])],
+                        limit: Some(Limit { name: "limit 5 us".into(), axis: Axis::Y, value: 5.0 }),
+                    },
                 },
                 Panel {
                     title: "lines".into(),
@@ -581,6 +635,7 @@ mod tests {
         assert!(svg.contains("p99.9 (us)"));
         assert!(svg.contains("\npaper\n"), "the key names the reference values");
         assert!(svg.contains("k2-adaptive:target_p999=300us"), "a horizontal bar's name is written whole");
+        assert!(svg.contains("\nlimit 5 us\n"), "the key names the scatter's limit");
         std::fs::remove_dir_all(&dir).unwrap();
     }
 }

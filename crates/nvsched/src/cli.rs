@@ -8,8 +8,8 @@ use super::*;
 /// nvsched runs fio job files, and the block traces they replay (read_iolog=), against a
 /// simulated NVMe SSD (or, with --engine uring, a real device) through a pluggable host
 /// I/O scheduler and reports like fio (normal, json, json+, terse); it reproduces the
-/// papers' experiments (repro), tunes K2's bound (tune) and fits profiles to real devices
-/// (calibrate, compare).
+/// papers' experiments (repro), tunes K2's bound and other policies' parameters (tune)
+/// and fits profiles to real devices (calibrate, compare).
 #[derive(Parser)]
 #[command(name = "nvsched", version, propagate_version = true, args_override_self = true)]
 pub(crate) struct Cli {
@@ -321,7 +321,7 @@ pub(crate) struct SweepArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
     /// Write a figure (PNG and SVG) into DIR: the real-time job's p99.9 (else the first
-    /// job's) against total bandwidth, per policy.
+    /// job's) against total bandwidth, per policy, and with --objective its limit.
     #[arg(long, value_name = "DIR")]
     pub(crate) plot: Option<PathBuf>,
     /// No progress bar.
@@ -363,7 +363,7 @@ pub(crate) struct TuneArgs {
     #[arg(long, value_name = "FILE")]
     pub(crate) output: Option<PathBuf>,
     /// k2 and --param: write a figure (PNG and SVG) into DIR: each setting's p99.9 against
-    /// total bandwidth, with none, the objective's limit and the choice.
+    /// total bandwidth, with none, the choice and the objective's limit (a dashed line).
     #[arg(long, value_name = "DIR")]
     pub(crate) plot: Option<PathBuf>,
     /// iocost: seconds per measurement, simulated or on the device with --filename (the

@@ -670,7 +670,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<(), String> {
     let summaries = nvsched::sweep::summarize(&runs);
     if let (Some(dir), Some(focus)) = (&args.plot, &runs[0].focus) {
         let stem = dir.join("sweep");
-        nvsched::sweep::figure(&summaries, focus).save(&stem)?;
+        nvsched::sweep::figure(&summaries, focus, objective).save(&stem)?;
         if show {
             eprintln!("nvsched: wrote {}.png and .svg", stem.display());
         }

@@ -180,8 +180,7 @@ pub fn choose(runs: &[Run], objective: Objective) -> (Option<String>, String) {
     let rows: Vec<Row> = runs
         .iter()
         .filter_map(|r| {
-            let focus = r.focus.as_ref()?;
-            let line = r.lines.iter().filter(|l| &l.job == focus).max_by(|a, b| a.iops.total_cmp(&b.iops))?;
+            let line = focus_line(&r.lines, r.focus.as_ref()?)?;
             Some(Row {
                 policy: r.policy.clone(),
                 bound: None,
@@ -193,6 +192,12 @@ pub fn choose(runs: &[Run], objective: Objective) -> (Option<String>, String) {
     let (chosen, why) = crate::tune::choose_setting(&rows, objective, crate::tune::POLICIES);
     let job = runs.first().and_then(|r| r.focus.as_deref()).unwrap_or("-");
     (chosen, format!("{why} (The p99.9 is job {job}'s.)"))
+}
+
+/// The focus job's line in the direction it moved the most requests: the one whose
+/// p99.9 the choice and the figure use.
+fn focus_line<'a>(lines: &'a [JobLine], focus: &str) -> Option<&'a JobLine> {
+    lines.iter().filter(|l| l.job == focus).max_by(|a, b| a.iops.total_cmp(&b.iops))
 }
 
 /// Each policy's runs merged: means over the seeds, in the order of `runs`.
@@ -304,11 +309,21 @@ pub fn to_json(summaries: &[PolicySummary], seeds: &[u64], device: &str) -> Valu
 }
 
 /// The figure of the comparison: the focus job's p99.9 against total bandwidth (one
-/// labelled point per policy), and the two as bars.
-pub fn figure(summaries: &[PolicySummary], focus: &str) -> Figure {
-    let focus_line = |s: &PolicySummary| s.lines.iter().find(|l| l.job == focus).map(|l| l.clat_p999_us);
+/// labelled point per policy, and the objective's limit where there is one), and the two
+/// as bars.
+pub fn figure(summaries: &[PolicySummary], focus: &str, objective: Option<Objective>) -> Figure {
+    let focus_p999 = |s: &PolicySummary| focus_line(&s.lines, focus).map(|l| l.clat_p999_us);
     let points: Vec<(f64, f64, String)> =
-        summaries.iter().filter_map(|s| Some((s.total_bw_mbps, focus_line(s)?, s.policy.clone()))).collect();
+        summaries.iter().filter_map(|s| Some((s.total_bw_mbps, focus_p999(s)?, s.policy.clone()))).collect();
+    let limit = summaries.iter().find(|s| s.policy == crate::tune::REFERENCE).and_then(|none| {
+        let row = Row {
+            policy: none.policy.clone(),
+            bound: None,
+            rt_p999_us: focus_p999(none)?,
+            total_bw_mbps: none.total_bw_mbps,
+        };
+        Some(objective?.limit_line(&row))
+    });
     // a log axis only where the tails span more than a decade and a half
     let tails = points.iter().map(|p| p.1).filter(|t| *t > 0.0);
     let log_tail = tails.clone().fold(0.0, f64::max) > 30.0 * tails.fold(f64::INFINITY, f64::min);
@@ -330,14 +345,14 @@ pub fn figure(summaries: &[PolicySummary], focus: &str) -> Figure {
                 "total bandwidth (MB/s)",
                 &format!("{focus} p99.9 (us)"),
                 log_tail,
-                PanelKind::Points(vec![("policy".into(), points)]),
+                PanelKind::Points { series: vec![("policy".into(), points)], limit },
             ),
             panel(
                 format!("{focus}: p99.9 completion latency"),
                 "p99.9 (us)",
                 "",
                 false,
-                PanelKind::HBars(summaries.iter().filter_map(|s| Some((s.policy.clone(), focus_line(s)?))).collect()),
+                PanelKind::HBars(summaries.iter().filter_map(|s| Some((s.policy.clone(), focus_p999(s)?))).collect()),
             ),
             panel(
                 "Total bandwidth".into(),

@@ -21,7 +21,7 @@ use crate::progress::RunProgress;
 use crate::repro::analysis::k2_choices;
 use crate::run::{run_sim, RunSpec};
 use nvsched_core::PrioClass;
-use nvsched_report::plots::{Figure, LabelledPoint, Panel, PanelKind};
+use nvsched_report::plots::{Axis, Figure, LabelledPoint, Limit, Panel, PanelKind};
 use nvsched_sim::NoObserver;
 use nvsched_ssd::{DeviceProfile, DriveStates};
 use nvsched_workload::JobFile;
@@ -72,6 +72,16 @@ impl Objective {
         match self {
             Objective::Latency(a) => (Some(a * none.rt_p999_us), None),
             Objective::Bandwidth(b) => (None, Some(b * none.total_bw_mbps)),
+        }
+    }
+
+    /// The limit as a line of a figure whose x axis is total bandwidth and whose y axis
+    /// is the p99.9, from `none`'s figures.
+    pub fn limit_line(self, none: &Row) -> Limit {
+        match self.limits(none) {
+            (Some(p999_us), _) => Limit { name: format!("p99.9 limit {p999_us:.0} us"), axis: Axis::Y, value: p999_us },
+            (_, Some(bw)) => Limit { name: format!("bandwidth floor {bw:.0} MB/s"), axis: Axis::X, value: bw },
+            (None, None) => unreachable!("an objective bounds the p99.9 or the bandwidth"),
         }
     }
 
@@ -482,12 +492,7 @@ pub fn figure(rows: &[Row], setup: &Setup<'_>, chosen: Option<&str>) -> Figure {
     if chosen.is_some() {
         series.push(("chosen".to_string(), pick(&is_chosen)));
     }
-    let none = merged.iter().find(|m| m.row.policy == REFERENCE).map(|m| &m.row);
-    let limit = match none.map(|n| setup.objective.limits(n)) {
-        Some((Some(p), _)) => format!(", p99.9 limit {p:.0} us"),
-        Some((_, Some(bw))) => format!(", bandwidth floor {bw:.0} MB/s"),
-        _ => String::new(),
-    };
+    let limit = merged.iter().find(|m| m.row.policy == REFERENCE).map(|m| setup.objective.limit_line(&m.row));
     let tails = merged.iter().map(|m| m.row.rt_p999_us).filter(|t| *t > 0.0);
     let log_y = tails.clone().fold(0.0, f64::max) > 30.0 * tails.fold(f64::INFINITY, f64::min);
     Figure {
@@ -495,12 +500,12 @@ pub fn figure(rows: &[Row], setup: &Setup<'_>, chosen: Option<&str>) -> Figure {
         rows: 1,
         cols: 1,
         panels: vec![Panel {
-            title: format!("{}{limit}", setup.objective.name()),
+            title: setup.objective.name(),
             x_label: "total bandwidth (MB/s)".into(),
             y_label: format!("{} p99.9 (us)", setup.job),
             log_x: false,
             log_y,
-            kind: PanelKind::Points(series),
+            kind: PanelKind::Points { series, limit },
         }],
     }
 }
@@ -689,8 +694,10 @@ mod tests {
             (Some(400.0), Some(300.0), Some(500.0))
         );
         let f = figure(&rows, &setup, Some("k2:bound=4"));
-        assert!(f.panels[0].title.ends_with("bandwidth floor 305 MB/s"), "{}", f.panels[0].title);
-        let PanelKind::Points(series) = &f.panels[0].kind else { panic!("a scatter") };
+        assert_eq!(f.panels[0].title, "bandwidth:50%");
+        let PanelKind::Points { series, limit } = &f.panels[0].kind else { panic!("a scatter") };
+        let floor = Limit { name: "bandwidth floor 305 MB/s".into(), axis: Axis::X, value: 305.0 };
+        assert_eq!(limit.as_ref(), Some(&floor), "half of none's mean bandwidth, as a vertical line");
         let names: Vec<(&str, usize)> = series.iter().map(|(n, p)| (n.as_str(), p.len())).collect();
         assert_eq!(names, [("none", 1), ("settings", 0), ("chosen", 1)]);
         assert_eq!(series[2].1[0], (360.0, 400.0, "bound=4".to_string()), "the means, labelled by the parameters");

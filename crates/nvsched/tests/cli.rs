@@ -835,11 +835,15 @@ fn sweep_chooses_a_policy_for_an_objective() {
     let best = figures[1..].iter().filter(|f| f.1 <= limit).max_by(|a, b| a.2.total_cmp(&b.2)).expect("a bound fits");
     assert_eq!(s["choice"]["chosen"].as_str(), Some(best.0.as_str()), "{json:#}");
     assert_eq!(s["choice"]["job"], "rt");
-    let text = sweep(&["--objective", "latency:50%"]);
+    let plots = std::env::temp_dir().join(format!("nvsched-sweep-objective-plot-{}", std::process::id()));
+    let text = sweep(&["--objective", "latency:50%", "--plot", plots.to_str().unwrap()]);
     assert!(
         text.contains(s["choice"]["why"].as_str().unwrap()) && text.ends_with(&format!("Use: --sched {}\n", best.0)),
         "{text}"
     );
+    let svg = std::fs::read_to_string(plots.join("sweep.svg")).unwrap();
+    assert!(svg.contains(&format!("p99.9 limit {limit:.0} us")), "the figure draws the limit and names it");
+    std::fs::remove_dir_all(&plots).unwrap();
     assert!(!sweep(&[]).contains("Use: --sched"), "no objective, no choice");
     let out = nvsched(&["sweep", job.to_str().unwrap(), "--objective", "speed:50%"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("objective 'speed': expected latency or bandwidth"));

@@ -251,7 +251,7 @@ fn plots(o: &Outcome, out: &std::path::Path) -> Result<Vec<String>, String> {
                         y_label: "RT p99.9 (us)".into(),
                         log_x: false,
                         log_y: true,
-                        kind: PanelKind::Points(series),
+                        kind: PanelKind::Points { series, limit: None },
                     }
                 })
                 .collect();
