@@ -3,7 +3,8 @@
 //! an error other than a stall or to a report, never panic or hang, complete every
 //! request it issued, account for each in the statistics and render its reports.
 //!
-//! The first input byte picks the policy, the second the device and cache (its top bit
+//! The first input byte picks the policy (each shipped policy's example, or one of the
+//! modes in `MORE_SPECS` that an example does not reach), the second the device and cache (its top bit
 //! runs the input twice, to compare the JSON reports); the rest is the job file and,
 //! after a line `%%`, a block trace it may replay (`read_iolog=fuzz.trace`). Runtimes are
 //! capped at 20 ms of simulated time so one input runs in milliseconds.
@@ -61,6 +62,10 @@ fn devices() -> &'static [DeviceProfile; 4] {
     })
 }
 
+/// Policy settings beyond the registry's examples: io.latency on the targets the job file
+/// gives its cgroups (`cgroup_io_latency=`), and on one cgroup's target beside them.
+const MORE_SPECS: &[&str] = &["iolatency", "iolatency:target=200us,tenant=1"];
+
 const TRACE_FILE: &str = "fuzz.trace";
 
 /// Where the job file ends and the trace begins.
@@ -79,22 +84,25 @@ fuzz_target!(|data: &[u8]| {
     let Ok(mut file) = parse_job_str(&text, Path::new("fuzz.fio"), &FixedEnv, ParseOptions::default()) else {
         return;
     };
-    for spec in &mut file.jobs {
-        if spec.runtime == Nanos::ZERO || spec.runtime > MAX_RUNTIME {
-            spec.runtime = MAX_RUNTIME;
+    for job in &mut file.jobs {
+        if job.runtime == Nanos::ZERO || job.runtime > MAX_RUNTIME {
+            job.runtime = MAX_RUNTIME;
         }
-        spec.ramp_time = spec.ramp_time.min(MAX_RAMP);
+        job.ramp_time = job.ramp_time.min(MAX_RAMP);
     }
-    let info = &POLICIES[usize::from(*policy_pick) % POLICIES.len()];
+    let spec = match usize::from(*policy_pick) % (POLICIES.len() + MORE_SPECS.len()) {
+        i if i < POLICIES.len() => POLICIES[i].example,
+        i => MORE_SPECS[i - POLICIES.len()],
+    };
     let profile = &devices[usize::from(*device_pick & 0x7f) % devices.len()];
     let run = || {
-        let policy = nvsched_policy::build(info.example).expect("every policy's example builds");
-        let spec = RunSpec { jobs: &file, policy, profile, seed: u64::from(*device_pick), drive_states: None };
-        run_sim(spec, &mut nvsched_sim::NoObserver, 0)
+        let policy = nvsched_policy::build(spec).expect("every policy's example, and MORE_SPECS, builds");
+        let run_spec = RunSpec { jobs: &file, policy, profile, seed: u64::from(*device_pick), drive_states: None };
+        run_sim(run_spec, &mut nvsched_sim::NoObserver, 0)
     };
     match run() {
         // a stall is the engine's or a policy's fault, never the job file's
-        Err(e) => assert!(!e.contains("stalled"), "{}: {e}", info.id),
+        Err(e) => assert!(!e.contains("stalled"), "{spec}: {e}"),
         Ok((report, outcome)) => {
             // the reports render (the renderers derive counts from the statistics)
             let _ = (report.render(Format::Normal), report.render(Format::Terse));
@@ -102,12 +110,12 @@ fuzz_target!(|data: &[u8]| {
             if device_pick & 0x80 != 0 {
                 let _ = report.render(Format::JsonPlus);
                 let again = run().expect("a run that succeeded succeeds again").0;
-                assert_eq!(report.render(Format::Json), again.render(Format::Json), "{}: deterministic", info.id);
+                assert_eq!(report.render(Format::Json), again.render(Format::Json), "{spec}: deterministic");
             }
             let e = &outcome.engine;
-            assert_eq!(e.completed, e.requests, "{}: every issued request completes", info.id);
+            assert_eq!(e.completed, e.requests, "{spec}: every issued request completes");
             let reported: u64 = outcome.clones.iter().map(|c| c.stats.recorded() + c.stats.discarded()).sum();
-            assert_eq!(reported, e.requests, "{}: the statistics account for every request", info.id);
+            assert_eq!(reported, e.requests, "{spec}: the statistics account for every request");
         }
     }
 });
