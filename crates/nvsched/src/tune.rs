@@ -380,6 +380,9 @@ pub fn choose_setting(rows: &[Row], objective: Objective, noun: (&str, &str)) ->
     };
     let settings: Vec<&Row> = means.iter().copied().filter(|r| r.policy != REFERENCE).collect();
     let n = settings.len();
+    if n == 0 {
+        return (None, format!("Nothing to choose: no {one} ran besides none, the reference."));
+    }
     // "among the 2 of 5 settings whose ...", "the only one of the 5 settings whose ..."
     let among = |k: usize| match (k, n) {
         (1, 1) => format!("the one {one}"),
@@ -595,6 +598,8 @@ mod tests {
             why.ends_with("(Means of 2 seeds.) Its p99.9 is over the 500 us limit on 1 of 2 seeds (up to 540 us)."),
             "{why}"
         );
+        let (chosen, why) = choose_setting(&close[..2], Objective::Bandwidth(0.65), POLICIES);
+        assert_eq!((chosen, why.as_str()), (None, "Nothing to choose: no policy ran besides none, the reference."));
         let (_, why) = choose_setting(&close, Objective::Bandwidth(0.65), SETTINGS);
         assert!(
             why.contains("k2:bound=8") && why.ends_with("under the 390 MB/s floor on 1 of 2 seeds (down to 380 MB/s)."),
