@@ -420,8 +420,10 @@ pub fn run_with_status(
         }
     }
     // removing a file is as destructive as writing it
-    let removes_existing = |w: &&Wanted| w.unlinked_by.is_some() && Path::new(&w.name).is_file();
-    if let Some(w) = wanted.iter().find(removes_existing).filter(|_| !opts.safety.allow_destructive) {
+    let removes_existing = |w: &&Wanted| {
+        w.unlinked_by.is_some() && Path::new(&w.name).is_file() && !opts.safety.may_destroy(Path::new(&w.name))
+    };
+    if let Some(w) = wanted.iter().find(removes_existing) {
         return Err(format!(
             "refusing to let job '{}' remove '{}' (unlink=1): nvsched did not create it. Pass --allow-destructive if that is intended",
             w.unlinked_by.as_deref().unwrap_or("?"),
@@ -431,7 +433,7 @@ pub fn run_with_status(
     let mut targets_open = Vec::new();
     for w in &wanted {
         // prefilling writes, so it is subject to the same safety rules as a writing job
-        let opened = targets::open(Path::new(&w.name), w.bytes, w.writes || opts.prefill, opts.safety, w.fill)
+        let opened = targets::open(Path::new(&w.name), w.bytes, w.writes || opts.prefill, &opts.safety, w.fill)
             .and_then(|mut t| {
                 t.keep = w.keep;
                 targets_open.push(t);

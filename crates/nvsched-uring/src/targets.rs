@@ -43,9 +43,20 @@ impl Target {
 }
 
 /// What a run may do to a target.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Safety {
     pub allow_destructive: bool,
+    /// Files nvsched created in an earlier run of the same command and kept for the later
+    /// ones (a sweep's runs on a device): they may be written, extended and removed as if
+    /// this run had created them.
+    pub own_files: Vec<PathBuf>,
+}
+
+impl Safety {
+    /// May a run overwrite, extend or remove `path`, which exists?
+    pub fn may_destroy(&self, path: &Path) -> bool {
+        self.allow_destructive || self.own_files.iter().any(|f| f == path)
+    }
 }
 
 fn is_mounted(dev: &Path) -> bool {
@@ -89,7 +100,7 @@ pub enum Fill {
 /// Opens (creating and laying out if needed) a target of at least `size` bytes. A fill
 /// target holds `size` bytes if that is given (0: none), else its own length and what
 /// its file system has free.
-pub fn open(path: &Path, size: u64, writes: bool, safety: Safety, fill: Fill) -> Result<Target, String> {
+pub fn open(path: &Path, size: u64, writes: bool, safety: &Safety, fill: Fill) -> Result<Target, String> {
     let meta = std::fs::metadata(path);
     let exists = meta.is_ok();
     let block = meta.as_ref().is_ok_and(|m| m.file_type().is_block_device());
@@ -99,7 +110,7 @@ pub fn open(path: &Path, size: u64, writes: bool, safety: Safety, fill: Fill) ->
             path.display()
         ));
     }
-    if writes && exists && !safety.allow_destructive {
+    if writes && exists && !safety.may_destroy(path) {
         let what = if block { "a block device" } else { "a file nvsched did not create" };
         return Err(format!(
             "refusing to write to '{}': it is {what}; its data would be overwritten. Pass --allow-destructive if that is intended",
@@ -113,7 +124,7 @@ pub fn open(path: &Path, size: u64, writes: bool, safety: Safety, fill: Fill) ->
     let len_before = meta.as_ref().map_or(0, |m| if m.is_file() { m.len() } else { 0 });
     let short_file = meta.as_ref().ok().filter(|m| m.is_file() && fill != Fill::Grow && m.len() < size);
     let extended = match short_file {
-        Some(m) if safety.allow_destructive => {
+        Some(m) if safety.may_destroy(path) => {
             extend(path, m.len(), size)?;
             true
         }

@@ -78,10 +78,12 @@ pub(crate) struct PoliciesArgs {
     pub(crate) id: Option<String>,
 }
 
+pub(crate) const DEFAULT_PROFILE: &str = "970evoplus-250g";
+
 #[derive(Args)]
 pub(crate) struct DeviceArgs {
     /// Device profile: a shipped name (see `nvsched devices`) or a TOML file.
-    #[arg(long, default_value = "970evoplus-250g", value_name = "PROFILE")]
+    #[arg(long, default_value = DEFAULT_PROFILE, value_name = "PROFILE")]
     pub(crate) device: String,
     /// Override a profile field, e.g. `--device-set host.submit_ns=1500` (repeatable).
     #[arg(long = "device-set", value_name = "KEY=VALUE")]
@@ -324,6 +326,15 @@ pub(crate) struct SweepArgs {
     /// job's) against total bandwidth, per policy, and with --objective its limit.
     #[arg(long, value_name = "DIR")]
     pub(crate) plot: Option<PathBuf>,
+    /// Run on this real file or block device through io_uring instead of simulating:
+    /// every job's filename becomes PATH, the runs go one at a time (seeds outermost, so
+    /// the policies alternate), and a file nvsched creates is removed at the end.
+    #[arg(long, value_name = "PATH")]
+    pub(crate) filename: Option<PathBuf>,
+    /// With --filename: let jobs write to an existing file or a block device (destroys its
+    /// data).
+    #[arg(long, requires = "filename")]
+    pub(crate) allow_destructive: bool,
     /// No progress bar.
     #[arg(long, short)]
     pub(crate) quiet: bool,
@@ -373,16 +384,19 @@ pub(crate) struct TuneArgs {
     /// iocost: parallel jobs per measurement (the kernel script's --numjobs).
     #[arg(long, default_value_t = 1)]
     pub(crate) numjobs: u32,
-    /// iocost: measure this real file or block device through io_uring instead of the
-    /// simulated drive, as the kernel's script does (a new file is laid out and removed
-    /// afterwards; writes on an existing one need --allow-destructive).
-    #[arg(long, value_name = "PATH", conflicts_with_all = ["jobfile", "experiment"])]
+    /// Run on this real file or block device through io_uring instead of simulating. k2
+    /// and --param: every job's filename becomes PATH and the runs go one at a time
+    /// (seeds outermost, so the settings alternate); iocost: its six measurements, as the
+    /// kernel's script makes them (no job file). A file nvsched creates is removed at the
+    /// end; writes on an existing one need --allow-destructive.
+    #[arg(long, value_name = "PATH", conflicts_with = "experiment")]
     pub(crate) filename: Option<PathBuf>,
-    /// iocost with --filename: bytes of it to use (the script's test file is 16 GiB).
-    #[arg(long, default_value = "16g", requires = "filename")]
-    pub(crate) size: String,
-    /// iocost with --filename: also measure writes on an existing file or a block device
-    /// (destroys its data).
+    /// iocost with --filename: bytes of it to use (the script's test file is 16 GiB)
+    /// [default: 16g].
+    #[arg(long, requires = "filename")]
+    pub(crate) size: Option<String>,
+    /// With --filename: let the runs write to an existing file or a block device (destroys
+    /// its data).
     #[arg(long, requires = "filename")]
     pub(crate) allow_destructive: bool,
     #[command(flatten)]
@@ -418,6 +432,25 @@ pub(crate) struct SweepSetup {
 }
 
 impl SweepSetup {
+    /// The options that describe the simulated drive, which a run on a real device
+    /// (`--filename`) cannot use: an error naming the first one given.
+    pub(crate) fn check_real_device(&self) -> Result<(), String> {
+        let d = &self.device;
+        let given = [
+            ("--experiment", self.experiment.is_some()),
+            ("--device", d.device != DEFAULT_PROFILE),
+            ("--device-set", !d.device_set.is_empty()),
+            ("--precondition", d.precondition.is_some()),
+            ("--page-cache", d.page_cache.is_some()),
+        ];
+        match given.iter().find(|(_, set)| *set) {
+            Some((flag, _)) => {
+                Err(format!("{flag} describes the simulated drive; with --filename the runs are on the real one"))
+            }
+            None => Ok(()),
+        }
+    }
+
     /// The jobs (of the cell, else of `jobfile`), the device profile, a name for
     /// messages, and the seeds to run.
     pub(crate) fn load(

@@ -1,6 +1,7 @@
 //! The nvsched facade: run a job file through an engine and assemble the report. The
 //! `nvsched` binary is a thin clap layer over this.
 
+pub mod batch;
 pub mod calibration;
 pub mod figures;
 pub mod iocost_model;

@@ -2,6 +2,7 @@
 
 use clap::{Args, CommandFactory, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use nvsched::batch::Target;
 use nvsched::figures::RunSeries;
 use nvsched::run::{run_sim, RunSpec};
 use nvsched_core::{Nanos, Op};
@@ -524,8 +525,8 @@ fn cmd_tune(args: TuneArgs) -> Result<(), String> {
 /// parameters, by the measurements).
 fn tune_sweep(args: TuneArgs) -> Result<(), String> {
     let what = format!("tune {}", args.policy);
-    if args.filename.is_some() {
-        return Err(format!("{what} simulates; only tune iocost measures a real device (--filename)"));
+    if args.size.is_some() {
+        return Err(format!("{what}: --size is tune iocost's; here the job file gives the sizes"));
     }
     let objective =
         args.objective.as_deref().ok_or(format!("{what} needs --objective latency:ALPHA% or bandwidth:BETA%"))?;
@@ -559,19 +560,23 @@ fn tune_sweep(args: TuneArgs) -> Result<(), String> {
         eprintln!("warning: {at}: ioscheduler={theirs} is not used: tune compares none and the settings it tries");
     }
     print_warnings(nvsched::sweep::cgroup_warnings(&[configs[0].0.clone()], &jobs));
+    let device = RealDevice::of(args.filename.as_deref(), args.allow_destructive, &args.setup, &jobs)?;
+    let (jobs, target, on) = match &device {
+        Some(d) => (&d.jobs, Target::Device(&d.opts), d.name()),
+        None => (&jobs, Target::Simulated(&profile), profile.name.clone()),
+    };
     if !args.quiet {
         let over = if seeds.len() > 1 { format!(", {} seeds each", seeds.len()) } else { String::new() };
-        eprintln!("nvsched: sweeping none and {sweeping} on {}{over} ...", profile.name);
+        eprintln!("nvsched: sweeping none and {sweeping} on {on}{over} ...");
     }
-    let rows = nvsched::tune::sweep(&jobs, &profile, &seeds, &configs, rt, !args.quiet)?;
+    let rows = nvsched::tune::sweep(jobs, target, &seeds, &configs, rt, !args.quiet)?;
     let (chosen, why) = if k2_bounds {
         let (bound, why) = nvsched::tune::choose(&rows, objective);
         (bound.and_then(|b| configs.iter().find(|c| c.1 == Some(b))).map(|c| c.0.clone()), why)
     } else {
         nvsched::tune::choose_setting(&rows, objective, nvsched::tune::SETTINGS)
     };
-    let setup =
-        nvsched::tune::Setup { policy: &args.policy, objective, job: &job, device: &profile.name, seeds: &seeds };
+    let setup = nvsched::tune::Setup { policy: &args.policy, objective, job: &job, device: &on, seeds: &seeds };
     if let Some(dir) = &args.plot {
         let stem = dir.join("tune");
         nvsched::tune::figure(&rows, &setup, chosen.as_deref()).save(&stem)?;
@@ -603,6 +608,11 @@ fn tune_iocost(args: TuneArgs) -> Result<(), String> {
     }
     if args.seconds == 0 || args.numjobs == 0 {
         return Err("--seconds and --numjobs must be at least 1".into());
+    }
+    if args.filename.is_some() && args.jobfile.is_some() {
+        return Err(
+            "tune iocost --filename measures the device as the kernel's script does: it takes no job file".into()
+        );
     }
     let model = match &args.filename {
         Some(path) => tune_iocost_real(path, &args)?,
@@ -655,18 +665,22 @@ fn cmd_sweep(args: SweepArgs) -> Result<(), String> {
     if let Some(dir) = &args.plot {
         std::fs::create_dir_all(dir).map_err(|e| format!("--plot '{}': {e}", dir.display()))?;
     }
+    let device = RealDevice::of(args.filename.as_deref(), args.allow_destructive, &args.setup, &jobs)?;
+    let (jobs, target, on) = match &device {
+        Some(d) => (&d.jobs, Target::Device(&d.opts), d.name()),
+        None => (&jobs, Target::Simulated(&profile), profile.name.clone()),
+    };
     let show = !args.quiet;
     if show {
         eprintln!(
-            "nvsched: {} policies x {} seed(s) on {}, {} runs",
+            "nvsched: {} policies x {} seed(s) on {on}, {} runs",
             policies.len(),
             seeds.len(),
-            profile.name,
             policies.len() * seeds.len()
         );
     }
     let progress = nvsched::progress::RunProgress::new("sweep", policies.len() * seeds.len(), show);
-    let runs = nvsched::sweep::run(&jobs, &profile, &policies, &seeds, &progress)?;
+    let runs = nvsched::sweep::run(jobs, target, &policies, &seeds, &progress)?;
     let summaries = nvsched::sweep::summarize(&runs);
     if let (Some(dir), Some(focus)) = (&args.plot, &runs[0].focus) {
         let stem = dir.join("sweep");
@@ -678,7 +692,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<(), String> {
     let choice = objective.map(|o| nvsched::sweep::choose(&runs, o));
     let text = match args.output_format.as_str() {
         "json" => {
-            let mut v = nvsched::sweep::to_json(&summaries, &seeds, &profile.name);
+            let mut v = nvsched::sweep::to_json(&summaries, &seeds, &on);
             if let (Some(objective), Some((chosen, why))) = (&args.objective, &choice) {
                 v["nvsched_sweep"]["choice"] = serde_json::json!({
                     "objective": objective, "job": runs[0].focus, "chosen": chosen, "why": why,
@@ -716,11 +730,7 @@ fn write_or_print(path: Option<&Path>, text: &str) -> Result<(), String> {
 /// The jobs, device and repetitions' seeds of one cell of a reproduction
 /// (`NAME:VARIANT[:STATE]`), with the user's `--device-set` applied on top of the
 /// manifest's.
-fn experiment_cell(
-    cell: &str,
-    quick: bool,
-    device: &DeviceArgs,
-) -> Result<(nvsched_workload::JobFile, DeviceProfile, Vec<u64>), String> {
+fn experiment_cell(cell: &str, quick: bool, device: &DeviceArgs) -> Result<(JobFile, DeviceProfile, Vec<u64>), String> {
     let mut parts = cell.splitn(3, ':');
     let (Some(name), Some(variant)) = (parts.next(), parts.next()) else {
         return Err(format!("--experiment '{cell}': expected NAME:VARIANT[:STATE], e.g. k2-analysis:randread"));
@@ -789,7 +799,7 @@ fn cmd_run_uring(args: RunArgs) -> Result<(), String> {
     let opts = nvsched_uring::UringOptions {
         ring_entries: args.ring_entries.max(1),
         poll: args.poll,
-        safety: nvsched_uring::targets::Safety { allow_destructive: args.allow_destructive },
+        safety: nvsched_uring::targets::Safety { allow_destructive: args.allow_destructive, ..Default::default() },
         keep_files: args.keep_files,
         prefill: args.prefill,
         seed: args.seed,
@@ -817,10 +827,39 @@ fn cmd_run_uring(args: RunArgs) -> Result<(), String> {
     failed_jobs(&report)
 }
 
+/// `sweep` and `tune` with `--filename`: the jobs, each on the real file or device, and
+/// io_uring's options.
+struct RealDevice {
+    path: PathBuf,
+    jobs: JobFile,
+    opts: nvsched_uring::UringOptions,
+}
+
+impl RealDevice {
+    /// None without `--filename`; an error if an option describes the simulated drive.
+    fn of(
+        path: Option<&Path>,
+        allow_destructive: bool,
+        setup: &SweepSetup,
+        jobs: &JobFile,
+    ) -> Result<Option<RealDevice>, String> {
+        let Some(path) = path else { return Ok(None) };
+        setup.check_real_device()?;
+        let jobs = nvsched::realdev::retarget(jobs, path);
+        print_warnings(jobs.real_device_warnings());
+        Ok(Some(RealDevice { path: path.to_path_buf(), jobs, opts: uring_opts(allow_destructive, 0)? }))
+    }
+
+    /// How the tables and messages name it.
+    fn name(&self) -> String {
+        format!("{} (real, io_uring)", self.path.display())
+    }
+}
+
 fn uring_opts(allow_destructive: bool, seed: u64) -> Result<nvsched_uring::UringOptions, String> {
     nvsched_uring::available()?;
     Ok(nvsched_uring::UringOptions {
-        safety: nvsched_uring::targets::Safety { allow_destructive },
+        safety: nvsched_uring::targets::Safety { allow_destructive, ..Default::default() },
         seed,
         ..nvsched_uring::UringOptions::default()
     })
@@ -830,7 +869,8 @@ fn uring_opts(allow_destructive: bool, seed: u64) -> Result<nvsched_uring::Uring
 /// not exist yet is laid out (written whole) first, so reads reach the device, and removed
 /// at the end; writes on anything else need --allow-destructive.
 fn tune_iocost_real(path: &Path, args: &TuneArgs) -> Result<Vec<nvsched::iocost_model::Coefficient>, String> {
-    let size = nvsched::iocost_model::real_size_bytes(&args.size).map_err(|e| format!("--size: {e}"))?;
+    let size = nvsched::iocost_model::real_size_bytes(args.size.as_deref().unwrap_or("16g"))
+        .map_err(|e| format!("--size: {e}"))?;
     nvsched::realdev::on_target(path, size, args.allow_destructive, |writes, opts| {
         if !writes {
             reads_only(path);

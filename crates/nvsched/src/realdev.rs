@@ -46,7 +46,7 @@ pub fn on_target<T>(
     let exists = path.exists();
     let writes = allow_destructive || !exists;
     let opts = UringOptions {
-        safety: nvsched_uring::targets::Safety { allow_destructive: writes },
+        safety: nvsched_uring::targets::Safety { allow_destructive: writes, ..Default::default() },
         keep_files: true,
         ..UringOptions::default()
     };

@@ -578,7 +578,7 @@ pub fn run_device_job_text(
     let (policy, override_warning) = choose(&jobs)?;
     nvsched_uring::available()?;
     let opts = nvsched_uring::UringOptions {
-        safety: nvsched_uring::targets::Safety { allow_destructive },
+        safety: nvsched_uring::targets::Safety { allow_destructive, ..Default::default() },
         seed,
         ..nvsched_uring::UringOptions::default()
     };

@@ -4,16 +4,13 @@
 //! figures are the means of its runs, and the table gives each p99.9's range. With an
 //! objective, the tuner's rule on the measurements picks one of the policies.
 
+use crate::batch::Target;
 use crate::progress::RunProgress;
-use crate::run::{run_sim, RunSpec};
 use crate::tune::{Objective, Row};
 use nvsched_core::PrioClass;
 use nvsched_report::plots::{Figure, Panel, PanelKind};
 use nvsched_report::JobStats;
-use nvsched_sim::NoObserver;
-use nvsched_ssd::{DeviceProfile, DriveStates};
 use nvsched_workload::JobFile;
-use rayon::prelude::*;
 use serde_json::{json, Value};
 
 /// One direction of one reported job in one run.
@@ -142,34 +139,34 @@ pub fn cgroup_warnings(policies: &[String], jobs: &JobFile) -> Vec<String> {
     warnings
 }
 
-/// Simulates `jobs` under each policy once per seed, in parallel; runs in the order
-/// (policy, seed).
+/// Runs `jobs` under each policy once per seed (see [`crate::batch::run_each`]); runs in
+/// the order (policy, seed).
 pub fn run(
     jobs: &JobFile,
-    profile: &DeviceProfile,
+    target: Target<'_>,
     policies: &[String],
     seeds: &[u64],
     progress: &RunProgress,
 ) -> Result<Vec<Run>, String> {
     check_policies(policies)?;
-    let configs: Vec<(&String, u64)> = policies.iter().flat_map(|p| seeds.iter().map(move |&s| (p, s))).collect();
-    let drive_states = DriveStates::new();
-    let runs = configs
-        .par_iter()
-        .map(|&(spec, seed)| {
-            let policy = nvsched_policy::build(spec).map_err(|e| e.to_string())?;
-            let spec_run = RunSpec { jobs, policy, profile, seed, drive_states: Some(&drive_states) };
-            let (report, _) =
-                run_sim(spec_run, &mut NoObserver, 0).map_err(|e| format!("{spec} (seed {seed}): {e}"))?;
-            progress.inc();
-            let lines = lines_of(&report.jobs);
-            let total_bw_mbps = lines.iter().map(|l| l.bw_mbps).sum();
-            let focus = entry_labels(&report.jobs).into_iter().nth(focus_entry(jobs));
-            Ok(Run { policy: spec.clone(), seed, lines, focus, total_bw_mbps })
+    let configs: Vec<(&str, u64)> = policies.iter().flat_map(|p| seeds.iter().map(move |&s| (p.as_str(), s))).collect();
+    let focus = focus_entry(jobs);
+    let measured = crate::batch::run_each(jobs, target, &configs, progress, |report| {
+        let lines = lines_of(&report.jobs);
+        let total_bw_mbps = lines.iter().map(|l| l.bw_mbps).sum();
+        Ok((lines, entry_labels(&report.jobs).into_iter().nth(focus), total_bw_mbps))
+    })?;
+    Ok(configs
+        .iter()
+        .zip(measured)
+        .map(|(&(spec, seed), (lines, focus, total_bw_mbps))| Run {
+            policy: spec.to_string(),
+            seed,
+            lines,
+            focus,
+            total_bw_mbps,
         })
-        .collect::<Result<Vec<Run>, String>>();
-    progress.finish();
-    runs
+        .collect())
 }
 
 /// `--objective`: the tuner's rule on the measurements ([`crate::tune::choose_setting`])

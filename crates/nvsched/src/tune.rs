@@ -17,6 +17,7 @@
 //! reproduction averages its repetitions: a 10 s p99.9 rests on a handful of samples and
 //! moves with the seed.
 
+use crate::batch::Target;
 use crate::progress::RunProgress;
 use crate::repro::analysis::k2_choices;
 use crate::run::{run_sim, RunSpec};
@@ -25,7 +26,6 @@ use nvsched_report::plots::{Axis, Figure, LabelledPoint, Limit, Panel, PanelKind
 use nvsched_sim::NoObserver;
 use nvsched_ssd::{DeviceProfile, DriveStates};
 use nvsched_workload::JobFile;
-use rayon::prelude::*;
 
 /// The policy every sweep runs first: the objectives are fractions of its figures.
 pub const REFERENCE: &str = "none";
@@ -193,33 +193,30 @@ pub fn grid(base: &str, params: &[String]) -> Result<Vec<String>, String> {
 }
 
 /// Runs `none` and each configuration (a policy spec, with K2's bound where it is one),
-/// once per seed (in parallel): one row per run, seeds innermost; `rt` is the
-/// latency-critical job's entry (`check_jobs`). `choose` and `table` average the rows of a
-/// configuration.
+/// once per seed (see [`crate::batch::run_each`]): one row per run, seeds innermost;
+/// `rt` is the latency-critical job's entry (`check_jobs`). `choose` and `table` average
+/// the rows of a configuration.
 pub fn sweep(
     jobs: &JobFile,
-    profile: &DeviceProfile,
+    target: Target<'_>,
     seeds: &[u64],
     configs: &[(String, Option<u32>)],
     rt: usize,
     show_progress: bool,
 ) -> Result<Vec<Row>, String> {
-    let runs: Vec<(&str, Option<u32>, u64)> = std::iter::once((REFERENCE, None))
-        .chain(configs.iter().map(|(spec, bound)| (spec.as_str(), *bound)))
-        .flat_map(|(spec, bound)| seeds.iter().map(move |&seed| (spec, bound, seed)))
-        .collect();
+    let specs: Vec<(&str, Option<u32>)> =
+        std::iter::once((REFERENCE, None)).chain(configs.iter().map(|(spec, bound)| (spec.as_str(), *bound))).collect();
+    let runs: Vec<(&str, u64)> =
+        specs.iter().flat_map(|&(spec, _)| seeds.iter().map(move |&seed| (spec, seed))).collect();
     let progress = RunProgress::new("tune", runs.len(), show_progress);
-    let drive_states = DriveStates::new();
-    let rows = runs
-        .par_iter()
-        .map(|&(spec, bound, seed)| {
-            let row = measure_policy(jobs, profile, seed, spec, rt, Some(&drive_states));
-            progress.inc();
-            row.map(|row| Row { bound, ..row })
-        })
-        .collect();
-    progress.finish();
-    rows
+    let rows = crate::batch::run_each(jobs, target, &runs, &progress, |report| row_of(report, rt))?;
+    let bounds = specs.iter().flat_map(|&(_, bound)| seeds.iter().map(move |_| bound));
+    Ok(runs
+        .iter()
+        .zip(bounds)
+        .zip(rows)
+        .map(|((&(spec, _), bound), row)| Row { policy: spec.to_string(), bound, ..row })
+        .collect())
 }
 
 /// One configuration's runs over the seeds.
@@ -262,8 +259,8 @@ fn merge(rows: &[Row]) -> Vec<Merged> {
         .collect()
 }
 
-/// One run under `spec`: the p99.9 completion latency of report entry `rt` (in its main
-/// direction) and the total bandwidth of all jobs.
+/// One simulated run under `spec`: the p99.9 completion latency of report entry `rt`
+/// (in its main direction) and the total bandwidth of all jobs.
 pub fn measure_policy(
     jobs: &JobFile,
     profile: &DeviceProfile,
@@ -274,12 +271,18 @@ pub fn measure_policy(
 ) -> Result<Row, String> {
     let policy = nvsched_policy::build(spec).map_err(|e| e.to_string())?;
     let (report, _) = run_sim(RunSpec { jobs, policy, profile, seed, drive_states }, &mut NoObserver, 0)?;
+    Ok(Row { policy: spec.to_string(), ..row_of(&report, rt)? })
+}
+
+/// A run's row (its policy left empty): the p99.9 completion latency of report entry
+/// `rt`, in the direction it moved most requests, and the total bandwidth of all jobs.
+fn row_of(report: &nvsched_report::RunReport, rt: usize) -> Result<Row, String> {
     let rt_job = report.jobs.get(rt).ok_or("missing the latency-critical job's results")?;
     let dir = if rt_job.dirs[1].total_ios > rt_job.dirs[0].total_ios { 1 } else { 0 };
     let secs = |j: &nvsched_report::JobStats| j.runtime.as_secs_f64().max(1e-9);
     let bw: f64 = report.jobs.iter().map(|j| (j.dirs[0].io_bytes + j.dirs[1].io_bytes) as f64 / secs(j)).sum();
     Ok(Row {
-        policy: spec.to_string(),
+        policy: String::new(),
         bound: None,
         rt_p999_us: rt_job.dirs[dir].clat_hist.percentile(99.9) as f64 / 1e3,
         total_bw_mbps: bw / 1e6,

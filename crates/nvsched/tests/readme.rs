@@ -63,7 +63,7 @@ fn simulated_examples(readme: &str) -> Vec<Example> {
             let quick_repro = words.get(1).is_some_and(|w| w == "repro") && words.iter().any(|w| w == "--quick");
             let simulated = words[0] == "nvsched"
                 && (job.is_some_and(|j| j.starts_with("examples/")) || quick_repro)
-                && !words.iter().any(|w| w == "--engine" || w == "--experiment");
+                && !words.iter().any(|w| w == "--engine" || w == "--experiment" || w == "--filename");
             if simulated {
                 current = Some(Example { readme_line: i + 1, args: words[1..].to_vec(), shown: Vec::new() });
             }

@@ -715,9 +715,13 @@ fn tune_iocost_measures_a_real_file_and_writes_only_its_own() {
     assert!(stdout.contains("rrandiops") && !stdout.contains("wbps"), "{stdout}");
     assert_eq!(checksum(&data), before, "the file is unchanged");
 
-    // tune k2 simulates only
-    let out = nvsched(&["tune", "k2", "--objective", "latency:50%", "--filename", data.to_str().unwrap()]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("only tune iocost measures a real device"));
+    // tune k2 on it runs the K2 mix (100 GiB per job): refused, as the file is too short
+    let out = nvsched(&["tune", "k2", "--objective", "latency:50%", "--filename", data.to_str().unwrap(), "-q"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("holds 4194304 bytes but the jobs need"), "{out:?}");
+    assert_eq!(checksum(&data), before, "the file is unchanged");
+    // and tune iocost's measurements take no job file
+    let out = nvsched(&["tune", "iocost", "examples/iocost-weights.fio", "--filename", data.to_str().unwrap()]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("it takes no job file"), "{out:?}");
     std::fs::remove_dir_all(&d).ok();
 }
 
@@ -1549,5 +1553,80 @@ fn unlink_removes_a_real_file_and_a_later_job_finds_it_gone_or_makes_it_anew() {
     assert!(precious.exists());
     run_uring_json(&job, &["--allow-destructive"]);
     assert!(!precious.exists());
+    std::fs::remove_dir_all(&d).unwrap();
+}
+
+/// A small K2 mix for `sweep` and `tune` on a real file: a real-time reader and a
+/// best-effort writer (so that the runs write what the first one created).
+const SMALL_MIX: &str = "[global]\nfilename=/dev/nvme0n1\nsize=8m\ndirect=1\nbs=4k\nruntime=300ms\ntime_based\n\
+[rt]\nrw=randread\nioengine=psync\nprioclass=1\nthinktime=500\n\
+[be]\nrw=randwrite\nioengine=io_uring\niodepth=16\n";
+
+#[test]
+fn sweep_and_tune_run_on_a_real_file_and_remove_the_file_they_created() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let job = write_job(&d, "mix.fio", SMALL_MIX);
+    let target = d.join("mix.dat");
+    let (job_s, target_s) = (job.to_str().unwrap(), target.to_str().unwrap());
+    let out = nvsched(&[
+        "sweep",
+        job_s,
+        "--filename",
+        target_s,
+        "--sched",
+        "none",
+        "--sched",
+        "k2:bound=2",
+        "--seeds",
+        "1-2",
+        "--output-format",
+        "json",
+        "-q",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!target.exists(), "the file the first run created is gone at the end");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = &v["nvsched_sweep"];
+    assert_eq!(s["device"].as_str(), Some(format!("{target_s} (real, io_uring)").as_str()));
+    for p in s["policies"].as_array().unwrap() {
+        assert_eq!(p["runs"], 2, "{p}");
+        for j in p["jobs"].as_array().unwrap() {
+            assert!(j["bw_mbps"].as_f64().unwrap() > 0.0, "every job moved data on the device: {p}");
+        }
+    }
+    let out = nvsched(&[
+        "tune",
+        "k2",
+        job_s,
+        "--filename",
+        target_s,
+        "--bounds",
+        "1,8",
+        "--objective",
+        "bandwidth:10%",
+        "-q",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("k2:bound=8") && text.contains("Use: --sched k2:bound="), "{text}");
+    assert!(!target.exists());
+    // an existing file is not written without the flag, and stays as it was
+    let (data, before) = precious_file(&d, 8 << 20);
+    let out = nvsched(&["sweep", job_s, "--filename", data.to_str().unwrap(), "--sched", "none", "-q"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("refusing to write"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(checksum(&data), before);
+    // the simulated drive's options have no meaning on a real one
+    let out = nvsched(&["sweep", job_s, "--filename", target_s, "--precondition", "full", "-q"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--precondition describes the simulated drive"));
+    let out = nvsched(&["tune", "k2", job_s, "--filename", target_s, "--size", "1g", "--objective", "latency:50%"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--size is tune iocost's"));
     std::fs::remove_dir_all(&d).unwrap();
 }

@@ -1,0 +1,131 @@
+//! Many runs of one job file under several policies and seeds, for `sweep` and `tune`:
+//! simulated in parallel, or on real files and devices (io_uring) one after another.
+
+use crate::progress::RunProgress;
+use crate::run::{run_sim, run_uring, RunSpec};
+use nvsched_report::RunReport;
+use nvsched_sim::NoObserver;
+use nvsched_ssd::{DeviceProfile, DriveStates};
+use nvsched_uring::UringOptions;
+use nvsched_workload::JobFile;
+use rayon::prelude::*;
+use std::path::PathBuf;
+
+/// Where the runs happen.
+#[derive(Clone, Copy)]
+pub enum Target<'a> {
+    /// The simulated drive of this profile; the runs share its preconditioned states.
+    Simulated(&'a DeviceProfile),
+    /// Real files or devices through io_uring, with these options (each run sets the
+    /// seed).
+    Device(&'a UringOptions),
+}
+
+/// Runs `jobs` under each (policy spec, seed) of `runs` and hands each report to
+/// `measure`; the results come back in the order of `runs`, and an error names its run.
+///
+/// Simulated runs go in parallel. Runs on a device go one at a time, the seeds
+/// outermost, so that each policy's repetitions alternate with the others' rather than
+/// meeting one stretch of a drifting device (or of its neighbours' noise) each. Files
+/// the first run creates stay for the later ones, which may write them as their own,
+/// and are removed at the end.
+pub fn run_each<T: Send>(
+    jobs: &JobFile,
+    target: Target<'_>,
+    runs: &[(&str, u64)],
+    progress: &RunProgress,
+    measure: impl Fn(&RunReport) -> Result<T, String> + Sync,
+) -> Result<Vec<T>, String> {
+    let named = |(spec, seed): (&str, u64), e: String| format!("{spec} (seed {seed}): {e}");
+    let results = match target {
+        Target::Simulated(profile) => {
+            let drive_states = DriveStates::new();
+            runs.par_iter()
+                .map(|&(spec, seed)| {
+                    let policy = nvsched_policy::build(spec).map_err(|e| e.to_string())?;
+                    let run = RunSpec { jobs, policy, profile, seed, drive_states: Some(&drive_states) };
+                    let (report, _) = run_sim(run, &mut NoObserver, 0)?;
+                    progress.inc();
+                    measure(&report)
+                })
+                .enumerate()
+                .map(|(i, r)| r.map_err(|e| named(runs[i], e)))
+                .collect()
+        }
+        Target::Device(opts) => on_device(jobs, opts, runs, progress, &measure, &named),
+    };
+    progress.finish();
+    results
+}
+
+fn on_device<T>(
+    jobs: &JobFile,
+    opts: &UringOptions,
+    runs: &[(&str, u64)],
+    progress: &RunProgress,
+    measure: &dyn Fn(&RunReport) -> Result<T, String>,
+    named: &dyn Fn((&str, u64), String) -> String,
+) -> Result<Vec<T>, String> {
+    let mut created = CreatedFiles { paths: Vec::new(), keep: opts.keep_files };
+    let mut opts = UringOptions { keep_files: true, ..opts.clone() };
+    let mut results: Vec<Option<T>> = runs.iter().map(|_| None).collect();
+    for i in interleaved(runs) {
+        let (spec, seed) = runs[i];
+        let one = |opts: &UringOptions, created: &mut CreatedFiles| -> Result<T, String> {
+            let policy = nvsched_policy::build(spec).map_err(|e| e.to_string())?;
+            let (report, outcome) = run_uring(jobs, policy, opts, 0)?;
+            created.paths.extend(outcome.targets.iter().filter(|t| t.created).map(|t| t.path.clone()));
+            if let Some(e) = outcome.io_errors.first() {
+                return Err(format!("I/O error: {e}"));
+            }
+            measure(&report)
+        };
+        opts.seed = seed;
+        opts.safety.own_files = created.paths.clone();
+        results[i] = Some(one(&opts, &mut created).map_err(|e| named(runs[i], e))?);
+        progress.inc();
+    }
+    Ok(results.into_iter().map(|r| r.expect("every run ran")).collect())
+}
+
+/// The order of the runs on a device: by seed (in the order the seeds first appear),
+/// then as given.
+fn interleaved(runs: &[(&str, u64)]) -> Vec<usize> {
+    let mut seeds: Vec<u64> = Vec::new();
+    for &(_, seed) in runs {
+        if !seeds.contains(&seed) {
+            seeds.push(seed);
+        }
+    }
+    let mut order: Vec<usize> = (0..runs.len()).collect();
+    order.sort_by_key(|&i| seeds.iter().position(|&s| s == runs[i].1));
+    order
+}
+
+/// Files the runs created, removed when the runs end however they end (unless the
+/// options keep them).
+struct CreatedFiles {
+    paths: Vec<PathBuf>,
+    keep: bool,
+}
+
+impl Drop for CreatedFiles {
+    fn drop(&mut self) {
+        if !self.keep {
+            for p in &self.paths {
+                let _ = std::fs::remove_file(p);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn device_runs_go_seed_by_seed() {
+        let runs = [("none", 1), ("none", 2), ("k2:bound=4", 1), ("k2:bound=4", 2), ("kyber", 1), ("kyber", 2)];
+        assert_eq!(interleaved(&runs), [0, 2, 4, 1, 3, 5]);
+    }
+}
