@@ -213,6 +213,9 @@ struct Engine {
     /// The first error that stops the run as a clone starts (a prerun that failed or
     /// could not start, a file a fill left empty).
     start_error: Option<String>,
+    /// A signal stopped the run ([`crate::stop_on_interrupt`]): clones that start now
+    /// end at once, without their prerun.
+    interrupted: bool,
     /// Clones whose `exec_prerun` or `exec_postrun` is running (so the loop need not look
     /// at every clone).
     preruns: usize,
@@ -686,6 +689,7 @@ fn run_on(
         io_errors: Vec::new(),
         postruns: 0,
         start_error: None,
+        interrupted: false,
         preruns: 0,
         verify_errors: Vec::new(),
         verified_blocks: 0,
@@ -755,6 +759,7 @@ fn run_on(
         cpu_sys: usage_end.sys.saturating_sub(usage_start.sys),
         tenants: tenants.tree,
         disk_util,
+        interrupted: e.interrupted,
     })
 }
 
@@ -781,6 +786,9 @@ impl Engine {
             return;
         }
         let clone = &mut self.clones[c as usize];
+        if self.interrupted {
+            return self.begin(c, now);
+        }
         match hooks::start(&clone.driver.spec, Stage::Prerun) {
             Ok(None) => self.begin(c, now),
             Ok(Some(hook)) => {
@@ -802,6 +810,9 @@ impl Engine {
             *t = self.latest_target.get(&self.targets[*t].1).copied().unwrap_or(*t);
         }
         clone.driver.start(now);
+        if self.interrupted {
+            clone.driver.terminate(now);
+        }
         clone.kick = true;
         match self.unlinked.open(&clone.driver.spec, clone.driver.clone_index) {
             Opened::Missing(name) => clone.rec.failed_to_open(&mut clone.driver, now, &name),
@@ -935,6 +946,9 @@ impl Engine {
         self.start_phase(0, Nanos::ZERO);
         loop {
             let now = self.now();
+            if !self.interrupted && crate::interrupted() {
+                self.interrupt(now);
+            }
             if self.status.as_ref().is_some_and(|(clock, _)| clock.is_due(now)) {
                 self.status(now);
             }
@@ -985,7 +999,14 @@ impl Engine {
                             std::hint::spin_loop();
                         }
                     } else {
-                        std::thread::sleep(gap);
+                        // nanosleep, not thread::sleep (which sleeps on after a signal):
+                        // a signal ends the wait, and the loop stops the run
+                        let ts = libc::timespec {
+                            tv_sec: gap.as_secs() as libc::time_t,
+                            tv_nsec: gap.subsec_nanos().into(),
+                        };
+                        // SAFETY: reads `ts`, which outlives the call; no remainder is asked for.
+                        unsafe { libc::nanosleep(&ts, std::ptr::null_mut()) };
                     }
                 }
                 Some(_) => {}
@@ -1102,6 +1123,16 @@ impl Engine {
         let group_of = |k: u32| self.clones[k as usize].reporting_group;
         let targets = exit_targets(what, c, self.clones.len() as u32, group_of, &self.phases[self.phase]);
         self.stop_clones(&targets, now);
+    }
+
+    /// A signal: as fio on SIGINT, the running clones issue no more and finish with what
+    /// they have in flight; those that start later end at once.
+    #[cold]
+    fn interrupt(&mut self, now: Nanos) {
+        self.interrupted = true;
+        let running: Vec<u32> =
+            (0..self.clones.len() as u32).filter(|&c| self.clones[c as usize].driver.started_at().is_some()).collect();
+        self.stop_clones(&running, now);
     }
 
     /// Clones `ks` issue no more (`exitall`, steady state reached); polled again, they

@@ -18,6 +18,7 @@ use nvsched_core::Nanos;
 use nvsched_policy::PolicyReport;
 use nvsched_report::JobStats;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 /// How to run on real devices.
@@ -112,6 +113,8 @@ pub struct UringOutcome {
     pub tenants: nvsched_core::TenantTree,
     /// fio's disk stats of each device the targets are on, over the run.
     pub disk_util: Vec<nvsched_report::DiskUtil>,
+    /// A signal stopped the run early (see [`stop_on_interrupt`]).
+    pub interrupted: bool,
 }
 
 impl UringOutcome {
@@ -120,6 +123,40 @@ impl UringOutcome {
         let n = self.requests.max(1) as u32;
         (self.cpu_user + self.cpu_sys) / n
     }
+}
+
+static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_interrupt(_signal: libc::c_int) {
+    INTERRUPTED.store(true, Ordering::SeqCst);
+}
+
+/// From now on SIGINT and SIGTERM end a run as its runtime would, instead of killing the
+/// process: no job starts any more, each running one finishes what it has in flight, the
+/// report covers what ran ([`UringOutcome::interrupted`] says so) and the files the run
+/// created are removed as usual. A second signal kills the process. For the command
+/// line: a library caller (Python) keeps its own handlers.
+pub fn stop_on_interrupt() {
+    static INSTALL: std::sync::Once = std::sync::Once::new();
+    INSTALL.call_once(|| {
+        // SAFETY: a zeroed sigaction is valid; the handler only stores to an atomic, which
+        // is async-signal-safe; SA_RESETHAND gives the second signal its default action.
+        // Without SA_RESTART a wait in io_uring_enter returns EINTR, and the loop looks.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_interrupt as extern "C" fn(libc::c_int) as usize;
+            action.sa_flags = libc::SA_RESETHAND;
+            libc::sigemptyset(&mut action.sa_mask);
+            for signal in [libc::SIGINT, libc::SIGTERM] {
+                libc::sigaction(signal, &action, std::ptr::null_mut());
+            }
+        }
+    });
+}
+
+/// Whether a signal asked the runs to stop (see [`stop_on_interrupt`]).
+pub fn interrupted() -> bool {
+    INTERRUPTED.load(Ordering::SeqCst)
 }
 
 /// Whether io_uring works here (for tests that need it): `Err` says why not.

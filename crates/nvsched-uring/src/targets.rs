@@ -340,6 +340,9 @@ fn write_random(mut f: &File, path: &Path, size: u64, until_full: bool) -> Resul
     let mut rng = SimRng::seed_from(0x9e37_79b9_7f4a_7c15);
     let mut written = 0;
     while written < size {
+        if crate::interrupted() {
+            return Err(format!("interrupted while writing '{}'", path.display()));
+        }
         fill_random(&mut buf, &mut rng);
         let n = (size - written).min(chunk as u64) as usize;
         match f.write_all(&buf[..n]) {

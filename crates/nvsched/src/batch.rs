@@ -78,6 +78,9 @@ fn on_device<T>(
             if let Some(e) = outcome.io_errors.first() {
                 return Err(format!("I/O error: {e}"));
             }
+            if outcome.interrupted {
+                return Err("interrupted; the runs stop here".into());
+            }
             measure(&report)
         };
         opts.seed = seed;

@@ -796,6 +796,7 @@ fn cmd_run_uring(args: RunArgs) -> Result<(), String> {
     let jobs = run_jobs(&args)?;
     let (policy, override_warning) = nvsched::run::choose_policy(args.sched.as_deref(), "--sched", &jobs)?;
     nvsched_uring::available()?;
+    nvsched_uring::stop_on_interrupt();
     let opts = nvsched_uring::UringOptions {
         ring_entries: args.ring_entries.max(1),
         poll: args.poll,
@@ -822,6 +823,9 @@ fn cmd_run_uring(args: RunArgs) -> Result<(), String> {
     }
     if !outcome.verify_errors.is_empty() {
         return Err(format!("verify failed: {} bad block(s)", outcome.verify_errors.len()));
+    }
+    if outcome.interrupted {
+        return Err(format!("interrupted after {}: the report covers what ran until then", outcome.end));
     }
     // a failed I/O fails its job unless continue_on_error covers it
     failed_jobs(&report)
@@ -856,8 +860,10 @@ impl RealDevice {
     }
 }
 
+/// io_uring's options for the real-device commands, which a signal stops gracefully.
 fn uring_opts(allow_destructive: bool, seed: u64) -> Result<nvsched_uring::UringOptions, String> {
     nvsched_uring::available()?;
+    nvsched_uring::stop_on_interrupt();
     Ok(nvsched_uring::UringOptions {
         safety: nvsched_uring::targets::Safety { allow_destructive, ..Default::default() },
         seed,
@@ -871,6 +877,7 @@ fn uring_opts(allow_destructive: bool, seed: u64) -> Result<nvsched_uring::Uring
 fn tune_iocost_real(path: &Path, args: &TuneArgs) -> Result<Vec<nvsched::iocost_model::Coefficient>, String> {
     let size = nvsched::iocost_model::real_size_bytes(args.size.as_deref().unwrap_or("16g"))
         .map_err(|e| format!("--size: {e}"))?;
+    nvsched_uring::stop_on_interrupt();
     nvsched::realdev::on_target(path, size, args.allow_destructive, |writes, opts| {
         if !writes {
             reads_only(path);
@@ -895,6 +902,7 @@ fn cmd_calibrate(args: CalibrateArgs) -> Result<(), String> {
     let size = nvsched_workload::units::parse_size(&args.size, nvsched_workload::KbBase::Binary)
         .map_err(|e| format!("--size: {e}"))?;
     check_directory_of("--output", &args.output)?;
+    nvsched_uring::stop_on_interrupt();
     let m = nvsched::realdev::on_target(&args.filename, size, args.allow_destructive, |writes, opts| {
         if !writes {
             reads_only(&args.filename);

@@ -68,6 +68,9 @@ pub(crate) fn device_run(text: &str, opts: &UringOptions) -> Result<RunReport, S
     if let Some(e) = outcome.io_errors.first() {
         return Err(format!("I/O error during the measurement: {e}"));
     }
+    if outcome.interrupted {
+        return Err("interrupted during the measurement".into());
+    }
     Ok(report)
 }
 
@@ -210,7 +213,10 @@ pub fn compare(
 ) -> Result<(RunReport, RunReport), String> {
     let real_jobs = retarget(jobs, path);
     let policy = nvsched_policy::build(sched).map_err(|e| e.to_string())?;
-    let (real, _) = run_uring(&real_jobs, policy, opts, 0)?;
+    let (real, outcome) = run_uring(&real_jobs, policy, opts, 0)?;
+    if outcome.interrupted {
+        return Err("interrupted on the device; nothing to compare".into());
+    }
     let mut sim_jobs = jobs.clone();
     for spec in &mut sim_jobs.jobs {
         spec.filename = Some("/dev/nvme0n1".into());

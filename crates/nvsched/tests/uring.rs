@@ -1630,3 +1630,77 @@ fn sweep_and_tune_run_on_a_real_file_and_remove_the_file_they_created() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--size is tune iocost's"));
     std::fs::remove_dir_all(&d).unwrap();
 }
+
+/// Starts `nvsched args` in `d`, waits until `file` is laid out to `len` bytes and 300 ms
+/// more, then sends SIGINT; returns what the command did.
+fn interrupted(d: &Path, file: &Path, len: u64, args: &[&str]) -> Output {
+    let child = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+        .args(args)
+        .current_dir(d)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    for _ in 0..400 {
+        if std::fs::metadata(file).is_ok_and(|m| m.len() >= len) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let kill = Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(kill.success());
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn sigint_ends_a_real_run_early_with_its_report_and_without_its_files() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let data = d.join("int.dat");
+    let job = write_job(
+        &d,
+        "int.fio",
+        &format!(
+            "[global]\nfilename={}\nsize=16m\ndirect=1\nbs=4k\nrw=randread\nruntime=60s\ntime_based\n\
+             [a]\nioengine=io_uring\niodepth=8\n[b]\nstonewall\nioengine=psync\n",
+            data.display()
+        ),
+    );
+    let out = interrupted(
+        &d,
+        &data,
+        16 << 20,
+        &["run", job.to_str().unwrap(), "--engine", "uring", "--output-format", "json"],
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("interrupted after") && stderr.contains("the report covers what ran"), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("the report is printed");
+    let a = &v["jobs"][0];
+    assert_eq!(a["jobname"], "a");
+    assert!(a["read"]["total_ios"].as_u64().unwrap() > 0, "a ran until the signal");
+    assert!(a["job_runtime"].as_u64().unwrap() < 30_000, "and stopped at it, long before its 60 s: {a}");
+    assert!(!data.exists(), "the file the run created is removed");
+    // a sweep stops after the run the signal cut short, and removes its file too
+    let mix = write_job(&d, "mix.fio", SMALL_MIX.replace("300ms", "60s").as_str());
+    let sweep = d.join("sweep.dat");
+    let args = [
+        "sweep",
+        mix.to_str().unwrap(),
+        "--filename",
+        sweep.to_str().unwrap(),
+        "--sched",
+        "none",
+        "--sched",
+        "k2:bound=2",
+        "-q",
+    ];
+    let out = interrupted(&d, &sweep, 8 << 20, &args);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("none (seed 0): interrupted; the runs stop here"), "{out:?}");
+    assert!(!sweep.exists());
+    std::fs::remove_dir_all(&d).unwrap();
+}
