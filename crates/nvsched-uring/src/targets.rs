@@ -371,10 +371,17 @@ pub fn block_device_dir(path: &Path) -> Option<PathBuf> {
 
 /// The kernel I/O scheduler of the device holding `path` (`/sys/.../queue/scheduler`).
 pub fn kernel_scheduler(path: &Path) -> Option<String> {
+    kernel_scheduler_at(path).map(|(_, name)| name)
+}
+
+/// The kernel I/O scheduler of the device holding `path`, and the sysfs file that sets
+/// it.
+pub fn kernel_scheduler_at(path: &Path) -> Option<(PathBuf, String)> {
     let base = block_device_dir(path)?;
     for q in [base.join("queue/scheduler"), base.join("../queue/scheduler")] {
-        if let Ok(s) = std::fs::read_to_string(q) {
-            return s.split_whitespace().find(|w| w.starts_with('[')).map(|w| w.trim_matches(['[', ']']).to_string());
+        if let Ok(s) = std::fs::read_to_string(&q) {
+            let name = s.split_whitespace().find(|w| w.starts_with('['))?.trim_matches(['[', ']']).to_string();
+            return Some((q, name));
         }
     }
     None

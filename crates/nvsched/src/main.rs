@@ -814,7 +814,13 @@ fn cmd_run_uring(args: RunArgs) -> Result<(), String> {
     let series = RunSeries { policy_id: outcome.policy_id, policy: &outcome.policy, device: None };
     write_figures(&report, &series, &args)?;
     emit(&StatusSink::finish(sink, &mut report, &formats), &args.output)?;
-    print_warnings(jobs.warnings.iter().chain(&override_warning).chain(&jobs.real_device_warnings()));
+    let mut below: Vec<String> = Vec::new();
+    for w in outcome.targets.iter().filter_map(|t| nvsched::realdev::kernel_scheduler_warning(&t.path)) {
+        if !below.contains(&w) {
+            below.push(w);
+        }
+    }
+    print_warnings(jobs.warnings.iter().chain(&override_warning).chain(&jobs.real_device_warnings()).chain(&below));
     for e in outcome.io_errors.iter().take(10) {
         eprintln!("nvsched: I/O error: {e}");
     }
@@ -850,7 +856,7 @@ impl RealDevice {
         let Some(path) = path else { return Ok(None) };
         setup.check_real_device()?;
         let jobs = nvsched::realdev::retarget(jobs, path);
-        print_warnings(jobs.real_device_warnings());
+        print_warnings(jobs.real_device_warnings().into_iter().chain(nvsched::realdev::kernel_scheduler_warning(path)));
         Ok(Some(RealDevice { path: path.to_path_buf(), jobs, opts: uring_opts(allow_destructive, 0)? }))
     }
 

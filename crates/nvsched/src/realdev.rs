@@ -193,6 +193,24 @@ pub fn measurements_table(m: &Measurements) -> String {
     s
 }
 
+/// A warning when the kernel runs an I/O scheduler of its own (not `none`) on the device
+/// holding `path` (or, for a file not made yet, its directory): every request nvsched's
+/// policy dispatches passes through it too, so the figures include its queueing.
+pub fn kernel_scheduler_warning(path: &Path) -> Option<String> {
+    let held_by = if path.exists() { path } else { path.parent().filter(|p| !p.as_os_str().is_empty())? };
+    let (file, name) = nvsched_uring::targets::kernel_scheduler_at(held_by)?;
+    if name == "none" {
+        return None;
+    }
+    // .../block/vda/queue/scheduler: the disk's name, as /sys/block lists it
+    let file = file.canonicalize().ok()?;
+    let disk = file.parent()?.parent()?.file_name()?.to_string_lossy().into_owned();
+    Some(format!(
+        "the kernel's {name} scheduler runs on {disk} below the policy, so the figures include its queueing; \
+         `echo none > /sys/block/{disk}/queue/scheduler` (as root) leaves the policy alone in front of the device"
+    ))
+}
+
 /// The job file with every job's filename replaced by `path`.
 pub fn retarget(jobs: &JobFile, path: &Path) -> JobFile {
     let mut j = jobs.clone();

@@ -621,6 +621,10 @@ pub fn run_uring_with_status(
     nvsched.insert("engine".into(), json!("uring"));
     nvsched.insert("kernel".into(), json!(outcome.kernel));
     nvsched.insert("seed".into(), json!(opts.seed));
+    if outcome.interrupted {
+        // a signal ended the run early: the figures cover what ran until then
+        nvsched.insert("interrupted".into(), json!(true));
+    }
     nvsched.insert("policy".into(), policy_value(&policy_spec, policy_id, &given, host_cost, &outcome.policy));
     nvsched.insert(
         "targets".into(),

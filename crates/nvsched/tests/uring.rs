@@ -1588,6 +1588,13 @@ fn sweep_and_tune_run_on_a_real_file_and_remove_the_file_they_created() {
     ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!target.exists(), "the file the first run created is gone at the end");
+    // a kernel scheduler below the policy (this VM's disk runs mq-deadline) is named
+    let below = nvsched_uring::targets::kernel_scheduler(&d).filter(|s| s != "none");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    match below {
+        Some(s) => assert!(stderr.contains(&format!("the kernel's {s} scheduler runs on")), "{stderr}"),
+        None => assert!(!stderr.contains("scheduler runs on"), "{stderr}"),
+    }
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let s = &v["nvsched_sweep"];
     assert_eq!(s["device"].as_str(), Some(format!("{target_s} (real, io_uring)").as_str()));
@@ -1679,6 +1686,7 @@ fn sigint_ends_a_real_run_early_with_its_report_and_without_its_files() {
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("interrupted after") && stderr.contains("the report covers what ran"), "{stderr}");
     let v: Value = serde_json::from_slice(&out.stdout).expect("the report is printed");
+    assert_eq!(v["nvsched"]["interrupted"], true, "the JSON says the run was cut short");
     let a = &v["jobs"][0];
     assert_eq!(a["jobname"], "a");
     assert!(a["read"]["total_ios"].as_u64().unwrap() > 0, "a ran until the signal");
