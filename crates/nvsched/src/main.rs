@@ -856,7 +856,8 @@ impl RealDevice {
         let Some(path) = path else { return Ok(None) };
         setup.check_real_device()?;
         let jobs = nvsched::realdev::retarget(jobs, path);
-        print_warnings(jobs.real_device_warnings().into_iter().chain(nvsched::realdev::kernel_scheduler_warning(path)));
+        print_warnings(jobs.real_device_warnings());
+        on_real_device(path);
         Ok(Some(RealDevice { path: path.to_path_buf(), jobs, opts: uring_opts(allow_destructive, 0)? }))
     }
 
@@ -866,10 +867,16 @@ impl RealDevice {
     }
 }
 
-/// io_uring's options for the real-device commands, which a signal stops gracefully.
+/// Before the real-device commands run on `path`: a signal stops them gracefully from now
+/// on, and a kernel scheduler below the policy gets a warning.
+fn on_real_device(path: &Path) {
+    nvsched_uring::stop_on_interrupt();
+    print_warnings(nvsched::realdev::kernel_scheduler_warning(path));
+}
+
+/// io_uring's options for the real-device commands.
 fn uring_opts(allow_destructive: bool, seed: u64) -> Result<nvsched_uring::UringOptions, String> {
     nvsched_uring::available()?;
-    nvsched_uring::stop_on_interrupt();
     Ok(nvsched_uring::UringOptions {
         safety: nvsched_uring::targets::Safety { allow_destructive, ..Default::default() },
         seed,
@@ -883,7 +890,7 @@ fn uring_opts(allow_destructive: bool, seed: u64) -> Result<nvsched_uring::Uring
 fn tune_iocost_real(path: &Path, args: &TuneArgs) -> Result<Vec<nvsched::iocost_model::Coefficient>, String> {
     let size = nvsched::iocost_model::real_size_bytes(args.size.as_deref().unwrap_or("16g"))
         .map_err(|e| format!("--size: {e}"))?;
-    nvsched_uring::stop_on_interrupt();
+    on_real_device(path);
     nvsched::realdev::on_target(path, size, args.allow_destructive, |writes, opts| {
         if !writes {
             reads_only(path);
@@ -908,7 +915,7 @@ fn cmd_calibrate(args: CalibrateArgs) -> Result<(), String> {
     let size = nvsched_workload::units::parse_size(&args.size, nvsched_workload::KbBase::Binary)
         .map_err(|e| format!("--size: {e}"))?;
     check_directory_of("--output", &args.output)?;
-    nvsched_uring::stop_on_interrupt();
+    on_real_device(&args.filename);
     let m = nvsched::realdev::on_target(&args.filename, size, args.allow_destructive, |writes, opts| {
         if !writes {
             reads_only(&args.filename);
@@ -942,6 +949,7 @@ fn cmd_compare(args: CompareArgs) -> Result<(), String> {
     let (policy, override_warning) = nvsched::run::choose_policy(args.sched.as_deref(), "--sched", &jobs)?;
     print_warnings(override_warning);
     let opts = uring_opts(args.allow_destructive, args.seed)?;
+    on_real_device(&args.filename);
     let (real, sim) = nvsched::realdev::compare(&jobs, &args.filename, &profile, &policy.spec, &opts)?;
     println!(
         "{} under {} on {} (real, io_uring) vs {} (simulated)",
