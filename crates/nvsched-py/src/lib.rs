@@ -7,6 +7,7 @@ mod py_policy;
 use nvsched::policy::{BuiltPolicy, Params, COMMON_PARAMS, POLICIES};
 use nvsched::run::ChoosePolicy;
 use nvsched::ssd::builtin_profiles;
+use nvsched::tune::Center;
 use nvsched::workload::JobFile;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -250,8 +251,8 @@ fn tune_rows(rows: Vec<TuneRow>) -> Vec<nvsched::tune::Row> {
 fn tune_choose(rows: Vec<TuneRow>, objective: &str) -> PyResult<(Option<u32>, String, String)> {
     let objective = nvsched::tune::Objective::parse(objective).map_err(PyValueError::new_err)?;
     let rows = tune_rows(rows);
-    let (chosen, why) = nvsched::tune::choose(&rows, objective);
-    let table = nvsched::tune::table(&rows, chosen.map(|b| format!("k2:bound={b}")).as_deref(), None);
+    let (chosen, why) = nvsched::tune::choose(&rows, objective, Center::Mean);
+    let table = nvsched::tune::table(&rows, chosen.map(|b| format!("k2:bound={b}")).as_deref(), None, Center::Mean);
     Ok((chosen, why, table))
 }
 
@@ -266,8 +267,8 @@ fn tune_choose_setting(
 ) -> PyResult<(Option<String>, String, String)> {
     let objective = nvsched::tune::Objective::parse(objective).map_err(PyValueError::new_err)?;
     let rows = tune_rows(rows);
-    let (chosen, why) = nvsched::tune::choose_setting(&rows, objective, nvsched::tune::SETTINGS);
-    let table = nvsched::tune::table(&rows, chosen.as_deref(), latency_job.as_deref());
+    let (chosen, why) = nvsched::tune::choose_setting(&rows, objective, nvsched::tune::SETTINGS, Center::Mean);
+    let table = nvsched::tune::table(&rows, chosen.as_deref(), latency_job.as_deref(), Center::Mean);
     Ok((chosen, why, table))
 }
 

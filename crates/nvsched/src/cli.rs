@@ -39,9 +39,10 @@ pub(crate) enum Command {
     /// Run a job file under several policies and compare them, job by job.
     ///
     /// Prints, per policy, each job's bandwidth, IOPS and completion latency (mean, p99,
-    /// p99.9) and the total bandwidth; over several seeds the means, with each p99.9's
-    /// range. With --objective it also chooses one of the policies and says why.
-    /// Simulation only; the runs go in parallel.
+    /// p99.9) and the total bandwidth; over several seeds the means (on a real device, the
+    /// medians), with each p99.9's range. With --objective it also chooses one of the
+    /// policies and says why. Simulated runs go in parallel; with --filename they run on
+    /// the real file or device, one at a time.
     Sweep(SweepArgs),
     /// Choose policy parameters: K2's bound for an objective (by the K2 analysis' rules),
     /// any policy's parameters for the same objectives (--param), or io.cost's cost model
@@ -426,7 +427,8 @@ pub(crate) struct SweepSetup {
     pub(crate) seed: Option<u64>,
     /// Run every configuration once per seed (N, N-M or a comma list of them): the table
     /// shows the means and each p99.9's range over the seeds (tune chooses on the means,
-    /// as a reproduction averages its repetitions).
+    /// as a reproduction averages its repetitions; with --filename, on the medians, which
+    /// one run's outlier on a real device does not move).
     #[arg(long, value_name = "LIST", conflicts_with = "seed", value_parser = parse_seeds)]
     pub(crate) seeds: Option<Seeds>,
 }

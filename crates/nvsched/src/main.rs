@@ -570,13 +570,14 @@ fn tune_sweep(args: TuneArgs) -> Result<(), String> {
         eprintln!("nvsched: sweeping none and {sweeping} on {on}{over} ...");
     }
     let rows = nvsched::tune::sweep(jobs, target, &seeds, &configs, rt, !args.quiet)?;
+    let center = center_of(&device);
     let (chosen, why) = if k2_bounds {
-        let (bound, why) = nvsched::tune::choose(&rows, objective);
+        let (bound, why) = nvsched::tune::choose(&rows, objective, center);
         (bound.and_then(|b| configs.iter().find(|c| c.1 == Some(b))).map(|c| c.0.clone()), why)
     } else {
-        nvsched::tune::choose_setting(&rows, objective, nvsched::tune::SETTINGS)
+        nvsched::tune::choose_setting(&rows, objective, nvsched::tune::SETTINGS, center)
     };
-    let setup = nvsched::tune::Setup { policy: &args.policy, objective, job: &job, device: &on, seeds: &seeds };
+    let setup = nvsched::tune::Setup { policy: &args.policy, objective, job: &job, device: &on, seeds: &seeds, center };
     if let Some(dir) = &args.plot {
         let stem = dir.join("tune");
         nvsched::tune::figure(&rows, &setup, chosen.as_deref()).save(&stem)?;
@@ -588,7 +589,8 @@ fn tune_sweep(args: TuneArgs) -> Result<(), String> {
         "json" => format!("{:#}\n", nvsched::tune::to_json(&rows, &setup, chosen.as_deref(), &why)),
         _ => {
             let use_line = chosen.as_ref().map_or(String::new(), |spec| format!("Use: --sched {spec}\n"));
-            format!("{}\n{why}\n{use_line}", nvsched::tune::table(&rows, chosen.as_deref(), args.job.as_deref()))
+            let table = nvsched::tune::table(&rows, chosen.as_deref(), args.job.as_deref(), center);
+            format!("{table}\n{why}\n{use_line}")
         }
     };
     write_or_print(args.output.as_deref(), &text)
@@ -681,7 +683,8 @@ fn cmd_sweep(args: SweepArgs) -> Result<(), String> {
     }
     let progress = nvsched::progress::RunProgress::new("sweep", policies.len() * seeds.len(), show);
     let runs = nvsched::sweep::run(jobs, target, &policies, &seeds, &progress)?;
-    let summaries = nvsched::sweep::summarize(&runs);
+    let center = center_of(&device);
+    let summaries = nvsched::sweep::summarize(&runs, center);
     if let (Some(dir), Some(focus)) = (&args.plot, &runs[0].focus) {
         let stem = dir.join("sweep");
         nvsched::sweep::figure(&summaries, focus, objective).save(&stem)?;
@@ -689,10 +692,10 @@ fn cmd_sweep(args: SweepArgs) -> Result<(), String> {
             eprintln!("nvsched: wrote {}.png and .svg", stem.display());
         }
     }
-    let choice = objective.map(|o| nvsched::sweep::choose(&runs, o));
+    let choice = objective.map(|o| nvsched::sweep::choose(&runs, o, center));
     let text = match args.output_format.as_str() {
         "json" => {
-            let mut v = nvsched::sweep::to_json(&summaries, &seeds, &on);
+            let mut v = nvsched::sweep::to_json(&summaries, &seeds, &on, center);
             if let (Some(objective), Some((chosen, why))) = (&args.objective, &choice) {
                 v["nvsched_sweep"]["choice"] = serde_json::json!({
                     "objective": objective, "job": runs[0].focus, "chosen": chosen, "why": why,
@@ -864,6 +867,15 @@ impl RealDevice {
     /// How the tables and messages name it.
     fn name(&self) -> String {
         format!("{} (real, io_uring)", self.path.display())
+    }
+}
+
+/// How a sweep's repetitions make one figure: medians on a real device, whose tail
+/// changes from run to run (one outlier would move a mean), means in simulation.
+fn center_of(device: &Option<RealDevice>) -> nvsched::tune::Center {
+    match device {
+        Some(_) => nvsched::tune::Center::Median,
+        None => nvsched::tune::Center::Mean,
     }
 }
 

@@ -6,7 +6,7 @@
 
 use crate::batch::Target;
 use crate::progress::RunProgress;
-use crate::tune::{Objective, Row};
+use crate::tune::{Center, Objective, Row};
 use nvsched_core::PrioClass;
 use nvsched_report::plots::{Figure, Panel, PanelKind};
 use nvsched_report::JobStats;
@@ -173,7 +173,7 @@ pub fn run(
 /// applied to the policies, with `none` as the reference: each run's p99.9 of the focus
 /// job (in the direction it moved most requests) and its total bandwidth. Returns the
 /// chosen policy and a sentence explaining it.
-pub fn choose(runs: &[Run], objective: Objective) -> (Option<String>, String) {
+pub fn choose(runs: &[Run], objective: Objective, center: Center) -> (Option<String>, String) {
     let rows: Vec<Row> = runs
         .iter()
         .filter_map(|r| {
@@ -186,7 +186,7 @@ pub fn choose(runs: &[Run], objective: Objective) -> (Option<String>, String) {
             })
         })
         .collect();
-    let (chosen, why) = crate::tune::choose_setting(&rows, objective, crate::tune::POLICIES);
+    let (chosen, why) = crate::tune::choose_setting(&rows, objective, crate::tune::POLICIES, center);
     let job = runs.first().and_then(|r| r.focus.as_deref()).unwrap_or("-");
     (chosen, format!("{why} (The p99.9 is job {job}'s.)"))
 }
@@ -197,8 +197,8 @@ fn focus_line<'a>(lines: &'a [JobLine], focus: &str) -> Option<&'a JobLine> {
     lines.iter().filter(|l| l.job == focus).max_by(|a, b| a.iops.total_cmp(&b.iops))
 }
 
-/// Each policy's runs merged: means over the seeds, in the order of `runs`.
-pub fn summarize(runs: &[Run]) -> Vec<PolicySummary> {
+/// Each policy's runs merged: means (or medians) over the seeds, in the order of `runs`.
+pub fn summarize(runs: &[Run], center: Center) -> Vec<PolicySummary> {
     let mut policies: Vec<&str> = Vec::new();
     for r in runs {
         if !policies.contains(&r.policy.as_str()) {
@@ -209,7 +209,6 @@ pub fn summarize(runs: &[Run]) -> Vec<PolicySummary> {
         .into_iter()
         .map(|policy| {
             let mine: Vec<&Run> = runs.iter().filter(|r| r.policy == policy).collect();
-            let n = mine.len() as f64;
             // a line is matched by job and direction, over every run (in the order they
             // first appear): a run where a job moved no data in a direction counts it as
             // zero bandwidth, and leaves the latencies out
@@ -224,16 +223,21 @@ pub fn summarize(runs: &[Run]) -> Vec<PolicySummary> {
             for l in keys {
                 let same: Vec<&JobLine> =
                     mine.iter().filter_map(|r| r.lines.iter().find(|o| o.job == l.job && o.dir == l.dir)).collect();
-                let k = same.len() as f64;
-                let mean = |f: fn(&JobLine) -> f64| same.iter().map(|o| f(o)).sum::<f64>() / k;
+                let latency = |f: fn(&JobLine) -> f64| center.of(&same.iter().map(|o| f(o)).collect::<Vec<f64>>());
+                // a run without the line moved nothing there: zero, as one of the runs
+                let rate = |f: fn(&JobLine) -> f64| {
+                    let mut v: Vec<f64> = same.iter().map(|o| f(o)).collect();
+                    v.resize(mine.len(), 0.0);
+                    center.of(&v)
+                };
                 lines.push(JobLine {
                     job: l.job.clone(),
                     dir: l.dir,
-                    bw_mbps: same.iter().map(|o| o.bw_mbps).sum::<f64>() / n,
-                    iops: same.iter().map(|o| o.iops).sum::<f64>() / n,
-                    clat_mean_us: mean(|o| o.clat_mean_us),
-                    clat_p99_us: mean(|o| o.clat_p99_us),
-                    clat_p999_us: mean(|o| o.clat_p999_us),
+                    bw_mbps: rate(|o| o.bw_mbps),
+                    iops: rate(|o| o.iops),
+                    clat_mean_us: latency(|o| o.clat_mean_us),
+                    clat_p99_us: latency(|o| o.clat_p99_us),
+                    clat_p999_us: latency(|o| o.clat_p999_us),
                 });
                 let tails = same.iter().map(|o| o.clat_p999_us);
                 p999_range_us.push((tails.clone().fold(f64::INFINITY, f64::min), tails.fold(0.0, f64::max)));
@@ -243,14 +247,14 @@ pub fn summarize(runs: &[Run]) -> Vec<PolicySummary> {
                 runs: mine.len(),
                 lines,
                 p999_range_us,
-                total_bw_mbps: mine.iter().map(|r| r.total_bw_mbps).sum::<f64>() / n,
+                total_bw_mbps: center.of(&mine.iter().map(|r| r.total_bw_mbps).collect::<Vec<f64>>()),
             }
         })
         .collect()
 }
 
 /// The comparison as text: a block per policy, a line per job and direction, then the
-/// total bandwidth. Over several seeds the figures are means and a column gives the
+/// total bandwidth. Over several seeds the figures are means (or medians) and a column gives the
 /// p99.9's range.
 pub fn table(summaries: &[PolicySummary]) -> String {
     let spread = summaries.iter().any(|s| s.runs > 1);
@@ -283,7 +287,7 @@ pub fn table(summaries: &[PolicySummary]) -> String {
 }
 
 /// The comparison as JSON: the same figures as the table, one object per policy.
-pub fn to_json(summaries: &[PolicySummary], seeds: &[u64], device: &str) -> Value {
+pub fn to_json(summaries: &[PolicySummary], seeds: &[u64], device: &str, center: Center) -> Value {
     let policies: Vec<Value> = summaries
         .iter()
         .map(|s| {
@@ -302,7 +306,7 @@ pub fn to_json(summaries: &[PolicySummary], seeds: &[u64], device: &str) -> Valu
             json!({ "policy": s.policy, "runs": s.runs, "total_bw_mbps": s.total_bw_mbps, "jobs": jobs })
         })
         .collect();
-    json!({ "nvsched_sweep": { "device": device, "seeds": seeds, "policies": policies } })
+    json!({ "nvsched_sweep": { "device": device, "seeds": seeds, "center": center.name(), "policies": policies } })
 }
 
 /// The figure of the comparison: the focus job's p99.9 against total bandwidth (one
@@ -390,7 +394,7 @@ mod tests {
             run("none", 2, vec![line("rt", 900.0, 2.0), line("be", 1100.0, 1020.0)]),
             run("k2:bound=4", 1, vec![line("rt", 150.0, 2.0), line("be", 300.0, 280.0)]),
         ];
-        let s = summarize(&runs);
+        let s = summarize(&runs, Center::Mean);
         assert_eq!(s.iter().map(|p| p.policy.as_str()).collect::<Vec<_>>(), ["none", "k2:bound=4"]);
         assert_eq!((s[0].runs, s[1].runs), (2, 1));
         assert_eq!(s[0].lines[0].clat_p999_us, 800.0);
@@ -404,21 +408,38 @@ mod tests {
     }
 
     #[test]
+    fn medians_keep_one_outlier_run_out() {
+        let runs = vec![
+            run("none", 1, vec![line("rt", 700.0, 2.0)]),
+            run("none", 2, vec![line("rt", 5000.0, 2.0)]),
+            run("none", 3, vec![line("rt", 750.0, 3.0)]),
+        ];
+        let s = summarize(&runs, Center::Median);
+        assert_eq!(s[0].lines[0].clat_p999_us, 750.0, "not the mean, 2150");
+        assert_eq!(s[0].p999_range_us[0], (700.0, 5000.0), "the range still shows the outlier");
+        assert_eq!(s[0].total_bw_mbps, 2.0);
+        assert_eq!(to_json(&s, &[1, 2, 3], "d", Center::Median)["nvsched_sweep"]["center"], "median");
+        assert_eq!(Center::Median.of(&[4.0, 1.0, 3.0, 2.0]), 2.5, "an even count: the middle two's mean");
+        assert_eq!(Center::Mean.of(&[]), 0.0);
+    }
+
+    #[test]
     fn a_direction_missing_from_a_run_counts_as_no_bandwidth() {
         let runs = vec![run("none", 1, vec![line("w", 100.0, 50.0)]), run("none", 2, vec![])];
-        let s = summarize(&runs);
+        let s = summarize(&runs, Center::Mean);
         assert_eq!(s[0].lines[0].bw_mbps, 25.0);
         assert_eq!(s[0].lines[0].clat_p999_us, 100.0, "latencies of the runs that had some");
         // also when the first run is the one without it
         let runs = vec![run("none", 1, vec![]), run("none", 2, vec![line("w", 100.0, 50.0)])];
-        assert_eq!(summarize(&runs)[0].lines[0].bw_mbps, 25.0);
+        assert_eq!(summarize(&runs, Center::Mean)[0].lines[0].bw_mbps, 25.0);
+        assert_eq!(summarize(&runs, Center::Median)[0].lines[0].bw_mbps, 25.0, "of 0 and 50");
     }
 
     #[test]
     fn one_seed_has_no_range_column() {
-        let s = summarize(&[run("none", 0, vec![line("rt", 700.0, 2.0)])]);
+        let s = summarize(&[run("none", 0, vec![line("rt", 700.0, 2.0)])], Center::Mean);
         assert!(!table(&s).contains("range"));
-        let v = to_json(&s, &[0], "970evoplus-250g");
+        let v = to_json(&s, &[0], "970evoplus-250g", Center::Mean);
         assert_eq!(v["nvsched_sweep"]["policies"][0]["jobs"][0]["clat_p999_us"], json!(700.0));
     }
 }

@@ -219,9 +219,58 @@ pub fn sweep(
         .collect())
 }
 
+/// How one configuration's runs over several seeds make one figure.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Center {
+    /// The mean, as a reproduction averages its repetitions: simulated runs.
+    #[default]
+    Mean,
+    /// The median, which one run's outlier does not move: runs on a real device, whose
+    /// tail changes from run to run.
+    Median,
+}
+
+impl Center {
+    /// The center of `values` (0 for none).
+    pub fn of(self, values: &[f64]) -> f64 {
+        if values.is_empty() {
+            return 0.0;
+        }
+        match self {
+            Center::Mean => values.iter().sum::<f64>() / values.len() as f64,
+            Center::Median => {
+                let mut sorted = values.to_vec();
+                sorted.sort_by(f64::total_cmp);
+                let mid = sorted.len() / 2;
+                if sorted.len() % 2 == 1 {
+                    sorted[mid]
+                } else {
+                    (sorted[mid - 1] + sorted[mid]) / 2.0
+                }
+            }
+        }
+    }
+
+    /// "Means" or "Medians", as the sentences say.
+    pub fn plural(self) -> &'static str {
+        match self {
+            Center::Mean => "Means",
+            Center::Median => "Medians",
+        }
+    }
+
+    /// "mean" or "median", as the JSON says.
+    pub fn name(self) -> &'static str {
+        match self {
+            Center::Mean => "mean",
+            Center::Median => "median",
+        }
+    }
+}
+
 /// One configuration's runs over the seeds.
 struct Merged {
-    /// Means over the runs.
+    /// The runs' centers (means or medians).
     row: Row,
     runs: usize,
     rt_p999_min_us: f64,
@@ -231,7 +280,7 @@ struct Merged {
 }
 
 /// Groups the rows by configuration (policy spec), in the order they first appear.
-fn merge(rows: &[Row]) -> Vec<Merged> {
+fn merge(rows: &[Row], center: Center) -> Vec<Merged> {
     let mut policies: Vec<&str> = Vec::new();
     for r in rows {
         if !policies.contains(&r.policy.as_str()) {
@@ -242,12 +291,12 @@ fn merge(rows: &[Row]) -> Vec<Merged> {
         .into_iter()
         .map(|policy| {
             let runs: Vec<&Row> = rows.iter().filter(|r| r.policy == policy).collect();
-            let n = runs.len() as f64;
             let tails = runs.iter().map(|r| r.rt_p999_us);
+            let bws: Vec<f64> = runs.iter().map(|r| r.total_bw_mbps).collect();
             Merged {
                 row: Row {
-                    rt_p999_us: tails.clone().sum::<f64>() / n,
-                    total_bw_mbps: runs.iter().map(|r| r.total_bw_mbps).sum::<f64>() / n,
+                    rt_p999_us: center.of(&tails.clone().collect::<Vec<f64>>()),
+                    total_bw_mbps: center.of(&bws),
                     ..runs[0].clone()
                 },
                 runs: runs.len(),
@@ -292,7 +341,7 @@ fn row_of(report: &nvsched_report::RunReport, rt: usize) -> Result<Row, String> 
 /// Appends "(Means of N seeds.)" to `why` when the configurations ran more than once,
 /// and, where the chosen configuration met the objective's limit on its mean but not on
 /// every seed, on how many it missed: the choice is then closer than the means say.
-fn with_runs(merged: &[Merged], chosen: Option<&str>, objective: Objective, why: String) -> String {
+fn with_runs(merged: &[Merged], chosen: Option<&str>, objective: Objective, center: Center, why: String) -> String {
     let runs = merged.iter().map(|m| m.runs).max().unwrap_or(1);
     if runs < 2 {
         return why;
@@ -315,16 +364,16 @@ fn with_runs(merged: &[Merged], chosen: Option<&str>, objective: Objective, why:
         };
         (what > 0).then(|| format!(" Its {limit} on {what} of {} seeds ({worst}).", pick.runs))
     });
-    format!("{why} (Means of {runs} seeds.){}", misses.unwrap_or_default())
+    format!("{why} ({} of {runs} seeds.){}", center.plural(), misses.unwrap_or_default())
 }
 
 /// The K2 analysis' guideline on the bounds' means over their runs (seeds), and a
 /// sentence explaining the choice.
-pub fn choose(rows: &[Row], objective: Objective) -> (Option<u32>, String) {
-    let merged = merge(rows);
+pub fn choose(rows: &[Row], objective: Objective, center: Center) -> (Option<u32>, String) {
+    let merged = merge(rows, center);
     let (chosen, why) = choose_on_means(&merged.iter().map(|m| m.row.clone()).collect::<Vec<_>>(), objective);
     let spec = merged.iter().find(|m| chosen.is_some() && m.row.bound == chosen).map(|m| m.row.policy.as_str());
-    (chosen, with_runs(&merged, spec, objective, why))
+    (chosen, with_runs(&merged, spec, objective, center, why))
 }
 
 fn choose_on_means(rows: &[Row], objective: Objective) -> (Option<u32>, String) {
@@ -374,9 +423,14 @@ fn choose_on_means(rows: &[Row], objective: Objective) -> (Option<u32>, String) 
 /// `none`'s bandwidth (the more bandwidth on a tie). Returns the chosen spec and a
 /// sentence explaining it, which calls the candidates `noun` (singular, plural:
 /// [`SETTINGS`], [`POLICIES`]).
-pub fn choose_setting(rows: &[Row], objective: Objective, noun: (&str, &str)) -> (Option<String>, String) {
+pub fn choose_setting(
+    rows: &[Row],
+    objective: Objective,
+    noun: (&str, &str),
+    center: Center,
+) -> (Option<String>, String) {
     let (one, many) = noun;
-    let merged = merge(rows);
+    let merged = merge(rows, center);
     let means: Vec<&Row> = merged.iter().map(|m| &m.row).collect();
     let Some(none) = means.iter().find(|r| r.policy == REFERENCE) else {
         return (None, "no `none` reference run".into());
@@ -440,15 +494,15 @@ pub fn choose_setting(rows: &[Row], objective: Objective, noun: (&str, &str)) ->
             }
         }
     };
-    let explained = with_runs(&merged, why.0.as_deref(), objective, why.1);
+    let explained = with_runs(&merged, why.0.as_deref(), objective, center, why.1);
     (why.0, explained)
 }
 
 /// The sweep as a table: one line per configuration, with the means over its runs and,
 /// over several seeds, the range of the latency-critical job's p99.9 (`job`'s, else the
 /// real-time job's); `chosen` (a policy spec) is marked.
-pub fn table(rows: &[Row], chosen: Option<&str>, job: Option<&str>) -> String {
-    let merged = merge(rows);
+pub fn table(rows: &[Row], chosen: Option<&str>, job: Option<&str>, center: Center) -> String {
+    let merged = merge(rows, center);
     let spread = merged.iter().any(|m| m.runs > 1);
     let width = merged.iter().map(|m| m.row.policy.len() + 1).max().unwrap_or(0).max(14);
     let tail = format!("{} p99.9 (us)", job.unwrap_or("RT"));
@@ -479,12 +533,13 @@ pub struct Setup<'a> {
     pub job: &'a str,
     pub device: &'a str,
     pub seeds: &'a [u64],
+    pub center: Center,
 }
 
 /// The sweep as JSON: each configuration's means over its runs (`none` first), the
 /// objective's limit, the choice and the sentence explaining it.
 pub fn to_json(rows: &[Row], setup: &Setup<'_>, chosen: Option<&str>, why: &str) -> serde_json::Value {
-    let merged = merge(rows);
+    let merged = merge(rows, setup.center);
     let none = merged.iter().find(|m| m.row.policy == REFERENCE).map(|m| &m.row);
     let (p999_limit, bw_floor) = none.map_or((None, None), |n| setup.objective.limits(n));
     let settings: Vec<serde_json::Value> = merged
@@ -499,7 +554,7 @@ pub fn to_json(rows: &[Row], setup: &Setup<'_>, chosen: Option<&str>, why: &str)
         .collect();
     serde_json::json!({ "nvsched_tune": {
         "policy": setup.policy, "objective": setup.objective.name(), "job": setup.job,
-        "device": setup.device, "seeds": setup.seeds,
+        "device": setup.device, "seeds": setup.seeds, "center": setup.center.name(),
         "p999_limit_us": p999_limit, "bw_floor_mbps": bw_floor,
         "settings": settings, "chosen": chosen, "why": why,
     }})
@@ -508,7 +563,7 @@ pub fn to_json(rows: &[Row], setup: &Setup<'_>, chosen: Option<&str>, why: &str)
 /// The sweep as a figure: each setting's p99.9 against total bandwidth, `none` and the
 /// choice as series of their own, the objective's limit in the title.
 pub fn figure(rows: &[Row], setup: &Setup<'_>, chosen: Option<&str>) -> Figure {
-    let merged = merge(rows);
+    let merged = merge(rows, setup.center);
     let point = |r: &Row| {
         let label = r.policy.split_once(':').map_or(r.policy.as_str(), |(_, params)| params).to_string();
         (r.total_bw_mbps, r.rt_p999_us, label)
@@ -563,13 +618,13 @@ mod tests {
             Row { policy: "k2:bound=8".into(), bound: Some(8), rt_p999_us: 400.0, total_bw_mbps: 400.0 },
             Row { policy: "k2:bound=32".into(), bound: Some(32), rt_p999_us: 900.0, total_bw_mbps: 590.0 },
         ];
-        let (b, why) = choose(&rows, Objective::Latency(0.5));
+        let (b, why) = choose(&rows, Objective::Latency(0.5), Center::Mean);
         assert_eq!(b, Some(8));
         assert!(why.starts_with("O1: bound 8 is the largest"), "{why}");
-        let (b, why) = choose(&rows, Objective::Bandwidth(0.9));
+        let (b, why) = choose(&rows, Objective::Bandwidth(0.9), Center::Mean);
         assert_eq!(b, Some(32));
         assert!(why.contains("smallest"), "{why}");
-        assert_eq!(choose(&rows, Objective::Latency(0.1)).0, None);
+        assert_eq!(choose(&rows, Objective::Latency(0.1), Center::Mean).0, None);
     }
 
     #[test]
@@ -589,32 +644,54 @@ mod tests {
             row(Some(8), 440.0, 400.0),
             row(Some(8), 600.0, 380.0),
         ];
-        let (b, why) = choose(&rows, Objective::Latency(0.5));
+        let (b, why) = choose(&rows, Objective::Latency(0.5), Center::Mean);
         assert_eq!(b, Some(4), "{why}");
         assert!(why.contains("(320 us)") && why.ends_with("(Means of 2 seeds.)"), "{why}");
         // bound 8 meets the 500 us limit on its mean (490 us), not on the second seed
         let mut close = rows.clone();
         close[5].rt_p999_us = 540.0;
-        let (b, why) = choose(&close, Objective::Latency(0.5));
+        let (b, why) = choose(&close, Objective::Latency(0.5), Center::Mean);
         assert_eq!(b, Some(8), "{why}");
         assert!(
             why.ends_with("(Means of 2 seeds.) Its p99.9 is over the 500 us limit on 1 of 2 seeds (up to 540 us)."),
             "{why}"
         );
-        let (chosen, why) = choose_setting(&close[..2], Objective::Bandwidth(0.65), POLICIES);
+        let (chosen, why) = choose_setting(&close[..2], Objective::Bandwidth(0.65), POLICIES, Center::Mean);
         assert_eq!((chosen, why.as_str()), (None, "Nothing to choose: no policy ran besides none, the reference."));
-        let (_, why) = choose_setting(&close, Objective::Bandwidth(0.65), SETTINGS);
+        let (_, why) = choose_setting(&close, Objective::Bandwidth(0.65), SETTINGS, Center::Mean);
         assert!(
             why.contains("k2:bound=8") && why.ends_with("under the 390 MB/s floor on 1 of 2 seeds (down to 380 MB/s)."),
             "{why}"
         );
-        assert_eq!(choose(&rows[4..5], Objective::Latency(0.5)).0, None, "no none run");
-        let t = table(&rows, Some("k2:bound=4"), None);
+        assert_eq!(choose(&rows[4..5], Objective::Latency(0.5), Center::Mean).0, None, "no none run");
+        let t = table(&rows, Some("k2:bound=4"), None, Center::Mean);
         assert_eq!(t.lines().count(), 4, "one line per configuration:\n{t}");
         assert!(t.contains("p99.9 min-max (us)") && t.contains("440-600"), "{t}");
         assert!(t.lines().nth(2).unwrap().contains("210.0") && t.contains("<- chosen"), "{t}");
         // one seed: the table as before
-        assert!(!table(&rows[..1], None, None).contains("min-max"));
+        assert!(!table(&rows[..1], None, None, Center::Mean).contains("min-max"));
+    }
+
+    #[test]
+    fn medians_choose_past_one_outlier_run() {
+        let row = |bound: Option<u32>, p: f64, bw: f64| Row {
+            policy: bound.map_or("none".into(), |b| format!("k2:bound={b}")),
+            bound,
+            rt_p999_us: p,
+            total_bw_mbps: bw,
+        };
+        // bound 8's third run has a 2 ms tail: its mean (940 us) misses the 500 us limit,
+        // its median (420 us) does not
+        let mut rows = vec![];
+        for (p4, p8) in [(300.0, 400.0), (310.0, 420.0), (320.0, 2000.0)] {
+            rows.extend([row(None, 1000.0, 600.0), row(Some(4), p4, 200.0), row(Some(8), p8, 400.0)]);
+        }
+        assert_eq!(choose(&rows, Objective::Latency(0.5), Center::Mean).0, Some(4));
+        let (b, why) = choose(&rows, Objective::Latency(0.5), Center::Median);
+        assert_eq!(b, Some(8), "{why}");
+        assert!(why.contains("(420 us)") && why.contains("(Medians of 3 seeds.) Its p99.9 is over"), "{why}");
+        let (spec, _) = choose_setting(&rows, Objective::Latency(0.5), SETTINGS, Center::Median);
+        assert_eq!(spec.as_deref(), Some("k2:bound=8"));
     }
 
     fn setting(policy: &str, p: f64, bw: f64) -> Row {
@@ -662,7 +739,10 @@ mod tests {
         // more bandwidth (the tail need not grow with the value, as K2's bound's does)
         let by_value =
             vec![setting("none", 1000.0, 600.0), setting("p:x=1", 300.0, 550.0), setting("p:x=2", 400.0, 300.0)];
-        assert_eq!(choose_setting(&by_value, Objective::Latency(0.5), SETTINGS).0.as_deref(), Some("p:x=1"));
+        assert_eq!(
+            choose_setting(&by_value, Objective::Latency(0.5), SETTINGS, Center::Mean).0.as_deref(),
+            Some("p:x=1")
+        );
         let rows = vec![
             setting("none", 1000.0, 600.0),
             setting("p:x=3", 450.0, 500.0),
@@ -670,13 +750,13 @@ mod tests {
             setting("p:x=2", 700.0, 590.0),
             setting("p:x=4", 480.0, 550.0),
         ];
-        let (chosen, why) = choose_setting(&rows, Objective::Latency(0.5), SETTINGS);
+        let (chosen, why) = choose_setting(&rows, Objective::Latency(0.5), SETTINGS, Center::Mean);
         assert_eq!(chosen.as_deref(), Some("p:x=4"), "{why}");
         assert!(
             why.starts_with("O1: p:x=4 gives the most bandwidth, 550 MB/s (92% of none's), of the 3 of 4 settings"),
             "{why}"
         );
-        let (chosen, why) = choose_setting(&rows, Objective::Bandwidth(0.8), SETTINGS);
+        let (chosen, why) = choose_setting(&rows, Objective::Bandwidth(0.8), SETTINGS, Center::Mean);
         assert_eq!(chosen.as_deref(), Some("p:x=3"), "{why}");
         assert!(
             why.contains("lowest p99.9, 450 us (none: 1000 us), of the 3 of 4 settings")
@@ -684,37 +764,37 @@ mod tests {
             "{why}"
         );
         // one fits
-        let (chosen, why) = choose_setting(&rows, Objective::Bandwidth(0.95), SETTINGS);
+        let (chosen, why) = choose_setting(&rows, Objective::Bandwidth(0.95), SETTINGS, Center::Mean);
         assert_eq!(chosen.as_deref(), Some("p:x=2"));
         assert!(why.contains("the only one of the 4 settings"), "{why}");
         // none fits: say which comes closest
-        let (chosen, why) = choose_setting(&rows, Objective::Latency(0.2), SETTINGS);
+        let (chosen, why) = choose_setting(&rows, Objective::Latency(0.2), SETTINGS, Center::Mean);
         assert_eq!(chosen, None);
         assert!(
             why.contains("no setting keeps the p99.9 within 20%") && why.contains("the lowest is 300 us, under p:x=1"),
             "{why}"
         );
-        let (chosen, why) = choose_setting(&rows, Objective::Bandwidth(1.0), SETTINGS);
+        let (chosen, why) = choose_setting(&rows, Objective::Bandwidth(1.0), SETTINGS, Center::Mean);
         assert_eq!(chosen, None);
         assert!(why.contains("the most is 590 MB/s, under p:x=2"), "{why}");
         // a tie on bandwidth goes to the lower tail, on the tail to the more bandwidth
         let tie = vec![setting("none", 1000.0, 600.0), setting("p:x=1", 400.0, 500.0), setting("p:x=2", 300.0, 500.0)];
-        assert_eq!(choose_setting(&tie, Objective::Latency(0.5), SETTINGS).0.as_deref(), Some("p:x=2"));
+        assert_eq!(choose_setting(&tie, Objective::Latency(0.5), SETTINGS, Center::Mean).0.as_deref(), Some("p:x=2"));
         let tie = vec![setting("none", 1000.0, 600.0), setting("p:x=1", 300.0, 400.0), setting("p:x=2", 300.0, 500.0)];
-        assert_eq!(choose_setting(&tie, Objective::Bandwidth(0.5), SETTINGS).0.as_deref(), Some("p:x=2"));
-        assert_eq!(choose_setting(&rows[1..], Objective::Latency(0.5), SETTINGS).0, None, "no none run");
-        let (_, why) = choose_setting(&rows, Objective::Latency(0.5), POLICIES);
+        assert_eq!(choose_setting(&tie, Objective::Bandwidth(0.5), SETTINGS, Center::Mean).0.as_deref(), Some("p:x=2"));
+        assert_eq!(choose_setting(&rows[1..], Objective::Latency(0.5), SETTINGS, Center::Mean).0, None, "no none run");
+        let (_, why) = choose_setting(&rows, Objective::Latency(0.5), POLICIES, Center::Mean);
         assert!(why.contains("of the 3 of 4 policies whose"), "{why}");
-        assert!(choose_setting(&rows, Objective::Latency(0.2), POLICIES).1.contains("no policy keeps"));
+        assert!(choose_setting(&rows, Objective::Latency(0.2), POLICIES, Center::Mean).1.contains("no policy keeps"));
         // the table marks the chosen spec and fits the longest name; a named job heads the tail
-        let t = table(&rows, Some("p:x=4"), Some("db"));
+        let t = table(&rows, Some("p:x=4"), Some("db"), Center::Mean);
         assert!(t.lines().next().unwrap().contains(" db p99.9 (us) "), "{t}");
         assert_eq!(t.lines().filter(|l| l.ends_with("<- chosen")).count(), 1, "{t}");
         assert!(t.lines().find(|l| l.ends_with("<- chosen")).unwrap().starts_with("p:x=4 "), "{t}");
         let long = vec![setting("none", 1.0, 1.0), setting("k2-adaptive:target_p999=300us", 1.0, 1.0)];
-        assert!(table(&long, None, None)
+        assert!(table(&long, None, None, Center::Mean)
             .lines()
-            .all(|l| l.len() == table(&long, None, None).lines().next().unwrap().len()));
+            .all(|l| l.len() == table(&long, None, None, Center::Mean).lines().next().unwrap().len()));
     }
 
     #[test]
@@ -725,11 +805,18 @@ mod tests {
             Row { bound: Some(4), ..setting("k2:bound=4", 300.0, 350.0) },
             Row { bound: Some(4), ..setting("k2:bound=4", 500.0, 370.0) },
         ];
-        let setup =
-            Setup { policy: "k2", objective: Objective::Bandwidth(0.5), job: "rt", device: "d", seeds: &[1, 2] };
+        let setup = Setup {
+            policy: "k2",
+            objective: Objective::Bandwidth(0.5),
+            job: "rt",
+            device: "d",
+            seeds: &[1, 2],
+            center: Center::Mean,
+        };
         let v = to_json(&rows, &setup, Some("k2:bound=4"), "why");
         let t = &v["nvsched_tune"];
         assert_eq!(t["objective"], "bandwidth:50%");
+        assert_eq!(t["center"], "mean");
         for typed in ["latency:29%", "bandwidth:57%", "latency:12.5%"] {
             assert_eq!(Objective::parse(typed).unwrap().name(), typed);
         }

@@ -1598,6 +1598,7 @@ fn sweep_and_tune_run_on_a_real_file_and_remove_the_file_they_created() {
     let v: Value = serde_json::from_slice(&out.stdout).unwrap();
     let s = &v["nvsched_sweep"];
     assert_eq!(s["device"].as_str(), Some(format!("{target_s} (real, io_uring)").as_str()));
+    assert_eq!(s["center"], "median", "a device's repetitions are summed up by their medians");
     for p in s["policies"].as_array().unwrap() {
         assert_eq!(p["runs"], 2, "{p}");
         for j in p["jobs"].as_array().unwrap() {
