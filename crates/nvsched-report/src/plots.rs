@@ -205,6 +205,50 @@ fn point_labels(
     groups.into_iter().map(|(label, _)| label).collect()
 }
 
+/// Where each label of `labels` (from [`point_labels`]) is written, as a pixel offset of
+/// its text's top left corner from its point, on a plot `w` x `h` pixels: right of the
+/// point, unless the text would cover another label or a dot (of `points`) there or
+/// leave the plot; then a line above, a line below, or left of the point, whichever is
+/// free first.
+fn label_offsets(
+    labels: &[LabelledPoint],
+    points: &[LabelledPoint],
+    (x0, x1, log_x): (f64, f64, bool),
+    (y0, y1, log_y): (f64, f64, bool),
+    (w, h): (f64, f64),
+) -> Vec<(i32, i32)> {
+    const LINE_PX: f64 = 13.0;
+    const DOT_PX: f64 = 4.0;
+    let at = |x: f64, y: f64| (axis_fraction(x, (x0, x1, log_x)) * w, (1.0 - axis_fraction(y, (y0, y1, log_y))) * h);
+    type Box = (f64, f64, f64, f64);
+    let overlaps = |a: &Box, b: &Box| a.0 < b.2 && b.0 < a.2 && a.1 < b.3 && b.1 < a.3;
+    let mut taken: Vec<Box> = points
+        .iter()
+        .map(|p| {
+            let (px, py) = at(p.0, p.1);
+            (px - DOT_PX, py - DOT_PX, px + DOT_PX, py + DOT_PX)
+        })
+        .collect();
+    labels
+        .iter()
+        .map(|(x, y, text)| {
+            let (px, py) = at(*x, *y);
+            let text_w = label_width_px(text.chars().count()) - 12.0;
+            let candidates = [(6.0, -6.0), (6.0, -6.0 - LINE_PX), (6.0, -6.0 + LINE_PX), (-6.0 - text_w, -6.0)];
+            let text_box = |(dx, dy): (f64, f64)| (px + dx, py + dy, px + dx + text_w, py + dy + LINE_PX - 1.0);
+            // inside the plot (the x axis was widened for text right of the points)
+            let inside = |b: &Box| b.0 >= 0.0 && b.1 >= 0.0 && b.3 <= h;
+            let free = |c: (f64, f64)| {
+                let b = text_box(c);
+                inside(&b) && !taken.iter().any(|t| overlaps(&b, t))
+            };
+            let chosen = candidates.into_iter().find(|&c| free(c)).unwrap_or(candidates[0]);
+            taken.push(text_box(chosen));
+            (chosen.0.round() as i32, chosen.1.round() as i32)
+        })
+        .collect()
+}
+
 /// The points of every series, whose labels are placed together: points of different
 /// series can be as close as those of one.
 fn every_point(series: &[(String, Vec<LabelledPoint>)]) -> Vec<LabelledPoint> {
@@ -478,10 +522,16 @@ where
                     },
                 );
             }
+            let points = every_point(series);
+            let (xs, ys) = ((x0, x1, p.log_x), (y0, y1, p.log_y));
+            let labels = point_labels(&points, xs, ys, plot_px);
+            let (w, h) = chart.plotting_area().dim_in_pixel();
+            let offsets = label_offsets(&labels, &points, xs, ys, (f64::from(w), f64::from(h)));
             chart.draw_series(
-                point_labels(&every_point(series), (x0, x1, p.log_x), (y0, y1, p.log_y), plot_px)
+                labels
                     .into_iter()
-                    .map(|(x, y, label)| EmptyElement::at((x, y)) + Text::new(label, (6, -6), (FONT, 11))),
+                    .zip(offsets)
+                    .map(|((x, y, label), at)| EmptyElement::at((x, y)) + Text::new(label, at, (FONT, 11))),
             )?;
             for (k, (name, pts)) in series.iter().enumerate() {
                 let c = PALETTE[k % PALETTE.len()];
@@ -546,6 +596,32 @@ mod tests {
         let pts = vec![(47.0, 202.0, "K2-1".into()), (92.0, 196.0, "K2-2".into()), (44.0, 217.0, "K2-1".into())];
         let labels = point_labels(&pts, (0.0, 650.0, false), (150.0, 4000.0, true), 370.0);
         assert_eq!(labels, vec![(92.0, 196.0, "K2-1, K2-2".to_owned())]);
+    }
+
+    #[test]
+    fn a_label_that_would_cover_a_dot_or_a_label_moves_up_down_or_left() {
+        let span = ((0.0, 100.0, false), (0.0, 100.0, false));
+        let place = |labels: &[LabelledPoint], points: &[LabelledPoint]| {
+            label_offsets(labels, points, span.0, span.1, (400.0, 400.0))
+        };
+        let at = |x: f64, y: f64, text: &str| -> LabelledPoint { (x, y, text.to_string()) };
+        // alone: right of its dot
+        let a = at(10.0, 50.0, "K2-1, K2-2");
+        assert_eq!(place(std::slice::from_ref(&a), std::slice::from_ref(&a)), [(6, -6)]);
+        // a dot 20 px to the right, on the same line, is under the 59 px of text: up a line
+        assert_eq!(place(std::slice::from_ref(&a), &[a.clone(), at(15.0, 50.0, "K2-4")]), [(6, -19)]);
+        // a point 8 px below, whose label would run into the first one's: the first keeps
+        // its place, the second goes a line down (a line up meets the first too)
+        let c = at(10.0, 48.0, "K2-8");
+        assert_eq!(place(&[a.clone(), c.clone()], &[a.clone(), c]), [(6, -6), (6, 7)]);
+        // no room right, above or below: left of the dot
+        let b = at(30.0, 50.0, "K2-1, K2-2");
+        let crowd = [at(33.0, 50.0, ""), at(33.0, 53.0, ""), at(33.0, 47.0, ""), b.clone()];
+        let text_w = label_width_px(b.2.chars().count()) - 12.0;
+        assert_eq!(place(std::slice::from_ref(&b), &crowd), [(-6 - text_w.round() as i32, -6)]);
+        // but not out of the plot: at its left edge the text stays right, over the crowd
+        let edge = [at(3.0, 50.0, ""), at(3.0, 53.0, ""), at(3.0, 47.0, ""), at(0.0, 50.0, "K2-1, K2-2")];
+        assert_eq!(place(&edge[3..], &edge), [(6, -6)]);
     }
 
     #[test]
