@@ -629,20 +629,14 @@ mod tests {
 
     #[test]
     fn several_seeds_are_averaged_per_bound() {
-        let row = |bound: Option<u32>, p: f64, bw: f64| Row {
-            policy: bound.map_or("none".into(), |b| format!("k2:bound={b}")),
-            bound,
-            rt_p999_us: p,
-            total_bw_mbps: bw,
-        };
         // bound 8 meets the 500 us limit on one seed only; its mean (520 us) does not
         let rows = vec![
-            row(None, 1000.0, 600.0),
-            row(None, 1000.0, 600.0),
-            row(Some(4), 300.0, 200.0),
-            row(Some(4), 340.0, 220.0),
-            row(Some(8), 440.0, 400.0),
-            row(Some(8), 600.0, 380.0),
+            k2_row(None, 1000.0, 600.0),
+            k2_row(None, 1000.0, 600.0),
+            k2_row(Some(4), 300.0, 200.0),
+            k2_row(Some(4), 340.0, 220.0),
+            k2_row(Some(8), 440.0, 400.0),
+            k2_row(Some(8), 600.0, 380.0),
         ];
         let (b, why) = choose(&rows, Objective::Latency(0.5), Center::Mean);
         assert_eq!(b, Some(4), "{why}");
@@ -674,17 +668,11 @@ mod tests {
 
     #[test]
     fn medians_choose_past_one_outlier_run() {
-        let row = |bound: Option<u32>, p: f64, bw: f64| Row {
-            policy: bound.map_or("none".into(), |b| format!("k2:bound={b}")),
-            bound,
-            rt_p999_us: p,
-            total_bw_mbps: bw,
-        };
         // bound 8's third run has a 2 ms tail: its mean (940 us) misses the 500 us limit,
         // its median (420 us) does not
         let mut rows = vec![];
         for (p4, p8) in [(300.0, 400.0), (310.0, 420.0), (320.0, 2000.0)] {
-            rows.extend([row(None, 1000.0, 600.0), row(Some(4), p4, 200.0), row(Some(8), p8, 400.0)]);
+            rows.extend([k2_row(None, 1000.0, 600.0), k2_row(Some(4), p4, 200.0), k2_row(Some(8), p8, 400.0)]);
         }
         assert_eq!(choose(&rows, Objective::Latency(0.5), Center::Mean).0, Some(4));
         let (b, why) = choose(&rows, Objective::Latency(0.5), Center::Median);
@@ -692,6 +680,16 @@ mod tests {
         assert!(why.contains("(420 us)") && why.contains("(Medians of 3 seeds.) Its p99.9 is over"), "{why}");
         let (spec, _) = choose_setting(&rows, Objective::Latency(0.5), SETTINGS, Center::Median);
         assert_eq!(spec.as_deref(), Some("k2:bound=8"));
+    }
+
+    /// A run of `none` (no bound) or of K2 at `bound`: its p99.9 and bandwidth.
+    fn k2_row(bound: Option<u32>, p: f64, bw: f64) -> Row {
+        Row {
+            policy: bound.map_or("none".into(), |b| format!("k2:bound={b}")),
+            bound,
+            rt_p999_us: p,
+            total_bw_mbps: bw,
+        }
     }
 
     fn setting(policy: &str, p: f64, bw: f64) -> Row {
