@@ -332,9 +332,13 @@ pub(crate) struct SweepArgs {
     /// the policies alternate), and a file nvsched creates is removed at the end.
     #[arg(long, value_name = "PATH")]
     pub(crate) filename: Option<PathBuf>,
-    /// With --filename: let jobs write to an existing file or a block device (destroys its
-    /// data).
-    #[arg(long, requires = "filename")]
+    /// sim (the simulated drive) or uring (the job file's own files or devices, through
+    /// io_uring, as --filename runs them) [default: sim; uring with --filename].
+    #[arg(long, value_parser = ["sim", "uring"])]
+    pub(crate) engine: Option<String>,
+    /// On a real device: let jobs write to an existing file or a block device (destroys
+    /// its data).
+    #[arg(long)]
     pub(crate) allow_destructive: bool,
     /// No progress bar.
     #[arg(long, short)]
@@ -392,13 +396,18 @@ pub(crate) struct TuneArgs {
     /// end; writes on an existing one need --allow-destructive.
     #[arg(long, value_name = "PATH", conflicts_with = "experiment")]
     pub(crate) filename: Option<PathBuf>,
+    /// k2 and --param: sim (the simulated drive) or uring (the job file's own files or
+    /// devices, through io_uring, as --filename runs them) [default: sim; uring with
+    /// --filename].
+    #[arg(long, value_parser = ["sim", "uring"])]
+    pub(crate) engine: Option<String>,
     /// iocost with --filename: bytes of it to use (the script's test file is 16 GiB)
     /// [default: 16g].
     #[arg(long, requires = "filename")]
     pub(crate) size: Option<String>,
-    /// With --filename: let the runs write to an existing file or a block device (destroys
-    /// its data).
-    #[arg(long, requires = "filename")]
+    /// On a real device: let the runs write to an existing file or a block device
+    /// (destroys its data).
+    #[arg(long)]
     pub(crate) allow_destructive: bool,
     #[command(flatten)]
     pub(crate) setup: SweepSetup,

@@ -560,7 +560,8 @@ fn tune_sweep(args: TuneArgs) -> Result<(), String> {
         eprintln!("warning: {at}: ioscheduler={theirs} is not used: tune compares none and the settings it tries");
     }
     print_warnings(nvsched::sweep::cgroup_warnings(&[configs[0].0.clone()], &jobs));
-    let device = RealDevice::of(args.filename.as_deref(), args.allow_destructive, &args.setup, &jobs)?;
+    let device =
+        RealDevice::of(args.filename.as_deref(), args.engine.as_deref(), args.allow_destructive, &args.setup, &jobs)?;
     let (jobs, target, on) = match &device {
         Some(d) => (&d.jobs, Target::Device(&d.opts), d.name()),
         None => (&jobs, Target::Simulated(&profile), profile.name.clone()),
@@ -603,10 +604,15 @@ fn tune_iocost(args: TuneArgs) -> Result<(), String> {
         || args.output.is_some()
         || args.plot.is_some()
         || args.output_format != "normal"
+        || args.engine.is_some()
     {
         return Err("tune iocost measures a cost model and takes no --objective, --job, --bounds, --output, \
-                    --output-format or --plot (with --param it tunes iocost's parameters)"
+                    --output-format, --plot or --engine (with --param it tunes iocost's parameters; --filename \
+                    measures a real device)"
             .into());
+    }
+    if args.allow_destructive && args.filename.is_none() {
+        return Err("--allow-destructive is for real devices: add --filename".into());
     }
     if args.seconds == 0 || args.numjobs == 0 {
         return Err("--seconds and --numjobs must be at least 1".into());
@@ -667,7 +673,8 @@ fn cmd_sweep(args: SweepArgs) -> Result<(), String> {
     if let Some(dir) = &args.plot {
         std::fs::create_dir_all(dir).map_err(|e| format!("--plot '{}': {e}", dir.display()))?;
     }
-    let device = RealDevice::of(args.filename.as_deref(), args.allow_destructive, &args.setup, &jobs)?;
+    let device =
+        RealDevice::of(args.filename.as_deref(), args.engine.as_deref(), args.allow_destructive, &args.setup, &jobs)?;
     let (jobs, target, on) = match &device {
         Some(d) => (&d.jobs, Target::Device(&d.opts), d.name()),
         None => (&jobs, Target::Simulated(&profile), profile.name.clone()),
@@ -817,12 +824,7 @@ fn cmd_run_uring(args: RunArgs) -> Result<(), String> {
     let series = RunSeries { policy_id: outcome.policy_id, policy: &outcome.policy, device: None };
     write_figures(&report, &series, &args)?;
     emit(&StatusSink::finish(sink, &mut report, &formats), &args.output)?;
-    let mut below: Vec<String> = Vec::new();
-    for w in outcome.targets.iter().filter_map(|t| nvsched::realdev::kernel_scheduler_warning(&t.path)) {
-        if !below.contains(&w) {
-            below.push(w);
-        }
-    }
+    let below = nvsched::realdev::kernel_scheduler_warnings(outcome.targets.iter().map(|t| t.path.as_path()));
     print_warnings(jobs.warnings.iter().chain(&override_warning).chain(&jobs.real_device_warnings()).chain(&below));
     for e in outcome.io_errors.iter().take(10) {
         eprintln!("nvsched: I/O error: {e}");
@@ -840,33 +842,53 @@ fn cmd_run_uring(args: RunArgs) -> Result<(), String> {
     failed_jobs(&report)
 }
 
-/// `sweep` and `tune` with `--filename`: the jobs, each on the real file or device, and
-/// io_uring's options.
+/// `sweep` and `tune` on real devices (`--filename`, `--engine uring`): the jobs, on
+/// PATH or on their own files, and io_uring's options.
 struct RealDevice {
-    path: PathBuf,
+    /// What the runs are on: PATH, or the job file's files.
+    files: Vec<String>,
     jobs: JobFile,
     opts: nvsched_uring::UringOptions,
 }
 
 impl RealDevice {
-    /// None without `--filename`; an error if an option describes the simulated drive.
+    /// None for the simulator; an error if an option describes the simulated drive.
     fn of(
         path: Option<&Path>,
+        engine: Option<&str>,
         allow_destructive: bool,
         setup: &SweepSetup,
         jobs: &JobFile,
     ) -> Result<Option<RealDevice>, String> {
-        let Some(path) = path else { return Ok(None) };
+        match (path, engine) {
+            (Some(_), Some("sim")) => return Err("--filename runs on a real device: leave out --engine sim".into()),
+            (None, None | Some("sim")) if allow_destructive => {
+                return Err("--allow-destructive is for real devices: add --filename or --engine uring".into())
+            }
+            (None, None | Some("sim")) => return Ok(None),
+            _ => {}
+        }
         setup.check_real_device()?;
-        let jobs = nvsched::realdev::retarget(jobs, path);
+        let jobs = match path {
+            Some(path) => nvsched::realdev::retarget(jobs, path),
+            None => jobs.clone(),
+        };
+        let mut files: Vec<String> = Vec::new();
+        for spec in &jobs.jobs {
+            for name in (0..spec.files_per_clone()).map(|f| spec.file_name_of(0, f)) {
+                if !files.contains(&name) {
+                    files.push(name);
+                }
+            }
+        }
         print_warnings(jobs.real_device_warnings());
-        on_real_device(path);
-        Ok(Some(RealDevice { path: path.to_path_buf(), jobs, opts: uring_opts(allow_destructive, 0)? }))
+        on_real_device(files.iter().map(Path::new));
+        Ok(Some(RealDevice { files, jobs, opts: uring_opts(allow_destructive, 0)? }))
     }
 
     /// How the tables and messages name it.
     fn name(&self) -> String {
-        format!("{} (real, io_uring)", self.path.display())
+        format!("{} (real, io_uring)", self.files.join(", "))
     }
 }
 
@@ -879,11 +901,11 @@ fn center_of(device: &Option<RealDevice>) -> nvsched::tune::Center {
     }
 }
 
-/// Before the real-device commands run on `path`: a signal stops them gracefully from now
-/// on, and a kernel scheduler below the policy gets a warning.
-fn on_real_device(path: &Path) {
+/// Before the real-device commands run on `paths`: a signal stops them gracefully from
+/// now on, and a kernel scheduler below the policy gets a warning (one per disk).
+fn on_real_device<'a>(paths: impl IntoIterator<Item = &'a Path>) {
     nvsched_uring::stop_on_interrupt();
-    print_warnings(nvsched::realdev::kernel_scheduler_warning(path));
+    print_warnings(nvsched::realdev::kernel_scheduler_warnings(paths));
 }
 
 /// io_uring's options for the real-device commands.
@@ -902,7 +924,7 @@ fn uring_opts(allow_destructive: bool, seed: u64) -> Result<nvsched_uring::Uring
 fn tune_iocost_real(path: &Path, args: &TuneArgs) -> Result<Vec<nvsched::iocost_model::Coefficient>, String> {
     let size = nvsched::iocost_model::real_size_bytes(args.size.as_deref().unwrap_or("16g"))
         .map_err(|e| format!("--size: {e}"))?;
-    on_real_device(path);
+    on_real_device([path]);
     nvsched::realdev::on_target(path, size, args.allow_destructive, |writes, opts| {
         if !writes {
             reads_only(path);
@@ -927,7 +949,7 @@ fn cmd_calibrate(args: CalibrateArgs) -> Result<(), String> {
     let size = nvsched_workload::units::parse_size(&args.size, nvsched_workload::KbBase::Binary)
         .map_err(|e| format!("--size: {e}"))?;
     check_directory_of("--output", &args.output)?;
-    on_real_device(&args.filename);
+    on_real_device([args.filename.as_path()]);
     let m = nvsched::realdev::on_target(&args.filename, size, args.allow_destructive, |writes, opts| {
         if !writes {
             reads_only(&args.filename);
@@ -961,7 +983,7 @@ fn cmd_compare(args: CompareArgs) -> Result<(), String> {
     let (policy, override_warning) = nvsched::run::choose_policy(args.sched.as_deref(), "--sched", &jobs)?;
     print_warnings(override_warning);
     let opts = uring_opts(args.allow_destructive, args.seed)?;
-    on_real_device(&args.filename);
+    on_real_device([args.filename.as_path()]);
     let (real, sim) = nvsched::realdev::compare(&jobs, &args.filename, &profile, &policy.spec, &opts)?;
     println!(
         "{} under {} on {} (real, io_uring) vs {} (simulated)",

@@ -211,6 +211,17 @@ pub fn kernel_scheduler_warning(path: &Path) -> Option<String> {
     ))
 }
 
+/// [`kernel_scheduler_warning`] for each of `paths`, once per disk.
+pub fn kernel_scheduler_warnings<'a>(paths: impl IntoIterator<Item = &'a Path>) -> Vec<String> {
+    let mut warnings: Vec<String> = Vec::new();
+    for w in paths.into_iter().filter_map(kernel_scheduler_warning) {
+        if !warnings.contains(&w) {
+            warnings.push(w);
+        }
+    }
+    warnings
+}
+
 /// The job file with every job's filename replaced by `path`.
 pub fn retarget(jobs: &JobFile, path: &Path) -> JobFile {
     let mut j = jobs.clone();

@@ -1631,9 +1631,31 @@ fn sweep_and_tune_run_on_a_real_file_and_remove_the_file_they_created() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(checksum(&data), before);
+    // --engine uring runs on the job file's own file
+    let own = d.join("own.dat");
+    let own_job = write_job(&d, "own.fio", &SMALL_MIX.replace("/dev/nvme0n1", own.to_str().unwrap()));
+    let out = nvsched(&[
+        "sweep",
+        own_job.to_str().unwrap(),
+        "--engine",
+        "uring",
+        "--sched",
+        "none",
+        "--output-format",
+        "json",
+        "-q",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["nvsched_sweep"]["device"].as_str(), Some(format!("{} (real, io_uring)", own.display()).as_str()));
+    assert!(!own.exists());
     // the simulated drive's options have no meaning on a real one
     let out = nvsched(&["sweep", job_s, "--filename", target_s, "--precondition", "full", "-q"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("--precondition describes the simulated drive"));
+    let out = nvsched(&["sweep", job_s, "--filename", target_s, "--engine", "sim", "-q"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("leave out --engine sim"));
+    let out = nvsched(&["sweep", job_s, "--allow-destructive", "-q"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--allow-destructive is for real devices"));
     let out = nvsched(&["tune", "k2", job_s, "--filename", target_s, "--size", "1g", "--objective", "latency:50%"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("--size is tune iocost's"));
     std::fs::remove_dir_all(&d).unwrap();
