@@ -233,7 +233,7 @@ fn label_offsets(
         .iter()
         .map(|(x, y, text)| {
             let (px, py) = at(*x, *y);
-            let text_w = label_width_px(text.chars().count()) - 12.0;
+            let text_w = text_width_px(text.chars().count());
             let candidates = [(6.0, -6.0), (6.0, -6.0 - LINE_PX), (6.0, -6.0 + LINE_PX), (-6.0 - text_w, -6.0)];
             let text_box = |(dx, dy): (f64, f64)| (px + dx, py + dy, px + dx + text_w, py + dy + LINE_PX - 1.0);
             // inside the plot (the x axis was widened for text right of the points)
@@ -282,7 +282,12 @@ fn widen_for_labels(
 
 /// Pixels of a label of `chars` characters in the points' font, with its offset.
 fn label_width_px(chars: usize) -> f64 {
-    12.0 + 6.5 * chars as f64
+    12.0 + text_width_px(chars)
+}
+
+/// Pixels of `chars` characters of text in the points' font.
+fn text_width_px(chars: usize) -> f64 {
+    6.5 * chars as f64
 }
 
 type Err<DB> = DrawingAreaErrorKind<<DB as DrawingBackend>::ErrorType>;
@@ -525,8 +530,8 @@ where
             let points = every_point(series);
             let (xs, ys) = ((x0, x1, p.log_x), (y0, y1, p.log_y));
             let labels = point_labels(&points, xs, ys, plot_px);
-            let (w, h) = chart.plotting_area().dim_in_pixel();
-            let offsets = label_offsets(&labels, &points, xs, ys, (f64::from(w), f64::from(h)));
+            let h = f64::from(chart.plotting_area().dim_in_pixel().1);
+            let offsets = label_offsets(&labels, &points, xs, ys, (plot_px, h));
             chart.draw_series(
                 labels
                     .into_iter()
@@ -617,7 +622,7 @@ mod tests {
         // no room right, above or below: left of the dot
         let b = at(30.0, 50.0, "K2-1, K2-2");
         let crowd = [at(33.0, 50.0, ""), at(33.0, 53.0, ""), at(33.0, 47.0, ""), b.clone()];
-        let text_w = label_width_px(b.2.chars().count()) - 12.0;
+        let text_w = text_width_px(b.2.chars().count());
         assert_eq!(place(std::slice::from_ref(&b), &crowd), [(-6 - text_w.round() as i32, -6)]);
         // but not out of the plot: at its left edge the text stays right, over the crowd
         let edge = [at(3.0, 50.0, ""), at(3.0, 53.0, ""), at(3.0, 47.0, ""), at(0.0, 50.0, "K2-1, K2-2")];

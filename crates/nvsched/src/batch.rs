@@ -9,7 +9,6 @@ use nvsched_ssd::{DeviceProfile, DriveStates};
 use nvsched_uring::UringOptions;
 use nvsched_workload::JobFile;
 use rayon::prelude::*;
-use std::path::PathBuf;
 
 /// Where the runs happen.
 #[derive(Clone, Copy)]
@@ -66,29 +65,35 @@ fn on_device<T>(
     measure: &dyn Fn(&RunReport) -> Result<T, String>,
     named: &dyn Fn((&str, u64), String) -> String,
 ) -> Result<Vec<T>, String> {
-    let mut created = CreatedFiles { paths: Vec::new(), keep: opts.keep_files };
-    let mut opts = UringOptions { keep_files: true, ..opts.clone() };
+    // the files each run creates join the options' own files, which the guard removes
+    let mut own = OwnFiles { opts: UringOptions { keep_files: true, ..opts.clone() }, keep: opts.keep_files };
     let mut results: Vec<Option<T>> = runs.iter().map(|_| None).collect();
     for i in interleaved(runs) {
         let (spec, seed) = runs[i];
-        let one = |opts: &UringOptions, created: &mut CreatedFiles| -> Result<T, String> {
-            let policy = nvsched_policy::build(spec).map_err(|e| e.to_string())?;
-            let (report, outcome) = run_uring(jobs, policy, opts, 0)?;
-            created.paths.extend(outcome.targets.iter().filter(|t| t.created).map(|t| t.path.clone()));
-            if let Some(e) = outcome.io_errors.first() {
-                return Err(format!("I/O error: {e}"));
-            }
-            if outcome.interrupted {
-                return Err("interrupted; the runs stop here".into());
-            }
-            measure(&report)
-        };
-        opts.seed = seed;
-        opts.safety.own_files = created.paths.clone();
-        results[i] = Some(one(&opts, &mut created).map_err(|e| named(runs[i], e))?);
+        own.opts.seed = seed;
+        results[i] = Some(device_run(jobs, spec, &mut own.opts, measure).map_err(|e| named(runs[i], e))?);
         progress.inc();
     }
     Ok(results.into_iter().map(|r| r.expect("every run ran")).collect())
+}
+
+/// One run on the device under `spec`; the files it created join `opts`' own files.
+fn device_run<T>(
+    jobs: &JobFile,
+    spec: &str,
+    opts: &mut UringOptions,
+    measure: &dyn Fn(&RunReport) -> Result<T, String>,
+) -> Result<T, String> {
+    let policy = nvsched_policy::build(spec).map_err(|e| e.to_string())?;
+    let (report, outcome) = run_uring(jobs, policy, opts, 0)?;
+    opts.safety.own_files.extend(outcome.targets.iter().filter(|t| t.created).map(|t| t.path.clone()));
+    if let Some(e) = outcome.io_errors.first() {
+        return Err(format!("I/O error: {e}"));
+    }
+    if outcome.interrupted {
+        return Err("interrupted; the runs stop here".into());
+    }
+    measure(&report)
 }
 
 /// The order of the runs on a device: by seed (in the order the seeds first appear),
@@ -105,17 +110,17 @@ fn interleaved(runs: &[(&str, u64)]) -> Vec<usize> {
     order
 }
 
-/// Files the runs created, removed when the runs end however they end (unless the
-/// options keep them).
-struct CreatedFiles {
-    paths: Vec<PathBuf>,
+/// The options of the runs on a device, whose own files (those the runs created) are
+/// removed when the runs end however they end, unless the options keep them.
+struct OwnFiles {
+    opts: UringOptions,
     keep: bool,
 }
 
-impl Drop for CreatedFiles {
+impl Drop for OwnFiles {
     fn drop(&mut self) {
         if !self.keep {
-            for p in &self.paths {
+            for p in &self.opts.safety.own_files {
                 let _ = std::fs::remove_file(p);
             }
         }

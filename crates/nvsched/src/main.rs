@@ -562,16 +562,12 @@ fn tune_sweep(args: TuneArgs) -> Result<(), String> {
     print_warnings(nvsched::sweep::cgroup_warnings(&[configs[0].0.clone()], &jobs));
     let device =
         RealDevice::of(args.filename.as_deref(), args.engine.as_deref(), args.allow_destructive, &args.setup, &jobs)?;
-    let (jobs, target, on) = match &device {
-        Some(d) => (&d.jobs, Target::Device(&d.opts), d.name()),
-        None => (&jobs, Target::Simulated(&profile), profile.name.clone()),
-    };
+    let Runs { jobs, target, on, center } = Runs::on(&device, &jobs, &profile);
     if !args.quiet {
         let over = if seeds.len() > 1 { format!(", {} seeds each", seeds.len()) } else { String::new() };
         eprintln!("nvsched: sweeping none and {sweeping} on {on}{over} ...");
     }
     let rows = nvsched::tune::sweep(jobs, target, &seeds, &configs, rt, !args.quiet)?;
-    let center = center_of(&device);
     let (chosen, why) = if k2_bounds {
         let (bound, why) = nvsched::tune::choose(&rows, objective, center);
         (bound.and_then(|b| configs.iter().find(|c| c.1 == Some(b))).map(|c| c.0.clone()), why)
@@ -675,10 +671,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<(), String> {
     }
     let device =
         RealDevice::of(args.filename.as_deref(), args.engine.as_deref(), args.allow_destructive, &args.setup, &jobs)?;
-    let (jobs, target, on) = match &device {
-        Some(d) => (&d.jobs, Target::Device(&d.opts), d.name()),
-        None => (&jobs, Target::Simulated(&profile), profile.name.clone()),
-    };
+    let Runs { jobs, target, on, center } = Runs::on(&device, &jobs, &profile);
     let show = !args.quiet;
     if show {
         eprintln!(
@@ -690,7 +683,6 @@ fn cmd_sweep(args: SweepArgs) -> Result<(), String> {
     }
     let progress = nvsched::progress::RunProgress::new("sweep", policies.len() * seeds.len(), show);
     let runs = nvsched::sweep::run(jobs, target, &policies, &seeds, &progress)?;
-    let center = center_of(&device);
     let summaries = nvsched::sweep::summarize(&runs, center);
     if let (Some(dir), Some(focus)) = (&args.plot, &runs[0].focus) {
         let stem = dir.join("sweep");
@@ -892,12 +884,34 @@ impl RealDevice {
     }
 }
 
-/// How a sweep's repetitions make one figure: medians on a real device, whose tail
-/// changes from run to run (one outlier would move a mean), means in simulation.
-fn center_of(device: &Option<RealDevice>) -> nvsched::tune::Center {
-    match device {
-        Some(_) => nvsched::tune::Center::Median,
-        None => nvsched::tune::Center::Mean,
+/// Where the runs of `sweep` and `tune` go, and how their repetitions make one figure.
+struct Runs<'a> {
+    jobs: &'a JobFile,
+    target: Target<'a>,
+    /// How the tables and messages name the device.
+    on: String,
+    /// Medians on a real device, whose tail changes from run to run (one outlier would
+    /// move a mean); means in simulation.
+    center: nvsched::tune::Center,
+}
+
+impl<'a> Runs<'a> {
+    /// On `device` where there is one, else on the simulated `profile` with `jobs`.
+    fn on(device: &'a Option<RealDevice>, jobs: &'a JobFile, profile: &'a DeviceProfile) -> Runs<'a> {
+        match device {
+            Some(d) => Runs {
+                jobs: &d.jobs,
+                target: Target::Device(&d.opts),
+                on: d.name(),
+                center: nvsched::tune::Center::Median,
+            },
+            None => Runs {
+                jobs,
+                target: Target::Simulated(profile),
+                on: profile.name.clone(),
+                center: nvsched::tune::Center::Mean,
+            },
+        }
     }
 }
 

@@ -1,8 +1,10 @@
 //! `nvsched sweep`: one workload under several policies (and seeds), side by side — the
-//! table a user reads to choose a scheduler. Each (policy, seed) is one simulation; the
-//! runs go in parallel and share the preconditioned drive. Over several seeds a policy's
-//! figures are the means of its runs, and the table gives each p99.9's range. With an
-//! objective, the tuner's rule on the measurements picks one of the policies.
+//! table a user reads to choose a scheduler. Each (policy, seed) is one run
+//! ([`crate::batch::run_each`]: simulations in parallel, sharing the preconditioned drive,
+//! or runs on a real device one at a time). Over several seeds a policy's figures are the
+//! means of its runs (on a real device the medians), and the table gives each p99.9's
+//! range. With an objective, the tuner's rule on the measurements picks one of the
+//! policies.
 
 use crate::batch::Target;
 use crate::progress::RunProgress;

@@ -15,7 +15,8 @@
 //!
 //! Over several seeds a configuration's figures are the means of its runs, as a
 //! reproduction averages its repetitions: a 10 s p99.9 rests on a handful of samples and
-//! moves with the seed.
+//! moves with the seed. On a real device they are the medians ([`Center`]), which one
+//! run's outlier does not move.
 
 use crate::batch::Target;
 use crate::progress::RunProgress;
@@ -194,8 +195,8 @@ pub fn grid(base: &str, params: &[String]) -> Result<Vec<String>, String> {
 
 /// Runs `none` and each configuration (a policy spec, with K2's bound where it is one),
 /// once per seed (see [`crate::batch::run_each`]): one row per run, seeds innermost;
-/// `rt` is the latency-critical job's entry (`check_jobs`). `choose` and `table` average
-/// the rows of a configuration.
+/// `rt` is the latency-critical job's entry (`check_jobs`). `choose` and `table` take the
+/// center (mean or median) of a configuration's rows.
 pub fn sweep(
     jobs: &JobFile,
     target: Target<'_>,
@@ -272,11 +273,21 @@ impl Center {
 struct Merged {
     /// The runs' centers (means or medians).
     row: Row,
-    runs: usize,
-    rt_p999_min_us: f64,
-    rt_p999_max_us: f64,
-    /// Each run's (p99.9 in us, total bandwidth in MB/s).
-    per_run: Vec<(f64, f64)>,
+    /// Each run's p99.9 (us) and total bandwidth (MB/s).
+    tails_us: Vec<f64>,
+    bws_mbps: Vec<f64>,
+}
+
+impl Merged {
+    fn runs(&self) -> usize {
+        self.tails_us.len()
+    }
+
+    /// The lowest and the highest p99.9 of the runs.
+    fn p999_range_us(&self) -> (f64, f64) {
+        let t = self.tails_us.iter().copied();
+        (t.clone().fold(f64::INFINITY, f64::min), t.fold(f64::NEG_INFINITY, f64::max))
+    }
 }
 
 /// Groups the rows by configuration (policy spec), in the order they first appear.
@@ -291,18 +302,12 @@ fn merge(rows: &[Row], center: Center) -> Vec<Merged> {
         .into_iter()
         .map(|policy| {
             let runs: Vec<&Row> = rows.iter().filter(|r| r.policy == policy).collect();
-            let tails = runs.iter().map(|r| r.rt_p999_us);
-            let bws: Vec<f64> = runs.iter().map(|r| r.total_bw_mbps).collect();
+            let tails_us: Vec<f64> = runs.iter().map(|r| r.rt_p999_us).collect();
+            let bws_mbps: Vec<f64> = runs.iter().map(|r| r.total_bw_mbps).collect();
             Merged {
-                row: Row {
-                    rt_p999_us: center.of(&tails.clone().collect::<Vec<f64>>()),
-                    total_bw_mbps: center.of(&bws),
-                    ..runs[0].clone()
-                },
-                runs: runs.len(),
-                rt_p999_min_us: tails.clone().fold(f64::INFINITY, f64::min),
-                rt_p999_max_us: tails.fold(f64::NEG_INFINITY, f64::max),
-                per_run: runs.iter().map(|r| (r.rt_p999_us, r.total_bw_mbps)).collect(),
+                row: Row { rt_p999_us: center.of(&tails_us), total_bw_mbps: center.of(&bws_mbps), ..runs[0].clone() },
+                tails_us,
+                bws_mbps,
             }
         })
         .collect()
@@ -342,7 +347,7 @@ fn row_of(report: &nvsched_report::RunReport, rt: usize) -> Result<Row, String> 
 /// and, where the chosen configuration met the objective's limit on its mean but not on
 /// every seed, on how many it missed: the choice is then closer than the means say.
 fn with_runs(merged: &[Merged], chosen: Option<&str>, objective: Objective, center: Center, why: String) -> String {
-    let runs = merged.iter().map(|m| m.runs).max().unwrap_or(1);
+    let runs = merged.iter().map(Merged::runs).max().unwrap_or(1);
     if runs < 2 {
         return why;
     }
@@ -351,23 +356,23 @@ fn with_runs(merged: &[Merged], chosen: Option<&str>, objective: Objective, cent
     let misses = none.zip(pick).and_then(|(none, pick)| {
         let (what, limit, worst) = match objective.limits(&none.row) {
             (Some(limit), _) => {
-                let over: Vec<f64> = pick.per_run.iter().map(|r| r.0).filter(|p| *p > limit).collect();
+                let over: Vec<f64> = pick.tails_us.iter().copied().filter(|p| *p > limit).collect();
                 let worst = format!("up to {:.0} us", over.iter().fold(0.0, |a: f64, b| a.max(*b)));
                 (over.len(), format!("p99.9 is over the {limit:.0} us limit"), worst)
             }
             (_, Some(floor)) => {
-                let under: Vec<f64> = pick.per_run.iter().map(|r| r.1).filter(|bw| *bw < floor).collect();
+                let under: Vec<f64> = pick.bws_mbps.iter().copied().filter(|bw| *bw < floor).collect();
                 let worst = format!("down to {:.0} MB/s", under.iter().fold(f64::INFINITY, |a, b| a.min(*b)));
                 (under.len(), format!("bandwidth is under the {floor:.0} MB/s floor"), worst)
             }
             (None, None) => return None,
         };
-        (what > 0).then(|| format!(" Its {limit} on {what} of {} seeds ({worst}).", pick.runs))
+        (what > 0).then(|| format!(" Its {limit} on {what} of {} seeds ({worst}).", pick.runs()))
     });
     format!("{why} ({} of {runs} seeds.){}", center.plural(), misses.unwrap_or_default())
 }
 
-/// The K2 analysis' guideline on the bounds' means over their runs (seeds), and a
+/// The K2 analysis' guideline on the bounds' centers over their runs (seeds), and a
 /// sentence explaining the choice.
 pub fn choose(rows: &[Row], objective: Objective, center: Center) -> (Option<u32>, String) {
     let merged = merge(rows, center);
@@ -498,12 +503,12 @@ pub fn choose_setting(
     (why.0, explained)
 }
 
-/// The sweep as a table: one line per configuration, with the means over its runs and,
+/// The sweep as a table: one line per configuration, with the centers of its runs and,
 /// over several seeds, the range of the latency-critical job's p99.9 (`job`'s, else the
 /// real-time job's); `chosen` (a policy spec) is marked.
 pub fn table(rows: &[Row], chosen: Option<&str>, job: Option<&str>, center: Center) -> String {
     let merged = merge(rows, center);
-    let spread = merged.iter().any(|m| m.runs > 1);
+    let spread = merged.iter().any(|m| m.runs() > 1);
     let width = merged.iter().map(|m| m.row.policy.len() + 1).max().unwrap_or(0).max(14);
     let tail = format!("{} p99.9 (us)", job.unwrap_or("RT"));
     let mut s = format!("{:<width$} {:>16} {:>18}", "policy", tail, "total BW (MB/s)");
@@ -515,7 +520,8 @@ pub fn table(rows: &[Row], chosen: Option<&str>, job: Option<&str>, center: Cent
         let r = &m.row;
         s.push_str(&format!("{:<width$} {:>16.0} {:>18.1}", r.policy, r.rt_p999_us, r.total_bw_mbps));
         if spread {
-            s.push_str(&format!(" {:>18}", format!("{:.0}-{:.0}", m.rt_p999_min_us, m.rt_p999_max_us)));
+            let (lo, hi) = m.p999_range_us();
+            s.push_str(&format!(" {:>18}", format!("{lo:.0}-{hi:.0}")));
         }
         if r.policy != REFERENCE && Some(r.policy.as_str()) == chosen {
             s.push_str("  <- chosen");
@@ -536,7 +542,7 @@ pub struct Setup<'a> {
     pub center: Center,
 }
 
-/// The sweep as JSON: each configuration's means over its runs (`none` first), the
+/// The sweep as JSON: each configuration's centers over its runs (`none` first), the
 /// objective's limit, the choice and the sentence explaining it.
 pub fn to_json(rows: &[Row], setup: &Setup<'_>, chosen: Option<&str>, why: &str) -> serde_json::Value {
     let merged = merge(rows, setup.center);
@@ -545,9 +551,10 @@ pub fn to_json(rows: &[Row], setup: &Setup<'_>, chosen: Option<&str>, why: &str)
     let settings: Vec<serde_json::Value> = merged
         .iter()
         .map(|m| {
+            let (lo, hi) = m.p999_range_us();
             serde_json::json!({
-                "policy": m.row.policy, "bound": m.row.bound, "runs": m.runs,
-                "p999_us": m.row.rt_p999_us, "p999_min_us": m.rt_p999_min_us, "p999_max_us": m.rt_p999_max_us,
+                "policy": m.row.policy, "bound": m.row.bound, "runs": m.runs(),
+                "p999_us": m.row.rt_p999_us, "p999_min_us": lo, "p999_max_us": hi,
                 "total_bw_mbps": m.row.total_bw_mbps,
             })
         })
@@ -561,7 +568,7 @@ pub fn to_json(rows: &[Row], setup: &Setup<'_>, chosen: Option<&str>, why: &str)
 }
 
 /// The sweep as a figure: each setting's p99.9 against total bandwidth, `none` and the
-/// choice as series of their own, the objective's limit in the title.
+/// choice as series of their own, the objective's limit as a dashed line.
 pub fn figure(rows: &[Row], setup: &Setup<'_>, chosen: Option<&str>) -> Figure {
     let merged = merge(rows, setup.center);
     let point = |r: &Row| {
