@@ -41,8 +41,8 @@ pub(crate) enum Command {
     /// Prints, per policy, each job's bandwidth, IOPS and completion latency (mean, p99,
     /// p99.9) and the total bandwidth; over several seeds the means (on a real device, the
     /// medians), with each p99.9's range. With --objective it also chooses one of the
-    /// policies and says why. Simulated runs go in parallel; with --filename they run on
-    /// the real file or device, one at a time.
+    /// policies and says why. Simulated runs go in parallel; with --filename or --engine
+    /// uring they run on the real file or device, one at a time.
     Sweep(SweepArgs),
     /// Choose policy parameters: K2's bound for an objective (by the K2 analysis' rules),
     /// any policy's parameters for the same objectives (--param), or io.cost's cost model
@@ -436,15 +436,15 @@ pub(crate) struct SweepSetup {
     pub(crate) seed: Option<u64>,
     /// Run every configuration once per seed (N, N-M or a comma list of them): the table
     /// shows the means and each p99.9's range over the seeds (tune chooses on the means,
-    /// as a reproduction averages its repetitions; with --filename, on the medians, which
-    /// one run's outlier on a real device does not move).
+    /// as a reproduction averages its repetitions; on a real device, on the medians, which
+    /// one run's outlier there does not move).
     #[arg(long, value_name = "LIST", conflicts_with = "seed", value_parser = parse_seeds)]
     pub(crate) seeds: Option<Seeds>,
 }
 
 impl SweepSetup {
     /// The options that describe the simulated drive, which a run on a real device
-    /// (`--filename`) cannot use: an error naming the first one given.
+    /// (`--filename`, `--engine uring`) cannot use: an error naming the first one given.
     pub(crate) fn check_real_device(&self) -> Result<(), String> {
         let d = &self.device;
         let given = [
@@ -455,9 +455,7 @@ impl SweepSetup {
             ("--page-cache", d.page_cache.is_some()),
         ];
         match given.iter().find(|(_, set)| *set) {
-            Some((flag, _)) => {
-                Err(format!("{flag} describes the simulated drive; with --filename the runs are on the real one"))
-            }
+            Some((flag, _)) => Err(format!("{flag} describes the simulated drive; these runs are on a real one")),
             None => Ok(()),
         }
     }
