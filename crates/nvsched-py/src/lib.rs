@@ -246,29 +246,41 @@ fn tune_rows(rows: Vec<TuneRow>) -> Vec<nvsched::tune::Row> {
         .collect()
 }
 
-/// The K2 analysis' rule on measured rows: (chosen bound, the sentence explaining it, the table).
-#[pyfunction]
-fn tune_choose(rows: Vec<TuneRow>, objective: &str) -> PyResult<(Option<u32>, String, String)> {
+/// The objective and the center (`mean` or `median`) of the tuning rules' arguments.
+fn objective_and_center(objective: &str, center: &str) -> PyResult<(nvsched::tune::Objective, Center)> {
     let objective = nvsched::tune::Objective::parse(objective).map_err(PyValueError::new_err)?;
+    let center = Center::from_name(center)
+        .ok_or_else(|| PyValueError::new_err(format!("center: '{center}': expected mean or median")))?;
+    Ok((objective, center))
+}
+
+/// The K2 analysis' rule on measured rows, over each bound's runs' `center`: (chosen
+/// bound, the sentence explaining it, the table).
+#[pyfunction]
+#[pyo3(signature = (rows, objective, center="mean"))]
+fn tune_choose(rows: Vec<TuneRow>, objective: &str, center: &str) -> PyResult<(Option<u32>, String, String)> {
+    let (objective, center) = objective_and_center(objective, center)?;
     let rows = tune_rows(rows);
-    let (chosen, why) = nvsched::tune::choose(&rows, objective, Center::Mean);
-    let table = nvsched::tune::table(&rows, chosen.map(|b| format!("k2:bound={b}")).as_deref(), None, Center::Mean);
+    let (chosen, why) = nvsched::tune::choose(&rows, objective, center);
+    let table = nvsched::tune::table(&rows, chosen.map(|b| format!("k2:bound={b}")).as_deref(), None, center);
     Ok((chosen, why, table))
 }
 
-/// `tune POLICY --param`'s rule on measured rows: (chosen spec, the sentence explaining
-/// it, the table, its tail column named after `latency_job`).
+/// `tune POLICY --param`'s rule on measured rows, over each setting's runs' `center`:
+/// (chosen spec, the sentence explaining it, the table, its tail column named after
+/// `latency_job`).
 #[pyfunction]
-#[pyo3(signature = (rows, objective, latency_job=None))]
+#[pyo3(signature = (rows, objective, latency_job=None, center="mean"))]
 fn tune_choose_setting(
     rows: Vec<TuneRow>,
     objective: &str,
     latency_job: Option<String>,
+    center: &str,
 ) -> PyResult<(Option<String>, String, String)> {
-    let objective = nvsched::tune::Objective::parse(objective).map_err(PyValueError::new_err)?;
+    let (objective, center) = objective_and_center(objective, center)?;
     let rows = tune_rows(rows);
-    let (chosen, why) = nvsched::tune::choose_setting(&rows, objective, nvsched::tune::SETTINGS, Center::Mean);
-    let table = nvsched::tune::table(&rows, chosen.as_deref(), latency_job.as_deref(), Center::Mean);
+    let (chosen, why) = nvsched::tune::choose_setting(&rows, objective, nvsched::tune::SETTINGS, center);
+    let table = nvsched::tune::table(&rows, chosen.as_deref(), latency_job.as_deref(), center);
     Ok((chosen, why, table))
 }
 

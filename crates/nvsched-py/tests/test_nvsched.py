@@ -237,6 +237,17 @@ def test_tuning_over_seeds_chooses_on_the_means_as_the_command_line_does():
     assert out.startswith(t["table"] + "\n" + t["why"])
     with pytest.raises(ValueError, match="seeds"):
         sw.tune_k2(K2_JOB, "latency:50%", bounds=[1], seeds=[], vars=SHORT)
+    # medians on request, over three seeds (where the median is one run's figure)
+    out = subprocess.run([str(cli()), "tune", "k2", "--objective", "bandwidth:50%", str(K2_JOB), "--bounds", "2,8",
+                          "--precondition", "partial:0.5", "--seeds", "1-3", "--center", "median"],
+                         env=env, check=True, capture_output=True, text=True).stdout
+    t = sw.tune_k2(K2_JOB, "bandwidth:50%", bounds=[2, 8], seeds=[1, 2, 3], vars=SHORT, precondition="partial:0.5",
+                   center="median")
+    assert t["why"].endswith("(Medians of 3 seeds.)") and out.startswith(t["table"] + "\n" + t["why"])
+    none_tails = sorted(r[2] for r in t["rows"] if r[1] is None)
+    assert f"{none_tails[1]:.0f}" in t["table"].splitlines()[1], (none_tails, t["table"])
+    with pytest.raises(ValueError, match="expected mean or median"):
+        sw.tune_k2(K2_JOB, "latency:50%", bounds=[1], vars=SHORT, center="mode")
 
 
 def test_tuning_any_policy_chooses_as_the_command_line_does():

@@ -435,11 +435,15 @@ pub(crate) struct SweepSetup {
     #[arg(long)]
     pub(crate) seed: Option<u64>,
     /// Run every configuration once per seed (N, N-M or a comma list of them): the table
-    /// shows the means and each p99.9's range over the seeds (tune chooses on the means,
-    /// as a reproduction averages its repetitions; on a real device, on the medians, which
-    /// one run's outlier there does not move).
+    /// shows each figure's center over the seeds (--center) and each p99.9's range, and
+    /// tune chooses on the centers.
     #[arg(long, value_name = "LIST", conflicts_with = "seed", value_parser = parse_seeds)]
     pub(crate) seeds: Option<Seeds>,
+    /// How each setting's runs over the seeds make one figure in the table, the choice and
+    /// the JSON: mean or median [default: mean in simulation, as a reproduction averages
+    /// its repetitions; median on a real device, which one run's outlier does not move].
+    #[arg(long, value_name = "mean|median", value_parser = parse_center)]
+    pub(crate) center: Option<Center>,
 }
 
 impl SweepSetup {
@@ -480,6 +484,10 @@ impl SweepSetup {
         let seeds = self.seeds.clone().map(|s| s.0).or(self.seed.map(|s| vec![s])).unwrap_or(default_seeds);
         Ok((jobs, profile, source, seeds))
     }
+}
+
+pub(crate) fn parse_center(name: &str) -> Result<Center, String> {
+    Center::from_name(name).ok_or_else(|| format!("'{name}': expected mean or median"))
 }
 
 /// Seeds given as `N`, `N-M` or a comma list of them.

@@ -5,6 +5,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use nvsched::batch::Target;
 use nvsched::figures::RunSeries;
 use nvsched::run::{run_sim, RunSpec};
+use nvsched::tune::Center;
 use nvsched_core::{Nanos, Op};
 use nvsched_policy::{CgroupModel, PolicyInfo, Request, ALIASES, COMMON_PARAMS, POLICIES};
 use nvsched_report::{CloneStatus, Format, StatusDump};
@@ -562,7 +563,7 @@ fn tune_sweep(args: TuneArgs) -> Result<(), String> {
     print_warnings(nvsched::sweep::cgroup_warnings(&[configs[0].0.clone()], &jobs));
     let device =
         RealDevice::of(args.filename.as_deref(), args.engine.as_deref(), args.allow_destructive, &args.setup, &jobs)?;
-    let Runs { jobs, target, on, center } = Runs::on(&device, &jobs, &profile);
+    let Runs { jobs, target, on, center } = Runs::on(&device, &jobs, &profile, args.setup.center);
     if !args.quiet {
         let over = if seeds.len() > 1 { format!(", {} seeds each", seeds.len()) } else { String::new() };
         eprintln!("nvsched: sweeping none and {sweeping} on {on}{over} ...");
@@ -671,7 +672,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<(), String> {
     }
     let device =
         RealDevice::of(args.filename.as_deref(), args.engine.as_deref(), args.allow_destructive, &args.setup, &jobs)?;
-    let Runs { jobs, target, on, center } = Runs::on(&device, &jobs, &profile);
+    let Runs { jobs, target, on, center } = Runs::on(&device, &jobs, &profile, args.setup.center);
     let show = !args.quiet;
     if show {
         eprintln!(
@@ -892,24 +893,28 @@ struct Runs<'a> {
     on: String,
     /// Medians on a real device, whose tail changes from run to run (one outlier would
     /// move a mean); means in simulation.
-    center: nvsched::tune::Center,
+    center: Center,
 }
 
 impl<'a> Runs<'a> {
-    /// On `device` where there is one, else on the simulated `profile` with `jobs`.
-    fn on(device: &'a Option<RealDevice>, jobs: &'a JobFile, profile: &'a DeviceProfile) -> Runs<'a> {
+    /// On `device` where there is one, else on the simulated `profile` with `jobs`; the
+    /// center `--center` names, else the target's own.
+    fn on(
+        device: &'a Option<RealDevice>,
+        jobs: &'a JobFile,
+        profile: &'a DeviceProfile,
+        center: Option<Center>,
+    ) -> Runs<'a> {
+        let chosen = |default| center.unwrap_or(default);
         match device {
-            Some(d) => Runs {
-                jobs: &d.jobs,
-                target: Target::Device(&d.opts),
-                on: d.name(),
-                center: nvsched::tune::Center::Median,
-            },
+            Some(d) => {
+                Runs { jobs: &d.jobs, target: Target::Device(&d.opts), on: d.name(), center: chosen(Center::Median) }
+            }
             None => Runs {
                 jobs,
                 target: Target::Simulated(profile),
                 on: profile.name.clone(),
-                center: nvsched::tune::Center::Mean,
+                center: chosen(Center::Mean),
             },
         }
     }

@@ -267,6 +267,11 @@ impl Center {
             Center::Median => "median",
         }
     }
+
+    /// The center [`Center::name`] names.
+    pub fn from_name(name: &str) -> Option<Center> {
+        [Center::Mean, Center::Median].into_iter().find(|c| c.name() == name)
+    }
 }
 
 /// One configuration's runs over the seeds.

@@ -1563,6 +1563,32 @@ fn sweep_compares_policies_job_by_job() {
     assert!(!err.contains("runs"), "refused before running: {err}");
 }
 
+/// `--center` picks how the seeds' runs make one figure: the mean by default in simulation,
+/// the median on request, each of the single-seed runs' figures.
+#[test]
+fn sweep_center_is_the_mean_or_median_of_the_single_seed_runs() {
+    let job = short_k2_mix();
+    let rt_tail = |extra: &[&str]| {
+        let mut args = vec!["sweep", job.to_str().unwrap(), "--sched", "k2:bound=8", "-q", "--output-format", "json"];
+        args.extend_from_slice(extra);
+        let out = nvsched(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let center = v["nvsched_sweep"]["center"].as_str().unwrap().to_string();
+        (v["nvsched_sweep"]["policies"][0]["jobs"][0]["clat_p999_us"].as_f64().unwrap(), center)
+    };
+    let mut single: Vec<f64> = ["1", "2", "4"].iter().map(|s| rt_tail(&["--seed", s]).0).collect();
+    single.sort_by(f64::total_cmp);
+    assert!(single[0] < single[2], "the seeds differ: {single:?}");
+    let mean = single.iter().sum::<f64>() / 3.0;
+    let (by_default, name) = rt_tail(&["--seeds", "1,2,4"]);
+    assert!((by_default - mean).abs() < 1e-9 && name == "mean", "{by_default} {name} vs {single:?}");
+    assert_eq!(rt_tail(&["--seeds", "1,2,4", "--center", "mean"]), (by_default, name));
+    assert_eq!(rt_tail(&["--seeds", "1,2,4", "--center", "median"]), (single[1], "median".to_string()));
+    let out = nvsched(&["sweep", job.to_str().unwrap(), "--center", "mode"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("'mode': expected mean or median"));
+}
+
 /// `tune` with no job file sweeps the K2 example from any working directory, as `repro`
 /// finds its experiments.
 #[test]

@@ -266,21 +266,22 @@ def tune_k2(
     workers: Optional[int] = None,
     address: Optional[str] = None,
     progress: Optional[Callable[[int, int], None]] = None,
+    center: str = "mean",
 ) -> dict:
     """``nvsched tune k2`` with its runs spread over threads or Ray: sweeps ``none`` and K2
     at each bound, then applies the K2 analysis' rule for ``objective`` (``latency:50%``
     or ``bandwidth:90%``). With ``seeds`` (instead of ``seed``) every configuration runs
-    once per seed and the rule applies to the means, as ``nvsched tune k2 --seeds``.
-    Returns {"chosen": bound or None, "why": sentence, "table": text, "rows": [(policy,
+    once per seed and the rule applies to the means (``center="median"``: the medians), as
+    ``nvsched tune k2 --seeds``. Returns {"chosen": bound or None, "why": sentence, "table": text, "rows": [(policy,
     bound, rt_p999_us, total_bw_mbps), ...]} (one row per run).
     """
     if not bounds or any(int(b) < 1 for b in bounds):
         raise ValueError("bounds: give bounds >= 1")
-    nvsched._native.tune_choose([], objective)  # a bad objective fails before the sweep
+    nvsched._native.tune_choose([], objective, center)  # a bad objective fails before the sweep
     configs = [(b, None, None) for b in [None, *[int(b) for b in bounds]]]
     rows = _tune_runs(job, configs, seed, seeds, vars, device, device_set, precondition, backend, workers, address,
                       progress)
-    chosen, why, table_text = nvsched._native.tune_choose(rows, objective)
+    chosen, why, table_text = nvsched._native.tune_choose(rows, objective, center)
     return {"chosen": chosen, "why": why, "table": table_text, "rows": rows}
 
 
@@ -301,6 +302,7 @@ def tune(
     workers: Optional[int] = None,
     address: Optional[str] = None,
     progress: Optional[Callable[[int, int], None]] = None,
+    center: str = "mean",
 ) -> dict:
     """``nvsched tune POLICY --param ...`` with its runs spread over threads or Ray: runs
     ``none`` and ``policy`` (``ID`` or ``ID:key=value,...``) with every combination of
@@ -308,20 +310,20 @@ def tune(
     ``latency:ALPHA%`` the most bandwidth among the settings whose p99.9 is within ALPHA of
     none's, ``bandwidth:BETA%`` the lowest p99.9 among those that keep BETA of none's
     bandwidth. The p99.9 is ``latency_job``'s, else the real-time job's. With ``seeds``
-    the rule applies to each setting's means. Returns {"chosen": spec or None, "why":
-    sentence, "table": text, "settings": [spec, ...], "rows": [(policy, None,
-    p999_us, total_bw_mbps), ...]} (one row per run).
+    the rule applies to each setting's means (``center="median"``: medians). Returns
+    {"chosen": spec or None, "why": sentence, "table": text, "settings": [spec, ...],
+    "rows": [(policy, None, p999_us, total_bw_mbps), ...]} (one row per run).
     """
     if isinstance(params, Mapping):
         params = [f"{name}={','.join(str(v) for v in values)}" for name, values in params.items()]
     if not params:
         raise ValueError("params: give at least one parameter and its values")
     settings = nvsched._native.tune_grid(policy, [str(p) for p in params])
-    nvsched._native.tune_choose_setting([], objective)  # a bad objective fails before the sweep
+    nvsched._native.tune_choose_setting([], objective, None, center)  # a bad objective fails before the sweep
     configs = [(None, spec, latency_job) for spec in [None, *settings]]
     rows = _tune_runs(job, configs, seed, seeds, vars, device, device_set, precondition, backend, workers, address,
                       progress)
-    chosen, why, table_text = nvsched._native.tune_choose_setting(rows, objective, latency_job)
+    chosen, why, table_text = nvsched._native.tune_choose_setting(rows, objective, latency_job, center)
     return {"chosen": chosen, "why": why, "table": table_text, "settings": settings, "rows": rows}
 
 
@@ -404,6 +406,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--objective", metavar="OBJECTIVE", help="with --tune: latency:ALPHA%% or bandwidth:BETA%%")
     p.add_argument("--job", metavar="NAME",
                    help="with --tune: the job whose p99.9 the objective is about (default: the real-time job)")
+    p.add_argument("--center", choices=["mean", "median"],
+                   help="with --tune-k2 or --tune: choose on each setting's mean (default) or median over --seeds")
     p.add_argument("--force", action="store_true", help="with --repro: ignore cached runs")
     p.add_argument("--runs-per-task", type=int, default=4,
                    help="with --repro: runs of one drive state per task (they share its preconditioning)")
@@ -420,6 +424,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         p.error("--tune needs --param NAME=V1,V2,... and --objective latency:ALPHA% or bandwidth:BETA%")
     if not args.tune and (args.param or args.objective or args.job):
         p.error("--param, --objective and --job go with --tune")
+    if args.center and not (args.tune or args.tune_k2):
+        p.error("--center goes with --tune-k2 or --tune")
     if args.repro is not None and (args.sched or args.policy or args.var or args.device_set or args.precondition
                                    or args.tune_k2 or args.tune):
         p.error("--repro takes its policies, variables and device from the experiment's manifest")
@@ -459,7 +465,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 p.error(f"--bounds {args.bounds!r}: expected a comma list of integers")
             t = tune_k2(job, args.tune_k2, bounds=bounds, seeds=seeds, vars=dict(args.var), device=device,
                         device_set=device_set, precondition=args.precondition, backend=args.backend,
-                        workers=args.workers, address=args.address, progress=show)
+                        workers=args.workers, address=args.address, progress=show, center=args.center or "mean")
             print(t["table"], end="")
             print(f"\n{t['why']}")
             if t["chosen"] is not None:
@@ -468,7 +474,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if args.tune:
             t = tune(job, args.tune, args.param, args.objective, latency_job=args.job, seeds=seeds,
                      vars=dict(args.var), device=device, device_set=device_set, precondition=args.precondition,
-                     backend=args.backend, workers=args.workers, address=args.address, progress=show)
+                     backend=args.backend, workers=args.workers, address=args.address, progress=show,
+                     center=args.center or "mean")
             print(t["table"], end="")
             print(f"\n{t['why']}")
             if t["chosen"] is not None:
