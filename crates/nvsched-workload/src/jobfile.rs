@@ -15,7 +15,11 @@ pub struct Location {
 
 impl fmt::Display for Location {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}:{}", self.file.display(), self.line)
+        // line 0: not a line of a file but a command-line option, its "file" naming it
+        match self.line {
+            0 => write!(f, "{}", self.file.display()),
+            line => write!(f, "{}:{line}", self.file.display()),
+        }
     }
 }
 
@@ -199,6 +203,47 @@ fn parse_into(
         });
     }
     Ok(())
+}
+
+/// Job options given on the command line as `KEY=VALUE` (or a bare `KEY`), read as a job
+/// file's lines are (`${VAR}` expanded); each is located at `FLAG OPTION`, which errors
+/// about it name.
+pub fn command_line_options(
+    flag: &str,
+    options: &[String],
+    env: &dyn Environment,
+) -> Result<Vec<RawOption>, JobFileError> {
+    options
+        .iter()
+        .map(|option| {
+            let file: Arc<Path> = Arc::from(Path::new(&format!("{flag} {option}")));
+            let at = Location { file: file.clone(), line: 0 };
+            if option.contains(['\n', '[', ';', '#']) || option.starts_with("include ") {
+                return Err(JobFileError::new(&at, None, "expected one job option, KEY=VALUE"));
+            }
+            let mut sections = vec![RawSection { name: flag.to_string(), options: Vec::new(), at: at.clone() }];
+            parse_into(option, &file, env, &mut sections, 0, false).map_err(|mut e| {
+                e.at = Some(at.clone());
+                e
+            })?;
+            let mut parsed = sections.pop().map(|s| s.options).unwrap_or_default();
+            match parsed.pop() {
+                Some(mut o) if parsed.is_empty() => {
+                    o.at = at;
+                    Ok(o)
+                }
+                _ => Err(JobFileError::new(&at, None, "expected one job option, KEY=VALUE")),
+            }
+        })
+        .collect()
+}
+
+/// Appends `options` to every job section (not `[global]`), after its own options, so
+/// they win over the job's and the global values alike.
+pub fn set_in_every_job(sections: &mut [RawSection], options: &[RawOption]) {
+    for section in sections.iter_mut().filter(|s| !s.is_global()) {
+        section.options.extend(options.iter().cloned());
+    }
 }
 
 /// fio resolves an include against the working directory first, then beside the file

@@ -25,12 +25,12 @@ pub use driver::{Completed, Failure, JobDriver, Poll, ReplayStats};
 pub use filelock::{FileLocks, LockMode};
 pub use flow::FlowGroups;
 pub use gen::{IoGenerator, IoUnit, Region, SyncRange};
-pub use jobfile::{Environment, HostEnvironment, JobFileError, Location};
+pub use jobfile::{command_line_options, Environment, HostEnvironment, JobFileError, Location, RawOption};
 pub use spec::{find_option, why_not_an_option};
 pub use spec::{
-    parse_job_file, parse_job_str, BlockSizes, Distribution, EngineKind, ExitWhat, FileService, FileSize, JobFile,
-    JobSpec, OptionsAsWritten, ParseOptions, Pattern, RateProcess, SyncMode, ThinktimeCounts, UnifiedRw, VerifyFormat,
-    DEFAULT_PERCENTILES, OPTIONS,
+    parse_job_file, parse_job_file_with, parse_job_str, parse_job_str_with, BlockSizes, Distribution, EngineKind,
+    ExitWhat, FileService, FileSize, JobFile, JobSpec, OptionsAsWritten, ParseOptions, Pattern, RateProcess, SyncMode,
+    ThinktimeCounts, UnifiedRw, VerifyFormat, DEFAULT_PERCENTILES, OPTIONS,
 };
 pub use tenants::{
     clone_seed, exit_targets, per_prio_reporting, reporting_groups, tenant_tree, wait_for_targets, Tenants,

@@ -1062,3 +1062,34 @@ fn opendir_adds_every_regular_file_below_the_directory() {
     assert!(e.contains("holds no regular files"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+/// `--job-set KEY=VALUE` sets an option in every job after the file's own, so it wins over
+/// `[global]` and the job's value; `${VAR}`s expand; errors name the flag and the option.
+#[test]
+fn command_line_options_are_set_in_every_job_last() {
+    let text = "[global]\nsize=100g\niodepth=4\n[a]\niodepth=8\n[b]\nsize=2g\n";
+    let set = |options: &[&str]| {
+        let options: Vec<String> = options.iter().map(|o| o.to_string()).collect();
+        let every = command_line_options("--job-set", &options, &TestEnv)?;
+        parse_job_str_with(text, Path::new("test.fio"), &TestEnv, ParseOptions::default(), &every)
+    };
+    let jobs = set(&["size=1g", "iodepth=${DEPTH}"]).unwrap();
+    assert_eq!(jobs.jobs.len(), 2);
+    for j in &jobs.jobs {
+        assert_eq!(j.size, Some(SizeOrPercent::Bytes(1 << 30)), "{}", j.name);
+        assert_eq!(j.iodepth, 16, "{}", j.name);
+        assert_eq!(j.job_options.last(), Some(&("iodepth".to_string(), Some("${DEPTH}".to_string()))));
+    }
+    assert_eq!(set(&[]).unwrap(), parse(text).unwrap(), "nothing set: the file as it is");
+    for (options, expected) in [
+        (vec!["size=lots"], "--job-set size=lots: option 'size': "),
+        (vec!["iodepth=1", "nosuch=1"], "--job-set nosuch=1: option 'nosuch': "),
+        (vec!["[x]"], "--job-set [x]: expected one job option, KEY=VALUE"),
+        (vec!["size=1g;rw=write"], "--job-set size=1g;rw=write: expected one job option"),
+        (vec!["a b=1"], "--job-set a b=1: 'a b=1' is not an option line"),
+        (vec![""], "--job-set : expected one job option"),
+    ] {
+        let err = set(&options).unwrap_err().to_string();
+        assert!(err.starts_with(expected), "{options:?}: {err}");
+    }
+}

@@ -102,6 +102,16 @@ pub(crate) struct DeviceArgs {
     pub(crate) page_cache: Option<u64>,
 }
 
+/// Job options the command line sets in every job.
+#[derive(Args, Clone, Default)]
+pub(crate) struct JobSetArgs {
+    /// Set a job option in every job, after the job file's own options, so it wins over
+    /// the file's `[global]` and job values, e.g. `--job-set size=1g --job-set runtime=5`
+    /// (repeatable; `${VAR}`s expand as in the file).
+    #[arg(long = "job-set", value_name = "KEY=VALUE")]
+    pub(crate) job_set: Vec<String>,
+}
+
 /// `--page-cache`'s size, in fio's units (`512m`, `4g`; a bare number is bytes).
 pub(crate) fn parse_cache_size(raw: &str) -> Result<u64, String> {
     let bytes = nvsched_workload::units::parse_size(raw, nvsched_workload::units::KbBase::Binary)?;
@@ -165,6 +175,8 @@ pub(crate) struct RunArgs {
     pub(crate) sched: Option<String>,
     #[command(flatten)]
     pub(crate) device: DeviceArgs,
+    #[command(flatten)]
+    pub(crate) job_set: JobSetArgs,
     /// Seed mixed into every job's random generators.
     #[arg(long, default_value_t = 0)]
     pub(crate) seed: u64,
@@ -430,6 +442,8 @@ pub(crate) struct SweepSetup {
     pub(crate) full: bool,
     #[command(flatten)]
     pub(crate) device: DeviceArgs,
+    #[command(flatten)]
+    pub(crate) job_set: JobSetArgs,
     /// Seed of every run [default: 0; with --experiment, the reproduction's own seeds, one
     /// per repetition of the mode: 1, 2, ...]
     #[arg(long)]
@@ -472,11 +486,11 @@ impl SweepSetup {
     ) -> Result<(nvsched_workload::JobFile, DeviceProfile, String, Vec<u64>), String> {
         let (jobs, profile, source, default_seeds) = match &self.experiment {
             Some(cell) => {
-                let (jobs, profile, seeds) = experiment_cell(cell, !self.full, &self.device)?;
+                let (jobs, profile, seeds) = experiment_cell(cell, !self.full, &self.device, &self.job_set)?;
                 (jobs, profile, cell.clone(), seeds)
             }
             None => {
-                let jobs = load_jobs(jobfile, false)?;
+                let jobs = load_jobs(jobfile, false, &self.job_set)?;
                 let profile = self.device.load(jobs.precondition().map_err(|e| e.to_string())?)?;
                 (jobs, profile, jobfile.display().to_string(), vec![0])
             }
@@ -547,6 +561,8 @@ pub(crate) struct CompareArgs {
     /// Seed for the jobs' random offsets (same on both sides).
     #[arg(long, default_value_t = 0)]
     pub(crate) seed: u64,
+    #[command(flatten)]
+    pub(crate) job_set: JobSetArgs,
 }
 
 #[derive(Args)]

@@ -13,7 +13,7 @@ use nvsched_sim::Observer;
 use nvsched_ssd::{builtin_profiles, load_profile, DeviceProfile};
 use nvsched_workload::jobfile::HostEnvironment;
 use nvsched_workload::trace::{TraceFormat, BLKTRACE_EVENT_BYTES};
-use nvsched_workload::{parse_job_file, parse_job_str, JobFile, ParseOptions};
+use nvsched_workload::{parse_job_file_with, parse_job_str, parse_job_str_with, JobFile, ParseOptions};
 use std::cell::RefCell;
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -223,8 +223,17 @@ fn expected_length(jobs: &JobFile) -> Option<Nanos> {
     Some(total + phase_max)
 }
 
-fn load_jobs(path: &Path, ignore_unsupported: bool) -> Result<JobFile, String> {
-    parse_job_file(path, &HostEnvironment, ParseOptions { ignore_unsupported }).map_err(|e| e.to_string())
+fn load_jobs(path: &Path, ignore_unsupported: bool, set: &JobSetArgs) -> Result<JobFile, String> {
+    let every_job = set.options()?;
+    parse_job_file_with(path, &HostEnvironment, ParseOptions { ignore_unsupported }, &every_job)
+        .map_err(|e| e.to_string())
+}
+
+impl JobSetArgs {
+    /// `--job-set`'s options, read as job-file lines.
+    fn options(&self) -> Result<Vec<nvsched_workload::RawOption>, String> {
+        nvsched_workload::command_line_options("--job-set", &self.job_set, &HostEnvironment).map_err(|e| e.to_string())
+    }
 }
 
 /// `run`'s jobs: from the job file, or from fio-style options after `--`; only the
@@ -327,7 +336,7 @@ fn join_and(items: &[String]) -> String {
 
 fn all_run_jobs(args: &RunArgs) -> Result<JobFile, String> {
     match (&args.jobfile, args.job_options.as_slice()) {
-        (Some(path), []) => load_jobs(path, args.ignore_unsupported),
+        (Some(path), []) => load_jobs(path, args.ignore_unsupported, &args.job_set),
         (None, []) => Err("no jobs: give a job file, or the jobs as fio's options after -- \
                            (e.g. nvsched run -- --name=r --rw=randread --size=1g)"
             .to_string()),
@@ -352,7 +361,8 @@ fn all_run_jobs(args: &RunArgs) -> Result<JobFile, String> {
             }
             let opts = ParseOptions { ignore_unsupported: args.ignore_unsupported };
             let text = command_line_job_text(options)?;
-            parse_job_str(&text, Path::new(COMMAND_LINE), &HostEnvironment, opts).map_err(|e| {
+            let every_job = args.job_set.options()?;
+            parse_job_str_with(&text, Path::new(COMMAND_LINE), &HostEnvironment, opts, &every_job).map_err(|e| {
                 // the text's line N+1 is the N-th option after --
                 let e = e.to_string();
                 let Some(rest) = e.strip_prefix(&format!("{COMMAND_LINE}:")) else { return e };
@@ -733,14 +743,21 @@ fn write_or_print(path: Option<&Path>, text: &str) -> Result<(), String> {
 /// The jobs, device and repetitions' seeds of one cell of a reproduction
 /// (`NAME:VARIANT[:STATE]`), with the user's `--device-set` applied on top of the
 /// manifest's.
-fn experiment_cell(cell: &str, quick: bool, device: &DeviceArgs) -> Result<(JobFile, DeviceProfile, Vec<u64>), String> {
+fn experiment_cell(
+    cell: &str,
+    quick: bool,
+    device: &DeviceArgs,
+    set: &JobSetArgs,
+) -> Result<(JobFile, DeviceProfile, Vec<u64>), String> {
     let mut parts = cell.splitn(3, ':');
     let (Some(name), Some(variant)) = (parts.next(), parts.next()) else {
         return Err(format!("--experiment '{cell}': expected NAME:VARIANT[:STATE], e.g. k2-analysis:randread"));
     };
     let (manifest, setup) = nvsched::repro::cell(name, variant, parts.next(), quick)?;
-    let jobs = parse_job_str(&setup.job_text, &setup.job_path, &HostEnvironment, ParseOptions::default())
-        .map_err(|e| e.to_string())?;
+    let every_job = set.options()?;
+    let jobs =
+        parse_job_str_with(&setup.job_text, &setup.job_path, &HostEnvironment, ParseOptions::default(), &every_job)
+            .map_err(|e| e.to_string())?;
     let profile = device.load_over(&manifest.device, setup.overrides, None)?;
     Ok((jobs, profile, setup.seeds))
 }
@@ -991,7 +1008,7 @@ fn cmd_calibrate(args: CalibrateArgs) -> Result<(), String> {
 }
 
 fn cmd_compare(args: CompareArgs) -> Result<(), String> {
-    let jobs = load_jobs(&args.jobfile, false)?;
+    let jobs = load_jobs(&args.jobfile, false, &args.job_set)?;
     if args.device == CALIBRATED && !Path::new(CALIBRATED).exists() {
         return Err(format!(
             "no {CALIBRATED} here to simulate with: run `nvsched calibrate --filename {}` first to fit one to the device, or pass --device with a shipped profile (`nvsched devices` lists them)",

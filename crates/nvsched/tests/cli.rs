@@ -1563,6 +1563,86 @@ fn sweep_compares_policies_job_by_job() {
     assert!(!err.contains("runs"), "refused before running: {err}");
 }
 
+/// `--job-set KEY=VALUE` changes every job of the file as if written last in each: the
+/// same report as the edited file, in `run`, `sweep` (also on a reproduction's cell) and
+/// `tune`; a bad one is an error naming it before anything runs.
+#[test]
+fn job_set_changes_every_job_as_the_edited_file_would() {
+    let k2_mix = repo_root().join("examples/k2-mix.fio");
+    let edited = short_k2_mix(); // runtime=1 instead of 10
+    let output = |args: &[&str]| {
+        let out = nvsched(args);
+        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let report = |job: &Path, extra: &[&str]| {
+        let mut args = vec!["run", job.to_str().unwrap(), "-q", "--output-format", "json"];
+        args.extend_from_slice(extra);
+        let mut v: Value = serde_json::from_str(&output(&args)).unwrap();
+        // the options as written differ: the edited file's [global] says runtime=1, where
+        // --job-set keeps runtime=10 there and adds runtime=1 to each job
+        let set_in_job = |job: &Value| job["job options"]["runtime"] == json!("1");
+        let global_runtime = v["global options"]["runtime"].clone();
+        assert!(v["jobs"].as_array().unwrap().iter().all(|j| set_in_job(j) != (global_runtime == json!("1"))), "{v}");
+        for job in v["jobs"].as_array_mut().unwrap() {
+            job["job options"] = json!(null);
+        }
+        v["global options"] = json!(null);
+        v["time"] = json!(null);
+        v["timestamp"] = json!(null);
+        v["timestamp_ms"] = json!(null);
+        v
+    };
+    assert_eq!(report(&k2_mix, &["--job-set", "runtime=1"]), report(&edited, &[]));
+    let v = report(&k2_mix, &["--job-set", "runtime=1", "--job-set", "size=1g"]);
+    assert!(v["jobs"].as_array().unwrap().iter().all(|j| j["job_runtime"] == json!(1000)), "{v}");
+    let sweep = |job: &Path, extra: &[&str]| {
+        let mut args = vec!["sweep", job.to_str().unwrap(), "--sched", "k2:bound=2", "-q"];
+        args.extend_from_slice(extra);
+        output(&args)
+    };
+    assert_eq!(sweep(&k2_mix, &["--job-set", "runtime=1"]), sweep(&edited, &[]));
+    let tune = |job: &Path, extra: &[&str]| {
+        let mut args =
+            vec!["tune", "k2", "--objective", "latency:50%", job.to_str().unwrap(), "--bounds", "2,16", "-q"];
+        args.extend_from_slice(extra);
+        output(&args)
+    };
+    assert_eq!(tune(&k2_mix, &["--job-set", "runtime=1"]), tune(&edited, &[]));
+    // on a reproduction's cell: its runtime comes from the manifest, --job-set wins
+    let cell = output(&[
+        "sweep",
+        "--experiment",
+        "k2-analysis:read",
+        "--sched",
+        "none",
+        "--job-set",
+        "runtime=200ms",
+        "-q",
+        "--output-format",
+        "json",
+    ]);
+    let v: Value = serde_json::from_str(&cell).unwrap();
+    let iops = v["nvsched_sweep"]["policies"][0]["jobs"][0]["iops"].as_f64().unwrap();
+    assert!(iops > 0.0, "{v}");
+    for (args, expected) in [
+        (
+            vec!["run", k2_mix.to_str().unwrap(), "--job-set", "runtime=soon"],
+            "--job-set runtime=soon: option 'runtime': ",
+        ),
+        (vec!["sweep", k2_mix.to_str().unwrap(), "--job-set", "nosuch=1"], "--job-set nosuch=1: option 'nosuch': "),
+        (
+            vec!["tune", "k2", "--objective", "latency:50%", "--job-set", "[x]"],
+            "--job-set [x]: expected one job option",
+        ),
+    ] {
+        let out = nvsched(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.code() == Some(1) && err.contains(expected), "{args:?}: {err}");
+        assert!(!err.contains("sweeping") && !err.contains("runs"), "refused before running: {err}");
+    }
+}
+
 /// `--center` picks how the seeds' runs make one figure: the mean by default in simulation,
 /// the median on request, each of the single-seed runs' figures.
 #[test]

@@ -1401,7 +1401,19 @@ pub struct VerifyFormat {
 
 /// Parses a fio job file from disk.
 pub fn parse_job_file(path: &Path, env: &dyn Environment, opts: ParseOptions) -> Result<JobFile, JobFileError> {
-    let sections = crate::jobfile::read_job_file(path, env)?;
+    parse_job_file_with(path, env, opts, &[])
+}
+
+/// Parses a fio job file from disk with `every_job` set in each job after its own options
+/// (the command line's `--job-set`, from [`crate::jobfile::command_line_options`]).
+pub fn parse_job_file_with(
+    path: &Path,
+    env: &dyn Environment,
+    opts: ParseOptions,
+    every_job: &[RawOption],
+) -> Result<JobFile, JobFileError> {
+    let mut sections = crate::jobfile::read_job_file(path, env)?;
+    crate::jobfile::set_in_every_job(&mut sections, every_job);
     build_jobs(&sections, opts).map_err(|e| e.in_file(path))
 }
 
@@ -1412,7 +1424,20 @@ pub fn parse_job_str(
     env: &dyn Environment,
     opts: ParseOptions,
 ) -> Result<JobFile, JobFileError> {
-    let sections = crate::jobfile::parse_job_text(text, path, env)?;
+    parse_job_str_with(text, path, env, opts, &[])
+}
+
+/// Parses job-file text (named `path` in errors) with `every_job` set in each job after
+/// its own options, as [`parse_job_file_with`].
+pub fn parse_job_str_with(
+    text: &str,
+    path: &Path,
+    env: &dyn Environment,
+    opts: ParseOptions,
+    every_job: &[RawOption],
+) -> Result<JobFile, JobFileError> {
+    let mut sections = crate::jobfile::parse_job_text(text, path, env)?;
+    crate::jobfile::set_in_every_job(&mut sections, every_job);
     build_jobs(&sections, opts).map_err(|e| e.in_file(path))
 }
 
