@@ -1,18 +1,23 @@
 //! Fuzzes the fio job-file parser: any input must parse or return an error, never panic;
-//! whatever parses must build its generators and drivers.
+//! whatever parses must build its generators and drivers. Lines starting with `@` are
+//! `--job-set` options (set in every job) instead of lines of the file.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use nvsched_core::Nanos;
 use nvsched_fuzz::FixedEnv;
-use nvsched_workload::{parse_job_str, IoGenerator, JobDriver, ParseOptions, Poll, Region};
+use nvsched_workload::{command_line_options, parse_job_str_with, IoGenerator, JobDriver, ParseOptions, Poll, Region};
 use std::path::Path;
 use std::sync::Arc;
 
 fuzz_target!(|data: &[u8]| {
     let text = String::from_utf8_lossy(data);
     let opts = ParseOptions { ignore_unsupported: data.first().is_some_and(|b| b & 1 == 1) };
-    let Ok(file) = parse_job_str(&text, Path::new("fuzz.fio"), &FixedEnv, opts) else { return };
+    let (set, lines): (Vec<&str>, Vec<&str>) = text.lines().partition(|l| l.starts_with('@'));
+    let set: Vec<String> = set.iter().map(|l| l[1..].to_string()).collect();
+    let Ok(every_job) = command_line_options("--job-set", &set, &FixedEnv) else { return };
+    let text = lines.join("\n");
+    let Ok(file) = parse_job_str_with(&text, Path::new("fuzz.fio"), &FixedEnv, opts, &every_job) else { return };
     // the simulator's layout of every file on a 1 GiB device: an error or regions, never a panic
     let regions = nvsched_sim::layout::place(&file.jobs, 1 << 30).ok().map(|(_, r)| r);
     for (k, spec) in file.jobs.into_iter().enumerate() {

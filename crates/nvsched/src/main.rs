@@ -577,6 +577,9 @@ fn tune_sweep(args: TuneArgs) -> Result<(), String> {
     if !args.quiet {
         let over = if seeds.len() > 1 { format!(", {} seeds each", seeds.len()) } else { String::new() };
         eprintln!("nvsched: sweeping none and {sweeping} on {on}{over} ...");
+        if let Some(notice) = device.as_ref().and_then(RealDevice::creation_notice) {
+            eprintln!("{notice}");
+        }
     }
     let rows = nvsched::tune::sweep(jobs, target, &seeds, &configs, rt, !args.quiet)?;
     let (chosen, why) = if k2_bounds {
@@ -685,12 +688,16 @@ fn cmd_sweep(args: SweepArgs) -> Result<(), String> {
     let Runs { jobs, target, on, center } = Runs::on(&device, &jobs, &profile, args.setup.center);
     let show = !args.quiet;
     if show {
+        let counted = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
         eprintln!(
-            "nvsched: {} policies x {} seed(s) on {on}, {} runs",
-            policies.len(),
-            seeds.len(),
-            policies.len() * seeds.len()
+            "nvsched: {} x {} on {on}, {}",
+            counted(policies.len(), "policy", "policies"),
+            counted(seeds.len(), "seed", "seeds"),
+            counted(policies.len() * seeds.len(), "run", "runs")
         );
+        if let Some(notice) = device.as_ref().and_then(RealDevice::creation_notice) {
+            eprintln!("{notice}");
+        }
     }
     let progress = nvsched::progress::RunProgress::new("sweep", policies.len() * seeds.len(), show);
     let runs = nvsched::sweep::run(jobs, target, &policies, &seeds, &progress)?;
@@ -899,6 +906,31 @@ impl RealDevice {
     /// How the tables and messages name it.
     fn name(&self) -> String {
         format!("{} (real, io_uring)", self.files.join(", "))
+    }
+
+    /// What the first run creates, said before the runs: a large new file takes its
+    /// layout's time before that run's I/O starts, and the runs after reuse it.
+    fn creation_notice(&self) -> Option<String> {
+        let new_files: Vec<String> = self
+            .files
+            .iter()
+            .filter(|name| !nvsched_workload::file_setup::is_device_path(name) && !Path::new(name).exists())
+            .map(|name| {
+                let naming = self.jobs.jobs.iter().flat_map(|spec| {
+                    spec.clone_files()
+                        .filter(|&(c, f)| spec.file_name_of(c, f) == *name)
+                        .map(move |(c, f)| (spec, c, f))
+                });
+                let bytes = naming.filter_map(|(spec, c, f)| spec.needed_file_bytes(c, f, None)).max().unwrap_or(0);
+                format!("'{name}' ({})", bytes_text(bytes))
+            })
+            .collect();
+        (!new_files.is_empty()).then(|| {
+            format!(
+                "nvsched: the first run creates {} as fio lays out a job's file; the later runs reuse it, and it is removed at the end",
+                join_and(&new_files)
+            )
+        })
     }
 }
 

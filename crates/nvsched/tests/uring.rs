@@ -1615,12 +1615,16 @@ fn sweep_and_tune_run_on_a_real_file_and_remove_the_file_they_created() {
         "1,8",
         "--objective",
         "bandwidth:10%",
-        "-q",
+        "--job-set",
+        "size=12m",
     ]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("k2:bound=8") && text.contains("Use: --sched k2:bound="), "{text}");
     assert!(!target.exists());
+    // said before the runs: the file the first run makes, as large as --job-set sizes it
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains(&format!("the first run creates '{target_s}' (12.0MiB)")), "{stderr}");
     // an existing file is not written without the flag, and stays as it was
     let (data, before) = precious_file(&d, 8 << 20);
     let out = nvsched(&["sweep", job_s, "--filename", data.to_str().unwrap(), "--sched", "none", "-q"]);
