@@ -350,8 +350,17 @@ fn row_of(report: &nvsched_report::RunReport, rt: usize) -> Result<Row, String> 
 
 /// Appends "(Means of N seeds.)" to `why` when the configurations ran more than once,
 /// and, where the chosen configuration met the objective's limit on its mean but not on
-/// every seed, on how many it missed: the choice is then closer than the means say.
-fn with_runs(merged: &[Merged], chosen: Option<&str>, objective: Objective, center: Center, why: String) -> String {
+/// every seed, on how many it missed: the choice is then closer than the means say; and
+/// where `rule` (the choice on one figure per configuration) picks otherwise on some
+/// seed's runs alone, what it picks seed by seed ([`seed_by_seed`]).
+fn with_runs(
+    merged: &[Merged],
+    chosen: Option<&str>,
+    objective: Objective,
+    center: Center,
+    why: String,
+    rule: &dyn Fn(&[Row]) -> Option<String>,
+) -> String {
     let runs = merged.iter().map(Merged::runs).max().unwrap_or(1);
     if runs < 2 {
         return why;
@@ -374,7 +383,48 @@ fn with_runs(merged: &[Merged], chosen: Option<&str>, objective: Objective, cent
         };
         (what > 0).then(|| format!(" Its {limit} on {what} of {} seeds ({worst}).", pick.runs()))
     });
-    format!("{why} ({} of {runs} seeds.){}", center.plural(), misses.unwrap_or_default())
+    let by_seed = seed_by_seed(merged, chosen, rule).unwrap_or_default();
+    format!("{why} ({} of {runs} seeds.){}{by_seed}", center.plural(), misses.unwrap_or_default())
+}
+
+/// Where the rule, applied to each seed's runs alone, would choose otherwise than on the
+/// centers: " Seed by seed it chooses k2:bound=8 on 2 of 3 seeds, k2:bound=4 on 1." (a
+/// choice that rests on one seed's luck shows here). Nothing when every seed agrees with
+/// `chosen`, or when the configurations ran different numbers of times.
+fn seed_by_seed(merged: &[Merged], chosen: Option<&str>, rule: &dyn Fn(&[Row]) -> Option<String>) -> Option<String> {
+    let runs = merged.first()?.runs();
+    if runs < 2 || merged.iter().any(|m| m.runs() != runs) {
+        return None;
+    }
+    let mut counts: Vec<(Option<String>, usize)> = Vec::new();
+    for seed in 0..runs {
+        let rows: Vec<Row> = merged
+            .iter()
+            .map(|m| Row { rt_p999_us: m.tails_us[seed], total_bw_mbps: m.bws_mbps[seed], ..m.row.clone() })
+            .collect();
+        let choice = rule(&rows);
+        match counts.iter_mut().find(|(c, _)| *c == choice) {
+            Some((_, n)) => *n += 1,
+            None => counts.push((choice, 1)),
+        }
+    }
+    if counts.len() == 1 && counts[0].0.as_deref() == chosen {
+        return None;
+    }
+    counts.sort_by_key(|(_, n)| std::cmp::Reverse(*n));
+    let parts: Vec<String> = counts
+        .iter()
+        .enumerate()
+        .map(|(i, (choice, n))| {
+            let what = choice.as_deref().unwrap_or("nothing");
+            if i == 0 {
+                format!("{what} on {n} of {runs} seeds")
+            } else {
+                format!("{what} on {n}")
+            }
+        })
+        .collect();
+    Some(format!(" Seed by seed it chooses {}.", parts.join(", ")))
 }
 
 /// The K2 analysis' guideline on the bounds' centers over their runs (seeds), and a
@@ -383,7 +433,11 @@ pub fn choose(rows: &[Row], objective: Objective, center: Center) -> (Option<u32
     let merged = merge(rows, center);
     let (chosen, why) = choose_on_means(&merged.iter().map(|m| m.row.clone()).collect::<Vec<_>>(), objective);
     let spec = merged.iter().find(|m| chosen.is_some() && m.row.bound == chosen).map(|m| m.row.policy.as_str());
-    (chosen, with_runs(&merged, spec, objective, center, why))
+    let rule = |rows: &[Row]| {
+        let bound = choose_on_means(rows, objective).0;
+        rows.iter().find(|r| bound.is_some() && r.bound == bound).map(|r| r.policy.clone())
+    };
+    (chosen, with_runs(&merged, spec, objective, center, why, &rule))
 }
 
 fn choose_on_means(rows: &[Row], objective: Objective) -> (Option<u32>, String) {
@@ -439,9 +493,22 @@ pub fn choose_setting(
     noun: (&str, &str),
     center: Center,
 ) -> (Option<String>, String) {
-    let (one, many) = noun;
     let merged = merge(rows, center);
-    let means: Vec<&Row> = merged.iter().map(|m| &m.row).collect();
+    let centers: Vec<Row> = merged.iter().map(|m| m.row.clone()).collect();
+    let (chosen, why) = setting_on_centers(&centers, objective, noun);
+    let references = centers.iter().filter(|r| r.policy == REFERENCE).count();
+    if references == 0 || references == centers.len() {
+        return (chosen, why); // no reference, or nothing beside it: no choice to qualify
+    }
+    let rule = |rows: &[Row]| setting_on_centers(rows, objective, noun).0;
+    let explained = with_runs(&merged, chosen.as_deref(), objective, center, why, &rule);
+    (chosen, explained)
+}
+
+/// [`choose_setting`]'s rule on one figure per configuration.
+fn setting_on_centers(rows: &[Row], objective: Objective, noun: (&str, &str)) -> (Option<String>, String) {
+    let (one, many) = noun;
+    let means: Vec<&Row> = rows.iter().collect();
     let Some(none) = means.iter().find(|r| r.policy == REFERENCE) else {
         return (None, "no `none` reference run".into());
     };
@@ -504,8 +571,7 @@ pub fn choose_setting(
             }
         }
     };
-    let explained = with_runs(&merged, why.0.as_deref(), objective, center, why.1);
-    (why.0, explained)
+    why
 }
 
 /// The sweep as a table: one line per configuration, with the centers of its runs and,
@@ -652,21 +718,39 @@ mod tests {
         ];
         let (b, why) = choose(&rows, Objective::Latency(0.5), Center::Mean);
         assert_eq!(b, Some(4), "{why}");
-        assert!(why.contains("(320 us)") && why.ends_with("(Means of 2 seeds.)"), "{why}");
+        assert!(
+            why.contains("(320 us)")
+                && why.ends_with(
+                    "(Means of 2 seeds.) Seed by seed it chooses k2:bound=8 on 1 of 2 seeds, k2:bound=4 on 1."
+                ),
+            "the first seed alone would choose bound 8: {why}"
+        );
+        // where every seed alone chooses what the means choose, the sentence says nothing more
+        let mut agreeing = rows.clone();
+        agreeing[4].rt_p999_us = 560.0;
+        let (b, why) = choose(&agreeing, Objective::Latency(0.5), Center::Mean);
+        assert!(b == Some(4) && why.ends_with("(Means of 2 seeds.)"), "{why}");
         // bound 8 meets the 500 us limit on its mean (490 us), not on the second seed
         let mut close = rows.clone();
         close[5].rt_p999_us = 540.0;
         let (b, why) = choose(&close, Objective::Latency(0.5), Center::Mean);
         assert_eq!(b, Some(8), "{why}");
         assert!(
-            why.ends_with("(Means of 2 seeds.) Its p99.9 is over the 500 us limit on 1 of 2 seeds (up to 540 us)."),
+            why.ends_with(
+                "(Means of 2 seeds.) Its p99.9 is over the 500 us limit on 1 of 2 seeds (up to 540 us). \
+                 Seed by seed it chooses k2:bound=8 on 1 of 2 seeds, k2:bound=4 on 1."
+            ),
             "{why}"
         );
         let (chosen, why) = choose_setting(&close[..2], Objective::Bandwidth(0.65), POLICIES, Center::Mean);
         assert_eq!((chosen, why.as_str()), (None, "Nothing to choose: no policy ran besides none, the reference."));
         let (_, why) = choose_setting(&close, Objective::Bandwidth(0.65), SETTINGS, Center::Mean);
         assert!(
-            why.contains("k2:bound=8") && why.ends_with("under the 390 MB/s floor on 1 of 2 seeds (down to 380 MB/s)."),
+            why.contains("k2:bound=8")
+                && why.ends_with(
+                    "under the 390 MB/s floor on 1 of 2 seeds (down to 380 MB/s). \
+                     Seed by seed it chooses k2:bound=8 on 1 of 2 seeds, nothing on 1."
+                ),
             "{why}"
         );
         assert_eq!(choose(&rows[4..5], Objective::Latency(0.5), Center::Mean).0, None, "no none run");
@@ -690,6 +774,7 @@ mod tests {
         let (b, why) = choose(&rows, Objective::Latency(0.5), Center::Median);
         assert_eq!(b, Some(8), "{why}");
         assert!(why.contains("(420 us)") && why.contains("(Medians of 3 seeds.) Its p99.9 is over"), "{why}");
+        assert!(why.ends_with("Seed by seed it chooses k2:bound=8 on 2 of 3 seeds, k2:bound=4 on 1."), "{why}");
         let (spec, _) = choose_setting(&rows, Objective::Latency(0.5), SETTINGS, Center::Median);
         assert_eq!(spec.as_deref(), Some("k2:bound=8"));
     }
