@@ -235,6 +235,49 @@ fn tune_measure(
     .map_err(|e: String| PyValueError::new_err(e))
 }
 
+/// `tune`'s sweep on real files or devices through io_uring (`nvsched tune ... --filename
+/// PATH`, else `--engine uring`): `none` and each (K2 bound, policy spec) of `configs`
+/// once per seed, one run at a time; returns the rows (configurations in order, seeds
+/// innermost) and the warnings.
+#[pyfunction]
+#[pyo3(signature = (job_text, source, vars, configs, seeds, latency_job=None, filename=None, allow_destructive=false))]
+#[allow(clippy::too_many_arguments)]
+fn tune_device(
+    py: Python<'_>,
+    job_text: String,
+    source: String,
+    vars: Vec<(String, String)>,
+    configs: Vec<(Option<u32>, Option<String>)>,
+    seeds: Vec<u64>,
+    latency_job: Option<String>,
+    filename: Option<String>,
+    allow_destructive: bool,
+) -> PyResult<(Vec<TuneRow>, Vec<String>)> {
+    let specs: Vec<(String, Option<u32>)> = configs
+        .into_iter()
+        .map(|(bound, policy)| match (policy, bound) {
+            (Some(spec), _) => (spec, None),
+            (None, Some(b)) => (format!("k2:bound={b}"), Some(b)),
+            (None, None) => (nvsched::tune::REFERENCE.to_string(), None),
+        })
+        .filter(|(spec, _)| spec != nvsched::tune::REFERENCE)
+        .collect();
+    py.detach(move || {
+        let (rows, warnings) = nvsched::run::tune_device_job_text(
+            &job_text,
+            &source,
+            &vars,
+            filename.as_deref().map(std::path::Path::new),
+            allow_destructive,
+            &specs,
+            &seeds,
+            latency_job.as_deref(),
+        )?;
+        Ok((rows.into_iter().map(|r| (r.policy, r.bound, r.rt_p999_us, r.total_bw_mbps)).collect(), warnings))
+    })
+    .map_err(|e: String| PyValueError::new_err(e))
+}
+
 fn tune_rows(rows: Vec<TuneRow>) -> Vec<nvsched::tune::Row> {
     rows.into_iter()
         .map(|(policy, bound, rt_p999_us, total_bw_mbps)| nvsched::tune::Row {
@@ -406,6 +449,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(repro_targets, m)?)?;
     m.add_function(wrap_pyfunction!(set_build_fingerprint, m)?)?;
     m.add_function(wrap_pyfunction!(tune_measure, m)?)?;
+    m.add_function(wrap_pyfunction!(tune_device, m)?)?;
     m.add_function(wrap_pyfunction!(tune_choose, m)?)?;
     m.add_function(wrap_pyfunction!(tune_choose_setting, m)?)?;
     m.add_function(wrap_pyfunction!(tune_grid, m)?)?;

@@ -310,3 +310,42 @@ def test_tune_iocost_on_a_real_file_reads_only_what_it_did_not_create(tmp_path):
     assert existing.read_bytes() == data
     with pytest.raises(ValueError, match="less than 1 MiB"):
         nvsched.tune_iocost(filename=existing, size="4k", seconds=1)
+
+
+SMALL_MIX = ("[global]\nfilename=/dev/nvme0n1\nsize=8m\ndirect=1\nbs=4k\nruntime=200ms\ntime_based\n"
+             "[rt]\nrw=randread\nioengine=psync\nprioclass=1\nthinktime=500\n"
+             "[be]\nrw=randwrite\nioengine=io_uring\niodepth=16\n")
+
+
+def test_tuning_on_a_real_file_runs_through_io_uring_and_removes_the_file(tmp_path):
+    target = tmp_path / "mix.dat"
+    try:
+        t = sw.tune_k2(SMALL_MIX, "bandwidth:10%", bounds=[1, 8], seeds=[1, 2], filename=str(target))
+    except ValueError as e:
+        if "io_uring" in str(e):
+            pytest.skip(str(e))
+        raise
+    assert [(r[0], r[1]) for r in t["rows"]] == [("none", None)] * 2 + [("k2:bound=1", 1)] * 2 + \
+        [("k2:bound=8", 8)] * 2, "configurations in order, seeds innermost"
+    assert all(r[3] > 0 for r in t["rows"]), "every run moved data on the device"
+    assert "(Medians of 2 seeds.)" in t["why"] and t["chosen"] in (1, 8)
+    assert not target.exists(), "the file the first run created is removed"
+    t = sw.tune(SMALL_MIX, "kyber", {"read_lat": ["1ms"]}, "latency:90%", filename=str(target), center="mean")
+    assert [r[0] for r in t["rows"]] == ["none", "kyber:read_lat=1ms"] and not target.exists()
+    # an existing file is not written without allow_destructive, and stays as it was
+    existing = tmp_path / "existing.dat"
+    data = os.urandom(8 << 20)
+    existing.write_bytes(data)
+    with pytest.raises(ValueError, match="refusing to write"):
+        sw.tune_k2(SMALL_MIX, "latency:50%", bounds=[1], filename=str(existing))
+    assert existing.read_bytes() == data
+    for kwargs, message in [
+        ({"filename": str(target), "precondition": "full"}, "precondition describes the simulated drive"),
+        ({"filename": str(target), "backend": "ray"}, "one at a time"),
+        ({"filename": str(target), "engine": "sim"}, "leave out engine='sim'"),
+        ({"allow_destructive": True}, "allow_destructive is for real devices"),
+        ({"engine": "disk"}, "expected 'sim' or 'uring'"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            sw.tune_k2(SMALL_MIX, "latency:50%", bounds=[1], **kwargs)
+    assert not target.exists()

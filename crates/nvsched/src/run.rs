@@ -599,6 +599,44 @@ pub fn run_device_job_text(
     Ok((report.render(nvsched_report::Format::Json), warnings))
 }
 
+/// `tune`'s sweep of fio job text on real files or devices, as the language bindings call
+/// it: `none` and each (spec, K2 bound) of `configs` once per seed, one run at a time
+/// (seeds outermost), on `filename` where given (every job's filename), else on the jobs'
+/// own files; files the first run creates are removed at the end. Returns the rows (the
+/// configurations in order, seeds innermost; the p99.9 is `latency_job`'s, else the
+/// real-time job's) and the warnings (the jobs', and a kernel scheduler below the policy).
+#[allow(clippy::too_many_arguments)]
+pub fn tune_device_job_text(
+    text: &str,
+    source: &str,
+    vars: &[(String, String)],
+    filename: Option<&Path>,
+    allow_destructive: bool,
+    configs: &[(String, Option<u32>)],
+    seeds: &[u64],
+    latency_job: Option<&str>,
+) -> Result<(Vec<crate::tune::Row>, Vec<String>), String> {
+    let jobs = parse_job_text(text, source, vars)?;
+    let jobs = filename.map_or_else(|| jobs.clone(), |path| crate::realdev::retarget(&jobs, path));
+    let (rt, _) = crate::tune::check_jobs(&jobs, source, latency_job)?;
+    nvsched_uring::available()?;
+    let opts = nvsched_uring::UringOptions {
+        safety: nvsched_uring::targets::Safety { allow_destructive, ..Default::default() },
+        ..nvsched_uring::UringOptions::default()
+    };
+    let files: Vec<String> =
+        jobs.jobs.iter().flat_map(|spec| spec.clone_files().map(|(c, f)| spec.file_name_of(c, f))).collect();
+    let warnings = jobs
+        .warnings
+        .iter()
+        .cloned()
+        .chain(jobs.real_device_warnings())
+        .chain(crate::realdev::kernel_scheduler_warnings(files.iter().map(Path::new)))
+        .collect();
+    let target = crate::batch::Target::Device(&opts);
+    Ok((crate::tune::sweep(&jobs, target, seeds, configs, rt, false)?, warnings))
+}
+
 /// [`run_uring`] with `--status-interval` dumps.
 pub fn run_uring_with_status(
     jobs: &JobFile,

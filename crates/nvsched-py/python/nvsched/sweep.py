@@ -26,6 +26,7 @@ import json
 import os
 import sys
 import time
+import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
@@ -238,15 +239,53 @@ def _tune_measure(text: str, vars: Dict[str, str], common: dict, seed: int, boun
                                         policy, latency_job)
 
 
+_DEFAULT_DEVICE = "970evoplus-250g"
+
+
+def _on_device(filename: Optional[str], engine: Optional[str],
+               allow_destructive: bool) -> Optional[Tuple[Optional[str], bool]]:
+    """(filename, allow_destructive) where a tuning sweep runs on a real device
+    (``filename``, or ``engine="uring"`` for the job file's own files), else None."""
+    if engine not in (None, "sim", "uring"):
+        raise ValueError(f"engine: {engine!r}: expected 'sim' or 'uring'")
+    if filename is not None and engine == "sim":
+        raise ValueError("filename= runs on a real device: leave out engine='sim'")
+    if filename is None and engine != "uring":
+        if allow_destructive:
+            raise ValueError("allow_destructive is for real devices: give filename= or engine='uring'")
+        return None
+    return (None if filename is None else str(filename)), allow_destructive
+
+
 def _tune_runs(job, configs, seed, seeds, vars, device, device_set, precondition, backend, workers, address,
-               progress) -> list:
+               progress, on_device=None) -> list:
     """One row per configuration (bound, policy spec, latency-critical job) and seed, seeds
-    innermost, as the command line's tuner runs them."""
+    innermost, as the command line's tuner runs them. ``on_device`` (filename or None,
+    allow_destructive) runs them on a real device, one at a time, seeds outermost."""
     seed_list = [int(s) for s in seeds] if seeds is not None else [int(seed)]
     if not seed_list:
         raise ValueError("seeds: give at least one seed")
-    text, common = _workload(job, device, device_set, precondition)
     var_map = {str(k): str(v) for k, v in (vars or {}).items()}
+    if on_device is not None:
+        simulated = [("device", device != _DEFAULT_DEVICE), ("device_set", bool(device_set)),
+                     ("precondition", precondition is not None)]
+        given = [name for name, set_ in simulated if set_]
+        if given:
+            raise ValueError(f"{given[0]} describes the simulated drive; these runs are on a real one")
+        if backend != "local":
+            raise ValueError("runs on a real device go one at a time on this machine: leave backend='local'")
+        filename, allow_destructive = on_device
+        text, source = nvsched.job_text(job)
+        latency_job = configs[0][2]
+        pairs = [(bound, policy) for bound, policy, _ in configs]
+        rows, notes = nvsched._native.tune_device(text, source, list(var_map.items()), pairs, seed_list,
+                                                  latency_job, filename, allow_destructive)
+        for note in notes:
+            warnings.warn(note, UserWarning, stacklevel=3)
+        if progress is not None:
+            progress(len(rows), len(rows))
+        return rows
+    text, common = _workload(job, device, device_set, precondition)
     calls = [(text, var_map, common, s, *config) for config in configs for s in seed_list]
     return run_all(_tune_measure, calls, backend, workers, address, progress)
 
@@ -266,21 +305,30 @@ def tune_k2(
     workers: Optional[int] = None,
     address: Optional[str] = None,
     progress: Optional[Callable[[int, int], None]] = None,
-    center: str = "mean",
+    center: Optional[str] = None,
+    filename: Optional[str] = None,
+    engine: Optional[str] = None,
+    allow_destructive: bool = False,
 ) -> dict:
     """``nvsched tune k2`` with its runs spread over threads or Ray: sweeps ``none`` and K2
     at each bound, then applies the K2 analysis' rule for ``objective`` (``latency:50%``
     or ``bandwidth:90%``). With ``seeds`` (instead of ``seed``) every configuration runs
     once per seed and the rule applies to the means (``center="median"``: the medians), as
-    ``nvsched tune k2 --seeds``. Returns {"chosen": bound or None, "why": sentence, "table": text, "rows": [(policy,
+    ``nvsched tune k2 --seeds``. ``filename`` (every job's file) or ``engine="uring"``
+    (the job file's own files) runs on a real file or device through io_uring instead, as
+    ``nvsched tune k2 --filename``: one run at a time, seeds outermost, on the medians
+    unless ``center`` says otherwise, a file the first run creates removed at the end;
+    writing to an existing file or a block device needs ``allow_destructive``. Returns {"chosen": bound or None, "why": sentence, "table": text, "rows": [(policy,
     bound, rt_p999_us, total_bw_mbps), ...]} (one row per run).
     """
     if not bounds or any(int(b) < 1 for b in bounds):
         raise ValueError("bounds: give bounds >= 1")
+    on_device = _on_device(filename, engine, allow_destructive)
+    center = center or ("median" if on_device else "mean")
     nvsched._native.tune_choose([], objective, center)  # a bad objective fails before the sweep
     configs = [(b, None, None) for b in [None, *[int(b) for b in bounds]]]
     rows = _tune_runs(job, configs, seed, seeds, vars, device, device_set, precondition, backend, workers, address,
-                      progress)
+                      progress, on_device)
     chosen, why, table_text = nvsched._native.tune_choose(rows, objective, center)
     return {"chosen": chosen, "why": why, "table": table_text, "rows": rows}
 
@@ -302,7 +350,10 @@ def tune(
     workers: Optional[int] = None,
     address: Optional[str] = None,
     progress: Optional[Callable[[int, int], None]] = None,
-    center: str = "mean",
+    center: Optional[str] = None,
+    filename: Optional[str] = None,
+    engine: Optional[str] = None,
+    allow_destructive: bool = False,
 ) -> dict:
     """``nvsched tune POLICY --param ...`` with its runs spread over threads or Ray: runs
     ``none`` and ``policy`` (``ID`` or ``ID:key=value,...``) with every combination of
@@ -310,7 +361,8 @@ def tune(
     ``latency:ALPHA%`` the most bandwidth among the settings whose p99.9 is within ALPHA of
     none's, ``bandwidth:BETA%`` the lowest p99.9 among those that keep BETA of none's
     bandwidth. The p99.9 is ``latency_job``'s, else the real-time job's. With ``seeds``
-    the rule applies to each setting's means (``center="median"``: medians). Returns
+    the rule applies to each setting's means (``center="median"``: medians). ``filename``,
+    ``engine`` and ``allow_destructive`` run on a real device, as in :func:`tune_k2`. Returns
     {"chosen": spec or None, "why": sentence, "table": text, "settings": [spec, ...],
     "rows": [(policy, None, p999_us, total_bw_mbps), ...]} (one row per run).
     """
@@ -319,10 +371,12 @@ def tune(
     if not params:
         raise ValueError("params: give at least one parameter and its values")
     settings = nvsched._native.tune_grid(policy, [str(p) for p in params])
+    on_device = _on_device(filename, engine, allow_destructive)
+    center = center or ("median" if on_device else "mean")
     nvsched._native.tune_choose_setting([], objective, None, center)  # a bad objective fails before the sweep
     configs = [(None, spec, latency_job) for spec in [None, *settings]]
     rows = _tune_runs(job, configs, seed, seeds, vars, device, device_set, precondition, backend, workers, address,
-                      progress)
+                      progress, on_device)
     chosen, why, table_text = nvsched._native.tune_choose_setting(rows, objective, latency_job, center)
     return {"chosen": chosen, "why": why, "table": table_text, "settings": settings, "rows": rows}
 
@@ -406,6 +460,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--objective", metavar="OBJECTIVE", help="with --tune: latency:ALPHA%% or bandwidth:BETA%%")
     p.add_argument("--job", metavar="NAME",
                    help="with --tune: the job whose p99.9 the objective is about (default: the real-time job)")
+    p.add_argument("--filename", metavar="PATH",
+                   help="with --tune-k2 or --tune: run on this real file or block device through io_uring (every "
+                        "job's file), one run at a time, as `nvsched tune --filename`")
+    p.add_argument("--engine", choices=["sim", "uring"],
+                   help="with --tune-k2 or --tune: uring runs on the job file's own files or devices")
+    p.add_argument("--allow-destructive", action="store_true",
+                   help="on a real device: let the runs write to an existing file or a block device")
     p.add_argument("--center", choices=["mean", "median"],
                    help="with --tune-k2 or --tune: choose on each setting's mean (default) or median over --seeds")
     p.add_argument("--force", action="store_true", help="with --repro: ignore cached runs")
@@ -424,13 +485,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         p.error("--tune needs --param NAME=V1,V2,... and --objective latency:ALPHA% or bandwidth:BETA%")
     if not args.tune and (args.param or args.objective or args.job):
         p.error("--param, --objective and --job go with --tune")
-    if args.center and not (args.tune or args.tune_k2):
-        p.error("--center goes with --tune-k2 or --tune")
+    if (args.center or args.filename or args.engine or args.allow_destructive) and not (args.tune or args.tune_k2):
+        p.error("--center, --filename, --engine and --allow-destructive go with --tune-k2 or --tune")
     if args.repro is not None and (args.sched or args.policy or args.var or args.device_set or args.precondition
                                    or args.tune_k2 or args.tune):
         p.error("--repro takes its policies, variables and device from the experiment's manifest")
     started = time.monotonic()
 
+    def show_warning(message, category, filename, lineno, file=None, line=None):  # noqa: ARG001 - warnings' hook
+        print(f"nvsched-sweep: warning: {message}", file=sys.stderr)
+
+    warnings.showwarning = show_warning
     unit = "tasks" if args.repro else "runs"
 
     def show(done: int, total: int) -> None:
@@ -465,7 +530,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 p.error(f"--bounds {args.bounds!r}: expected a comma list of integers")
             t = tune_k2(job, args.tune_k2, bounds=bounds, seeds=seeds, vars=dict(args.var), device=device,
                         device_set=device_set, precondition=args.precondition, backend=args.backend,
-                        workers=args.workers, address=args.address, progress=show, center=args.center or "mean")
+                        workers=args.workers, address=args.address, progress=show, center=args.center,
+                        filename=args.filename, engine=args.engine, allow_destructive=args.allow_destructive)
             print(t["table"], end="")
             print(f"\n{t['why']}")
             if t["chosen"] is not None:
@@ -475,7 +541,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             t = tune(job, args.tune, args.param, args.objective, latency_job=args.job, seeds=seeds,
                      vars=dict(args.var), device=device, device_set=device_set, precondition=args.precondition,
                      backend=args.backend, workers=args.workers, address=args.address, progress=show,
-                     center=args.center or "mean")
+                     center=args.center,
+                        filename=args.filename, engine=args.engine, allow_destructive=args.allow_destructive)
             print(t["table"], end="")
             print(f"\n{t['why']}")
             if t["chosen"] is not None:
