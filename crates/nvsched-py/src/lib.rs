@@ -224,11 +224,7 @@ fn tune_measure(
         let (jobs, profile) =
             nvsched::run::load_job_text(&job_text, &source, &vars, &device, device_set, precondition)?;
         let (rt, _) = nvsched::tune::check_jobs(&jobs, &source, latency_job.as_deref())?;
-        let spec = match (policy, bound) {
-            (Some(spec), _) => spec,
-            (None, Some(b)) => format!("k2:bound={b}"),
-            (None, None) => nvsched::tune::REFERENCE.to_string(),
-        };
+        let spec = spec_of(bound, policy);
         let row = nvsched::tune::measure_policy(&jobs, &profile, seed, &spec, rt, None)?;
         Ok((row.policy, bound, row.rt_p999_us, row.total_bw_mbps))
     })
@@ -255,11 +251,7 @@ fn tune_device(
 ) -> PyResult<(Vec<TuneRow>, Vec<String>)> {
     let specs: Vec<(String, Option<u32>)> = configs
         .into_iter()
-        .map(|(bound, policy)| match (policy, bound) {
-            (Some(spec), _) => (spec, None),
-            (None, Some(b)) => (format!("k2:bound={b}"), Some(b)),
-            (None, None) => (nvsched::tune::REFERENCE.to_string(), None),
-        })
+        .map(|(bound, policy)| (spec_of(bound, policy.clone()), bound.filter(|_| policy.is_none())))
         .filter(|(spec, _)| spec != nvsched::tune::REFERENCE)
         .collect();
     py.detach(move || {
@@ -276,6 +268,16 @@ fn tune_device(
         Ok((rows.into_iter().map(|r| (r.policy, r.bound, r.rt_p999_us, r.total_bw_mbps)).collect(), warnings))
     })
     .map_err(|e: String| PyValueError::new_err(e))
+}
+
+/// A tuning configuration's policy spec: `policy` (`tune POLICY --param`), else K2 at
+/// `bound`, else `none` (the reference).
+fn spec_of(bound: Option<u32>, policy: Option<String>) -> String {
+    match (policy, bound) {
+        (Some(spec), _) => spec,
+        (None, Some(b)) => format!("k2:bound={b}"),
+        (None, None) => nvsched::tune::REFERENCE.to_string(),
+    }
 }
 
 fn tune_rows(rows: Vec<TuneRow>) -> Vec<nvsched::tune::Row> {

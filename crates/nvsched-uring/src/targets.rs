@@ -377,8 +377,52 @@ pub fn kernel_scheduler(path: &Path) -> Option<String> {
 /// The kernel I/O scheduler of the device holding `path`, and the sysfs file that sets
 /// it.
 pub fn kernel_scheduler_at(path: &Path) -> Option<(PathBuf, String)> {
-    let base = block_device_dir(path)?;
-    for q in [base.join("queue/scheduler"), base.join("../queue/scheduler")] {
+    scheduler_of(&block_device_dir(path)?)
+}
+
+/// The kernel I/O schedulers the I/O to `path` passes: its device's and, where that is a
+/// stack, those of the devices below it (a device-mapper or md device's `slaves/`, a loop
+/// device's backing file's device), top first, each with the sysfs file that sets it
+/// (once per file).
+pub fn kernel_schedulers_at(path: &Path) -> Vec<(PathBuf, String)> {
+    let mut found = Vec::new();
+    if let Some(dir) = block_device_dir(path) {
+        schedulers_from(&dir, &mut found, 0);
+    }
+    found
+}
+
+/// [`kernel_schedulers_at`] from the sysfs directory `dir` of a disk or partition down.
+fn schedulers_from(dir: &Path, found: &mut Vec<(PathBuf, String)>, depth: usize) {
+    const MAX_STACK: usize = 8;
+    if depth > MAX_STACK {
+        return;
+    }
+    if let Some((file, name)) = scheduler_of(dir) {
+        let file = file.canonicalize().unwrap_or(file);
+        if !found.iter().any(|(f, _)| *f == file) {
+            found.push((file, name));
+        }
+    }
+    // a partition's stack is its disk's
+    let disk = if dir.join("partition").exists() { dir.join("..") } else { dir.to_path_buf() };
+    if let Ok(entries) = std::fs::read_dir(disk.join("slaves")) {
+        let mut below: Vec<PathBuf> = entries.flatten().map(|e| e.path()).collect();
+        below.sort();
+        for d in below {
+            schedulers_from(&d, found, depth + 1);
+        }
+    }
+    if let Ok(backing) = std::fs::read_to_string(disk.join("loop/backing_file")) {
+        if let Some(d) = block_device_dir(Path::new(backing.trim())) {
+            schedulers_from(&d, found, depth + 1);
+        }
+    }
+}
+
+/// The scheduler a disk's (or, for a partition, its disk's) `queue/scheduler` marks.
+fn scheduler_of(dir: &Path) -> Option<(PathBuf, String)> {
+    for q in [dir.join("queue/scheduler"), dir.join("../queue/scheduler")] {
         if let Ok(s) = std::fs::read_to_string(&q) {
             let name = s.split_whitespace().find(|w| w.starts_with('['))?.trim_matches(['[', ']']).to_string();
             return Some((q, name));
@@ -450,5 +494,41 @@ mod tests {
         (st.f_bfree, st.f_bavail, st.f_frsize) = (1000, 950, 4096);
         assert_eq!(writable_bytes(&st, true), 1000 * 4096);
         assert_eq!(writable_bytes(&st, false), 950 * 4096);
+    }
+
+    /// A sysfs tree as the kernel lays out an LVM volume on an NVMe partition beside a
+    /// SATA disk: dm-0 (bio-based, `none`) over nvme0n1p3 and sda1.
+    #[test]
+    fn a_stacked_device_reports_the_schedulers_of_the_disks_below_it() {
+        let root = std::env::temp_dir().join(format!("nvsched-sysfs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let write = |rel: &str, text: &str| {
+            let p = root.join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        };
+        write("dm-0/queue/scheduler", "[none] \n");
+        write("nvme0n1/queue/scheduler", "[mq-deadline] kyber bfq none\n");
+        write("nvme0n1/nvme0n1p3/partition", "3\n");
+        write("sda/queue/scheduler", "mq-deadline [bfq] none\n");
+        write("sda/sda1/partition", "1\n");
+        std::fs::create_dir_all(root.join("dm-0/slaves")).unwrap();
+        std::os::unix::fs::symlink(root.join("nvme0n1/nvme0n1p3"), root.join("dm-0/slaves/nvme0n1p3")).unwrap();
+        std::os::unix::fs::symlink(root.join("sda/sda1"), root.join("dm-0/slaves/sda1")).unwrap();
+        let mut found = Vec::new();
+        schedulers_from(&root.join("dm-0"), &mut found, 0);
+        let names: Vec<(String, &str)> = found
+            .iter()
+            .map(|(f, n)| {
+                (f.parent().unwrap().parent().unwrap().file_name().unwrap().to_string_lossy().into(), n.as_str())
+            })
+            .collect();
+        assert_eq!(names, [("dm-0".into(), "none"), ("nvme0n1".into(), "mq-deadline"), ("sda".into(), "bfq")]);
+        // a partition alone: its disk's scheduler, once
+        let mut found = Vec::new();
+        schedulers_from(&root.join("nvme0n1/nvme0n1p3"), &mut found, 0);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].1, "mq-deadline");
+        std::fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -193,28 +193,41 @@ pub fn measurements_table(m: &Measurements) -> String {
     s
 }
 
-/// A warning when the kernel runs an I/O scheduler of its own (not `none`) on the device
-/// holding `path` (or, for a file not made yet, its directory): every request nvsched's
-/// policy dispatches passes through it too, so the figures include its queueing.
-pub fn kernel_scheduler_warning(path: &Path) -> Option<String> {
-    let held_by = if path.exists() { path } else { path.parent().filter(|p| !p.as_os_str().is_empty())? };
-    let (file, name) = nvsched_uring::targets::kernel_scheduler_at(held_by)?;
-    if name == "none" {
-        return None;
-    }
-    // .../block/vda/queue/scheduler: the disk's name, as /sys/block lists it
-    let file = file.canonicalize().ok()?;
-    let disk = file.parent()?.parent()?.file_name()?.to_string_lossy().into_owned();
-    Some(format!(
-        "the kernel's {name} scheduler runs on {disk} below the policy, so the figures include its queueing; \
-         `echo none > /sys/block/{disk}/queue/scheduler` (as root) leaves the policy alone in front of the device"
-    ))
+/// A warning for each disk on which the kernel runs an I/O scheduler of its own (not
+/// `none`) under `path` (or, for a file not made yet, its directory): its device, and
+/// where that is a device-mapper, md or loop device, the disks below it. Every request
+/// nvsched's policy dispatches passes through such a scheduler too, so the figures
+/// include its queueing.
+pub fn kernel_scheduler_warning(path: &Path) -> Vec<String> {
+    let Some(held_by) = (if path.exists() { Some(path) } else { path.parent().filter(|p| !p.as_os_str().is_empty()) })
+    else {
+        return Vec::new();
+    };
+    let stack = nvsched_uring::targets::kernel_schedulers_at(held_by);
+    scheduler_warnings(&stack)
+}
+
+/// The warnings for the schedulers of a device stack (top first): one per disk that runs
+/// anything but `none`, naming the disk as /sys/block lists it.
+fn scheduler_warnings(stack: &[(std::path::PathBuf, String)]) -> Vec<String> {
+    stack
+        .iter()
+        .filter(|(_, name)| name != "none")
+        .filter_map(|(file, name)| {
+            // .../block/vda/queue/scheduler: the disk's name
+            let disk = file.parent()?.parent()?.file_name()?.to_string_lossy().into_owned();
+            Some(format!(
+                "the kernel's {name} scheduler runs on {disk} below the policy, so the figures include its queueing; \
+                 `echo none > /sys/block/{disk}/queue/scheduler` (as root) leaves the policy alone in front of the device"
+            ))
+        })
+        .collect()
 }
 
 /// [`kernel_scheduler_warning`] for each of `paths`, once per disk.
 pub fn kernel_scheduler_warnings<'a>(paths: impl IntoIterator<Item = &'a Path>) -> Vec<String> {
     let mut warnings: Vec<String> = Vec::new();
-    for w in paths.into_iter().filter_map(kernel_scheduler_warning) {
+    for w in paths.into_iter().flat_map(kernel_scheduler_warning) {
         if !warnings.contains(&w) {
             warnings.push(w);
         }
