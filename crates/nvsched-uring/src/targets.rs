@@ -300,7 +300,11 @@ fn extend(path: &Path, len: u64, size: u64) -> Result<(), String> {
     }
     let f =
         OpenOptions::new().append(true).open(path).map_err(|e| format!("cannot extend '{}': {e}", path.display()))?;
-    write_random(&f, path, size - len, false).map(drop)
+    // an extension cut short (a signal, a full disk) is taken back: the file keeps the
+    // length it had, as no run used it
+    write_random(&f, path, size - len, false).map(drop).inspect_err(|_| {
+        let _ = f.set_len(len);
+    })
 }
 
 /// Bytes this process may still write on the file system holding `dir`: what is free to

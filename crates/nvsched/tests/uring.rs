@@ -1737,5 +1737,27 @@ fn sigint_ends_a_real_run_early_with_its_report_and_without_its_files() {
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("none (seed 0): interrupted; the runs stop here"), "{out:?}");
     assert!(!sweep.exists());
+    // an existing file being extended for the jobs (--allow-destructive) keeps its length
+    // and data when the signal cuts the extension short
+    let (short, before) = precious_file(&d, 1 << 20);
+    let long = write_job(
+        &d,
+        "long.fio",
+        &format!(
+            "[a]
+filename={}
+size=8g
+direct=1
+rw=randread
+ioengine=psync
+",
+            short.display()
+        ),
+    );
+    let args = ["run", long.to_str().unwrap(), "--engine", "uring", "--allow-destructive", "-q"];
+    let out = interrupted(&d, &short, 2 << 20, &args);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    assert_eq!(std::fs::metadata(&short).unwrap().len(), 1 << 20, "the cut-short extension is taken back");
+    assert_eq!(checksum(&short), before, "and the data is as it was");
     std::fs::remove_dir_all(&d).unwrap();
 }
