@@ -911,7 +911,9 @@ impl RealDevice {
     /// What the first run creates, said before the runs: a large new file takes its
     /// layout's time before that run's I/O starts, and the runs after reuse it.
     fn creation_notice(&self) -> Option<String> {
-        let new_files: Vec<String> = self
+        // past this, say how to make the files smaller
+        const LARGE_BYTES: u64 = 8 << 30;
+        let new_files: Vec<(String, u64)> = self
             .files
             .iter()
             .filter(|name| !nvsched_workload::file_setup::is_device_path(name) && !Path::new(name).exists())
@@ -922,13 +924,17 @@ impl RealDevice {
                         .map(move |(c, f)| (spec, c, f))
                 });
                 let bytes = naming.filter_map(|(spec, c, f)| spec.needed_file_bytes(c, f, None)).max().unwrap_or(0);
-                format!("'{name}' ({})", bytes_text(bytes))
+                (name.clone(), bytes)
             })
             .collect();
+        let listed: Vec<String> =
+            new_files.iter().map(|(name, bytes)| format!("'{name}' ({})", bytes_text(*bytes))).collect();
+        let large = new_files.iter().any(|(_, bytes)| *bytes > LARGE_BYTES);
         (!new_files.is_empty()).then(|| {
             format!(
-                "nvsched: the first run creates {} as fio lays out a job's file; the later runs reuse it, and it is removed at the end",
-                join_and(&new_files)
+                "nvsched: the first run creates {} as fio lays out a job's file; the later runs reuse it, and it is removed at the end{}",
+                join_and(&listed),
+                if large { " (`--job-set size=SIZE` sets a smaller size for every job)" } else { "" }
             )
         })
     }
