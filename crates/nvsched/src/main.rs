@@ -946,8 +946,8 @@ struct Runs<'a> {
     target: Target<'a>,
     /// How the tables and messages name the device.
     on: String,
-    /// Medians on a real device, whose tail changes from run to run (one outlier would
-    /// move a mean); means in simulation.
+    /// As `--center` says, else medians on a real device, whose tail changes from run to
+    /// run (one outlier would move a mean), and means in simulation.
     center: Center,
 }
 
