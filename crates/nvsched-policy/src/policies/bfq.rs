@@ -1046,7 +1046,8 @@ impl Bfq {
             classes[self.entities[o.entity].class] = true;
         }
         let multiple_classes = classes.iter().filter(|&&c| c).count() > 1;
-        let mut groups = pending().filter_map(|o| o.group);
+        // the root's own queues count as a group too (bfqq_group() is the root group)
+        let mut groups = pending().map(|o| o.group);
         let multiple_groups = groups.next().is_some_and(|first| groups.any(|g| g != first));
         varied || multiple_classes || multiple_groups
     }
@@ -1772,6 +1773,17 @@ mod tests {
         let both: Vec<u64> = h.dispatch_all().iter().map(|r| r.id.0).collect();
         assert_eq!(both, vec![1, 2]);
         assert_eq!(h.sched.report().get("idle_waits"), Some(0.0));
+
+        // equal weights, but one queue in the root and one in a cgroup: two groups have
+        // requests pending (the kernel counts the root group), so the first idles
+        let mut h = Harness::new(bfq("low_latency=0"), 64);
+        h.insert(Request::read(1, 0).with_job(1));
+        h.insert(Request::read(2, 0).with_job(2).with_tenant(1, 100));
+        let first: Vec<u64> = h.dispatch_all().iter().map(|r| r.id.0).collect();
+        assert_eq!(first.len(), 1, "plugged after the first queue's request: {first:?}");
+        h.advance(Nanos::from_us(50));
+        h.complete(first[0]);
+        assert!(h.sched.next_wakeup().is_some(), "idling for the first queue");
     }
 
     #[test]
