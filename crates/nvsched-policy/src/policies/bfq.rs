@@ -1784,6 +1784,22 @@ mod tests {
         h.advance(Nanos::from_us(50));
         h.complete(first[0]);
         assert!(h.sched.next_wakeup().is_some(), "idling for the first queue");
+
+        // nested cgroups count by the group holding the queue, as the kernel's
+        // bfqq_group(): two queues in a/x alone are symmetric, one in a/x and one in a/y not
+        let mut tree = TenantTree::default();
+        for path in ["a", "a/x", "a/y"] {
+            tree.add(path, Some(100));
+        }
+        let in_groups = |x: u32, y: u32| {
+            let mut h = Harness::new(bfq("low_latency=0,stable_merge=0"), 64);
+            h.sched.set_tenants(&tree);
+            h.insert(Request::read(1, 0).with_job(1).with_tenant(x, 100));
+            h.insert(Request::read(2, 0).with_job(2).with_tenant(y, 100));
+            h.dispatch_all().len()
+        };
+        assert_eq!(in_groups(2, 2), 2, "one group: no idling");
+        assert_eq!(in_groups(2, 3), 1, "two groups under one parent: plugged after the first");
     }
 
     #[test]
