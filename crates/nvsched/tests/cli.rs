@@ -8,6 +8,13 @@ fn nvsched(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_nvsched")).args(args).current_dir(repo_root()).output().expect("nvsched runs")
 }
 
+/// The standard output of a command that must succeed (else its standard error).
+fn stdout_of(args: &[&str]) -> String {
+    let out = nvsched(args);
+    assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -1532,9 +1539,7 @@ fn sweep_compares_policies_job_by_job() {
     let sweep = |extra: &[&str]| {
         let mut args = vec!["sweep", job.to_str().unwrap(), "--sched", "none", "--sched", "k2:bound=4", "-q"];
         args.extend_from_slice(extra);
-        let out = nvsched(&args);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8(out.stdout).unwrap()
+        stdout_of(&args)
     };
     let text = sweep(&["--output-format", "json"]);
     assert_eq!(text, sweep(&["--output-format", "json"]), "same inputs, same JSON");
@@ -1570,15 +1575,10 @@ fn sweep_compares_policies_job_by_job() {
 fn job_set_changes_every_job_as_the_edited_file_would() {
     let k2_mix = repo_root().join("examples/k2-mix.fio");
     let edited = short_k2_mix(); // runtime=1 instead of 10
-    let output = |args: &[&str]| {
-        let out = nvsched(args);
-        assert!(out.status.success(), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
-        String::from_utf8(out.stdout).unwrap()
-    };
     let report = |job: &Path, extra: &[&str]| {
         let mut args = vec!["run", job.to_str().unwrap(), "-q", "--output-format", "json"];
         args.extend_from_slice(extra);
-        let mut v: Value = serde_json::from_str(&output(&args)).unwrap();
+        let mut v: Value = serde_json::from_str(&stdout_of(&args)).unwrap();
         // the options as written differ: the edited file's [global] says runtime=1, where
         // --job-set keeps runtime=10 there and adds runtime=1 to each job
         let set_in_job = |job: &Value| job["job options"]["runtime"] == json!("1");
@@ -1599,18 +1599,18 @@ fn job_set_changes_every_job_as_the_edited_file_would() {
     let sweep = |job: &Path, extra: &[&str]| {
         let mut args = vec!["sweep", job.to_str().unwrap(), "--sched", "k2:bound=2", "-q"];
         args.extend_from_slice(extra);
-        output(&args)
+        stdout_of(&args)
     };
     assert_eq!(sweep(&k2_mix, &["--job-set", "runtime=1"]), sweep(&edited, &[]));
     let tune = |job: &Path, extra: &[&str]| {
         let mut args =
             vec!["tune", "k2", "--objective", "latency:50%", job.to_str().unwrap(), "--bounds", "2,16", "-q"];
         args.extend_from_slice(extra);
-        output(&args)
+        stdout_of(&args)
     };
     assert_eq!(tune(&k2_mix, &["--job-set", "runtime=1"]), tune(&edited, &[]));
     // on a reproduction's cell: its runtime comes from the manifest, --job-set wins
-    let cell = output(&[
+    let cell = stdout_of(&[
         "sweep",
         "--experiment",
         "k2-analysis:read",
@@ -1651,9 +1651,7 @@ fn sweep_center_is_the_mean_or_median_of_the_single_seed_runs() {
     let rt_tail = |extra: &[&str]| {
         let mut args = vec!["sweep", job.to_str().unwrap(), "--sched", "k2:bound=8", "-q", "--output-format", "json"];
         args.extend_from_slice(extra);
-        let out = nvsched(&args);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        let v: Value = serde_json::from_str(&stdout_of(&args)).unwrap();
         let center = v["nvsched_sweep"]["center"].as_str().unwrap().to_string();
         (v["nvsched_sweep"]["policies"][0]["jobs"][0]["clat_p999_us"].as_f64().unwrap(), center)
     };
