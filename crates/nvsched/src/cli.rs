@@ -374,8 +374,10 @@ pub(crate) struct TuneArgs {
     /// k2: bounds to sweep [default: 1,2,4,8,16,32,64].
     #[arg(long, value_delimiter = ',', conflicts_with = "param")]
     pub(crate) bounds: Option<Vec<u32>>,
-    /// A parameter of POLICY and the values to try, e.g. `read_lat=250us,500us,1ms`
-    /// (repeatable: every combination runs, 256 at most).
+    /// A parameter of POLICY and the values to try, e.g. `read_lat=250us,500us,1ms`; a value
+    /// may be a range: `LO..HI` doubles from LO up to HI (`read_lat=250us..2ms`), `LO..HI/N`
+    /// takes N even steps (`target=100us..1ms/4`) (repeatable: every combination runs, 256
+    /// at most).
     #[arg(long, value_name = "NAME=V1,V2,...")]
     pub(crate) param: Vec<String>,
     /// k2 and --param: the job whose p99.9 the objective is about (its first clone)

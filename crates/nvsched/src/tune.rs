@@ -173,13 +173,24 @@ pub fn grid(base: &str, params: &[String]) -> Result<Vec<String>, String> {
             return Err(format!("--param {name}: given twice; list all its values in one --param"));
         }
         names.push(name);
-        let mut list: Vec<&str> = Vec::new();
+        let mut list: Vec<String> = Vec::new();
         for v in values.split(',').map(str::trim) {
             if v.is_empty() {
                 return Err(format!("--param '{param}': an empty value"));
             }
-            if !list.contains(&v) {
-                list.push(v);
+            let expanded = match v.split_once("..") {
+                Some((lo, hi)) => {
+                    let spec = param_spec(id, name).ok_or_else(|| {
+                        format!("--param {name}={v}: '{id}' has no parameter '{name}' to take a range of")
+                    })?;
+                    value_range(spec, lo, hi).map_err(|e| format!("--param {name}={v}: {e}"))?
+                }
+                None => vec![v.to_string()],
+            };
+            for value in expanded {
+                if !list.contains(&value) {
+                    list.push(value);
+                }
             }
         }
         if specs.len() * list.len() > MAX_GRID {
@@ -191,6 +202,85 @@ pub fn grid(base: &str, params: &[String]) -> Result<Vec<String>, String> {
         nvsched_policy::build(spec).map_err(|e| format!("--param: {spec}: {e}"))?;
     }
     Ok(specs)
+}
+
+/// Parameter `name` of policy `id` (its own or one every policy takes).
+fn param_spec(id: &str, name: &str) -> Option<&'static nvsched_policy::ParamSpec> {
+    let own = nvsched_policy::find(id).map_or(&[][..], |info| info.params);
+    own.iter().chain(nvsched_policy::COMMON_PARAMS).find(|p| p.name == name)
+}
+
+/// The values of a range `LO..HI` (doubling from LO, and HI last) or `LO..HI/N` (N
+/// evenly spaced values from LO to HI), written as the parameter takes them.
+fn value_range(spec: &nvsched_policy::ParamSpec, lo: &str, hi: &str) -> Result<Vec<String>, String> {
+    use nvsched_policy::params::{format_rate, parse_duration, parse_rate};
+    use nvsched_policy::ParamKind;
+    const MAX_VALUES: usize = 64;
+    // the last '/' starts the count, unless it is a rate's "/s"
+    let (hi, count) = match hi.rsplit_once('/').filter(|(_, n)| *n != "s") {
+        Some((hi, n)) => {
+            let n: usize = n.trim().parse().map_err(|_| format!("'/{n}': expected a count of values"))?;
+            if !(2..=MAX_VALUES).contains(&n) {
+                return Err(format!("'/{n}': from 2 to {MAX_VALUES} values"));
+            }
+            (hi, Some(n))
+        }
+        None => (hi, None),
+    };
+    // the range in one number, and back to text as the parameter is written
+    let (parse, write): (Box<dyn Fn(&str) -> Result<f64, String>>, Box<dyn Fn(f64) -> String>) = match spec.kind {
+        ParamKind::Int { .. } => (
+            Box::new(|v: &str| {
+                v.trim().parse::<i64>().map(|v| v as f64).map_err(|_| format!("'{v}' is not an integer"))
+            }),
+            Box::new(|v: f64| format!("{}", v.round() as i64)),
+        ),
+        ParamKind::Float { .. } => (
+            Box::new(|v: &str| v.trim().parse::<f64>().map_err(|_| format!("'{v}' is not a number"))),
+            Box::new(|v: f64| format!("{v}")),
+        ),
+        ParamKind::Duration { .. } => (
+            Box::new(|v: &str| parse_duration(v).map(|n| n.0 as f64)),
+            Box::new(|v: f64| exact_duration(v.round() as u64)),
+        ),
+        ParamKind::Rate { .. } => (Box::new(parse_rate), Box::new(format_rate)),
+        ParamKind::Bool | ParamKind::Choice(_) => {
+            return Err(format!("{} takes {}, not a range: list the values", spec.name, spec.accepted()))
+        }
+    };
+    let (lo, hi) = (parse(lo)?, parse(hi)?);
+    if !(lo.is_finite() && hi.is_finite()) || lo >= hi {
+        return Err("a range goes from low to high".into());
+    }
+    let values: Vec<f64> = match count {
+        Some(n) => (0..n).map(|i| lo + (hi - lo) * i as f64 / (n - 1) as f64).collect(),
+        None if lo <= 0.0 => return Err("doubling needs a low end above 0; give LO..HI/N for N even steps".into()),
+        None => {
+            let mut values: Vec<f64> =
+                std::iter::successors(Some(lo), |v| Some(v * 2.0)).take_while(|v| *v <= hi).collect();
+            if values.last().is_some_and(|last| *last < hi) {
+                values.push(hi);
+            }
+            values
+        }
+    };
+    if values.len() > MAX_VALUES {
+        return Err(format!("over {MAX_VALUES} values"));
+    }
+    let mut written: Vec<String> = values.into_iter().map(write).collect();
+    written.dedup();
+    Ok(written)
+}
+
+/// A duration in the largest unit that writes it exactly: `250us`, `2ms`, `1500ns`.
+fn exact_duration(ns: u64) -> String {
+    match ns {
+        0 => "0".into(),
+        _ if ns % 1_000_000_000 == 0 => format!("{}s", ns / 1_000_000_000),
+        _ if ns % 1_000_000 == 0 => format!("{}ms", ns / 1_000_000),
+        _ if ns % 1_000 == 0 => format!("{}us", ns / 1_000),
+        _ => format!("{ns}ns"),
+    }
 }
 
 /// Runs `none` and each configuration (a policy spec, with K2's bound where it is one),
@@ -826,6 +916,42 @@ mod tests {
             .collect();
         assert!(grid("k2", &many).unwrap_err().contains("over 256 settings"));
         assert!(grid("nope", &[]).unwrap_err().contains("unknown policy 'nope'"));
+    }
+
+    /// `LO..HI` doubles from LO and ends at HI; `LO..HI/N` gives N even steps; values are
+    /// written as the parameter takes them, and ranges mix with listed values.
+    #[test]
+    fn a_range_of_values_doubles_or_takes_even_steps() {
+        let bounds = |v: &str| grid("k2", &[format!("bound={v}")]).unwrap().join(" ");
+        assert_eq!(bounds("1..64"), "k2:bound=1 k2:bound=2 k2:bound=4 k2:bound=8 k2:bound=16 k2:bound=32 k2:bound=64");
+        assert_eq!(bounds("4..10"), "k2:bound=4 k2:bound=8 k2:bound=10", "HI ends the doubling");
+        assert_eq!(bounds("1..7/4"), "k2:bound=1 k2:bound=3 k2:bound=5 k2:bound=7");
+        assert_eq!(bounds("1,2..4,3"), "k2:bound=1 k2:bound=2 k2:bound=4 k2:bound=3", "listed values beside");
+        let lat = grid("kyber", &["read_lat=250us..2ms".into()]).unwrap();
+        assert_eq!(lat, ["kyber:read_lat=250us", "kyber:read_lat=500us", "kyber:read_lat=1ms", "kyber:read_lat=2ms"]);
+        let lat = grid("kyber", &["read_lat=100us..1ms/4".into()]).unwrap();
+        assert_eq!(lat[1], "kyber:read_lat=400us");
+        assert_eq!(exact_duration(1_500), "1500ns");
+        assert_eq!(exact_duration(1_500_000), "1500us");
+        // a rate goes back to a rate the parser reads as the same number
+        let rates = grid("iocost", &["rbps=1GB/s..3GB/s/3".into()]).unwrap();
+        assert_eq!(rates, ["iocost:rbps=1GB/s", "iocost:rbps=2GB/s", "iocost:rbps=3GB/s"]);
+        // a parameter every policy takes
+        assert_eq!(grid("none", &["dispatch_cost=1us..2us".into()]).unwrap().len(), 2);
+        for (param, expected) in [
+            ("read_lat=2ms..1ms", "a range goes from low to high"),
+            ("read_lat=0..1ms", "doubling needs a low end above 0"),
+            ("read_lat=1ms..2ms/1", "from 2 to 64 values"),
+            ("read_lat=1ms..2ms/x", "expected a count of values"),
+            ("read_lat=1ms..soon", "'soon' is not a duration"),
+            ("nope=1..2", "has no parameter 'nope' to take a range of"),
+        ] {
+            let err = grid("kyber", &[param.to_string()]).unwrap_err();
+            assert!(err.contains(expected) && err.starts_with("--param "), "{param}: {err}");
+        }
+        assert!(grid("k2", &["merge=0..1".into()]).unwrap_err().contains("merge takes 0 or 1, not a range"));
+        let err = grid("iocost", &["rpct=1e-30..90".into()]).unwrap_err();
+        assert!(err.contains("over 64 values"), "{err}");
     }
 
     #[test]
