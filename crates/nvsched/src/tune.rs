@@ -276,9 +276,9 @@ fn value_range(spec: &nvsched_policy::ParamSpec, lo: &str, hi: &str) -> Result<V
 fn exact_duration(ns: u64) -> String {
     match ns {
         0 => "0".into(),
-        _ if ns % 1_000_000_000 == 0 => format!("{}s", ns / 1_000_000_000),
-        _ if ns % 1_000_000 == 0 => format!("{}ms", ns / 1_000_000),
-        _ if ns % 1_000 == 0 => format!("{}us", ns / 1_000),
+        _ if ns.is_multiple_of(1_000_000_000) => format!("{}s", ns / 1_000_000_000),
+        _ if ns.is_multiple_of(1_000_000) => format!("{}ms", ns / 1_000_000),
+        _ if ns.is_multiple_of(1_000) => format!("{}us", ns / 1_000),
         _ => format!("{ns}ns"),
     }
 }
