@@ -213,7 +213,6 @@ fn param_spec(id: &str, name: &str) -> Option<&'static nvsched_policy::ParamSpec
 /// The values of a range `LO..HI` (doubling from LO, and HI last) or `LO..HI/N` (N
 /// evenly spaced values from LO to HI), written as the parameter takes them.
 fn value_range(spec: &nvsched_policy::ParamSpec, lo: &str, hi: &str) -> Result<Vec<String>, String> {
-    use nvsched_policy::params::{format_rate, parse_duration, parse_rate};
     use nvsched_policy::ParamKind;
     const MAX_VALUES: usize = 64;
     // the last '/' starts the count, unless it is a rate's "/s"
@@ -227,27 +226,11 @@ fn value_range(spec: &nvsched_policy::ParamSpec, lo: &str, hi: &str) -> Result<V
         }
         None => (hi, None),
     };
-    // the range in one number, and back to text as the parameter is written
-    let (parse, write): (Box<dyn Fn(&str) -> Result<f64, String>>, Box<dyn Fn(f64) -> String>) = match spec.kind {
-        ParamKind::Int { .. } => (
-            Box::new(|v: &str| {
-                v.trim().parse::<i64>().map(|v| v as f64).map_err(|_| format!("'{v}' is not an integer"))
-            }),
-            Box::new(|v: f64| format!("{}", v.round() as i64)),
-        ),
-        ParamKind::Float { .. } => (
-            Box::new(|v: &str| v.trim().parse::<f64>().map_err(|_| format!("'{v}' is not a number"))),
-            Box::new(|v: f64| format!("{v}")),
-        ),
-        ParamKind::Duration { .. } => (
-            Box::new(|v: &str| parse_duration(v).map(|n| n.0 as f64)),
-            Box::new(|v: f64| exact_duration(v.round() as u64)),
-        ),
-        ParamKind::Rate { .. } => (Box::new(parse_rate), Box::new(format_rate)),
-        ParamKind::Bool | ParamKind::Choice(_) => {
-            return Err(format!("{} takes {}, not a range: list the values", spec.name, spec.accepted()))
-        }
-    };
+    if matches!(spec.kind, ParamKind::Bool | ParamKind::Choice(_)) {
+        return Err(format!("{} takes {}, not a range: list the values", spec.name, spec.accepted()));
+    }
+    let parse = |v: &str| as_number(spec.kind, v);
+    let write = |v: f64| written(spec.kind, v);
     let (lo, hi) = (parse(lo)?, parse(hi)?);
     if !(lo.is_finite() && hi.is_finite()) || lo >= hi {
         return Err("a range goes from low to high".into());
@@ -270,6 +253,30 @@ fn value_range(spec: &nvsched_policy::ParamSpec, lo: &str, hi: &str) -> Result<V
     let mut written: Vec<String> = values.into_iter().map(write).collect();
     written.dedup();
     Ok(written)
+}
+
+/// A numeric parameter's value as one number (a duration in ns, a rate in bytes/s).
+fn as_number(kind: nvsched_policy::ParamKind, raw: &str) -> Result<f64, String> {
+    use nvsched_policy::params::{parse_duration, parse_rate};
+    use nvsched_policy::ParamKind;
+    let raw = raw.trim();
+    match kind {
+        ParamKind::Int { .. } => raw.parse::<i64>().map(|v| v as f64).map_err(|_| format!("'{raw}' is not an integer")),
+        ParamKind::Duration { .. } => parse_duration(raw).map(|n| n.0 as f64),
+        ParamKind::Rate { .. } => parse_rate(raw),
+        _ => raw.parse::<f64>().map_err(|_| format!("'{raw}' is not a number")),
+    }
+}
+
+/// [`as_number`]'s number written as the parameter takes it.
+fn written(kind: nvsched_policy::ParamKind, v: f64) -> String {
+    use nvsched_policy::ParamKind;
+    match kind {
+        ParamKind::Int { .. } => format!("{}", v.round() as i64),
+        ParamKind::Duration { .. } => exact_duration(v.round() as u64),
+        ParamKind::Rate { .. } => nvsched_policy::params::format_rate(v),
+        _ => format!("{v}"),
+    }
 }
 
 /// A duration in the largest unit that writes it exactly: `250us`, `2ms`, `1500ns`.
