@@ -318,8 +318,9 @@ def tune_k2(
     (the job file's own files) runs on a real file or device through io_uring instead, as
     ``nvsched tune k2 --filename``: one run at a time, seeds outermost, on the medians
     unless ``center`` says otherwise, a file the first run creates removed at the end;
-    writing to an existing file or a block device needs ``allow_destructive``. Returns {"chosen": bound or None, "why": sentence, "table": text, "rows": [(policy,
-    bound, rt_p999_us, total_bw_mbps), ...]} (one row per run).
+    writing to an existing file or a block device needs ``allow_destructive``. Returns
+    {"chosen": bound or None, "why": sentence, "table": text, "rows": [(policy, bound,
+    rt_p999_us, total_bw_mbps), ...]} (one row per run).
     """
     if not bounds or any(int(b) < 1 for b in bounds):
         raise ValueError("bounds: give bounds >= 1")
