@@ -2,10 +2,12 @@
 //!
 //! Requests are sorted into domains (read, write, discard, other) that each hold a pool
 //! of dispatch tokens; domains take turns in batches. Completion latencies feed per-domain
-//! histograms with 8 buckets of target/4; a timer about 100 ms after completions (once a
-//! domain has 500 samples or 1 s of them) checks congestion: if any domain's p90 I/O
-//! latency misses its target, every domain's depth is rescaled by (p99 bucket + 1) / 4,
-//! so domains meeting their target are throttled and domains missing it grow.
+//! histograms with 8 buckets of target/4; a timer about 100 ms after completions checks
+//! congestion: if any domain's p90 I/O latency misses its target, every domain's depth is
+//! rescaled by (p99 bucket + 1) / 4, so domains meeting their target are throttled and
+//! domains missing it grow. As the kernel's `calculate_percentile`, a percentile needs
+//! 500 samples or 1 s since the timer first looked at the domain's samples (one wait for
+//! both kinds), and giving one clears that kind's samples.
 
 use crate::params::{ParamKind, ParamSpec, Params};
 use crate::registry::{CgroupModel, PolicyInfo};
@@ -69,30 +71,37 @@ fn domain(rq: &Request) -> usize {
 struct Histogram {
     /// [total latency, I/O latency] x buckets
     buckets: [[u64; BUCKETS]; 2],
-    first_sample: Option<Nanos>,
+    /// Until when a percentile waits for 500 samples; set by the first look at the
+    /// domain's samples and shared by both kinds, as the kernel's `latency_timeout`.
+    latency_timeout: Option<Nanos>,
 }
 
 impl Histogram {
-    fn samples(&self, kind: usize) -> u64 {
-        self.buckets[kind].iter().sum()
-    }
-
-    /// Bucket holding the `pct` percentile, if there is enough data.
-    fn percentile(&self, kind: usize, pct: u64, now: Nanos) -> Option<usize> {
-        let n = self.samples(kind);
-        let enough_time = self.first_sample.is_some_and(|f| now >= f + MIN_WINDOW);
-        if n == 0 || (n < MIN_SAMPLES && !enough_time) {
+    /// `calculate_percentile`: the bucket holding the `pct` percentile of `kind`, once
+    /// there are 500 samples or 1 s passed since the first look at them; a percentile
+    /// given clears that kind's buckets and the wait.
+    fn percentile(&mut self, kind: usize, pct: u64, now: Nanos) -> Option<usize> {
+        let n: u64 = self.buckets[kind].iter().sum();
+        if n == 0 {
             return None;
         }
+        let timeout = *self.latency_timeout.get_or_insert(now + MIN_WINDOW);
+        if n < MIN_SAMPLES && timeout > now {
+            return None;
+        }
+        self.latency_timeout = None;
         let target = (n * pct).div_ceil(100);
         let mut acc = 0;
+        let mut bucket = BUCKETS - 1;
         for (i, c) in self.buckets[kind].iter().enumerate() {
             acc += c;
             if acc >= target {
-                return Some(i);
+                bucket = i;
+                break;
             }
         }
-        Some(BUCKETS - 1)
+        self.buckets[kind] = [0; BUCKETS];
+        Some(bucket)
     }
 }
 
@@ -147,7 +156,11 @@ impl Kyber {
     /// `kyber_timer_fn`: congestion check and depth rescaling.
     fn on_timer(&mut self, now: Nanos) {
         let measured = [READ, WRITE, DISCARD];
-        let bad = measured.iter().any(|&d| self.hist[d].percentile(1, 90, now).is_some_and(|b| b >= GOOD_BUCKETS));
+        // every domain is looked at (a look may clear its samples), not just up to the first bad one
+        let mut bad = false;
+        for &d in &measured {
+            bad |= self.hist[d].percentile(1, 90, now).is_some_and(|b| b >= GOOD_BUCKETS);
+        }
         for &d in &measured {
             let mut p99 = self.hist[d].percentile(0, 99, now);
             if bad {
@@ -159,8 +172,6 @@ impl Kyber {
                 self.remembered_p99[d] = p99;
             }
             if let Some(b) = p99 {
-                // a window that produced a percentile starts over
-                self.hist[d] = Histogram::default();
                 if bad || b >= GOOD_BUCKETS {
                     let new = (self.depth[d] * (b as u32 + 1)) >> 2;
                     self.depth[d] = new.clamp(1, MAX_DEPTH[d]);
@@ -230,7 +241,6 @@ impl Scheduler for Kyber {
         let h = &mut self.hist[d];
         h.buckets[0][total] += 1;
         h.buckets[1][io] += 1;
-        h.first_sample.get_or_insert(done.now);
         let due = done.now + TIMER_DELAY;
         self.timer = Some(self.timer.map_or(due, |t| t.min(due)));
     }
@@ -309,6 +319,34 @@ mod tests {
         let t2 = k.next_wakeup().unwrap();
         k.dispatch(t2, view);
         assert!(k.depths().1 > write, "write depth grows back: {} -> {}", write, k.depths().1);
+    }
+
+    /// Under 500 samples a percentile waits 1 s from the timer's first look at them, and
+    /// the two kinds share that wait (kernel `calculate_percentile`): each time the p90
+    /// that finds congestion takes the wait, the p99 starts a new one, so at a low rate the
+    /// depths move only once the p99's samples, kept meanwhile, reach 500.
+    #[test]
+    fn few_samples_wait_a_second_from_the_first_look_and_the_kinds_share_the_wait() {
+        let mut k = kyber("read_lat=100us,write_lat=10ms");
+        let view = DeviceView { inflight: 0, queue_depth: 1024 };
+        // 200 reads at 4x their target (congestion), 200 writes well within theirs
+        let feed_both = |k: &mut Kyber, at_ms: u64| {
+            feed(k, Op::Read, Nanos::from_us(400), 200, Nanos::from_ms(at_ms));
+            feed(k, Op::Write, Nanos::from_ms(3), 200, Nanos::from_ms(at_ms));
+        };
+        let tick = |k: &mut Kyber, at_ms: u64| {
+            k.timer = Some(Nanos::from_ms(at_ms));
+            k.dispatch(Nanos::from_ms(at_ms), view);
+            k.depths().1
+        };
+        feed_both(&mut k, 100);
+        assert_eq!(tick(&mut k, 200), 128, "the first look starts the wait");
+        assert_eq!(tick(&mut k, 1_300), 128, "the p90 sees congestion; the p99 waits anew");
+        feed_both(&mut k, 1_350);
+        assert_eq!(tick(&mut k, 2_400), 128, "again: 400 samples for the p99");
+        assert_eq!(k.resizes, 0);
+        feed_both(&mut k, 2_450);
+        assert_eq!(tick(&mut k, 3_500), 64, "600 samples: the write p99 (bucket 1) halves the depth");
     }
 
     #[test]
