@@ -279,7 +279,8 @@ impl Scheduler for MqDeadline {
         if let Some(rq) = self.dispatch_list.pop_front() {
             return Some(rq);
         }
-        let busy_classes = (0..CLASSES).filter(|&c| self.prios[c].queued > 0).count();
+        // the kernel's dd_queued(): inserted and not yet completed, in flight included
+        let busy_classes = (0..CLASSES).filter(|&c| self.outstanding(c) > 0).count();
         if busy_classes >= 2 && now > self.aging {
             let latest = now.saturating_sub(self.aging);
             for class in 1..CLASSES {
@@ -416,6 +417,15 @@ mod tests {
         h.advance(Nanos::from_ms(20));
         h.insert(Request::read(3, 16384).with_prio(IoPrio::rt(0)));
         assert_eq!(h.dispatch_one().unwrap().id.0, 1, "aged BE request first");
+
+        // a real-time request in flight (none queued) still counts as a busy class, as in
+        // the kernel's dd_queued(): the aged BE request goes, past the in-flight RT one
+        let mut h = Harness::new(Box::new(MqDeadline::from_params(&p)), 8);
+        h.insert(Request::read(1, 0));
+        h.insert(Request::read(2, 8192).with_prio(IoPrio::rt(0)));
+        assert_eq!(h.dispatch_one().unwrap().id.0, 2, "real-time first");
+        h.advance(Nanos::from_ms(20));
+        assert_eq!(h.dispatch_one().map(|r| r.id.0), Some(1), "aged past the real-time request in flight");
     }
 
     #[test]
