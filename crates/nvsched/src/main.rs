@@ -900,7 +900,7 @@ impl RealDevice {
         }
         print_warnings(jobs.real_device_warnings());
         on_real_device(files.iter().map(Path::new));
-        Ok(Some(RealDevice { files, jobs, opts: uring_opts(allow_destructive, 0)? }))
+        Ok(Some(RealDevice { files, jobs, opts: nvsched::run::uring_options(allow_destructive, 0)? }))
     }
 
     /// How the tables and messages name it.
@@ -982,16 +982,6 @@ fn on_real_device<'a>(paths: impl IntoIterator<Item = &'a Path>) {
     print_warnings(nvsched::realdev::kernel_scheduler_warnings(paths));
 }
 
-/// io_uring's options for the real-device commands.
-fn uring_opts(allow_destructive: bool, seed: u64) -> Result<nvsched_uring::UringOptions, String> {
-    nvsched_uring::available()?;
-    Ok(nvsched_uring::UringOptions {
-        safety: nvsched_uring::targets::Safety { allow_destructive, ..Default::default() },
-        seed,
-        ..nvsched_uring::UringOptions::default()
-    })
-}
-
 /// `tune iocost --filename`: the six runs on a real file or block device. A file that does
 /// not exist yet is laid out (written whole) first, so reads reach the device, and removed
 /// at the end; writes on anything else need --allow-destructive.
@@ -1056,7 +1046,7 @@ fn cmd_compare(args: CompareArgs) -> Result<(), String> {
     let profile = load_profile(&args.device, &[]).map_err(|e| e.to_string())?;
     let (policy, override_warning) = nvsched::run::choose_policy(args.sched.as_deref(), "--sched", &jobs)?;
     print_warnings(override_warning);
-    let opts = uring_opts(args.allow_destructive, args.seed)?;
+    let opts = nvsched::run::uring_options(args.allow_destructive, args.seed)?;
     on_real_device([args.filename.as_path()]);
     let (real, sim) = nvsched::realdev::compare(&jobs, &args.filename, &profile, &policy.spec, &opts)?;
     println!(

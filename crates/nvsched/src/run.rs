@@ -576,12 +576,7 @@ pub fn run_device_job_text(
 ) -> Result<(String, Vec<String>), String> {
     let jobs = parse_job_text(text, source, vars)?;
     let (policy, override_warning) = choose(&jobs)?;
-    nvsched_uring::available()?;
-    let opts = nvsched_uring::UringOptions {
-        safety: nvsched_uring::targets::Safety { allow_destructive, ..Default::default() },
-        seed,
-        ..nvsched_uring::UringOptions::default()
-    };
+    let opts = uring_options(allow_destructive, seed)?;
     let (report, outcome) = run_uring(&jobs, policy, &opts, timestamp_ms)?;
     if !outcome.verify_errors.is_empty() {
         let first: Vec<&str> = outcome.verify_errors.iter().take(5).map(String::as_str).collect();
@@ -617,13 +612,12 @@ pub fn tune_device_job_text(
     latency_job: Option<&str>,
 ) -> Result<(Vec<crate::tune::Row>, Vec<String>), String> {
     let jobs = parse_job_text(text, source, vars)?;
-    let jobs = filename.map_or_else(|| jobs.clone(), |path| crate::realdev::retarget(&jobs, path));
-    let (rt, _) = crate::tune::check_jobs(&jobs, source, latency_job)?;
-    nvsched_uring::available()?;
-    let opts = nvsched_uring::UringOptions {
-        safety: nvsched_uring::targets::Safety { allow_destructive, ..Default::default() },
-        ..nvsched_uring::UringOptions::default()
+    let jobs = match filename {
+        Some(path) => crate::realdev::retarget(&jobs, path),
+        None => jobs,
     };
+    let (rt, _) = crate::tune::check_jobs(&jobs, source, latency_job)?;
+    let opts = uring_options(allow_destructive, 0)?;
     let files: Vec<String> =
         jobs.jobs.iter().flat_map(|spec| spec.clone_files().map(|(c, f)| spec.file_name_of(c, f))).collect();
     let warnings = jobs
@@ -635,6 +629,17 @@ pub fn tune_device_job_text(
         .collect();
     let target = crate::batch::Target::Device(&opts);
     Ok((crate::tune::sweep(&jobs, target, seeds, configs, rt, false)?, warnings))
+}
+
+/// io_uring's options for a run on real devices with the default engine settings, once
+/// io_uring is known to be available.
+pub fn uring_options(allow_destructive: bool, seed: u64) -> Result<nvsched_uring::UringOptions, String> {
+    nvsched_uring::available()?;
+    Ok(nvsched_uring::UringOptions {
+        safety: nvsched_uring::targets::Safety { allow_destructive, ..Default::default() },
+        seed,
+        ..nvsched_uring::UringOptions::default()
+    })
 }
 
 /// [`run_uring`] with `--status-interval` dumps.
