@@ -9,7 +9,7 @@ use nvsched::run::ChoosePolicy;
 use nvsched::ssd::builtin_profiles;
 use nvsched::tune::Center;
 use nvsched::workload::JobFile;
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyKeyboardInterrupt, PyValueError};
 use pyo3::prelude::*;
 use serde_json::json;
 use std::path::Path;
@@ -42,6 +42,23 @@ fn choose(
     Ok((choose, Some(error)))
 }
 
+/// Runs `work` detached from Python (other threads run meanwhile), where Ctrl-C (SIGINT,
+/// or SIGTERM) stops its runs as on the command line: simulations end, a real run
+/// finishes what it has in flight and removes the files it created. Python's handlers
+/// cannot run until native code returns, so they are set aside meanwhile; then the signal
+/// raises KeyboardInterrupt, and an error of `work` raises ValueError.
+fn native<T: Send>(py: Python<'_>, work: impl FnOnce() -> Result<T, String> + Send) -> PyResult<T> {
+    let (result, interrupted) = py.detach(move || {
+        let guard = nvsched::uring::InterruptGuard::new();
+        let result = work();
+        (result, guard.interrupted())
+    });
+    if interrupted {
+        return Err(PyKeyboardInterrupt::new_err(()));
+    }
+    result.map_err(PyValueError::new_err)
+}
+
 /// Runs `run` with the policy `sched` or `policy` chooses, detached from Python (other
 /// threads run meanwhile; a Python policy takes the GIL for each call). A Python policy's
 /// own error explains a stalled or failed run best; otherwise the run's error is a
@@ -53,11 +70,11 @@ fn run_with_policy(
     run: impl FnOnce(ChoosePolicy<'static>) -> Result<(String, Vec<String>), String> + Send,
 ) -> PyResult<(String, Vec<String>)> {
     let (choose, error) = choose(py, sched, policy)?;
-    let result = py.detach(move || run(choose));
+    let result = native(py, move || run(choose));
     if let Some((what, original)) = error.and_then(|e| e.lock().expect("policy error lock").take()) {
         return Err(py_policy::raised(py, &what, original));
     }
-    result.map_err(PyValueError::new_err)
+    result
 }
 
 /// Simulates fio job text; returns fio's JSON report as text. Raises ValueError with the
@@ -175,7 +192,7 @@ fn repro_plan(name: &str, quick: bool, out: &str) -> PyResult<String> {
 /// preconditioning); returns their cache entries (JSON text) in order.
 #[pyfunction]
 fn repro_simulate(py: Python<'_>, name: String, quick: bool, indices: Vec<usize>) -> PyResult<Vec<String>> {
-    py.detach(move || nvsched::repro::simulate_planned(&name, quick, &indices)).map_err(PyValueError::new_err)
+    native(py, move || nvsched::repro::simulate_planned(&name, quick, &indices))
 }
 
 /// Stores a cache entry from `repro_simulate` in `out`.
@@ -188,13 +205,12 @@ fn repro_store(out: &str, hash: &str, entry: &str) -> PyResult<()> {
 /// table, results.json, report.md and plots there; returns (console table, claims JSON).
 #[pyfunction]
 fn repro_report(py: Python<'_>, name: String, quick: bool, out: String, plots: bool) -> PyResult<(String, String)> {
-    py.detach(move || {
+    native(py, move || {
         let opts = nvsched::repro::Options { quick, out: out.into(), force: false, progress: false, plots };
         let outcome = nvsched::repro::run(&name, &opts)?;
         let claims: Vec<_> = outcome.verdicts.iter().map(nvsched::repro::claim_json).collect();
         Ok((nvsched::repro::console_table(&outcome), serde_json::Value::Array(claims).to_string()))
     })
-    .map_err(|e: String| PyValueError::new_err(e))
 }
 
 /// (policy spec, K2's bound in `tune k2`'s sweep (else None), the latency-critical job's
@@ -220,7 +236,7 @@ fn tune_measure(
     policy: Option<String>,
     latency_job: Option<String>,
 ) -> PyResult<TuneRow> {
-    py.detach(move || {
+    native(py, move || {
         let (jobs, profile) =
             nvsched::run::load_job_text(&job_text, &source, &vars, &device, device_set, precondition)?;
         let (rt, _) = nvsched::tune::check_jobs(&jobs, &source, latency_job.as_deref())?;
@@ -228,7 +244,6 @@ fn tune_measure(
         let row = nvsched::tune::measure_policy(&jobs, &profile, seed, &spec, rt, None)?;
         Ok((row.policy, bound, row.rt_p999_us, row.total_bw_mbps))
     })
-    .map_err(|e: String| PyValueError::new_err(e))
 }
 
 /// `tune`'s sweep on real files or devices through io_uring (`nvsched tune ... --filename
@@ -254,7 +269,7 @@ fn tune_device(
         .map(|(bound, policy)| (spec_of(bound, policy.clone()), bound.filter(|_| policy.is_none())))
         .filter(|(spec, _)| spec != nvsched::tune::REFERENCE)
         .collect();
-    py.detach(move || {
+    native(py, move || {
         let (rows, warnings) = nvsched::run::tune_device_job_text(
             &job_text,
             &source,
@@ -267,7 +282,6 @@ fn tune_device(
         )?;
         Ok((rows.into_iter().map(|r| (r.policy, r.bound, r.rt_p999_us, r.total_bw_mbps)).collect(), warnings))
     })
-    .map_err(|e: String| PyValueError::new_err(e))
 }
 
 /// A tuning configuration's policy spec: `policy` (`tune POLICY --param`), else K2 at
@@ -355,12 +369,11 @@ fn tune_iocost(
     numjobs: u32,
 ) -> PyResult<IocostModel> {
     check_run_shape(seconds, numjobs)?;
-    py.detach(move || {
+    native(py, move || {
         let (_, profile) = nvsched::run::load_job_text(&job_text, &source, &vars, &device, device_set, precondition)?;
         nvsched::iocost_model::measure(&profile, seconds, numjobs, false)
     })
     .map(|model| iocost_model_tuple(&model))
-    .map_err(|e: String| PyValueError::new_err(e))
 }
 
 /// `tune_iocost`'s runs last a second at least, with one job at least.
@@ -394,14 +407,13 @@ fn tune_iocost_device(
     check_run_shape(seconds, numjobs)?;
     let size_bytes =
         nvsched::iocost_model::real_size_bytes(&size).map_err(|e| PyValueError::new_err(format!("size: {e}")))?;
-    py.detach(move || {
+    native(py, move || {
         let path = std::path::Path::new(&path);
         nvsched::realdev::on_target(path, size_bytes, allow_destructive, |writes, opts| {
             nvsched::iocost_model::measure_real(path, size_bytes, seconds, numjobs, writes, opts, false)
                 .map(|model| (iocost_model_tuple(&model), writes))
         })
     })
-    .map_err(|e: String| PyValueError::new_err(e))
 }
 
 /// The experiments directory reproductions are read from (`NVSCHED_EXPERIMENTS`, else

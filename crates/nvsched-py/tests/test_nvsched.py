@@ -349,3 +349,65 @@ def test_tuning_on_a_real_file_runs_through_io_uring_and_removes_the_file(tmp_pa
         with pytest.raises(ValueError, match=message):
             sw.tune_k2(SMALL_MIX, "latency:50%", bounds=[1], **kwargs)
     assert not target.exists()
+
+
+INTERRUPTED_RUN = """
+import os, signal, sys, time
+import nvsched
+long_job, target = sys.argv[1], sys.argv[2]
+print("started", flush=True)
+t = time.monotonic()
+try:
+    if target:
+        nvsched.run_device(long_job.replace("@TARGET@", target))
+    else:
+        nvsched.run(long_job, device="simple-nvme")
+    print("not interrupted", flush=True)
+except KeyboardInterrupt:
+    print(f"interrupted after {time.monotonic() - t:.1f}s", flush=True)
+print("file left" if target and os.path.exists(target) else "no file left", flush=True)
+# Python's handler is back, and the next run is not stopped
+try:
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(5)
+except KeyboardInterrupt:
+    print("python's handler is back", flush=True)
+short = "[a]\\nioengine=io_uring\\nrw=randread\\nsize=1m\\nruntime=10ms\\ntime_based\\n"
+print("next run", nvsched.run(short, device="simple-nvme")["jobs"][0]["read"]["total_ios"] > 0, flush=True)
+"""
+
+
+def _interrupt_a_python_run(job: str, target: str) -> str:
+    child = subprocess.Popen([sys.executable, "-c", INTERRUPTED_RUN, job, target], stdout=subprocess.PIPE,
+                             stderr=subprocess.PIPE, text=True)
+    assert child.stdout.readline() == "started\n"
+    import time
+    time.sleep(1.5)
+    child.send_signal(subprocess.signal.SIGINT)
+    try:
+        out, err = child.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        raise AssertionError("still running a minute after SIGINT")
+    assert child.returncode == 0, err
+    return out
+
+
+def test_ctrl_c_stops_a_native_run_and_raises_keyboard_interrupt(tmp_path):
+    # an hour of simulated time takes many minutes: SIGINT stops it within moments
+    hour = "[a]\nioengine=io_uring\nrw=randread\niodepth=32\nsize=1g\nruntime=3600s\ntime_based\n"
+    out = _interrupt_a_python_run(hour, "")
+    assert "interrupted after" in out and "python's handler is back" in out and "next run True" in out, out
+    # on a real file, the run ends at the signal and the file it created is removed
+    try:
+        nvsched.run_device("[a]\nfilename=%s\nsize=1m\nruntime=10ms\ntime_based\nioengine=io_uring\n"
+                           % (tmp_path / "probe.dat"))
+    except ValueError as e:
+        if "io_uring" in str(e):
+            pytest.skip(str(e))
+        raise
+    real = "[a]\nfilename=@TARGET@\nsize=16m\ndirect=1\nrw=randread\nioengine=io_uring\nruntime=60s\ntime_based\n"
+    out = _interrupt_a_python_run(real, str(tmp_path / "real.dat"))
+    assert "interrupted after" in out and "no file left" in out and "next run True" in out, out
+    seconds = float(out.split("interrupted after ")[1].split("s")[0])
+    assert seconds < 30, f"the 60 s run stopped at the signal: {out}"

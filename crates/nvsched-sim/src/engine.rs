@@ -28,6 +28,12 @@ pub trait Observer {
     fn on_complete(&mut self, _now: Nanos, _rq: &Request, _latency: Nanos) {}
     /// Every few thousand events.
     fn on_progress(&mut self, _now: Nanos) {}
+    /// Asked with each [`Observer::on_progress`]: true ends the run early, as a signal
+    /// ends fio's (Ctrl-C): no job issues any more, what is in flight completes, jobs
+    /// that would start later end at once, and [`SimOutcome::interrupted`] says so.
+    fn stop_requested(&mut self) -> bool {
+        false
+    }
     /// How often, in simulated time, to call [`Observer::on_status`] (`--status-interval`).
     fn status_every(&self) -> Option<Nanos> {
         None
@@ -148,6 +154,9 @@ pub struct SimOutcome {
     /// Wall-clock time of the event loop alone (device construction excluded); for
     /// benchmarks, never part of a report.
     pub loop_wall: std::time::Duration,
+    /// The observer stopped the run early ([`Observer::stop_requested`]): the figures
+    /// cover what ran until then.
+    pub interrupted: bool,
 }
 
 const NONE: u32 = u32::MAX;
@@ -369,6 +378,9 @@ pub struct Simulation<'o> {
     no_data: NoDataPages,
     /// The files jobs with `unlink=1` removed when they finished.
     unlinked: UnlinkedFiles,
+    /// The observer asked the run to stop: running jobs were stopped, later ones end
+    /// as they start.
+    interrupted: bool,
 }
 
 impl<'o> Simulation<'o> {
@@ -521,6 +533,7 @@ impl<'o> Simulation<'o> {
             buffered,
             no_data,
             unlinked: UnlinkedFiles::default(),
+            interrupted: false,
         })
     }
 
@@ -567,6 +580,9 @@ impl<'o> Simulation<'o> {
             }
             if self.events.processed() & 0xffff == 0 {
                 self.observer.on_progress(self.now);
+                if !self.interrupted && self.observer.stop_requested() {
+                    self.interrupt();
+                }
             }
             if self.status_clock.is_some_and(|c| c.is_due(self.now)) {
                 self.status();
@@ -576,6 +592,16 @@ impl<'o> Simulation<'o> {
             return Err(self.stall_error());
         }
         self.finish(wall.elapsed())
+    }
+
+    /// The observer asked to stop: as fio on SIGINT, the running clones issue no more and
+    /// finish with what they have in flight; those that start later end at once.
+    #[cold]
+    fn interrupt(&mut self) {
+        self.interrupted = true;
+        let running: Vec<u32> =
+            (0..self.jobs.len() as u32).filter(|&j| self.jobs[j as usize].driver.started_at().is_some()).collect();
+        self.stop_jobs(&running);
     }
 
     /// Every job has finished, and nothing waits in the policy.
@@ -646,6 +672,9 @@ impl<'o> Simulation<'o> {
         self.waiting = waiting;
         for &j in &ready {
             self.jobs[j as usize].driver.start(self.now);
+            if self.interrupted {
+                self.jobs[j as usize].driver.terminate(self.now);
+            }
             self.open_files(j);
         }
         for &j in &ready {
@@ -1673,6 +1702,7 @@ impl<'o> Simulation<'o> {
             tenants: self.tenants,
             device_series: self.device_series,
             loop_wall,
+            interrupted: self.interrupted,
         })
     }
 }

@@ -650,3 +650,41 @@ fn a_file_an_earlier_job_unlinked_fails_a_reader_and_is_made_anew_by_a_writer() 
     assert!(out.clones[1].stats.error.is_none());
     assert_eq!((out.engine.device_commands[0], out.engine.read_pages_zeroed), (64, 0));
 }
+
+#[test]
+fn a_stop_request_ends_the_run_as_fios_sigint_does() {
+    // the observer asks to stop once 300 ms have passed: the running job stops issuing
+    // and completes what it has in flight; the next phase's job starts and ends at once
+    struct StopAfter {
+        at: Nanos,
+        now: Nanos,
+        stopped_at: Option<Nanos>,
+    }
+    impl Observer for StopAfter {
+        fn on_progress(&mut self, now: Nanos) {
+            self.now = now;
+        }
+        fn stop_requested(&mut self) -> bool {
+            assert!(self.stopped_at.is_none(), "asked again after it said stop");
+            if self.now >= self.at {
+                self.stopped_at = Some(self.now);
+            }
+            self.stopped_at.is_some()
+        }
+    }
+    let text = "[global]\nioengine=io_uring\nrw=randread\nsize=64m\nruntime=10s\ntime_based\n\
+                [a]\niodepth=32\n[b]\nstonewall\niodepth=1\n";
+    let mut obs = StopAfter { at: Nanos::from_ms(300), now: Nanos::ZERO, stopped_at: None };
+    let out = run_with(text, "none", &profile(&[]), 0, &mut obs);
+    let stop = obs.stopped_at.expect("asked to stop");
+    assert!(out.interrupted);
+    // 32 reads in flight take well under a millisecond to complete
+    assert!(out.end >= stop && out.end - stop < Nanos::from_ms(1), "stopped at {stop}, ended at {}", out.end);
+    let (a, b) = (&out.clones[0], &out.clones[1]);
+    assert!(a.stats.total_ios() > 10_000, "a ran until the stop: {}", a.stats.total_ios());
+    assert!(a.finished_at <= out.end && b.stats.total_ios() == 0, "b, in the later phase, did no I/O");
+    assert_eq!(out.engine.requests, a.stats.total_ios(), "what was in flight completed");
+    // without a stop, the same run takes its 20 s
+    let whole = run_with(text, "none", &profile(&[]), 0, &mut NoObserver);
+    assert!(!whole.interrupted && whole.end >= Nanos::from_secs(20));
+}

@@ -154,9 +154,71 @@ pub fn stop_on_interrupt() {
     });
 }
 
-/// Whether a signal asked the runs to stop (see [`stop_on_interrupt`]).
+/// Whether a signal asked the runs to stop (see [`stop_on_interrupt`] and
+/// [`InterruptGuard`]).
 pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
+}
+
+/// The handlers an [`InterruptGuard`] displaced, and how many guards are alive.
+static GUARDS: std::sync::Mutex<(usize, Vec<(libc::c_int, libc::sigaction)>)> = std::sync::Mutex::new((0, Vec::new()));
+
+/// For a library caller with handlers of its own (Python): while a guard is alive, SIGINT
+/// and SIGTERM stop the runs as [`stop_on_interrupt`] makes them do on the command line
+/// (real and simulated), instead of running the caller's handlers, which cannot run while
+/// native code holds the thread. Guards nest across threads; when the last one is
+/// dropped, the caller's handlers come back and the flag clears. Ask
+/// [`InterruptGuard::interrupted`] before dropping it.
+pub struct InterruptGuard(());
+
+impl InterruptGuard {
+    pub fn new() -> InterruptGuard {
+        let mut guards = GUARDS.lock().unwrap_or_else(|e| e.into_inner());
+        if guards.0 == 0 {
+            // SAFETY: as in stop_on_interrupt; the displaced actions are kept to be put back.
+            // No SA_RESETHAND: a second signal must not kill the caller's process.
+            unsafe {
+                let mut action: libc::sigaction = std::mem::zeroed();
+                action.sa_sigaction = on_interrupt as extern "C" fn(libc::c_int) as usize;
+                libc::sigemptyset(&mut action.sa_mask);
+                for signal in [libc::SIGINT, libc::SIGTERM] {
+                    let mut old: libc::sigaction = std::mem::zeroed();
+                    if libc::sigaction(signal, &action, &mut old) == 0 {
+                        guards.1.push((signal, old));
+                    }
+                }
+            }
+        }
+        guards.0 += 1;
+        InterruptGuard(())
+    }
+
+    /// Whether a signal came while this guard (or another alive with it) was alive.
+    pub fn interrupted(&self) -> bool {
+        interrupted()
+    }
+}
+
+impl Default for InterruptGuard {
+    fn default() -> Self {
+        InterruptGuard::new()
+    }
+}
+
+impl Drop for InterruptGuard {
+    fn drop(&mut self) {
+        let mut guards = GUARDS.lock().unwrap_or_else(|e| e.into_inner());
+        guards.0 -= 1;
+        if guards.0 == 0 {
+            for (signal, old) in guards.1.drain(..) {
+                // SAFETY: puts back the action sigaction gave when the first guard came
+                unsafe {
+                    libc::sigaction(signal, &old, std::ptr::null_mut());
+                }
+            }
+            INTERRUPTED.store(false, Ordering::SeqCst);
+        }
+    }
 }
 
 /// Whether io_uring works here (for tests that need it): `Err` says why not.

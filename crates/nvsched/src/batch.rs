@@ -2,9 +2,8 @@
 //! simulated in parallel, or on real files and devices (io_uring) one after another.
 
 use crate::progress::RunProgress;
-use crate::run::{run_sim, run_uring, RunSpec};
+use crate::run::{run_sim_whole, run_uring, RunSpec};
 use nvsched_report::RunReport;
-use nvsched_sim::NoObserver;
 use nvsched_ssd::{DeviceProfile, DriveStates};
 use nvsched_uring::UringOptions;
 use nvsched_workload::JobFile;
@@ -43,7 +42,7 @@ pub fn run_each<T: Send>(
                 .map(|&(spec, seed)| {
                     let policy = nvsched_policy::build(spec).map_err(|e| e.to_string())?;
                     let run = RunSpec { jobs, policy, profile, seed, drive_states: Some(&drive_states) };
-                    let (report, _) = run_sim(run, &mut NoObserver, 0)?;
+                    let (report, _) = run_sim_whole(run)?;
                     progress.inc();
                     measure(&report)
                 })

@@ -2,9 +2,8 @@
 //! workloads a datasheet uses (sequential 128 KiB at QD32, random 4 KiB at QD32 x 4
 //! jobs, random 4 KiB at QD1), run in the simulator.
 
-use crate::run::{run_sim, RunSpec};
+use crate::run::{run_sim_whole, RunSpec};
 use nvsched_report::JobStats;
-use nvsched_sim::NoObserver;
 use nvsched_ssd::{Datasheet, DeviceProfile, DriveStates};
 use nvsched_workload::jobfile::HostEnvironment;
 use nvsched_workload::{parse_job_str, ParseOptions};
@@ -75,7 +74,7 @@ pub(crate) fn simulate(
     let jobs = parse_job_str(text, Path::new("calibration.fio"), &HostEnvironment, ParseOptions::default())
         .map_err(|e| e.to_string())?;
     let policy = nvsched_policy::build("none").map_err(|e| e.to_string())?;
-    let (report, _) = run_sim(RunSpec { jobs: &jobs, policy, profile, seed: 1, drive_states }, &mut NoObserver, 0)?;
+    let (report, _) = run_sim_whole(RunSpec { jobs: &jobs, policy, profile, seed: 1, drive_states })?;
     report.jobs.into_iter().next().ok_or_else(|| "no job".into())
 }
 

@@ -17,6 +17,7 @@ pub use nvsched_policy as policy;
 pub use nvsched_report as report;
 pub use nvsched_sim as sim;
 pub use nvsched_ssd as ssd;
+pub use nvsched_uring as uring;
 pub use nvsched_workload as workload;
 
 /// nvsched's version, written into reports.

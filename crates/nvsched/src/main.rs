@@ -196,6 +196,9 @@ impl Observer for Progress {
         self.bar.set_position(now.0 / 1_000_000);
     }
     fn on_dispatch(&mut self, _: Nanos, _: &Request, _: u32) {}
+    fn stop_requested(&mut self) -> bool {
+        nvsched::run::StopOnSignal.stop_requested()
+    }
     fn status_every(&self) -> Option<Nanos> {
         self.status.as_ref().map(|(every, _)| *every)
     }
@@ -433,6 +436,7 @@ fn cmd_run(args: RunArgs) -> Result<(), String> {
     let profile = args.device.load(jobs.precondition().map_err(|e| e.to_string())?)?;
     let (policy, override_warning) = nvsched::run::choose_policy(args.sched.as_deref(), "--sched", &jobs)?;
     prepare_outputs(&args)?;
+    nvsched_uring::stop_on_interrupt();
     let show = !args.quiet && std::io::stderr().is_terminal();
     let mut progress = Progress::new(expected_length(&jobs), show);
     let sink = StatusSink::open(&args, &formats, &jobs);
@@ -458,6 +462,9 @@ fn cmd_run(args: RunArgs) -> Result<(), String> {
     }
     let page_cache = profile.host.page_cache.size_bytes > 0;
     print_warnings(jobs.warnings.iter().chain(&override_warning).chain(&jobs.simulation_warnings(page_cache)));
+    if outcome.interrupted {
+        return Err(format!("interrupted after {} simulated: the report covers what ran until then", outcome.end));
+    }
     failed_jobs(&report)
 }
 
@@ -492,6 +499,7 @@ fn failed_jobs(report: &nvsched_report::RunReport) -> Result<(), String> {
 }
 
 fn cmd_repro(args: ReproArgs) -> Result<(), String> {
+    nvsched_uring::stop_on_interrupt();
     if let Some(n) = args.jobs {
         rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global().map_err(|e| e.to_string())?;
     }
@@ -519,6 +527,7 @@ fn cmd_repro(args: ReproArgs) -> Result<(), String> {
 }
 
 fn cmd_tune(args: TuneArgs) -> Result<(), String> {
+    nvsched_uring::stop_on_interrupt();
     let id = args.policy.split(':').next().unwrap_or_default().trim();
     match id {
         _ if !args.param.is_empty() => tune_sweep(args),
@@ -660,6 +669,7 @@ fn tune_iocost(args: TuneArgs) -> Result<(), String> {
 }
 
 fn cmd_sweep(args: SweepArgs) -> Result<(), String> {
+    nvsched_uring::stop_on_interrupt();
     let mut policies: Vec<String> = if args.sched.is_empty() {
         ["none", "mq-deadline", "kyber", "bfq"].map(String::from).to_vec()
     } else {

@@ -2,9 +2,8 @@
 //! calibrated, fit a simulator profile to it, and put the simulator's prediction for a
 //! job file next to what the device does.
 
-use crate::run::{run_sim, run_uring, RunSpec};
+use crate::run::{run_sim_whole, run_uring, RunSpec};
 use nvsched_report::{JobStats, RunReport};
-use nvsched_sim::NoObserver;
 use nvsched_ssd::DeviceProfile;
 use nvsched_uring::UringOptions;
 use nvsched_workload::jobfile::HostEnvironment;
@@ -264,8 +263,7 @@ pub fn compare(
         spec.filename = Some("/dev/nvme0n1".into());
     }
     let policy = nvsched_policy::build(sched).map_err(|e| e.to_string())?;
-    let (sim, _) =
-        run_sim(RunSpec { jobs: &sim_jobs, policy, profile, seed: opts.seed, drive_states: None }, &mut NoObserver, 0)?;
+    let (sim, _) = run_sim_whole(RunSpec { jobs: &sim_jobs, policy, profile, seed: opts.seed, drive_states: None })?;
     Ok((real, sim))
 }
 

@@ -149,7 +149,7 @@ pub fn simulate_job_text(
     let warnings =
         jobs.warnings.iter().cloned().chain(override_warning).chain(jobs.simulation_warnings(page_cache)).collect();
     let spec = RunSpec { jobs: &jobs, policy, profile: &profile, seed, drive_states: None };
-    let (report, _) = run_sim(spec, &mut nvsched_sim::NoObserver, timestamp_ms)?;
+    let (report, _) = run_sim(spec, &mut StopOnSignal, timestamp_ms)?;
     Ok((report.render(nvsched_report::Format::Json), warnings))
 }
 
@@ -161,6 +161,32 @@ pub struct RunSpec<'a> {
     pub seed: u64,
     /// Preconditioned drive states shared by the runs of a sweep (None: build afresh).
     pub drive_states: Option<&'a DriveStates>,
+}
+
+/// Ends a simulation early on a signal, where one is set to stop the runs (`nvsched run`'s
+/// Ctrl-C, the Python bindings' `InterruptGuard`); elsewhere a signal kills as usual.
+pub struct StopOnSignal;
+
+impl Observer for StopOnSignal {
+    fn stop_requested(&mut self) -> bool {
+        nvsched_uring::interrupted()
+    }
+}
+
+/// One run of several (a sweep's, a reproduction's, a tuner's), its report with
+/// time-of-day fields at 0: a signal that cuts it short makes it an error, so nothing
+/// counts or caches part of a run.
+pub fn run_sim_whole(spec: RunSpec<'_>) -> Result<(RunReport, SimOutcome), String> {
+    const STOPPED: &str = "interrupted; the runs stop here";
+    // the runs queued behind the one the signal cut short do not start
+    if nvsched_uring::interrupted() {
+        return Err(STOPPED.into());
+    }
+    let (report, outcome) = run_sim(spec, &mut StopOnSignal, 0)?;
+    if outcome.interrupted {
+        return Err(STOPPED.into());
+    }
+    Ok((report, outcome))
 }
 
 /// Simulates and builds the report. `timestamp_ms` is the wall-clock time to print in
@@ -195,6 +221,10 @@ pub fn run_sim(
     nvsched.insert("engine".into(), json!("sim"));
     nvsched.insert("seed".into(), json!(spec.seed));
     nvsched.insert("simulated_time_ns".into(), json!(outcome.end.0));
+    if outcome.interrupted {
+        // a signal ended the run early: the figures cover what ran until then
+        nvsched.insert("interrupted".into(), json!(true));
+    }
     nvsched.insert("policy".into(), policy_value(&policy_spec, policy_id, &given, host_cost, &outcome.policy));
     let p = spec.profile;
     nvsched.insert(

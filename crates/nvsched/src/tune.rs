@@ -21,10 +21,9 @@
 use crate::batch::Target;
 use crate::progress::RunProgress;
 use crate::repro::analysis::k2_choices;
-use crate::run::{run_sim, RunSpec};
+use crate::run::{run_sim_whole, RunSpec};
 use nvsched_core::PrioClass;
 use nvsched_report::plots::{Axis, Figure, LabelledPoint, Limit, Panel, PanelKind};
-use nvsched_sim::NoObserver;
 use nvsched_ssd::{DeviceProfile, DriveStates};
 use nvsched_workload::JobFile;
 
@@ -426,7 +425,7 @@ pub fn measure_policy(
     drive_states: Option<&DriveStates>,
 ) -> Result<Row, String> {
     let policy = nvsched_policy::build(spec).map_err(|e| e.to_string())?;
-    let (report, _) = run_sim(RunSpec { jobs, policy, profile, seed, drive_states }, &mut NoObserver, 0)?;
+    let (report, _) = run_sim_whole(RunSpec { jobs, policy, profile, seed, drive_states })?;
     Ok(Row { policy: spec.to_string(), ..row_of(&report, rt)? })
 }
 

@@ -1884,3 +1884,87 @@ fn the_summary_notes_reads_of_pages_that_hold_no_data() {
     // a new file a job reads is written out before the run, as fio does
     assert!(!summary(&job("size=64m"), &[]).contains("hold no data"));
 }
+
+#[test]
+fn sigint_ends_a_simulated_run_early_with_its_report() {
+    // an hour of simulated reads takes minutes; Ctrl-C a second in ends it as fio's
+    // SIGINT does: the report covers what ran, the later phase's job did nothing
+    let job = temp_job(
+        "hour.fio",
+        "[global]\nioengine=io_uring\nsize=1g\ntime_based\n[a]\nrw=randread\niodepth=32\nruntime=3600s\n\
+         [b]\nstonewall\nrw=read\nruntime=10s\n",
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+        .args(["run", job.to_str().unwrap(), "--output-format", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(1));
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let waited = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if waited.elapsed().as_secs() > 60 {
+            child.kill().unwrap();
+            panic!("still running a minute after SIGINT");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("interrupted after") && stderr.contains("the report covers what ran"), "{stderr}");
+    let v: Value = serde_json::from_slice(&out.stdout).expect("the report is printed");
+    assert_eq!(v["nvsched"]["interrupted"], true);
+    let simulated_ns = v["nvsched"]["simulated_time_ns"].as_u64().unwrap();
+    assert!(simulated_ns > 0 && simulated_ns < 3_600_000_000_000, "{simulated_ns}");
+    let (a, b) = (&v["jobs"][0], &v["jobs"][1]);
+    assert!(a["read"]["total_ios"].as_u64().unwrap() > 0 && a["job_runtime"].as_u64().unwrap() < 3_600_000);
+    assert_eq!(b["read"]["total_ios"], 0, "{b}");
+}
+
+#[test]
+fn sigint_stops_a_reproduction_and_keeps_the_finished_runs() {
+    let out_dir = std::env::temp_dir().join(format!("nvsched-cli-repro-int-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&out_dir);
+    let args = ["repro", "mts", "--quick", "--no-plots", "-q", "--out", out_dir.to_str().unwrap()];
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+        .args(args)
+        .current_dir(repo_root())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // the signal comes once the first run is in the cache
+    let cached = || std::fs::read_dir(out_dir.join("cache")).map_or(0, |d| d.count());
+    let waited = std::time::Instant::now();
+    while cached() == 0 && waited.elapsed().as_secs() < 120 && child.try_wait().unwrap().is_none() {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let waited = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if waited.elapsed().as_secs() > 60 {
+            child.kill().unwrap();
+            panic!("still running a minute after SIGINT");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    let kept: usize = stderr
+        .split("mts: interrupted: ")
+        .nth(1)
+        .and_then(|rest| rest.split(" of 16 runs are in the cache").next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert_eq!(cached(), kept, "the cache holds the runs that finished, and only those");
+    assert!((1..16).contains(&kept) && out.stdout.is_empty(), "no table from part of the runs: {kept}");
+    // the same command goes on from there
+    let out = nvsched(&args);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains(&format!("16 runs ({} simulated, {kept} from cache)", 16 - kept)), "{stderr}");
+    std::fs::remove_dir_all(&out_dir).unwrap();
+}

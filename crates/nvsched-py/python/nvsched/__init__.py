@@ -110,11 +110,12 @@ def run(
     default 0). The report names it ``python:NAME``. An exception in the policy, a
     request returned that is not queued, or a merge of requests that cannot merge, fails
     the run with a RuntimeError carrying the policy's traceback (and the original
-    exception as its cause); a KeyboardInterrupt in the policy stops the run as it is.
+    exception as its cause); a KeyboardInterrupt the policy raises stops the run as it is.
 
     Raises ValueError with the message the command line would print (file, line, option).
     The command line's warnings (an option ignored, ``sched`` overriding the job file's
-    ``ioscheduler=``) are issued as ``UserWarning``, with the file and line.
+    ``ioscheduler=``) are issued as ``UserWarning``, with the file and line. Ctrl-C
+    (SIGINT or SIGTERM) stops the simulation and raises KeyboardInterrupt.
     """
     return _report(_native.simulate_json, job, source, vars, sched, policy, timestamp_ms,
                    device, _pairs(device_set), precondition, int(seed))
@@ -139,7 +140,9 @@ def run_device(
     files nvsched creates are removed afterwards. ``sched``, ``policy`` (a policy written
     in Python, as for :func:`run`), ``vars``, ``timestamp_ms`` and ``source`` are as for
     :func:`run`; ``seed`` seeds the jobs' random offsets and data. The first I/O errors
-    come as ``UserWarning``s; a verify failure raises ValueError.
+    come as ``UserWarning``s; a verify failure raises ValueError. Ctrl-C (SIGINT or
+    SIGTERM) ends the run as on the command line (what is in flight completes, created
+    files are removed) and raises KeyboardInterrupt.
     """
     try:
         return _report(_native.device_json, job, source, vars, sched, policy, timestamp_ms,

@@ -142,10 +142,17 @@ def _run_local(fn, calls, workers, progress):
     results: list = [None] * len(calls)
     with concurrent.futures.ThreadPoolExecutor(max_workers=workers or os.cpu_count() or 1) as pool:
         futures = {pool.submit(fn, *args): i for i, args in enumerate(calls)}
-        for done, fut in enumerate(concurrent.futures.as_completed(futures), 1):
-            results[futures[fut]] = fut.result()
-            if progress:
-                progress(done, len(calls))
+        try:
+            for done, fut in enumerate(concurrent.futures.as_completed(futures), 1):
+                results[futures[fut]] = fut.result()
+                if progress:
+                    progress(done, len(calls))
+        except BaseException:
+            # a failed run or Ctrl-C (KeyboardInterrupt from a run it stopped) ends the
+            # sweep: the runs not started yet never start
+            for fut in futures:
+                fut.cancel()
+            raise
     return results
 
 

@@ -6,10 +6,9 @@ pub mod manifest;
 mod output;
 
 use crate::progress::RunProgress;
-use crate::run::{run_sim, RunSpec};
+use crate::run::{run_sim_whole, RunSpec};
 pub use manifest::Manifest;
 use manifest::{State, Variant};
-use nvsched_sim::NoObserver;
 use nvsched_ssd::{load_profile, DriveStates};
 use nvsched_workload::jobfile::Environment;
 use nvsched_workload::{parse_job_str, ParseOptions};
@@ -295,11 +294,13 @@ fn simulate(m: &Manifest, p: &Planned, drive_states: &DriveStates) -> Result<Run
         .map_err(|e| e.to_string())?;
     let profile = load_profile(&m.device, &p.overrides).map_err(|e| e.to_string())?;
     let policy = nvsched_policy::build(&p.key.policy).map_err(|e| e.to_string())?;
-    let (report, _) = run_sim(
-        RunSpec { jobs: &jobs, policy, profile: &profile, seed: p.seed, drive_states: Some(drive_states) },
-        &mut NoObserver,
-        0,
-    )?;
+    let (report, _) = run_sim_whole(RunSpec {
+        jobs: &jobs,
+        policy,
+        profile: &profile,
+        seed: p.seed,
+        drive_states: Some(drive_states),
+    })?;
     let (metrics, extra) = analysis::metrics(&m.kind, variant, &jobs, &report)?;
     let fio = nvsched_report::fio_json::report_value(&report, false);
     Ok(RunResult { key: p.key.clone(), seed: p.seed, metrics, extra, fio, cached: false })
@@ -401,6 +402,14 @@ pub fn run(name: &str, opts: &Options) -> Result<Outcome, String> {
         })
         .collect();
     progress.finish();
+    if nvsched_uring::interrupted() {
+        let kept = results.iter().filter(|r| r.is_ok()).count();
+        return Err(format!(
+            "{name}: interrupted: {kept} of {} runs are in the cache ({}); the same command goes on from there",
+            planned.len(),
+            opts.out.join("cache").display()
+        ));
+    }
     let mut runs = results.into_iter().collect::<Result<Vec<_>, _>>()?;
     runs.sort_by(|a, b| a.key.cmp(&b.key));
     let mut cells = aggregate(&runs);
