@@ -1885,6 +1885,29 @@ fn the_summary_notes_reads_of_pages_that_hold_no_data() {
     assert!(!summary(&job("size=64m"), &[]).contains("hold no data"));
 }
 
+/// Starts `nvsched args` in the repository, sends it SIGINT once `ready` returns, and
+/// returns what it did (it must end within a minute of the signal).
+fn interrupt_when(args: &[&str], ready: impl FnOnce()) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+        .args(args)
+        .current_dir(repo_root())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    ready();
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let waited = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if waited.elapsed().as_secs() > 60 {
+            child.kill().unwrap();
+            panic!("{args:?}: still running a minute after SIGINT");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.wait_with_output().unwrap()
+}
+
 #[test]
 fn sigint_ends_a_simulated_run_early_with_its_report() {
     // an hour of simulated reads takes minutes; Ctrl-C a second in ends it as fio's
@@ -1894,23 +1917,9 @@ fn sigint_ends_a_simulated_run_early_with_its_report() {
         "[global]\nioengine=io_uring\nsize=1g\ntime_based\n[a]\nrw=randread\niodepth=32\nruntime=3600s\n\
          [b]\nstonewall\nrw=read\nruntime=10s\n",
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_nvsched"))
-        .args(["run", job.to_str().unwrap(), "--output-format", "json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_secs(1));
-    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
-    let waited = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if waited.elapsed().as_secs() > 60 {
-            child.kill().unwrap();
-            panic!("still running a minute after SIGINT");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
+    let out = interrupt_when(&["run", job.to_str().unwrap(), "--output-format", "json"], || {
+        std::thread::sleep(std::time::Duration::from_secs(1));
+    });
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("interrupted after") && stderr.contains("the report covers what ran"), "{stderr}");
@@ -1928,29 +1937,14 @@ fn sigint_stops_a_reproduction_and_keeps_the_finished_runs() {
     let out_dir = std::env::temp_dir().join(format!("nvsched-cli-repro-int-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&out_dir);
     let args = ["repro", "mts", "--quick", "--no-plots", "-q", "--out", out_dir.to_str().unwrap()];
-    let mut child = Command::new(env!("CARGO_BIN_EXE_nvsched"))
-        .args(args)
-        .current_dir(repo_root())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
     // the signal comes once the first run is in the cache
     let cached = || std::fs::read_dir(out_dir.join("cache")).map_or(0, |d| d.count());
-    let waited = std::time::Instant::now();
-    while cached() == 0 && waited.elapsed().as_secs() < 120 && child.try_wait().unwrap().is_none() {
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
-    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
-    let waited = std::time::Instant::now();
-    while child.try_wait().unwrap().is_none() {
-        if waited.elapsed().as_secs() > 60 {
-            child.kill().unwrap();
-            panic!("still running a minute after SIGINT");
+    let out = interrupt_when(&args, || {
+        let waited = std::time::Instant::now();
+        while cached() == 0 && waited.elapsed().as_secs() < 120 {
+            std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    let out = child.wait_with_output().unwrap();
+    });
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     let kept: usize = stderr
