@@ -175,8 +175,16 @@ fn set_build_fingerprint(build: &str) -> bool {
 /// The runs of a reproduction as JSON text: index, variant, state, policy, rep, seed,
 /// cache key and whether `out` already holds its result.
 #[pyfunction]
-fn repro_plan(name: &str, quick: bool, out: &str) -> PyResult<String> {
-    let runs = nvsched::repro::plan_runs(name, quick, Path::new(out)).map_err(PyValueError::new_err)?;
+#[pyo3(signature = (name, quick, out, device=None, device_set=Vec::new()))]
+fn repro_plan(
+    name: &str,
+    quick: bool,
+    out: &str,
+    device: Option<String>,
+    device_set: Vec<(String, String)>,
+) -> PyResult<String> {
+    let on = nvsched::repro::OnDevice { profile: device, set: device_set };
+    let runs = nvsched::repro::plan_runs(name, quick, &on, Path::new(out)).map_err(PyValueError::new_err)?;
     let list: Vec<_> = runs
         .iter()
         .enumerate()
@@ -191,8 +199,17 @@ fn repro_plan(name: &str, quick: bool, out: &str) -> PyResult<String> {
 /// Simulates runs `indices` of a reproduction's plan (runs in one drive state share its
 /// preconditioning); returns their cache entries (JSON text) in order.
 #[pyfunction]
-fn repro_simulate(py: Python<'_>, name: String, quick: bool, indices: Vec<usize>) -> PyResult<Vec<String>> {
-    native(py, move || nvsched::repro::simulate_planned(&name, quick, &indices))
+#[pyo3(signature = (name, quick, indices, device=None, device_set=Vec::new()))]
+fn repro_simulate(
+    py: Python<'_>,
+    name: String,
+    quick: bool,
+    indices: Vec<usize>,
+    device: Option<String>,
+    device_set: Vec<(String, String)>,
+) -> PyResult<Vec<String>> {
+    let on = nvsched::repro::OnDevice { profile: device, set: device_set };
+    native(py, move || nvsched::repro::simulate_planned(&name, quick, &on, &indices))
 }
 
 /// Stores a cache entry from `repro_simulate` in `out`.
@@ -204,9 +221,19 @@ fn repro_store(out: &str, hash: &str, entry: &str) -> PyResult<()> {
 /// Assembles a reproduction from `out`'s cache (simulating what is missing), writes its
 /// table, results.json, report.md and plots there; returns (console table, claims JSON).
 #[pyfunction]
-fn repro_report(py: Python<'_>, name: String, quick: bool, out: String, plots: bool) -> PyResult<(String, String)> {
+#[pyo3(signature = (name, quick, out, plots, device=None, device_set=Vec::new()))]
+fn repro_report(
+    py: Python<'_>,
+    name: String,
+    quick: bool,
+    out: String,
+    plots: bool,
+    device: Option<String>,
+    device_set: Vec<(String, String)>,
+) -> PyResult<(String, String)> {
+    let device = nvsched::repro::OnDevice { profile: device, set: device_set };
     native(py, move || {
-        let opts = nvsched::repro::Options { quick, out: out.into(), force: false, progress: false, plots };
+        let opts = nvsched::repro::Options { quick, out: out.into(), force: false, progress: false, plots, device };
         let outcome = nvsched::repro::run(&name, &opts)?;
         let claims: Vec<_> = outcome.verdicts.iter().map(nvsched::repro::claim_json).collect();
         Ok((nvsched::repro::console_table(&outcome), serde_json::Value::Array(claims).to_string()))

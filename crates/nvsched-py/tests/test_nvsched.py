@@ -210,6 +210,20 @@ def test_a_reproduction_on_ray_writes_what_the_command_line_writes(tmp_path):
         sw.repro("no-such-experiment", out=str(tmp_path / "x"))
 
 
+def test_a_reproduction_on_another_drive_writes_what_the_command_line_writes(tmp_path):
+    profile = tmp_path / "mine.toml"
+    profile.write_text((ROOT / "profiles" / "970evoplus-250g.toml").read_text())
+    cli_out, py_out = tmp_path / "cli", tmp_path / "py"
+    subprocess.run([str(cli()), "repro", "tabs", "--quick", "-q", "--no-plots", "--out", str(cli_out),
+                    "--device", str(profile), "--device-set", "host.cpus=2"], cwd=ROOT, check=True,
+                   capture_output=True)
+    r = sw.repro("tabs", out=str(py_out), plots=False, device=str(profile), device_set={"host.cpus": 2})
+    assert f"device {profile} (host.cpus=2), quick mode\ninstead of the experiment's own 970pro-512g" in r["table"]
+    assert (py_out / "results.json").read_bytes() == (cli_out / "results.json").read_bytes()
+    with pytest.raises(ValueError, match="tabs: on device no-such-drive: unknown device"):
+        sw.repro("tabs", out=str(tmp_path / "x"), device="no-such-drive")
+
+
 def test_tuning_on_ray_chooses_as_the_command_line_does():
     pytest.importorskip("ray", reason="the Ray backend needs Ray (make test installs it)")
     env = dict(os.environ, **SHORT)

@@ -138,12 +138,19 @@ impl DeviceArgs {
         if let Some(bytes) = self.page_cache {
             overrides.push(("host.page_cache.size_bytes".into(), bytes.to_string()));
         }
-        for kv in &self.device_set {
-            let (k, v) = kv.split_once('=').ok_or_else(|| format!("--device-set '{kv}': expected KEY=VALUE"))?;
-            overrides.push((k.trim().to_string(), v.trim().to_string()));
-        }
+        overrides.extend(device_set_pairs(&self.device_set)?);
         nvsched::run::load_device(name, overrides, self.precondition.clone().or(from_jobs))
     }
+}
+
+/// `--device-set KEY=VALUE` arguments as (key, value) pairs.
+pub(crate) fn device_set_pairs(args: &[String]) -> Result<Vec<(String, String)>, String> {
+    args.iter()
+        .map(|kv| {
+            let (k, v) = kv.split_once('=').ok_or_else(|| format!("--device-set '{kv}': expected KEY=VALUE"))?;
+            Ok((k.trim().to_string(), v.trim().to_string()))
+        })
+        .collect()
 }
 
 #[derive(Args)]
@@ -309,6 +316,15 @@ pub(crate) struct ReproArgs {
     /// No progress bar.
     #[arg(long, short)]
     pub(crate) quiet: bool,
+    /// Run the experiment on this drive instead (a shipped profile, or a TOML file such as
+    /// `calibrate` writes); the manifest's own profile settings (its device_set) are
+    /// dropped, as they were chosen for its drive. The claims are judged as before.
+    #[arg(long, value_name = "PROFILE")]
+    pub(crate) device: Option<String>,
+    /// Override a profile field for every run, e.g. `--device-set host.cpus=2`
+    /// (repeatable; on top of the manifest's settings, or of --device's profile).
+    #[arg(long = "device-set", value_name = "KEY=VALUE")]
+    pub(crate) device_set: Vec<String>,
 }
 
 #[derive(Args)]

@@ -503,6 +503,8 @@ fn cmd_repro(args: ReproArgs) -> Result<(), String> {
     if let Some(n) = args.jobs {
         rayon::ThreadPoolBuilder::new().num_threads(n.max(1)).build_global().map_err(|e| e.to_string())?;
     }
+    let device =
+        nvsched::repro::OnDevice { profile: args.device.clone(), set: cli::device_set_pairs(&args.device_set)? };
     for (name, out) in nvsched::repro::targets(&args.name, args.out.as_deref())? {
         let opts = nvsched::repro::Options {
             quick: args.quick,
@@ -510,6 +512,7 @@ fn cmd_repro(args: ReproArgs) -> Result<(), String> {
             force: args.force,
             progress: !args.quiet,
             plots: !args.no_plots,
+            device: device.clone(),
         };
         let wall = Instant::now();
         let outcome = nvsched::repro::run(&name, &opts)?;

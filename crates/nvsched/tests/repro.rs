@@ -74,3 +74,59 @@ fn mts_draws_each_tenants_share_against_its_weight() {
     }
     std::fs::remove_dir_all(&out).unwrap();
 }
+
+#[test]
+fn a_reproduction_runs_on_another_drive_and_says_so() {
+    let dir = std::env::temp_dir().join(format!("nvsched-repro-device-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let repro = |args: &[&str], out: &str| {
+        Command::new(env!("CARGO_BIN_EXE_nvsched"))
+            .args(["repro", "tabs", "--quick", "-q", "--no-plots", "--out", dir.join(out).to_str().unwrap()])
+            .args(args)
+            .current_dir(&root)
+            .output()
+            .unwrap()
+    };
+    let results = |out: &str| -> serde_json::Value {
+        serde_json::from_str(&std::fs::read_to_string(dir.join(out).join("results.json")).unwrap()).unwrap()
+    };
+    let own = repro(&[], "own");
+    assert!(own.status.success(), "{}", String::from_utf8_lossy(&own.stderr));
+    assert!(results("own")["own_device"].is_null());
+    // a shipped profile in place of the manifest's: the table, JSON and report say so
+    let other = repro(&["--device", "970evoplus-250g"], "other");
+    assert!(other.status.success(), "{}", String::from_utf8_lossy(&other.stderr));
+    let table = String::from_utf8(other.stdout).unwrap();
+    assert!(
+        table.contains("device 970evoplus-250g, quick mode\ninstead of the experiment's own 970pro-512g"),
+        "{table}"
+    );
+    let (own_json, other_json) = (results("own"), results("other"));
+    assert_eq!((&other_json["device"], &other_json["own_device"]), (&"970evoplus-250g".into(), &"970pro-512g".into()));
+    assert_ne!(own_json["cells"], other_json["cells"], "another drive, other numbers");
+    let report = std::fs::read_to_string(dir.join("other/report.md")).unwrap();
+    assert!(report.contains("`nvsched repro tabs --quick --device 970evoplus-250g`"), "{report}");
+    // the manifest's own profile as a file gives the manifest's numbers; the cache keys on
+    // the file's text, so an edited file is simulated anew
+    let file = dir.join("mine.toml");
+    std::fs::copy(root.join("profiles/970pro-512g.toml"), &file).unwrap();
+    let from_file = repro(&["--device", file.to_str().unwrap()], "file");
+    assert!(from_file.status.success(), "{}", String::from_utf8_lossy(&from_file.stderr));
+    assert_eq!(results("file")["cells"], own_json["cells"]);
+    let again = repro(&["--device", file.to_str().unwrap()], "file");
+    assert!(String::from_utf8_lossy(&again.stderr).contains("(0 simulated, 10 from cache)"));
+    std::fs::write(&file, std::fs::read_to_string(&file).unwrap() + "\n# edited\n").unwrap();
+    let edited = repro(&["--device", file.to_str().unwrap()], "file");
+    assert!(String::from_utf8_lossy(&edited.stderr).contains("(10 simulated, 0 from cache)"));
+    // profile fields on top of the manifest's; a bad profile fails before anything runs
+    let set = repro(&["--device-set", "nand.t_prog_us=2000"], "set");
+    assert!(set.status.success(), "{}", String::from_utf8_lossy(&set.stderr));
+    assert_eq!(results("set")["device_set"]["nand.t_prog_us"], "2000");
+    let bad = repro(&["--device", "no-such-drive"], "bad");
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("tabs: on device no-such-drive: unknown device"));
+    assert!(!dir.join("bad").exists());
+    std::fs::remove_dir_all(&dir).unwrap();
+}

@@ -186,8 +186,9 @@ def _run_ray(fn, calls, workers, address, progress):
             ray.shutdown()
 
 
-def _simulate_planned(name: str, quick: bool, indices: List[int]) -> List[str]:
-    return nvsched._native.repro_simulate(name, quick, indices)
+def _simulate_planned(name: str, quick: bool, indices: List[int], device: Optional[str] = None,
+                      device_set: Sequence[Tuple[str, str]] = ()) -> List[str]:
+    return nvsched._native.repro_simulate(name, quick, indices, device, list(device_set))
 
 
 def _batches(runs: Sequence[dict], size: int) -> List[List[dict]]:
@@ -210,6 +211,8 @@ def repro(
     plots: bool = True,
     progress: Optional[Callable[[int, int], None]] = None,
     runs_per_task: int = 4,
+    device: Optional[str] = None,
+    device_set: Optional[Mapping[str, object]] = None,
 ) -> dict:
     """A paper's reproduction (``nvsched repro NAME``) with its runs spread over threads or
     a Ray cluster: the runs not yet in ``out``'s cache (all with ``force``) are simulated
@@ -217,18 +220,22 @@ def repro(
     are written as the command line writes them. Returns {"table": text, "runs": n,
     "simulated": n, "claims": [...]}. A task simulates up to ``runs_per_task`` runs of
     one drive state, so that they share its preconditioning (seconds for a full drive);
-    progress counts tasks.
+    progress counts tasks. ``device`` and ``device_set`` move the experiment to another
+    drive as ``repro --device PROFILE --device-set KEY=VALUE`` does.
     """
     out = out or os.path.join("results", name)
-    plan = json.loads(nvsched._native.repro_plan(name, quick, out))
+    if device is not None and os.path.isfile(device):
+        device = os.path.abspath(device)  # Ray's workers may start elsewhere
+    pairs = [(str(k), str(v)) for k, v in (device_set or {}).items()]
+    plan = json.loads(nvsched._native.repro_plan(name, quick, out, device, pairs))
     todo = [p for p in plan if force or not p["cached"]]
     batches = _batches(todo, max(1, runs_per_task))
-    entries = run_all(_simulate_planned, [(name, quick, [p["index"] for p in b]) for b in batches], backend,
-                      workers, address, progress)
+    entries = run_all(_simulate_planned, [(name, quick, [p["index"] for p in b], device, pairs) for b in batches],
+                      backend, workers, address, progress)
     for batch, batch_entries in zip(batches, entries):
         for p, entry in zip(batch, batch_entries):
             nvsched._native.repro_store(out, p["hash"], entry)
-    table, claims = nvsched._native.repro_report(name, quick, out, plots)
+    table, claims = nvsched._native.repro_report(name, quick, out, plots, device, pairs)
     return {"table": table, "runs": len(plan), "simulated": len(todo), "claims": json.loads(claims)}
 
 
@@ -446,7 +453,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                    help="N, N-M or a comma list (default 0; with --experiment the reproduction's seeds)")
     p.add_argument("--var", type=_key_value, action="append", default=[], metavar="NAME=VALUE",
                    help="a ${NAME} of the job file (repeatable)")
-    p.add_argument("--device", default="970evoplus-250g", help="profile name or TOML file")
+    p.add_argument("--device", help="profile name or TOML file (default 970evoplus-250g; with --repro: the "
+                   "experiment on this drive instead of its own)")
     p.add_argument("--device-set", type=_key_value, action="append", default=[], metavar="KEY=VALUE",
                    help="profile override (repeatable)")
     p.add_argument("--precondition", help="clean, partial:FRACTION or full")
@@ -495,9 +503,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         p.error("--param, --objective and --job go with --tune")
     if (args.center or args.filename or args.engine or args.allow_destructive) and not (args.tune or args.tune_k2):
         p.error("--center, --filename, --engine and --allow-destructive go with --tune-k2 or --tune")
-    if args.repro is not None and (args.sched or args.policy or args.var or args.device_set or args.precondition
+    if args.repro is not None and (args.sched or args.policy or args.var or args.precondition
                                    or args.tune_k2 or args.tune):
-        p.error("--repro takes its policies, variables and device from the experiment's manifest")
+        p.error("--repro takes its policies, variables and drive states from the experiment's manifest")
     started = time.monotonic()
 
     def show_warning(message, category, filename, lineno, file=None, line=None):  # noqa: ARG001 - warnings' hook
@@ -515,12 +523,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             for name, out in repro_targets(args.repro, args.out):
                 started = time.monotonic()
                 r = repro(name, quick=not args.full, out=out, backend=args.backend, workers=args.workers,
-                          address=args.address, force=args.force, progress=show, runs_per_task=args.runs_per_task)
+                          address=args.address, force=args.force, progress=show, runs_per_task=args.runs_per_task,
+                          device=args.device, device_set=dict(args.device_set))
                 print(r["table"])
                 print(f"nvsched-sweep: {name}: {r['runs']} runs ({r['simulated']} simulated on {args.backend}) "
                       f"in {time.monotonic() - started:.1f}s; results in {out}", file=sys.stderr)
             return 0
-        job, device, device_set = args.jobfile, args.device, dict(args.device_set)
+        job, device, device_set = args.jobfile, args.device or "970evoplus-250g", dict(args.device_set)
         seeds = args.seeds if args.seeds is not None else [0]
         if args.experiment:
             parts = args.experiment.split(":")

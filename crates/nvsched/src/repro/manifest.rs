@@ -34,6 +34,24 @@ pub struct Manifest {
     pub notes: String,
     #[serde(skip)]
     pub dir: PathBuf,
+    /// Set when `repro --device`/`--device-set` moved the experiment to another drive: the
+    /// manifest's own device and settings, as [`describe_device`] writes them.
+    #[serde(skip)]
+    pub own_device: Option<String>,
+}
+
+/// A profile and its overrides as the reports name them: `NAME (KEY=VALUE, ...)`.
+pub fn describe_device(device: &str, set: &BTreeMap<String, String>) -> String {
+    format!("{device}{}", settings(set))
+}
+
+/// ` (KEY=VALUE, ...)`, or nothing without overrides.
+pub fn settings(set: &BTreeMap<String, String>) -> String {
+    if set.is_empty() {
+        return String::new();
+    }
+    let v: Vec<String> = set.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    format!(" ({})", v.join(", "))
 }
 
 #[derive(Clone, Debug, Deserialize)]
@@ -130,6 +148,26 @@ impl Manifest {
             nvsched_policy::build(p).map_err(|e| format!("{}: policy '{p}': {e}", path.display()))?;
         }
         Ok(m)
+    }
+
+    /// The experiment on another drive (`repro --device PROFILE --device-set KEY=VALUE`):
+    /// `profile` replaces the manifest's device and drops the manifest's `device_set`,
+    /// which was chosen for that device; `set` overrides profile fields on top. The
+    /// profile is loaded once here, so a bad one fails before anything runs.
+    pub fn on_device(&mut self, profile: Option<&str>, set: &[(String, String)]) -> Result<(), String> {
+        if profile.is_none() && set.is_empty() {
+            return Ok(());
+        }
+        self.own_device = Some(describe_device(&self.device, &self.device_set));
+        if let Some(profile) = profile {
+            self.device = profile.to_string();
+            self.device_set.clear();
+        }
+        self.device_set.extend(set.iter().cloned());
+        let overrides: Vec<(String, String)> = self.device_set.clone().into_iter().collect();
+        nvsched_ssd::load_profile(&self.device, &overrides)
+            .map(|_| ())
+            .map_err(|e| format!("{}: on device {}: {e}", self.name, describe_device(&self.device, &self.device_set)))
     }
 
     pub fn job_path(&self) -> PathBuf {

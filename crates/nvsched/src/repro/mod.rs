@@ -26,6 +26,33 @@ pub struct Options {
     pub progress: bool,
     /// Write plots (PNG and SVG).
     pub plots: bool,
+    /// Another drive than the manifest's (`--device`, `--device-set`).
+    pub device: OnDevice,
+}
+
+/// The experiment on another drive: `profile` (a shipped name or a TOML file) instead of
+/// the manifest's device and its settings, and profile fields set on top
+/// ([`Manifest::on_device`]). The default is the manifest's own.
+#[derive(Clone, Debug, Default)]
+pub struct OnDevice {
+    pub profile: Option<String>,
+    pub set: Vec<(String, String)>,
+}
+
+/// Experiment `name`'s manifest, moved to `device`.
+fn load_on(name: &str, device: &OnDevice) -> Result<Manifest, String> {
+    let mut m = Manifest::load(&experiments_dir().join(name))?;
+    m.on_device(device.profile.as_deref(), &device.set)?;
+    Ok(m)
+}
+
+/// What identifies a profile in cache keys: a shipped profile's name, a file's text
+/// (however its path is spelled; an edited profile is simulated anew).
+fn device_identity(device: &str) -> String {
+    match std::fs::read_to_string(device) {
+        Ok(text) if !nvsched_ssd::builtin_profiles().iter().any(|p| p.name == device) => format!("file\n{text}"),
+        _ => device.to_string(),
+    }
 }
 
 /// One simulation of the experiment's matrix.
@@ -246,6 +273,7 @@ fn job_template(m: &Manifest, v: &Variant) -> Result<String, String> {
 
 fn plan(m: &Manifest, quick: bool) -> Result<Vec<Planned>, String> {
     let mode = if quick { &m.quick } else { &m.full };
+    let device = device_identity(&m.device);
     let mut out = Vec::new();
     for v in &m.variants {
         let template = job_template(m, v)?;
@@ -259,7 +287,7 @@ fn plan(m: &Manifest, quick: bool) -> Result<Vec<Planned>, String> {
                         build_fingerprint(),
                         &m.kind,
                         &text,
-                        &m.device,
+                        &device,
                         &ov.join(";"),
                         policy,
                         &seed.to_string(),
@@ -339,9 +367,9 @@ pub struct PlannedRun {
 }
 
 /// The runs of experiment `name`, in a stable order (an index into it names a run).
-pub fn plan_runs(name: &str, quick: bool, out: &Path) -> Result<Vec<PlannedRun>, String> {
+pub fn plan_runs(name: &str, quick: bool, device: &OnDevice, out: &Path) -> Result<Vec<PlannedRun>, String> {
     check_known(name)?;
-    let m = Manifest::load(&experiments_dir().join(name))?;
+    let m = load_on(name, device)?;
     Ok(plan(&m, quick)?
         .into_iter()
         .map(|p| {
@@ -353,8 +381,8 @@ pub fn plan_runs(name: &str, quick: bool, out: &Path) -> Result<Vec<PlannedRun>,
 
 /// Simulates runs `indices` of [`plan_runs`], one after another (runs in one drive state
 /// share its preconditioning); returns their cache entries (JSON text) in order.
-pub fn simulate_planned(name: &str, quick: bool, indices: &[usize]) -> Result<Vec<String>, String> {
-    let m = Manifest::load(&experiments_dir().join(name))?;
+pub fn simulate_planned(name: &str, quick: bool, device: &OnDevice, indices: &[usize]) -> Result<Vec<String>, String> {
+    let m = load_on(name, device)?;
     let planned = plan(&m, quick)?;
     let drive_states = DriveStates::new();
     indices
@@ -382,7 +410,7 @@ pub fn store_planned(out: &Path, hash: &str, entry: &str) -> Result<(), String> 
 
 /// Runs (or loads) every simulation of the experiment and evaluates its claims.
 pub fn run(name: &str, opts: &Options) -> Result<Outcome, String> {
-    let m = Manifest::load(&experiments_dir().join(name))?;
+    let m = load_on(name, &opts.device)?;
     let planned = plan(&m, opts.quick)?;
     std::fs::create_dir_all(opts.out.join("cache")).map_err(|e| format!("{}: {e}", opts.out.display()))?;
     let prefix = format!("{name}{}", if opts.quick { " (quick)" } else { "" });
