@@ -162,7 +162,8 @@ type Cell = (String, String, String, Vec<(String, String)>, Vec<u64>);
 #[pyfunction]
 #[pyo3(signature = (name, variant, state, quick))]
 fn experiment_cell(name: &str, variant: &str, state: Option<&str>, quick: bool) -> PyResult<Cell> {
-    let (manifest, setup) = nvsched::repro::cell(name, variant, state, quick).map_err(PyValueError::new_err)?;
+    let (manifest, setup) =
+        nvsched::repro::cell(name, variant, state, quick, &Default::default()).map_err(PyValueError::new_err)?;
     Ok((setup.job_text, setup.job_path.display().to_string(), manifest.device, setup.overrides, setup.seeds))
 }
 

@@ -83,9 +83,12 @@ pub(crate) const DEFAULT_PROFILE: &str = "970evoplus-250g";
 
 #[derive(Args)]
 pub(crate) struct DeviceArgs {
-    /// Device profile: a shipped name (see `nvsched devices`) or a TOML file.
-    #[arg(long, default_value = DEFAULT_PROFILE, value_name = "PROFILE")]
-    pub(crate) device: String,
+    /// Device profile: a shipped name (see `nvsched devices`) or a TOML file [default:
+    /// 970evoplus-250g]. For `sweep` and `tune --experiment`: the cell runs on it instead
+    /// of the experiment's own drive, without the manifest's device_set (as `repro
+    /// --device`).
+    #[arg(long, value_name = "PROFILE")]
+    pub(crate) device: Option<String>,
     /// Override a profile field, e.g. `--device-set host.submit_ns=1500` (repeatable).
     #[arg(long = "device-set", value_name = "KEY=VALUE")]
     pub(crate) device_set: Vec<String>,
@@ -124,7 +127,7 @@ pub(crate) fn parse_cache_size(raw: &str) -> Result<u64, String> {
 impl DeviceArgs {
     /// The profile with overrides; `from_jobs` is the job file's `precondition=`.
     pub(crate) fn load(&self, from_jobs: Option<String>) -> Result<DeviceProfile, String> {
-        self.load_over(&self.device, Vec::new(), from_jobs)
+        self.load_over(self.device.as_deref().unwrap_or(DEFAULT_PROFILE), Vec::new(), from_jobs)
     }
 
     /// Profile `name` with `overrides` (e.g. a manifest's), then the user's
@@ -485,7 +488,7 @@ impl SweepSetup {
         let d = &self.device;
         let given = [
             ("--experiment", self.experiment.is_some()),
-            ("--device", d.device != DEFAULT_PROFILE),
+            ("--device", d.device.is_some()),
             ("--device-set", !d.device_set.is_empty()),
             ("--precondition", d.precondition.is_some()),
             ("--page-cache", d.page_cache.is_some()),

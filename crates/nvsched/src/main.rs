@@ -773,7 +773,8 @@ fn experiment_cell(
     let (Some(name), Some(variant)) = (parts.next(), parts.next()) else {
         return Err(format!("--experiment '{cell}': expected NAME:VARIANT[:STATE], e.g. k2-analysis:randread"));
     };
-    let (manifest, setup) = nvsched::repro::cell(name, variant, parts.next(), quick)?;
+    let on = nvsched::repro::OnDevice { profile: device.device.clone(), set: Vec::new() };
+    let (manifest, setup) = nvsched::repro::cell(name, variant, parts.next(), quick, &on)?;
     let every_job = set.options()?;
     let jobs =
         parse_job_str_with(&setup.job_text, &setup.job_path, &HostEnvironment, ParseOptions::default(), &every_job)

@@ -739,6 +739,32 @@ fn tune_on_a_reproduction_cell_uses_its_jobs_and_device() {
     }
 }
 
+#[test]
+fn a_reproduction_cell_runs_on_another_drive_with_device() {
+    let sweep = |extra: &[&str]| {
+        let mut a = vec!["sweep", "--experiment", "tabs:1w1r", "--sched", "none"];
+        a.extend(extra);
+        let out = nvsched(&a);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        (String::from_utf8(out.stdout).unwrap(), String::from_utf8(out.stderr).unwrap())
+    };
+    let (own, own_err) = sweep(&[]);
+    assert!(own_err.contains("on 970pro-512g"), "{own_err}");
+    let (other, other_err) = sweep(&["--device", "970evoplus-250g"]);
+    assert!(other_err.contains("on 970evoplus-250g"), "{other_err}");
+    assert_ne!(own, other, "another drive, other numbers");
+    assert_eq!(own, sweep(&["--device", "970pro-512g"]).0, "tabs' manifest sets no profile fields");
+    // the manifest's device_set is dropped with --device: prio-nice's raises the queue's tags
+    let prio_nice = |extra: &[&str]| {
+        let mut a = vec!["sweep", "--experiment", "prio-nice:nice80", "--sched", "none", "-q"];
+        a.extend(extra);
+        nvsched(&a)
+    };
+    let (own, moved) = (prio_nice(&[]), prio_nice(&["--device", "960pro-512g"]));
+    assert!(own.status.success() && moved.status.success(), "{}", String::from_utf8_lossy(&moved.stderr));
+    assert_ne!(own.stdout, moved.stdout, "without host.nr_requests=32768 the processes share tags otherwise");
+}
+
 /// `tune POLICY --param`: none and every setting run, and the choice follows the rule on
 /// the printed figures (O1: the most bandwidth within the tail limit).
 #[test]

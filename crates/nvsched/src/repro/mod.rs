@@ -242,9 +242,15 @@ fn cell_setup(m: &Manifest, v: &Variant, s: &State, quick: bool, job_template: &
 }
 
 /// The setup of `variant` in `state` (default: the first state) of experiment `name`, as
-/// `repro` would run it (`quick`: the quick mode's runtime and variables).
-pub fn cell(name: &str, variant: &str, state: Option<&str>, quick: bool) -> Result<(Manifest, CellSetup), String> {
-    let m = Manifest::load(&experiments_dir().join(name))?;
+/// `repro` would run it (`quick`: the quick mode's runtime and variables), on `device`.
+pub fn cell(
+    name: &str,
+    variant: &str,
+    state: Option<&str>,
+    quick: bool,
+    device: &OnDevice,
+) -> Result<(Manifest, CellSetup), String> {
+    let m = load_on(name, device)?;
     let names = |items: Vec<&str>| items.join(", ");
     let v = m.variants.iter().find(|v| v.name == variant).ok_or_else(|| {
         format!(
