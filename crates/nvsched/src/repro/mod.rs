@@ -523,7 +523,7 @@ mod tests {
     fn a_cell_carries_the_seeds_and_job_its_runs_are_planned_with() {
         let m = k2_manifest();
         for quick in [true, false] {
-            let (_, setup) = cell("k2-analysis", "randread", Some("partial"), quick).unwrap();
+            let (_, setup) = cell("k2-analysis", "randread", Some("partial"), quick, &OnDevice::default()).unwrap();
             let plan = plan(&m, quick).unwrap();
             let runs: Vec<&Planned> = plan
                 .iter()
