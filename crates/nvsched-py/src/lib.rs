@@ -160,10 +160,16 @@ type Cell = (String, String, String, Vec<(String, String)>, Vec<u64>);
 
 /// One (variant, drive state) of a reproduction, as `nvsched repro` runs it.
 #[pyfunction]
-#[pyo3(signature = (name, variant, state, quick))]
-fn experiment_cell(name: &str, variant: &str, state: Option<&str>, quick: bool) -> PyResult<Cell> {
-    let (manifest, setup) =
-        nvsched::repro::cell(name, variant, state, quick, &Default::default()).map_err(PyValueError::new_err)?;
+#[pyo3(signature = (name, variant, state, quick, device=None))]
+fn experiment_cell(
+    name: &str,
+    variant: &str,
+    state: Option<&str>,
+    quick: bool,
+    device: Option<String>,
+) -> PyResult<Cell> {
+    let on = nvsched::repro::OnDevice { profile: device, set: Vec::new() };
+    let (manifest, setup) = nvsched::repro::cell(name, variant, state, quick, &on).map_err(PyValueError::new_err)?;
     Ok((setup.job_text, setup.job_path.display().to_string(), manifest.device, setup.overrides, setup.seeds))
 }
 

@@ -264,15 +264,17 @@ def experiments() -> list:
     return list(_native.experiments())
 
 
-def experiment_cell(name: str, variant: str, state: Optional[str] = None, *, quick: bool = True) -> dict:
+def experiment_cell(name: str, variant: str, state: Optional[str] = None, *, quick: bool = True,
+                    device: Optional[str] = None) -> dict:
     """One (variant, drive state) of a reproduction in ``experiments/``, as ``nvsched repro``
     runs it: ``{"job": text, "job_path": ..., "device": profile, "device_set": overrides,
     "seeds": [...]}`` (the manifest's device overrides and the state's precondition; the
     seeds of the mode's repetitions). ``quick``: the quick mode's durations and
-    repetitions, else the paper's. Pass ``job``, ``device`` and ``device_set`` on to
-    :func:`run` or :func:`nvsched.sweep.sweep`.
+    repetitions, else the paper's. ``device``: on that profile instead, without the
+    manifest's overrides (as ``repro --device``). Pass ``job``, ``device`` and
+    ``device_set`` on to :func:`run` or :func:`nvsched.sweep.sweep`.
     """
-    text, path, device, overrides, seeds = _native.experiment_cell(name, variant, state, quick)
+    text, path, device, overrides, seeds = _native.experiment_cell(name, variant, state, quick, device)
     return {"job": text, "job_path": path, "device": device, "device_set": dict(overrides), "seeds": list(seeds)}
 
 

@@ -535,7 +535,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             parts = args.experiment.split(":")
             if len(parts) not in (2, 3):
                 p.error(f"--experiment {args.experiment!r}: expected NAME:VARIANT[:STATE], e.g. k2-analysis:randread")
-            cell = nvsched.experiment_cell(*parts[:2], parts[2] if len(parts) == 3 else None, quick=not args.full)
+            cell = nvsched.experiment_cell(*parts[:2], parts[2] if len(parts) == 3 else None, quick=not args.full,
+                                           device=args.device)
             job, device = cell["job"], cell["device"]
             device_set = {**cell["device_set"], **device_set}
             if args.seeds is None:  # the reproduction's own runs
