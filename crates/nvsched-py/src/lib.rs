@@ -42,19 +42,23 @@ fn choose(
     Ok((choose, Some(error)))
 }
 
-/// Runs `work` detached from Python (other threads run meanwhile), where Ctrl-C (SIGINT,
-/// or SIGTERM) stops its runs as on the command line: simulations end, a real run
-/// finishes what it has in flight and removes the files it created. Python's handlers
-/// cannot run until native code returns, so they are set aside meanwhile; then the signal
-/// raises KeyboardInterrupt, and an error of `work` raises ValueError.
+/// Runs `work` detached from Python (other threads run meanwhile), where Ctrl-C (SIGINT)
+/// or SIGTERM stops its runs as on the command line: simulations end, a real run finishes
+/// what it has in flight and removes the files it created. Python's handlers cannot run
+/// until native code returns, so they are set aside meanwhile. Then SIGINT raises
+/// KeyboardInterrupt, and SIGTERM is raised again for Python's own disposition (by
+/// default the process ends, after the clean-up). An error of `work` raises ValueError.
 fn native<T: Send>(py: Python<'_>, work: impl FnOnce() -> Result<T, String> + Send) -> PyResult<T> {
-    let (result, interrupted) = py.detach(move || {
+    let (result, signal) = py.detach(move || {
         let guard = nvsched::uring::InterruptGuard::new();
         let result = work();
-        (result, guard.interrupted())
+        (result, guard.signal())
     });
-    if interrupted {
-        return Err(PyKeyboardInterrupt::new_err(()));
+    match signal {
+        Some(nvsched::uring::StopSignal::Interrupt) => return Err(PyKeyboardInterrupt::new_err(())),
+        // the guard raised it again: a handler of Python's runs now
+        Some(nvsched::uring::StopSignal::Terminate) => py.check_signals()?,
+        None => {}
     }
     result.map_err(PyValueError::new_err)
 }

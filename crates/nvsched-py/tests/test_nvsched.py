@@ -371,7 +371,9 @@ def test_tuning_on_a_real_file_runs_through_io_uring_and_removes_the_file(tmp_pa
 INTERRUPTED_RUN = """
 import os, signal, sys, time
 import nvsched
-long_job, target = sys.argv[1], sys.argv[2]
+long_job, target, ignore = sys.argv[1], sys.argv[2], sys.argv[3] == "ignore"
+if ignore:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 print("started", flush=True)
 t = time.monotonic()
 try:
@@ -386,7 +388,7 @@ print("file left" if target and os.path.exists(target) else "no file left", flus
 # Python's handler is back, and the next run is not stopped
 try:
     os.kill(os.getpid(), signal.SIGINT)
-    time.sleep(5)
+    time.sleep(0.5 if ignore else 5)
 except KeyboardInterrupt:
     print("python's handler is back", flush=True)
 short = "[a]\\nioengine=io_uring\\nrw=randread\\nsize=1m\\nruntime=10ms\\ntime_based\\n"
@@ -394,27 +396,40 @@ print("next run", nvsched.run(short, device="simple-nvme")["jobs"][0]["read"]["t
 """
 
 
-def _interrupt_a_python_run(job: str, target: str) -> str:
-    child = subprocess.Popen([sys.executable, "-c", INTERRUPTED_RUN, job, target], stdout=subprocess.PIPE,
-                             stderr=subprocess.PIPE, text=True)
+def _signal_a_python_run(job: str, target: str = "", sig=subprocess.signal.SIGINT, ignore: bool = False,
+                         after_s: float = 1.5):
+    """Runs INTERRUPTED_RUN in a new interpreter and sends it ``sig`` ``after_s`` into the
+    run; returns (exit status, standard output)."""
+    child = subprocess.Popen([sys.executable, "-c", INTERRUPTED_RUN, job, target, "ignore" if ignore else ""],
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert child.stdout.readline() == "started\n"
     import time
-    time.sleep(1.5)
-    child.send_signal(subprocess.signal.SIGINT)
+    time.sleep(after_s)
+    child.send_signal(sig)
     try:
         out, err = child.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         child.kill()
-        raise AssertionError("still running a minute after SIGINT")
-    assert child.returncode == 0, err
-    return out
+        raise AssertionError(f"still running a minute after signal {sig}")
+    return child.returncode, out + err
+
+
+HOUR = "[a]\nioengine=io_uring\nrw=randread\niodepth=32\nsize=1g\nruntime=3600s\ntime_based\n"
 
 
 def test_ctrl_c_stops_a_native_run_and_raises_keyboard_interrupt(tmp_path):
     # an hour of simulated time takes many minutes: SIGINT stops it within moments
-    hour = "[a]\nioengine=io_uring\nrw=randread\niodepth=32\nsize=1g\nruntime=3600s\ntime_based\n"
-    out = _interrupt_a_python_run(hour, "")
-    assert "interrupted after" in out and "python's handler is back" in out and "next run True" in out, out
+    status, out = _signal_a_python_run(HOUR)
+    assert status == 0 and "interrupted after" in out and "python's handler is back" in out \
+        and "next run True" in out, out
+    # SIGTERM ends the process, as Python's default says, once the run has stopped
+    status, out = _signal_a_python_run(HOUR, sig=subprocess.signal.SIGTERM)
+    assert status == -subprocess.signal.SIGTERM and "interrupted" not in out, (status, out)
+    # a SIGINT the process ignores stays ignored: the run goes on to its end (20 simulated
+    # seconds take a few)
+    twenty = HOUR.replace("3600s", "20s")
+    status, out = _signal_a_python_run(twenty, ignore=True, after_s=0.3)
+    assert status == 0 and "not interrupted" in out and "next run True" in out, out
     # on a real file, the run ends at the signal and the file it created is removed
     try:
         nvsched.run_device("[a]\nfilename=%s\nsize=1m\nruntime=10ms\ntime_based\nioengine=io_uring\n"
@@ -424,7 +439,10 @@ def test_ctrl_c_stops_a_native_run_and_raises_keyboard_interrupt(tmp_path):
             pytest.skip(str(e))
         raise
     real = "[a]\nfilename=@TARGET@\nsize=16m\ndirect=1\nrw=randread\nioengine=io_uring\nruntime=60s\ntime_based\n"
-    out = _interrupt_a_python_run(real, str(tmp_path / "real.dat"))
-    assert "interrupted after" in out and "no file left" in out and "next run True" in out, out
+    status, out = _signal_a_python_run(real, str(tmp_path / "real.dat"))
+    assert status == 0 and "interrupted after" in out and "no file left" in out and "next run True" in out, out
     seconds = float(out.split("interrupted after ")[1].split("s")[0])
     assert seconds < 30, f"the 60 s run stopped at the signal: {out}"
+    # SIGTERM on a real run: the process ends, and the file is removed first
+    status, out = _signal_a_python_run(real, str(tmp_path / "term.dat"), sig=subprocess.signal.SIGTERM)
+    assert status == -subprocess.signal.SIGTERM and not (tmp_path / "term.dat").exists(), (status, out)

@@ -126,32 +126,47 @@ impl UringOutcome {
 }
 
 static INTERRUPTED: AtomicBool = AtomicBool::new(false);
+/// The last signal that set [`INTERRUPTED`].
+static SIGNAL: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
 
-extern "C" fn on_interrupt(_signal: libc::c_int) {
+extern "C" fn on_interrupt(signal: libc::c_int) {
+    SIGNAL.store(signal, Ordering::SeqCst);
     INTERRUPTED.store(true, Ordering::SeqCst);
 }
 
 /// From now on SIGINT and SIGTERM end a run as its runtime would, instead of killing the
 /// process: no job starts any more, each running one finishes what it has in flight, the
 /// report covers what ran ([`UringOutcome::interrupted`] says so) and the files the run
-/// created are removed as usual. A second signal kills the process. For the command
-/// line: a library caller (Python) keeps its own handlers.
+/// created are removed as usual. A second signal kills the process; a signal the process
+/// ignores (a background job of a shell script ignores SIGINT) stays ignored. For the
+/// command line: a library caller (Python) uses an [`InterruptGuard`].
 pub fn stop_on_interrupt() {
     static INSTALL: std::sync::Once = std::sync::Once::new();
-    INSTALL.call_once(|| {
-        // SAFETY: a zeroed sigaction is valid; the handler only stores to an atomic, which
-        // is async-signal-safe; SA_RESETHAND gives the second signal its default action.
-        // Without SA_RESTART a wait in io_uring_enter returns EINTR, and the loop looks.
-        unsafe {
-            let mut action: libc::sigaction = std::mem::zeroed();
-            action.sa_sigaction = on_interrupt as extern "C" fn(libc::c_int) as usize;
-            action.sa_flags = libc::SA_RESETHAND;
-            libc::sigemptyset(&mut action.sa_mask);
-            for signal in [libc::SIGINT, libc::SIGTERM] {
-                libc::sigaction(signal, &action, std::ptr::null_mut());
+    // SA_RESETHAND gives the second signal its default action
+    INSTALL.call_once(|| drop(catch_stop_signals(libc::SA_RESETHAND)));
+}
+
+/// Sets [`on_interrupt`] as the action of SIGINT and SIGTERM, except where the signal is
+/// ignored; returns the actions it displaced.
+fn catch_stop_signals(flags: libc::c_int) -> Vec<(libc::c_int, libc::sigaction)> {
+    let mut displaced = Vec::new();
+    // SAFETY: a zeroed sigaction is valid; the handler only stores to atomics, which is
+    // async-signal-safe. Without SA_RESTART a wait in io_uring_enter returns EINTR, and
+    // the loop looks at the flag.
+    unsafe {
+        let mut action: libc::sigaction = std::mem::zeroed();
+        action.sa_sigaction = on_interrupt as extern "C" fn(libc::c_int) as usize;
+        action.sa_flags = flags;
+        libc::sigemptyset(&mut action.sa_mask);
+        for signal in [libc::SIGINT, libc::SIGTERM] {
+            let mut old: libc::sigaction = std::mem::zeroed();
+            let ignored = libc::sigaction(signal, std::ptr::null(), &mut old) != 0 || old.sa_sigaction == libc::SIG_IGN;
+            if !ignored && libc::sigaction(signal, &action, std::ptr::null_mut()) == 0 {
+                displaced.push((signal, old));
             }
         }
-    });
+    }
+    displaced
 }
 
 /// Whether a signal asked the runs to stop (see [`stop_on_interrupt`] and
@@ -160,42 +175,45 @@ pub fn interrupted() -> bool {
     INTERRUPTED.load(Ordering::SeqCst)
 }
 
+/// The signals that stop runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopSignal {
+    /// SIGINT (Ctrl-C).
+    Interrupt,
+    /// SIGTERM.
+    Terminate,
+}
+
 /// The handlers an [`InterruptGuard`] displaced, and how many guards are alive.
 static GUARDS: std::sync::Mutex<(usize, Vec<(libc::c_int, libc::sigaction)>)> = std::sync::Mutex::new((0, Vec::new()));
 
 /// For a library caller with handlers of its own (Python): while a guard is alive, SIGINT
 /// and SIGTERM stop the runs as [`stop_on_interrupt`] makes them do on the command line
 /// (real and simulated), instead of running the caller's handlers, which cannot run while
-/// native code holds the thread. Guards nest across threads; when the last one is
-/// dropped, the caller's handlers come back and the flag clears. Ask
-/// [`InterruptGuard::interrupted`] before dropping it.
+/// native code holds the thread. A signal the caller ignores stays ignored. Guards nest
+/// across threads; when the last one is dropped, the caller's handlers come back and the
+/// flag clears, and a SIGTERM that came is raised again, so the caller's disposition
+/// (by default: terminate) applies once the runs have stopped and cleaned up. Ask
+/// [`InterruptGuard::signal`] before dropping it.
 pub struct InterruptGuard(());
 
 impl InterruptGuard {
     pub fn new() -> InterruptGuard {
         let mut guards = GUARDS.lock().unwrap_or_else(|e| e.into_inner());
         if guards.0 == 0 {
-            // SAFETY: as in stop_on_interrupt; the displaced actions are kept to be put back.
-            // No SA_RESETHAND: a second signal must not kill the caller's process.
-            unsafe {
-                let mut action: libc::sigaction = std::mem::zeroed();
-                action.sa_sigaction = on_interrupt as extern "C" fn(libc::c_int) as usize;
-                libc::sigemptyset(&mut action.sa_mask);
-                for signal in [libc::SIGINT, libc::SIGTERM] {
-                    let mut old: libc::sigaction = std::mem::zeroed();
-                    if libc::sigaction(signal, &action, &mut old) == 0 {
-                        guards.1.push((signal, old));
-                    }
-                }
-            }
+            // no SA_RESETHAND: a second signal must not kill the caller's process
+            guards.1 = catch_stop_signals(0);
         }
         guards.0 += 1;
         InterruptGuard(())
     }
 
-    /// Whether a signal came while this guard (or another alive with it) was alive.
-    pub fn interrupted(&self) -> bool {
-        interrupted()
+    /// The signal that came while this guard, or another alive with it, was alive.
+    pub fn signal(&self) -> Option<StopSignal> {
+        interrupted().then(|| match SIGNAL.load(Ordering::SeqCst) {
+            libc::SIGTERM => StopSignal::Terminate,
+            _ => StopSignal::Interrupt,
+        })
     }
 }
 
@@ -209,14 +227,22 @@ impl Drop for InterruptGuard {
     fn drop(&mut self) {
         let mut guards = GUARDS.lock().unwrap_or_else(|e| e.into_inner());
         guards.0 -= 1;
-        if guards.0 == 0 {
-            for (signal, old) in guards.1.drain(..) {
-                // SAFETY: puts back the action sigaction gave when the first guard came
-                unsafe {
-                    libc::sigaction(signal, &old, std::ptr::null_mut());
-                }
+        if guards.0 > 0 {
+            return;
+        }
+        for (signal, old) in guards.1.drain(..) {
+            // SAFETY: puts back the action sigaction gave when the first guard came
+            unsafe {
+                libc::sigaction(signal, &old, std::ptr::null_mut());
             }
-            INTERRUPTED.store(false, Ordering::SeqCst);
+        }
+        let terminate = self.signal() == Some(StopSignal::Terminate);
+        INTERRUPTED.store(false, Ordering::SeqCst);
+        if terminate {
+            // SAFETY: raise is safe to call; the caller's own disposition handles it
+            unsafe {
+                libc::raise(libc::SIGTERM);
+            }
         }
     }
 }

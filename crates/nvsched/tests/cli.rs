@@ -1956,6 +1956,22 @@ fn sigint_ends_a_simulated_run_early_with_its_report() {
     let (a, b) = (&v["jobs"][0], &v["jobs"][1]);
     assert!(a["read"]["total_ios"].as_u64().unwrap() > 0 && a["job_runtime"].as_u64().unwrap() < 3_600_000);
     assert_eq!(b["read"]["total_ios"], 0, "{b}");
+    // a SIGINT the process ignores (as a shell script's background job does) stays ignored
+    let short =
+        temp_job("twenty.fio", "[a]\nioengine=io_uring\nrw=randread\niodepth=32\nsize=1g\nruntime=20s\ntime_based\n");
+    let child = Command::new("sh")
+        .args(["-c", "trap '' INT; exec \"$0\" run \"$1\" --output-format json -q"])
+        .args([env!("CARGO_BIN_EXE_nvsched"), short.to_str().unwrap()])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["nvsched"]["interrupted"].is_null() && v["jobs"][0]["job_runtime"] == 20_000, "ran its 20 s");
 }
 
 #[test]

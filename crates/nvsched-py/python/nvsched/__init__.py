@@ -115,7 +115,8 @@ def run(
     Raises ValueError with the message the command line would print (file, line, option).
     The command line's warnings (an option ignored, ``sched`` overriding the job file's
     ``ioscheduler=``) are issued as ``UserWarning``, with the file and line. Ctrl-C
-    (SIGINT or SIGTERM) stops the simulation and raises KeyboardInterrupt.
+    (SIGINT) stops the simulation and raises KeyboardInterrupt; SIGTERM stops it and then
+    takes Python's own course (by default the process ends).
     """
     return _report(_native.simulate_json, job, source, vars, sched, policy, timestamp_ms,
                    device, _pairs(device_set), precondition, int(seed))
@@ -140,9 +141,10 @@ def run_device(
     files nvsched creates are removed afterwards. ``sched``, ``policy`` (a policy written
     in Python, as for :func:`run`), ``vars``, ``timestamp_ms`` and ``source`` are as for
     :func:`run`; ``seed`` seeds the jobs' random offsets and data. The first I/O errors
-    come as ``UserWarning``s; a verify failure raises ValueError. Ctrl-C (SIGINT or
-    SIGTERM) ends the run as on the command line (what is in flight completes, created
-    files are removed) and raises KeyboardInterrupt.
+    come as ``UserWarning``s; a verify failure raises ValueError. Ctrl-C (SIGINT) ends
+    the run as on the command line (what is in flight completes, created files are
+    removed) and raises KeyboardInterrupt; SIGTERM ends it the same way and then takes
+    Python's own course (by default the process ends).
     """
     try:
         return _report(_native.device_json, job, source, vars, sched, policy, timestamp_ms,
