@@ -396,12 +396,21 @@ print("next run", nvsched.run(short, device="simple-nvme")["jobs"][0]["read"]["t
 """
 
 
+def _default_signals() -> None:
+    """SIGINT's and SIGTERM's default actions in the child, whatever pytest inherited (a
+    shell script's background job ignores SIGINT; Python and nvsched leave it ignored)."""
+    import signal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
 def _signal_a_python_run(job: str, target: str = "", sig=subprocess.signal.SIGINT, ignore: bool = False,
                          after_s: float = 1.5):
     """Runs INTERRUPTED_RUN in a new interpreter and sends it ``sig`` ``after_s`` into the
     run; returns (exit status, standard output)."""
     child = subprocess.Popen([sys.executable, "-c", INTERRUPTED_RUN, job, target, "ignore" if ignore else ""],
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=_default_signals)
     assert child.stdout.readline() == "started\n"
     import time
     time.sleep(after_s)

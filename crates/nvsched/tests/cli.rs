@@ -4,6 +4,8 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod common;
+
 fn nvsched(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_nvsched")).args(args).current_dir(repo_root()).output().expect("nvsched runs")
 }
@@ -1914,7 +1916,7 @@ fn the_summary_notes_reads_of_pages_that_hold_no_data() {
 /// Starts `nvsched args` in the repository, sends it SIGINT once `ready` returns, and
 /// returns what it did (it must end within a minute of the signal).
 fn interrupt_when(args: &[&str], ready: impl FnOnce()) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+    let mut child = common::with_default_signals(&mut Command::new(env!("CARGO_BIN_EXE_nvsched")))
         .args(args)
         .current_dir(repo_root())
         .stdout(std::process::Stdio::piped())

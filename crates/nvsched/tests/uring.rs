@@ -5,6 +5,8 @@ use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+mod common;
+
 fn skip() -> bool {
     match nvsched_uring::available() {
         Ok(()) => false,
@@ -1668,7 +1670,7 @@ fn sweep_and_tune_run_on_a_real_file_and_remove_the_file_they_created() {
 /// Starts `nvsched args` in `d`, waits until `file` is laid out to `len` bytes and 300 ms
 /// more, then sends SIGINT; returns what the command did.
 fn interrupted(d: &Path, file: &Path, len: u64, args: &[&str]) -> Output {
-    let child = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+    let child = common::with_default_signals(&mut Command::new(env!("CARGO_BIN_EXE_nvsched")))
         .args(args)
         .current_dir(d)
         .stdout(std::process::Stdio::piped())
