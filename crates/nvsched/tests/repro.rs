@@ -128,5 +128,8 @@ fn a_reproduction_runs_on_another_drive_and_says_so() {
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("tabs: on device no-such-drive: unknown device"));
     assert!(!dir.join("bad").exists());
+    let simple = repro(&["--device", "simple-nvme"], "bad");
+    assert!(String::from_utf8_lossy(&simple.stderr).contains("need the flash model"), "{simple:?}");
+    assert!(!dir.join("bad").exists());
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -165,9 +165,21 @@ impl Manifest {
         }
         self.device_set.extend(set.iter().cloned());
         let overrides: Vec<(String, String)> = self.device_set.clone().into_iter().collect();
-        nvsched_ssd::load_profile(&self.device, &overrides)
-            .map(|_| ())
-            .map_err(|e| format!("{}: on device {}: {e}", self.name, describe_device(&self.device, &self.device_set)))
+        let on = describe_device(&self.device, &self.device_set);
+        let profile = nvsched_ssd::load_profile(&self.device, &overrides)
+            .map_err(|e| format!("{}: on device {on}: {e}", self.name))?;
+        if matches!(profile.model, nvsched_ssd::ModelConfig::Simple(_)) {
+            let states: Vec<String> = self.states.iter().map(|s| format!("{} ({})", s.name, s.precondition)).collect();
+            return Err(format!(
+                "{}: on device {on}: the experiment's drive states, {}, need the flash model (a profile with \
+                 [nand]), and '{}' is the simple model (as `calibrate` fits), which has no FTL; start from a \
+                 shipped flash profile and set its fields with --device-set",
+                self.name,
+                states.join(" and "),
+                self.device
+            ));
+        }
+        Ok(())
     }
 
     pub fn job_path(&self) -> PathBuf {
