@@ -42,6 +42,7 @@ fn small_config() -> NandConfig {
         copyback: true,
         read_ahead_bytes: 0,
         independent_plane_reads: true,
+        read_priority: false,
         precondition: "clean".into(),
     }
 }
@@ -492,4 +493,36 @@ fn a_sequential_fill_of_the_whole_drive_folds_the_slc_cache_and_ends() {
     assert!(min_free >= hard, "free blocks {min_free} below the hard threshold {hard}");
     // data is moved only out of the SLC cache: a fill leaves no native block to collect
     assert_eq!(c.gc_pages_moved, 0, "{c:?}");
+}
+
+#[test]
+fn with_read_priority_a_read_waits_for_the_program_in_progress_only() {
+    // 8 MiB of buffered writes book about 16 ms of programs ahead on every die;
+    // a read of data on flash then waits behind all of them, or, with read priority,
+    // only behind the program in progress (1.5 ms at most), and the programs after it
+    // start later by the read's share of the die
+    let run = |priority: bool| {
+        let mut d = half_full(|cfg| {
+            cfg.read_priority = priority;
+            cfg.write_buffer_bytes = 8 << 20;
+        });
+        let geo = d.geometry().clone();
+        let last = u64::from(geo.user_lpns) - 1;
+        // one a microsecond, as a host at a deep queue submits them
+        for i in 0..2048u64 {
+            d.submit(&cmd(Op::Write, last - i, 1, false), Nanos::from_us(i));
+        }
+        let t = Nanos::from_us(3000);
+        let read = d.submit(&cmd(Op::Read, 0, 1, false), t) - t;
+        let behind = d.counters(t).reads_behind_program;
+        // a write after the read: when the backlog lets its program go (the buffer is full)
+        let next_write = d.submit(&cmd(Op::Write, last - 5000, 1, false), t);
+        (read, behind, next_write)
+    };
+    let (fifo, fifo_behind, fifo_write) = run(false);
+    let (first, first_behind, first_write) = run(true);
+    assert!(fifo > Nanos::from_ms(10), "behind the whole backlog: {fifo}");
+    assert!(first < Nanos::from_us(1500 + 200), "behind one program: {first}");
+    assert_eq!((fifo_behind, first_behind), (1, 1), "both waited for a program");
+    assert!(first_write >= fifo_write, "the read's die time delays what is booked after it");
 }

@@ -86,6 +86,14 @@ pub struct NandConfig {
     /// so random reads are limited by dies, not planes.
     #[serde(default = "yes")]
     pub independent_plane_reads: bool,
+    /// Host reads go ahead of the work booked but not started on their die (programs
+    /// of buffered data, erases, GC steps), as firmware that schedules reads first (or
+    /// suspends programs) does: a read waits for the operation in progress only, and the
+    /// die's backlog absorbs the read's sense time. Off: a read waits behind everything
+    /// booked on its die before it, which with a large DRAM buffer is its whole flush
+    /// backlog.
+    #[serde(default)]
+    pub read_priority: bool,
     /// Drive state before the run: clean, partial:F or full.
     #[serde(default = "clean")]
     pub precondition: String,

@@ -167,6 +167,11 @@ pub struct NandDevice {
     die_busy: Vec<Nanos>,
     /// When each die's sense circuitry is free (used without independent plane reads).
     die_sense_free: Vec<Nanos>,
+    /// With `read_priority`: each die's booked operations (start, end, the length of one
+    /// flash operation within it), oldest first, kept until they end; and when each plane
+    /// is free of reads.
+    die_ops: Vec<std::collections::VecDeque<(Nanos, Nanos, Nanos)>>,
+    plane_read_free: Vec<Nanos>,
     counters: Extra,
     series: Series,
 }
@@ -362,6 +367,8 @@ impl NandDevice {
             programs_booked: 0,
             die_busy: vec![Nanos::ZERO; dies],
             die_sense_free: vec![Nanos::ZERO; dies],
+            die_ops: vec![std::collections::VecDeque::new(); dies],
+            plane_read_free: vec![Nanos::ZERO; dies * geo.planes as usize],
             counters: Extra { min_free_blocks: min_free, ..Extra::default() },
             cfg,
             geo,
@@ -422,8 +429,9 @@ impl NandDevice {
         die as usize * p..(die as usize + 1) * p
     }
 
-    /// Occupies a whole die (program, erase, relocation step) from `earliest`.
-    fn occupy_die(&mut self, die: u32, earliest: Nanos, duration: Nanos) -> (Nanos, Nanos) {
+    /// Occupies a whole die (program, erase, relocation step) from `earliest`; a read
+    /// with `read_priority` may go between its `flash_ops` operations.
+    fn occupy_die(&mut self, die: u32, earliest: Nanos, duration: Nanos, flash_ops: u32) -> (Nanos, Nanos) {
         let planes = self.planes(die);
         let mut start = earliest.max(self.die_free[die as usize]);
         for p in planes.clone() {
@@ -436,7 +444,25 @@ impl NandDevice {
             self.plane_page[p] = NO_PAGE;
         }
         self.die_busy[die as usize] += duration;
+        if self.cfg.read_priority {
+            let granule = Nanos((duration.0 / u64::from(flash_ops.max(1))).max(1));
+            self.die_ops[die as usize].push_back((start, end, granule));
+        }
         (start, end)
+    }
+
+    /// With `read_priority`: when the flash operation in progress on `die` at `t` ends
+    /// (`t` itself between operations; a GC or folding step is one operation per page
+    /// read or program); operations that ended by `t` are dropped.
+    fn op_in_progress_ends(&mut self, die: u32, t: Nanos) -> Nanos {
+        let ops = &mut self.die_ops[die as usize];
+        while ops.front().is_some_and(|&(_, end, _)| end <= t) {
+            ops.pop_front();
+        }
+        match ops.front() {
+            Some(&(start, end, granule)) if start <= t => end.min(start + granule * ((t - start).0 / granule.0 + 1)),
+            _ => t,
+        }
     }
 
     // ---- background and foreground relocation ------------------------------------
@@ -455,7 +481,8 @@ impl NandDevice {
     }
 
     fn book_step(&mut self, die: u32, work: StepWork, earliest: Nanos) -> Nanos {
-        let (start, end) = self.occupy_die(die, earliest, self.step_duration(&work));
+        let ops = work.page_reads + work.programs + u32::from(work.erased);
+        let (start, end) = self.occupy_die(die, earliest, self.step_duration(&work), ops);
         if !self.cfg.copyback && work.slots_moved > 0 {
             let bytes = 2 * u64::from(work.slots_moved) * LPN_BYTES;
             self.channel_xfer(die, start, bytes);
@@ -624,9 +651,18 @@ impl NandDevice {
         }
         let mut done = now;
         if written > 0 {
-            let xfer_end = self.channel_xfer(die, now, u64::from(written) * LPN_BYTES);
+            let bytes = u64::from(written) * LPN_BYTES;
+            // firmware that schedules reads first moves a queued program's data over the
+            // channel just before the die takes it, not while the program waits (where it
+            // would hold the channel against reads)
+            let ready = if self.cfg.read_priority {
+                now.max(self.die_free[die as usize].saturating_sub(self.t.channel.time(bytes)))
+            } else {
+                now
+            };
+            let xfer_end = self.channel_xfer(die, ready, bytes);
             let prog = if slc { self.t.prog_slc } else { self.t.prog_native };
-            let (start, end) = self.occupy_die(die, xfer_end, prog);
+            let (start, end) = self.occupy_die(die, xfer_end, prog, 1);
             done = end;
             Series::add(&mut self.series.nand_slots, start, f64::from(written));
             Series::add(&mut self.series.host_slots, start, f64::from(written));
@@ -720,29 +756,44 @@ impl NandDevice {
         let p = die as usize * self.geo.planes as usize + plane as usize;
         let sensed = if self.plane_page[p] == (block, page) {
             self.counters.plane_cache_hits += 1;
-            self.plane_free[p].max(t)
+            // the register holds the page: no sense, only the plane's earlier reads (and,
+            // without read priority, what is booked on it) come first
+            let plane = if self.cfg.read_priority { self.plane_read_free[p] } else { self.plane_free[p] };
+            plane.max(t)
         } else {
             let tr = match self.ftl.get().block_mode(block) {
                 CellMode::Slc => self.t.read_slc,
                 CellMode::Native => self.t.read_by_page_type[(page % self.cfg.cell_bits) as usize],
             };
             let die_busy = self.die_free[die as usize];
-            let mut start = t.max(self.plane_free[p]).max(die_busy);
-            if die_busy > t && die_busy >= self.plane_free[p] {
-                self.counters.reads_behind_program += 1;
-            }
-            if self.cfg.independent_plane_reads {
-                self.die_busy[die as usize] += Nanos(tr.0 / u64::from(self.geo.planes));
+            let occupancy =
+                if self.cfg.independent_plane_reads { Nanos(tr.0 / u64::from(self.geo.planes)) } else { tr };
+            let mut start = if self.cfg.read_priority && die_busy > t {
+                // ahead of the die's backlog: behind the operation in progress only, whose
+                // successors start later by the read's share of the die
+                let in_progress = self.op_in_progress_ends(die, t);
+                if in_progress > t {
+                    self.counters.reads_behind_program += 1;
+                }
+                self.die_free[die as usize] += occupancy;
+                t.max(in_progress).max(self.plane_read_free[p])
             } else {
+                if die_busy > t && die_busy >= self.plane_free[p] {
+                    self.counters.reads_behind_program += 1;
+                }
+                t.max(self.plane_free[p]).max(die_busy)
+            };
+            if !self.cfg.independent_plane_reads {
                 start = start.max(self.die_sense_free[die as usize]);
                 self.die_sense_free[die as usize] = start + tr;
-                self.die_busy[die as usize] += tr;
             }
+            self.die_busy[die as usize] += occupancy;
             self.plane_page[p] = (block, page);
             start + tr
         };
         let out = self.channel_xfer(die, sensed, LPN_BYTES);
-        self.plane_free[p] = out;
+        self.plane_free[p] = self.plane_free[p].max(out);
+        self.plane_read_free[p] = out;
         out
     }
 
