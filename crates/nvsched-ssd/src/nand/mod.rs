@@ -446,7 +446,13 @@ impl NandDevice {
         self.die_busy[die as usize] += duration;
         if self.cfg.read_priority {
             let granule = Nanos((duration.0 / u64::from(flash_ops.max(1))).max(1));
-            self.die_ops[die as usize].push_back((start, end, granule));
+            let ops = &mut self.die_ops[die as usize];
+            // no read comes before the command being served: what ended by then goes, so
+            // the list holds the backlog only, also in a run without reads
+            while ops.front().is_some_and(|&(_, end, _)| end <= self.arrival) {
+                ops.pop_front();
+            }
+            ops.push_back((start, end, granule));
         }
         (start, end)
     }
