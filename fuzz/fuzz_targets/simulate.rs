@@ -27,7 +27,8 @@ const MAX_RAMP: Nanos = Nanos::from_ms(5);
 const PAGE_CACHE_BYTES: &str = "8388608";
 
 /// A 1 GiB 970 EVO Plus (48 blocks per die, a 16 MiB SLC cache), half written, so that
-/// writes reach TLC and garbage collection within a short run.
+/// writes reach TLC and garbage collection within a short run; the one with the page
+/// cache also schedules reads ahead of its dies' backlogs (`nand.read_priority`).
 fn small_flash(page_cache: bool) -> DeviceProfile {
     let set = |k: &str, v: &str| (k.to_string(), v.to_string());
     let mut overrides = vec![
@@ -40,6 +41,7 @@ fn small_flash(page_cache: bool) -> DeviceProfile {
     ];
     if page_cache {
         overrides.push(set("host.page_cache.size_bytes", PAGE_CACHE_BYTES));
+        overrides.push(set("nand.read_priority", "true"));
     }
     load_profile("970evoplus-250g", &overrides).expect("the small flash profile loads")
 }
