@@ -90,7 +90,7 @@ fn device_run<T>(
         return Err(format!("I/O error: {e}"));
     }
     if outcome.interrupted {
-        return Err("interrupted; the runs stop here".into());
+        return Err(crate::run::RUNS_STOPPED.into());
     }
     measure(&report)
 }

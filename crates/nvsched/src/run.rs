@@ -177,17 +177,19 @@ impl Observer for StopOnSignal {
 /// time-of-day fields at 0: a signal that cuts it short makes it an error, so nothing
 /// counts or caches part of a run.
 pub fn run_sim_whole(spec: RunSpec<'_>) -> Result<(RunReport, SimOutcome), String> {
-    const STOPPED: &str = "interrupted; the runs stop here";
     // the runs queued behind the one the signal cut short do not start
     if nvsched_uring::interrupted() {
-        return Err(STOPPED.into());
+        return Err(RUNS_STOPPED.into());
     }
     let (report, outcome) = run_sim(spec, &mut StopOnSignal, 0)?;
     if outcome.interrupted {
-        return Err(STOPPED.into());
+        return Err(RUNS_STOPPED.into());
     }
     Ok((report, outcome))
 }
+
+/// The error of a run of several that a signal cut short, simulated or real.
+pub const RUNS_STOPPED: &str = "interrupted; the runs stop here";
 
 /// Simulates and builds the report. `timestamp_ms` is the wall-clock time to print in
 /// the time-of-day fields (the only fields that differ between identical runs).
