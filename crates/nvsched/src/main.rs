@@ -506,6 +506,7 @@ fn cmd_repro(args: ReproArgs) -> Result<(), String> {
     let device =
         nvsched::repro::OnDevice { profile: args.device.clone(), set: cli::device_set_pairs(&args.device_set)? };
     for (name, out) in nvsched::repro::targets(&args.name, args.out.as_deref())? {
+        print_warnings(nvsched::repro::memory_warning(&name, &device, rayon::current_num_threads())?);
         let opts = nvsched::repro::Options {
             quick: args.quick,
             out: out.clone(),

@@ -46,6 +46,65 @@ fn load_on(name: &str, device: &OnDevice) -> Result<Manifest, String> {
     Ok(m)
 }
 
+/// Bytes of mapping tables one copy of a drive state holds per 4 KiB of the drive's
+/// capacity (measured on full drives: 0.5 GB for the 250 GB 970 EVO Plus, 7.9 GB for the
+/// 3.84 TB enterprise-nvme).
+const STATE_BYTES_PER_4K: u64 = 9;
+
+/// A warning before the runs of experiment `name` (on `device`) when their drive states
+/// may not fit in the memory the machine has available: every drive state stays built,
+/// and each of the `parallel` runs at a time may hold a copy of one. None when they fit,
+/// or where the available memory is unknown.
+pub fn memory_warning(name: &str, device: &OnDevice, parallel: usize) -> Result<Option<String>, String> {
+    let m = load_on(name, device)?;
+    let overrides: Vec<(String, String)> = m.device_set.clone().into_iter().collect();
+    let profile = load_profile(&m.device, &overrides).map_err(|e| e.to_string())?;
+    let Some(available) = available_memory_bytes() else { return Ok(None) };
+    let drive = Drive { name: &m.device, capacity_bytes: profile.capacity_bytes, states: m.states.len() };
+    Ok(memory_message(name, &drive, parallel, available))
+}
+
+/// A drive as [`memory_message`] weighs it: its profile's name, capacity and how many
+/// drive states the experiment builds on it.
+struct Drive<'a> {
+    name: &'a str,
+    capacity_bytes: u64,
+    states: usize,
+}
+
+fn memory_message(experiment: &str, drive: &Drive<'_>, parallel: usize, available: u64) -> Option<String> {
+    let per_copy = drive.capacity_bytes / 4096 * STATE_BYTES_PER_4K;
+    let need = |parallel: usize| per_copy * (drive.states + parallel) as u64;
+    if need(parallel) <= available {
+        return None;
+    }
+    let gb = |bytes: u64| bytes as f64 / 1e9;
+    let one = if need(1) <= available {
+        format!("-j 1 needs about {:.1} GB", gb(need(1)))
+    } else {
+        format!("even -j 1 needs about {:.1} GB", gb(need(1)))
+    };
+    Some(format!(
+        "{experiment} on {}: its runs may need about {:.1} GB of memory ({} drive state(s) of a {:.1} GB drive, \
+         {:.1} GB of mapping tables each, and a copy for each of {parallel} runs at a time), more than the {:.1} GB \
+         available; {one}",
+        drive.name,
+        gb(need(parallel)),
+        drive.states,
+        gb(drive.capacity_bytes),
+        gb(per_copy),
+        gb(available)
+    ))
+}
+
+/// `MemAvailable` of /proc/meminfo, in bytes.
+fn available_memory_bytes() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb * 1024)
+}
+
 /// What identifies a profile in cache keys: a shipped profile's name, a file's text
 /// (however its path is spelled; an edited profile is simulated anew).
 fn device_identity(device: &str) -> String {
@@ -498,6 +557,23 @@ pub use output::{claim_json, console_table};
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn the_memory_warning_weighs_every_drive_state_and_a_copy_per_parallel_run() {
+        let gb = 1_000_000_000u64;
+        // enterprise-nvme's 3.84 TB: 8.4 GB of tables a copy, two states
+        let big = Drive { name: "enterprise-nvme", capacity_bytes: 3_840_755_982_336, states: 2 };
+        let text = memory_message("k2-analysis", &big, 2, 20 * gb).expect("33.8 GB do not fit in 20");
+        assert!(text.starts_with("k2-analysis on enterprise-nvme: its runs may need about 33.8 GB"), "{text}");
+        assert!(text.ends_with("more than the 20.0 GB available; even -j 1 needs about 25.3 GB"), "{text}");
+        let fits_one = memory_message("k2-analysis", &big, 2, 30 * gb).unwrap();
+        assert!(fits_one.ends_with("; -j 1 needs about 25.3 GB"), "{fits_one}");
+        assert_eq!(memory_message("k2-analysis", &big, 2, 40 * gb), None);
+        // the 250 GB 970 EVO Plus fits in a few GB
+        let small = Drive { name: "970evoplus-250g", capacity_bytes: 250_059_350_016, states: 2 };
+        assert_eq!(memory_message("k2-analysis", &small, 2, 4 * gb), None);
+    }
+
     use super::*;
 
     fn k2_manifest() -> Manifest {
