@@ -223,6 +223,20 @@ fn repro_simulate(
     native(py, move || nvsched::repro::simulate_planned(&name, quick, &on, &indices))
 }
 
+/// `repro`'s warning when the drive states of experiment `name` (on `device`) may not
+/// fit in the memory available with `parallel` runs at a time; None when they fit.
+#[pyfunction]
+#[pyo3(signature = (name, parallel, device=None, device_set=Vec::new()))]
+fn repro_memory_warning(
+    name: &str,
+    parallel: usize,
+    device: Option<String>,
+    device_set: Vec<(String, String)>,
+) -> PyResult<Option<String>> {
+    let on = nvsched::repro::OnDevice { profile: device, set: device_set };
+    nvsched::repro::memory_warning(name, &on, parallel.max(1)).map_err(PyValueError::new_err)
+}
+
 /// Stores a cache entry from `repro_simulate` in `out`.
 #[pyfunction]
 fn repro_store(out: &str, hash: &str, entry: &str) -> PyResult<()> {
@@ -510,6 +524,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(repro_plan, m)?)?;
     m.add_function(wrap_pyfunction!(repro_simulate, m)?)?;
     m.add_function(wrap_pyfunction!(repro_store, m)?)?;
+    m.add_function(wrap_pyfunction!(repro_memory_warning, m)?)?;
     m.add_function(wrap_pyfunction!(repro_report, m)?)?;
     m.add_function(wrap_pyfunction!(timestamp_ms, m)?)?;
     m.add_class::<py_policy::PyRequest>()?;

@@ -227,6 +227,11 @@ def repro(
     if device is not None and os.path.isfile(device):
         device = os.path.abspath(device)  # Ray's workers may start elsewhere
     pairs = [(str(k), str(v)) for k, v in (device_set or {}).items()]
+    # a local backend holds every drive state in this process (Ray's workers each their own)
+    memory = nvsched._native.repro_memory_warning(name, (workers or os.cpu_count() or 1) if backend == "local" else 1,
+                                                  device, pairs)
+    if memory:
+        warnings.warn(memory.replace("-j 1", "workers=1"), stacklevel=2)
     plan = json.loads(nvsched._native.repro_plan(name, quick, out, device, pairs))
     todo = [p for p in plan if force or not p["cached"]]
     batches = _batches(todo, max(1, runs_per_task))

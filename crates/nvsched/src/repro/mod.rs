@@ -56,6 +56,7 @@ const STATE_BYTES_PER_4K: u64 = 9;
 /// and each of the `parallel` runs at a time may hold a copy of one. None when they fit,
 /// or where the available memory is unknown.
 pub fn memory_warning(name: &str, device: &OnDevice, parallel: usize) -> Result<Option<String>, String> {
+    check_known(name)?;
     let m = load_on(name, device)?;
     let overrides: Vec<(String, String)> = m.device_set.clone().into_iter().collect();
     let profile = load_profile(&m.device, &overrides).map_err(|e| e.to_string())?;
