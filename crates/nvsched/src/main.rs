@@ -587,6 +587,7 @@ fn tune_sweep(args: TuneArgs) -> Result<(), String> {
     let device =
         RealDevice::of(args.filename.as_deref(), args.engine.as_deref(), args.allow_destructive, &args.setup, &jobs)?;
     let Runs { jobs, target, on, center } = Runs::on(&device, &jobs, &profile, args.setup.center);
+    warn_of_memory("tune", &target, (configs.len() + 1) * seeds.len());
     if !args.quiet {
         let over = if seeds.len() > 1 { format!(", {} seeds each", seeds.len()) } else { String::new() };
         eprintln!("nvsched: sweeping none and {sweeping} on {on}{over} ...");
@@ -700,6 +701,7 @@ fn cmd_sweep(args: SweepArgs) -> Result<(), String> {
     let device =
         RealDevice::of(args.filename.as_deref(), args.engine.as_deref(), args.allow_destructive, &args.setup, &jobs)?;
     let Runs { jobs, target, on, center } = Runs::on(&device, &jobs, &profile, args.setup.center);
+    warn_of_memory("sweep", &target, policies.len() * seeds.len());
     let show = !args.quiet;
     if show {
         let counted = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
@@ -987,6 +989,15 @@ impl<'a> Runs<'a> {
                 center: chosen(Center::Mean),
             },
         }
+    }
+}
+
+/// Before `runs` simulations of a sweep or tuner, a warning when the drive's mapping
+/// tables, one shared drive state and a copy per run at a time, may not fit in memory.
+fn warn_of_memory(what: &str, target: &nvsched::batch::Target<'_>, runs: usize) {
+    if let nvsched::batch::Target::Simulated(profile) = target {
+        let parallel = rayon::current_num_threads().min(runs).max(1);
+        print_warnings(nvsched::repro::runs_memory_warning(what, profile, parallel, "RAYON_NUM_THREADS=1"));
     }
 }
 

@@ -9,7 +9,7 @@ use crate::progress::RunProgress;
 use crate::run::{run_sim_whole, RunSpec};
 pub use manifest::Manifest;
 use manifest::{State, Variant};
-use nvsched_ssd::{load_profile, DriveStates};
+use nvsched_ssd::{load_profile, DeviceProfile, DriveStates};
 use nvsched_workload::jobfile::Environment;
 use nvsched_workload::{parse_job_str, ParseOptions};
 use rayon::prelude::*;
@@ -62,7 +62,23 @@ pub fn memory_warning(name: &str, device: &OnDevice, parallel: usize) -> Result<
     let profile = load_profile(&m.device, &overrides).map_err(|e| e.to_string())?;
     let Some(available) = available_memory_bytes() else { return Ok(None) };
     let drive = Drive { name: &m.device, capacity_bytes: profile.capacity_bytes, states: m.states.len() };
-    Ok(memory_message(name, &drive, parallel, available))
+    Ok(memory_message(name, &drive, parallel, available, "-j 1"))
+}
+
+/// The same warning for `what` (a sweep, a tuner) running `parallel` simulations at a
+/// time on `profile`, which share one drive state; `one_at_a_time` says how to run one
+/// at a time. None for the simple model, which has no mapping tables.
+pub fn runs_memory_warning(
+    what: &str,
+    profile: &DeviceProfile,
+    parallel: usize,
+    one_at_a_time: &str,
+) -> Option<String> {
+    if !matches!(profile.model, nvsched_ssd::ModelConfig::Nand(_)) {
+        return None;
+    }
+    let drive = Drive { name: &profile.name, capacity_bytes: profile.capacity_bytes, states: 1 };
+    memory_message(what, &drive, parallel, available_memory_bytes()?, one_at_a_time)
 }
 
 /// A drive as [`memory_message`] weighs it: its profile's name, capacity and how many
@@ -73,7 +89,13 @@ struct Drive<'a> {
     states: usize,
 }
 
-fn memory_message(experiment: &str, drive: &Drive<'_>, parallel: usize, available: u64) -> Option<String> {
+fn memory_message(
+    experiment: &str,
+    drive: &Drive<'_>,
+    parallel: usize,
+    available: u64,
+    one_at_a_time: &str,
+) -> Option<String> {
     let per_copy = drive.capacity_bytes / 4096 * STATE_BYTES_PER_4K;
     let need = |parallel: usize| per_copy * (drive.states + parallel) as u64;
     if need(parallel) <= available {
@@ -81,9 +103,9 @@ fn memory_message(experiment: &str, drive: &Drive<'_>, parallel: usize, availabl
     }
     let gb = |bytes: u64| bytes as f64 / 1e9;
     let one = if need(1) <= available {
-        format!("-j 1 needs about {:.1} GB", gb(need(1)))
+        format!("{one_at_a_time} needs about {:.1} GB", gb(need(1)))
     } else {
-        format!("even -j 1 needs about {:.1} GB", gb(need(1)))
+        format!("even {one_at_a_time} needs about {:.1} GB", gb(need(1)))
     };
     Some(format!(
         "{experiment} on {}: its runs may need about {:.1} GB of memory ({} drive state(s) of a {:.1} GB drive, \
@@ -564,15 +586,15 @@ mod tests {
         let gb = 1_000_000_000u64;
         // enterprise-nvme's 3.84 TB: 8.4 GB of tables a copy, two states
         let big = Drive { name: "enterprise-nvme", capacity_bytes: 3_840_755_982_336, states: 2 };
-        let text = memory_message("k2-analysis", &big, 2, 20 * gb).expect("33.8 GB do not fit in 20");
+        let text = memory_message("k2-analysis", &big, 2, 20 * gb, "-j 1").expect("33.8 GB do not fit in 20");
         assert!(text.starts_with("k2-analysis on enterprise-nvme: its runs may need about 33.8 GB"), "{text}");
         assert!(text.ends_with("more than the 20.0 GB available; even -j 1 needs about 25.3 GB"), "{text}");
-        let fits_one = memory_message("k2-analysis", &big, 2, 30 * gb).unwrap();
+        let fits_one = memory_message("k2-analysis", &big, 2, 30 * gb, "-j 1").unwrap();
         assert!(fits_one.ends_with("; -j 1 needs about 25.3 GB"), "{fits_one}");
-        assert_eq!(memory_message("k2-analysis", &big, 2, 40 * gb), None);
+        assert_eq!(memory_message("k2-analysis", &big, 2, 40 * gb, "-j 1"), None);
         // the 250 GB 970 EVO Plus fits in a few GB
         let small = Drive { name: "970evoplus-250g", capacity_bytes: 250_059_350_016, states: 2 };
-        assert_eq!(memory_message("k2-analysis", &small, 2, 4 * gb), None);
+        assert_eq!(memory_message("k2-analysis", &small, 2, 4 * gb, "-j 1"), None);
     }
 
     use super::*;
