@@ -79,7 +79,7 @@ impl SetupOrder {
 }
 
 /// Each clone's regions, one per file, by job and clone (`[job][clone][filenum]`), set up
-/// one clone after another in fio's order ([`SetupOrder`]); `file` says what a file
+/// one clone after another in fio's order (`SetupOrder`); `file` says what a file
 /// holds, by name.
 pub fn set_up_regions(jobs: &[JobSpec], file: impl Fn(&str) -> FileLens) -> Result<Vec<Vec<Vec<Region>>>, String> {
     let mut order = SetupOrder::default();
@@ -96,7 +96,7 @@ pub fn set_up_regions(jobs: &[JobSpec], file: impl Fn(&str) -> FileLens) -> Resu
 }
 
 /// How long the clones that size their files leave each regular file, set up one after
-/// another ([`SetupOrder`]): a later clone may lay a file out further than its own
+/// another (`SetupOrder`): a later clone may lay a file out further than its own
 /// `needed_file_bytes` says (a percentage offset of what an earlier clone laid out,
 /// `file_append` after an earlier clone's data). `at_start` gives a file's length before
 /// the run (0: new), or None for a device.

@@ -502,7 +502,7 @@ pub fn parse_blktrace(bytes: &[u8], path: &Path) -> Result<Trace, TraceError> {
 
 /// fio's `merge_blktrace_file`: the requests of the blktraces at `paths` in one blktrace,
 /// earliest first; each input laid end to end `iterations[i]` times and its times scaled
-/// by `scalars_pct[i]`% (see [`blktrace::merge`]).
+/// by `scalars_pct[i]`% (see `blktrace::merge`).
 pub fn merge_blktraces(paths: &[PathBuf], scalars_pct: &[u64], iterations: &[u32]) -> Result<Vec<u8>, TraceError> {
     type Input = std::io::BufReader<std::fs::File>;
     let err = |i: usize, message: String| TraceError { path: paths[i].clone(), line: 0, message };
