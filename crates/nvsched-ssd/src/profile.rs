@@ -234,6 +234,12 @@ impl std::error::Error for ProfileError {}
 
 /// Loads a shipped profile by name, or a TOML file by path, and applies `key=value`
 /// overrides (dotted keys address sections: `host.submit_ns=2000`).
+/// Whether `name` is a shipped profile's name (which [`load_profile`] takes before a file
+/// of that name).
+pub fn is_builtin_profile(name: &str) -> bool {
+    BUILTIN.iter().any(|(n, _)| *n == name)
+}
+
 pub fn load_profile(name_or_path: &str, overrides: &[(String, String)]) -> Result<DeviceProfile, ProfileError> {
     if let Some((_, text)) = BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
         return parse_profile(text, overrides).map_err(|e| ProfileError(format!("profile '{name_or_path}': {e}")));

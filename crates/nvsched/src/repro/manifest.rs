@@ -164,10 +164,8 @@ impl Manifest {
             self.device_set.clear();
         }
         self.device_set.extend(set.iter().cloned());
-        let overrides: Vec<(String, String)> = self.device_set.clone().into_iter().collect();
         let on = describe_device(&self.device, &self.device_set);
-        let profile = nvsched_ssd::load_profile(&self.device, &overrides)
-            .map_err(|e| format!("{}: on device {on}: {e}", self.name))?;
+        let profile = self.profile().map_err(|e| format!("{}: on device {on}: {e}", self.name))?;
         if matches!(profile.model, nvsched_ssd::ModelConfig::Simple(_)) {
             let states: Vec<String> = self.states.iter().map(|s| format!("{} ({})", s.name, s.precondition)).collect();
             return Err(format!(
@@ -180,6 +178,16 @@ impl Manifest {
             ));
         }
         Ok(())
+    }
+
+    /// The manifest's profile overrides (`device_set`), in order, as `--device-set` pairs.
+    pub fn overrides(&self) -> Vec<(String, String)> {
+        self.device_set.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+
+    /// The experiment's profile with its overrides (no drive state).
+    pub fn profile(&self) -> Result<nvsched_ssd::DeviceProfile, String> {
+        nvsched_ssd::load_profile(&self.device, &self.overrides()).map_err(|e| e.to_string())
     }
 
     pub fn job_path(&self) -> PathBuf {

@@ -58,26 +58,36 @@ const STATE_BYTES_PER_4K: u64 = 9;
 pub fn memory_warning(name: &str, device: &OnDevice, parallel: usize) -> Result<Option<String>, String> {
     check_known(name)?;
     let m = load_on(name, device)?;
-    let overrides: Vec<(String, String)> = m.device_set.clone().into_iter().collect();
-    let profile = load_profile(&m.device, &overrides).map_err(|e| e.to_string())?;
-    let Some(available) = available_memory_bytes() else { return Ok(None) };
-    let drive = Drive { name: &m.device, capacity_bytes: profile.capacity_bytes, states: m.states.len() };
-    Ok(memory_message(name, &drive, parallel, available, "-j 1"))
+    Ok(drive_memory_warning(name, &m.device, &m.profile()?, m.states.len(), parallel, "-j 1"))
 }
 
 /// The same warning for `what` (a sweep, a tuner) running `parallel` simulations at a
 /// time on `profile`, which share one drive state; `one_at_a_time` says how to run one
-/// at a time. None for the simple model, which has no mapping tables.
+/// at a time.
 pub fn runs_memory_warning(
     what: &str,
     profile: &DeviceProfile,
     parallel: usize,
     one_at_a_time: &str,
 ) -> Option<String> {
+    drive_memory_warning(what, &profile.name, profile, 1, parallel, one_at_a_time)
+}
+
+/// [`memory_message`] for `states` drive states of `profile` (named `name`) against the
+/// memory available; None for the simple model, which has no mapping tables, or where
+/// the available memory is unknown.
+fn drive_memory_warning(
+    what: &str,
+    name: &str,
+    profile: &DeviceProfile,
+    states: usize,
+    parallel: usize,
+    one_at_a_time: &str,
+) -> Option<String> {
     if !matches!(profile.model, nvsched_ssd::ModelConfig::Nand(_)) {
         return None;
     }
-    let drive = Drive { name: &profile.name, capacity_bytes: profile.capacity_bytes, states: 1 };
+    let drive = Drive { name, capacity_bytes: profile.capacity_bytes, states };
     memory_message(what, &drive, parallel, available_memory_bytes()?, one_at_a_time)
 }
 
@@ -132,7 +142,7 @@ fn available_memory_bytes() -> Option<u64> {
 /// (however its path is spelled; an edited profile is simulated anew).
 fn device_identity(device: &str) -> String {
     match std::fs::read_to_string(device) {
-        Ok(text) if !nvsched_ssd::builtin_profiles().iter().any(|p| p.name == device) => format!("file\n{text}"),
+        Ok(text) if !nvsched_ssd::is_builtin_profile(device) => format!("file\n{text}"),
         _ => device.to_string(),
     }
 }
@@ -318,7 +328,7 @@ fn cell_setup(m: &Manifest, v: &Variant, s: &State, quick: bool, job_template: &
     vars.insert("RUNTIME".into(), runtime.clone());
     // expand variables now so the cache key sees the real job text
     let job_text = expand_vars(job_template, &VarEnv(vars));
-    let mut overrides: Vec<(String, String)> = m.device_set.iter().map(|(k, v)| (k.clone(), v.clone())).collect();
+    let mut overrides = m.overrides();
     overrides.push(("nand.precondition".into(), s.precondition.clone()));
     CellSetup { job_path: m.job_path_of(v), job_text, overrides, seeds: (0..mode.repetitions).map(rep_seed).collect() }
 }
@@ -580,6 +590,7 @@ pub use output::{claim_json, console_table};
 
 #[cfg(test)]
 mod tests {
+    use super::*;
 
     #[test]
     fn the_memory_warning_weighs_every_drive_state_and_a_copy_per_parallel_run() {
@@ -596,8 +607,6 @@ mod tests {
         let small = Drive { name: "970evoplus-250g", capacity_bytes: 250_059_350_016, states: 2 };
         assert_eq!(memory_message("k2-analysis", &small, 2, 4 * gb, "-j 1"), None);
     }
-
-    use super::*;
 
     fn k2_manifest() -> Manifest {
         Manifest::load(&Path::new(env!("CARGO_MANIFEST_DIR")).join("../../experiments/k2-analysis")).unwrap()
