@@ -534,7 +534,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 print(f"nvsched-sweep: {name}: {r['runs']} runs ({r['simulated']} simulated on {args.backend}) "
                       f"in {time.monotonic() - started:.1f}s; results in {out}", file=sys.stderr)
             return 0
-        job, device, device_set = args.jobfile, args.device or "970evoplus-250g", dict(args.device_set)
+        job, device, device_set = args.jobfile, args.device or _DEFAULT_DEVICE, dict(args.device_set)
         seeds = args.seeds if args.seeds is not None else [0]
         if args.experiment:
             parts = args.experiment.split(":")
