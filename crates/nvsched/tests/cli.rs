@@ -757,14 +757,9 @@ fn a_reproduction_cell_runs_on_another_drive_with_device() {
     assert_ne!(own, other, "another drive, other numbers");
     assert_eq!(own, sweep(&["--device", "970pro-512g"]).0, "tabs' manifest sets no profile fields");
     // the manifest's device_set is dropped with --device: prio-nice's raises the queue's tags
-    let prio_nice = |extra: &[&str]| {
-        let mut a = vec!["sweep", "--experiment", "prio-nice:nice80", "--sched", "none", "-q"];
-        a.extend(extra);
-        nvsched(&a)
-    };
-    let (own, moved) = (prio_nice(&[]), prio_nice(&["--device", "960pro-512g"]));
-    assert!(own.status.success() && moved.status.success(), "{}", String::from_utf8_lossy(&moved.stderr));
-    assert_ne!(own.stdout, moved.stdout, "without host.nr_requests=32768 the processes share tags otherwise");
+    let prio_nice = ["sweep", "--experiment", "prio-nice:nice80", "--sched", "none", "-q"];
+    let (own, moved) = (stdout_of(&prio_nice), stdout_of(&[&prio_nice[..], &["--device", "960pro-512g"]].concat()));
+    assert_ne!(own, moved, "without host.nr_requests=32768 the processes share tags otherwise");
 }
 
 /// `tune POLICY --param`: none and every setting run, and the choice follows the rule on
