@@ -28,6 +28,10 @@ pub trait Observer {
     fn on_complete(&mut self, _now: Nanos, _rq: &Request, _latency: Nanos) {}
     /// Every few thousand events.
     fn on_progress(&mut self, _now: Nanos) {}
+    /// Before the run, while the drive is brought to its starting state (a large drive's
+    /// full state takes up to a minute): the fraction done, every so often, 1.0 last.
+    /// [`Observer::stop_requested`] is asked after each; true abandons the run.
+    fn on_preparing(&mut self, _done: f64) {}
     /// Asked with each [`Observer::on_progress`]: true ends the run early, as a signal
     /// ends fio's (Ctrl-C): no job issues any more, what is in flight completes, jobs
     /// that would start later end at once, and [`SimOutcome::interrupted`] says so.

@@ -8,7 +8,7 @@ mod profile;
 mod simple;
 
 pub use nand::config::{GcPolicy, NandConfig};
-pub use nand::{DriveStates, NandDevice, Precondition};
+pub use nand::{DriveStates, NandDevice, Precondition, Watch};
 pub use profile::{
     builtin_profiles, is_builtin_profile, load_profile, parse_profile, Datasheet, DeviceProfile, HostPath, ModelConfig,
     PageCacheConfig, ProfileError,

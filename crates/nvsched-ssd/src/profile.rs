@@ -2,7 +2,7 @@
 //! one device model, overridable field by field (`--device-set simple.units=8`).
 
 use crate::nand::config::NandConfig;
-use crate::nand::{DriveStates, NandDevice};
+use crate::nand::{DriveStates, NandDevice, Watch};
 use crate::simple::{SimpleConfig, SimpleDevice};
 use crate::Device;
 use nvsched_core::Nanos;
@@ -187,19 +187,26 @@ impl DeviceProfile {
     /// Builds a fresh device in its initial (preconditioned) state; `seed` drives the
     /// random parts of preconditioning.
     pub fn build(&self, seed: u64) -> Result<Box<dyn Device>, ProfileError> {
-        self.build_with(seed, None)
+        self.build_with(seed, None, &mut |_| true)
     }
 
     /// As `build`; with `states`, a preconditioned drive state built before for the same
-    /// configuration and seed is copied instead of built again (for sweeps).
-    pub fn build_with(&self, seed: u64, states: Option<&DriveStates>) -> Result<Box<dyn Device>, ProfileError> {
+    /// configuration and seed is copied instead of built again (for sweeps). `watch`
+    /// hears how far preconditioning got (seconds to a minute for a full drive) and may
+    /// stop it, an error.
+    pub fn build_with(
+        &self,
+        seed: u64,
+        states: Option<&DriveStates>,
+        watch: &mut Watch<'_>,
+    ) -> Result<Box<dyn Device>, ProfileError> {
         Ok(match &self.model {
             ModelConfig::Simple(cfg) => Box::new(SimpleDevice::new(cfg.clone(), self.queue_depth, self.capacity_bytes)),
             ModelConfig::Nand(cfg) => {
                 let (cfg, qd, cap) = ((**cfg).clone(), self.queue_depth, self.capacity_bytes);
                 let device = match states {
-                    Some(states) => NandDevice::new_from(cfg, qd, cap, seed, states),
-                    None => NandDevice::new(cfg, qd, cap, seed),
+                    Some(states) => NandDevice::new_from(cfg, qd, cap, seed, states, watch),
+                    None => NandDevice::new(cfg, qd, cap, seed, watch),
                 };
                 Box::new(device.map_err(|e| ProfileError(format!("profile '{}': {e}", self.name)))?)
             }

@@ -65,7 +65,7 @@ fn half_full(tweak: impl FnOnce(&mut NandConfig)) -> NandDevice {
 
 fn device(cfg: NandConfig, op: f64) -> NandDevice {
     let cap = capacity_for(&cfg, op);
-    NandDevice::new(cfg, 256, cap, 1).unwrap()
+    NandDevice::new(cfg, 256, cap, 1, &mut |_| true).unwrap()
 }
 
 fn cmd(op: Op, lpn: u64, lpns: u32, fua: bool) -> Command {
@@ -234,12 +234,12 @@ fn steady_state_precondition_matches_writing_it() {
     let geo = Geometry::new(&cfg, capacity_for(&cfg, 0.15)).unwrap();
     // written: sequential fill, then random overwrites until steady
     let mut written = Ftl::new(geo.clone(), GcPolicy::Greedy);
-    written.precondition_sequential(1.0);
+    written.precondition_sequential(1.0, &mut |_| true).unwrap();
     let mut rng = SimRng::seed_from(11);
     random_writes(&mut written, u64::from(geo.user_lpns) * 10, geo.user_lpns, &mut rng, 2);
     // generated directly
     let mut direct = Ftl::new(geo.clone(), GcPolicy::Greedy);
-    direct.precondition_steady_state(11, 3);
+    direct.precondition_steady_state(11, 3, &mut |_| true).unwrap();
     direct.check_consistency().unwrap();
     assert_eq!(direct.mapped_lpns(), u64::from(geo.user_lpns));
     let s = f64::from(geo.slots_per_block);
@@ -329,7 +329,7 @@ fn trim_saves_gc_copies() {
     let geo = Geometry::new(&cfg, capacity_for(&cfg, 0.10)).unwrap();
     let run = |trim: bool| {
         let mut ftl = Ftl::new(geo.clone(), GcPolicy::Greedy);
-        ftl.precondition_sequential(1.0);
+        ftl.precondition_sequential(1.0, &mut |_| true).unwrap();
         if trim {
             for lpn in geo.user_lpns / 2..geo.user_lpns {
                 ftl.trim(lpn);
@@ -417,13 +417,46 @@ fn a_copied_drive_state_behaves_exactly_as_a_fresh_one() {
         let lpns = cap / LPN_BYTES;
         (0..4000u64).map(|i| d.submit(&cmd(Op::Write, rng.below(lpns), 1, false), Nanos(i * 2_000))).collect()
     };
-    let fresh = completions(NandDevice::new(cfg.clone(), 256, cap, 3).unwrap());
-    let first = completions(NandDevice::new_from(cfg.clone(), 256, cap, 3, &states).unwrap());
-    let copied = completions(NandDevice::new_from(cfg.clone(), 256, cap, 3, &states).unwrap());
+    let fresh = completions(NandDevice::new(cfg.clone(), 256, cap, 3, &mut |_| true).unwrap());
+    let first = completions(NandDevice::new_from(cfg.clone(), 256, cap, 3, &states, &mut |_| true).unwrap());
+    let copied = completions(NandDevice::new_from(cfg.clone(), 256, cap, 3, &states, &mut |_| true).unwrap());
     assert_eq!(first, fresh);
     assert_eq!(copied, fresh, "a run from the kept state matches a fresh build");
-    let other_seed = completions(NandDevice::new_from(cfg, 256, cap, 4, &states).unwrap());
+    let other_seed = completions(NandDevice::new_from(cfg, 256, cap, 4, &states, &mut |_| true).unwrap());
     assert_ne!(other_seed, fresh, "a full drive's state depends on the seed");
+}
+
+#[test]
+fn preconditioning_reports_its_progress_and_stops_when_told() {
+    for state in ["partial:0.8", "full"] {
+        let mut cfg = small_config();
+        cfg.precondition = state.into();
+        let cap = capacity_for(&cfg, 0.15);
+        let mut heard = Vec::new();
+        NandDevice::new(cfg.clone(), 256, cap, 1, &mut |done| {
+            heard.push(done);
+            true
+        })
+        .unwrap();
+        assert!(heard.len() >= 2, "{state}: heard {heard:?}");
+        assert!(heard.windows(2).all(|w| w[0] <= w[1]), "{state}: progress goes forward: {heard:?}");
+        assert_eq!(heard.last(), Some(&1.0), "{state}: ends done");
+        // stopped half way: no drive, and the error says why
+        let err = NandDevice::new(cfg.clone(), 256, cap, 1, &mut |done| done < 0.5).err().unwrap();
+        assert_eq!(err, format!("interrupted while preparing its {state} state"));
+        // a stopped shared state stays unbuilt for the sweep's other runs
+        let states = DriveStates::new();
+        assert!(NandDevice::new_from(cfg.clone(), 256, cap, 1, &states, &mut |_| false).is_err());
+        assert!(NandDevice::new_from(cfg, 256, cap, 1, &states, &mut |_| true).is_err());
+    }
+    // the sequential fill, reported in chunks, lays the pages out as one fill does
+    let cfg = small_config();
+    let geo = Geometry::new(&cfg, capacity_for(&cfg, 0.15)).unwrap();
+    let mut chunked = Ftl::new(geo.clone(), GcPolicy::Greedy);
+    chunked.precondition_sequential(0.7, &mut |_| true).unwrap();
+    let mut whole = Ftl::new(geo.clone(), GcPolicy::Greedy);
+    whole.fill_sequential(std::iter::once(0..(f64::from(geo.user_lpns) * 0.7) as u64));
+    assert!((0..geo.user_lpns).all(|lpn| chunked.lookup(lpn) == whole.lookup(lpn)));
 }
 
 #[test]
@@ -434,8 +467,9 @@ fn runs_from_a_kept_state_share_it_until_they_write_and_build_it_once() {
     let states = DriveStates::new();
     // runs starting at once: one builds the state, the others wait for it
     let devices: Vec<NandDevice> = std::thread::scope(|s| {
-        let builds: Vec<_> =
-            (0..4).map(|_| s.spawn(|| NandDevice::new_from(cfg.clone(), 256, cap, 1, &states).unwrap())).collect();
+        let builds: Vec<_> = (0..4)
+            .map(|_| s.spawn(|| NandDevice::new_from(cfg.clone(), 256, cap, 1, &states, &mut |_| true).unwrap()))
+            .collect();
         builds.into_iter().map(|b| b.join().unwrap()).collect()
     });
     assert!(devices.iter().all(|d| std::ptr::eq(d.ftl(), devices[0].ftl())), "one state, built once and shared");
@@ -455,7 +489,7 @@ fn runs_from_a_kept_state_share_it_until_they_write_and_build_it_once() {
     assert!(!std::ptr::eq(reader.ftl(), writer.ftl()), "a writer works on its own copy");
     assert_ne!(writer.ftl().lookup(3), before);
     assert_eq!(reader.ftl().lookup(3), before, "the kept state is unchanged");
-    let late = NandDevice::new_from(cfg, 256, cap, 1, &states).unwrap();
+    let late = NandDevice::new_from(cfg, 256, cap, 1, &states, &mut |_| true).unwrap();
     assert_eq!(late.ftl().lookup(3), before);
     late.ftl().check_consistency().unwrap();
 }

@@ -19,7 +19,7 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::rc::Rc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 mod cli;
 use cli::*;
@@ -152,14 +152,20 @@ fn parse_formats(list: &str) -> Result<Vec<Format>, String> {
         .collect()
 }
 
-/// Progress on stderr for runs over a second, in simulated time.
+/// Progress on stderr for runs over a second, in simulated time, and for the drive's
+/// preparation before it when that takes over a second.
 struct Progress {
     bar: ProgressBar,
+    /// When the run started, or before that its preparation.
     started: Instant,
     shown: bool,
     enabled: bool,
     /// `--status-interval`: how often, and where the statistics so far go.
     status: Option<(Nanos, StatusDump)>,
+    /// The drive's starting state (`precondition`), while it is being prepared.
+    preparing: Option<(String, Option<ProgressBar>)>,
+    /// How long preparing the drive took, once done.
+    prepared_in: Option<Duration>,
 }
 
 impl Progress {
@@ -180,7 +186,26 @@ impl Progress {
                 b
             }
         };
-        Progress { bar, started: Instant::now(), shown: false, enabled, status: None }
+        Progress {
+            bar,
+            started: Instant::now(),
+            shown: false,
+            enabled,
+            status: None,
+            preparing: None,
+            prepared_in: None,
+        }
+    }
+
+    /// Names the drive state `on_preparing` shows the preparation of.
+    fn preparing(mut self, precondition: &str) -> Progress {
+        self.preparing = Some((precondition.to_string(), None));
+        self
+    }
+
+    /// The wall-clock time the run itself took (after preparing the drive).
+    fn run_wall(&self) -> Duration {
+        self.started.elapsed()
     }
 }
 
@@ -194,6 +219,35 @@ impl Observer for Progress {
             self.shown = true;
         }
         self.bar.set_position(now.0 / 1_000_000);
+    }
+    fn on_preparing(&mut self, done: f64) {
+        let Some((state, bar)) = &mut self.preparing else { return };
+        if done >= 1.0 {
+            // the run starts now: its progress and rate leave the preparation out
+            if let Some(bar) = bar.take() {
+                bar.finish_and_clear();
+            }
+            self.preparing = None;
+            self.prepared_in = Some(self.started.elapsed());
+            self.started = Instant::now();
+            self.bar.reset();
+            return;
+        }
+        if bar.is_none() && self.enabled && self.started.elapsed().as_secs_f64() > 1.0 {
+            let b = ProgressBar::new(1000);
+            b.set_style(
+                ProgressStyle::with_template(&format!(
+                    "{{spinner}} preparing the drive's {state} state [{{bar:30}}] {{percent}}% eta {{eta}}"
+                ))
+                .expect("valid template")
+                .progress_chars("=> "),
+            );
+            b.enable_steady_tick(Duration::from_millis(100));
+            *bar = Some(b);
+        }
+        if let Some(b) = bar {
+            b.set_position((done * 1000.0) as u64);
+        }
     }
     fn on_dispatch(&mut self, _: Nanos, _: &Request, _: u32) {}
     fn stop_requested(&mut self) -> bool {
@@ -438,10 +492,9 @@ fn cmd_run(args: RunArgs) -> Result<(), String> {
     prepare_outputs(&args)?;
     nvsched_uring::stop_on_interrupt();
     let show = !args.quiet && std::io::stderr().is_terminal();
-    let mut progress = Progress::new(expected_length(&jobs), show);
+    let mut progress = Progress::new(expected_length(&jobs), show).preparing(profile.precondition());
     let sink = StatusSink::open(&args, &formats, &jobs);
     progress.status = sink.as_ref().zip(args.status_interval).map(|(s, every)| (every, s.dumps(&jobs, &formats)));
-    let wall = Instant::now();
     let (mut report, outcome) = run_sim(
         RunSpec { jobs: &jobs, policy, profile: &profile, seed: args.seed, drive_states: None },
         &mut progress,
@@ -452,9 +505,15 @@ fn cmd_run(args: RunArgs) -> Result<(), String> {
     write_figures(&report, &series, &args)?;
     emit(&StatusSink::finish(sink, &mut report, &formats), &args.output)?;
     if !args.quiet {
-        let secs = wall.elapsed().as_secs_f64();
+        let secs = progress.run_wall().as_secs_f64();
+        let prepared = match progress.prepared_in {
+            Some(took) if took.as_secs_f64() >= 0.01 => {
+                format!(", after {:.2}s preparing the drive's {} state", took.as_secs_f64(), profile.precondition())
+            }
+            _ => String::new(),
+        };
         eprintln!(
-            "nvsched: simulated {} in {:.2}s wall ({:.2} M requests/s)",
+            "nvsched: simulated {} in {:.2}s wall ({:.2} M requests/s){prepared}",
             outcome.end,
             secs,
             outcome.engine.requests as f64 / secs / 1e6

@@ -181,7 +181,11 @@ pub fn run_sim_whole(spec: RunSpec<'_>) -> Result<(RunReport, SimOutcome), Strin
     if nvsched_uring::interrupted() {
         return Err(RUNS_STOPPED.into());
     }
-    let (report, outcome) = run_sim(spec, &mut StopOnSignal, 0)?;
+    let (report, outcome) = run_sim(spec, &mut StopOnSignal, 0).map_err(|e| match nvsched_uring::interrupted() {
+        // while preparing the drive
+        true => RUNS_STOPPED.to_string(),
+        false => e,
+    })?;
     if outcome.interrupted {
         return Err(RUNS_STOPPED.into());
     }
@@ -202,10 +206,15 @@ pub fn run_sim(
     let policy_id = spec.policy.info.id;
     let given = spec.policy.params.given.clone();
     let host_cost = spec.policy.host_cost;
+    let mut watch = |done| {
+        observer.on_preparing(done);
+        !observer.stop_requested()
+    };
+    let device = spec.profile.build_with(spec.seed, spec.drive_states, &mut watch).map_err(|e| e.to_string())?;
     let outcome = simulate(
         SimInput {
             jobs: &spec.jobs.jobs,
-            device: spec.profile.build_with(spec.seed, spec.drive_states).map_err(|e| e.to_string())?,
+            device,
             host: spec.profile.host.clone(),
             scheduler: spec.policy.scheduler,
             host_cost,

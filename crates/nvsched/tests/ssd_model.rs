@@ -68,3 +68,47 @@ fn full_drive_bandwidth_collapses_once_gc_starts() {
     let moved = dev.series.iter().find(|s| s.name == "gc_and_fold_pages_moved").unwrap();
     assert!(moved.values[0] < 0.05 * moved.values[25], "GC phase visible per second: {:?}", moved.values);
 }
+
+/// Hears the drive's preparation before a run, and asks to stop once it got to `stop_at`.
+struct PreparationWatcher {
+    heard: Vec<f64>,
+    stop_at: f64,
+    dispatched: u64,
+}
+
+impl nvsched_sim::Observer for PreparationWatcher {
+    fn on_preparing(&mut self, done: f64) {
+        self.heard.push(done);
+    }
+    fn on_dispatch(&mut self, _: nvsched_core::Nanos, _: &nvsched_policy::Request, _: u32) {
+        self.dispatched += 1;
+    }
+    fn stop_requested(&mut self) -> bool {
+        self.heard.last().is_some_and(|&done| done >= self.stop_at)
+    }
+}
+
+#[test]
+fn a_run_hears_its_drive_prepared_and_may_be_abandoned_before_it_starts() {
+    let text = "[r]\nioengine=io_uring\niodepth=8\nrw=randread\nsize=1g\nruntime=100ms\ntime_based\n";
+    let jobs = parse_job_str(text, Path::new("r.fio"), &HostEnvironment, ParseOptions::default()).unwrap();
+    let profile = load_profile("970evoplus-250g", &[("nand.precondition".into(), "partial:0.2".into())]).unwrap();
+    let run = |stop_at: f64| {
+        let mut watcher = PreparationWatcher { heard: Vec::new(), stop_at, dispatched: 0 };
+        let policy = nvsched_policy::build("none").unwrap();
+        let spec = RunSpec { jobs: &jobs, policy, profile: &profile, seed: 1, drive_states: None };
+        (run_sim(spec, &mut watcher, 0).map(|(_, outcome)| outcome), watcher)
+    };
+    let (whole, watcher) = run(f64::INFINITY);
+    assert!(!whole.unwrap().interrupted);
+    assert!(watcher.heard.len() > 10 && watcher.heard.windows(2).all(|w| w[0] < w[1]), "{:?}", watcher.heard);
+    assert_eq!(watcher.heard.last(), Some(&1.0));
+    assert!(watcher.dispatched > 0);
+    // asked to stop half way through the preparation: the run never starts
+    let (abandoned, watcher) = run(0.5);
+    assert_eq!(
+        abandoned.err().as_deref(),
+        Some("profile '970evoplus-250g': interrupted while preparing its partial:0.2 state")
+    );
+    assert!(watcher.heard.last().is_some_and(|&done| (0.5..1.0).contains(&done)) && watcher.dispatched == 0);
+}

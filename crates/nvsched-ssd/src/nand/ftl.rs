@@ -8,6 +8,14 @@ use nvsched_core::rng::mix64;
 use nvsched_core::{Permutation, SimRng};
 use std::collections::VecDeque;
 
+/// Hears how far a preconditioning got (the fraction done, 0..=1) every so often, as a
+/// large drive's takes up to a minute; false stops it.
+pub type Watch<'a> = dyn FnMut(f64) -> bool + 'a;
+
+/// A preconditioning that its [`Watch`] stopped: the drive state is unfinished.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stopped;
+
 /// `l2p` value of a logical page that was never written or was trimmed.
 const UNMAPPED: u32 = 0;
 /// `l2p` value of a logical page whose newest data sits in the DRAM write buffer.
@@ -531,10 +539,22 @@ impl Ftl {
         (work, cursor)
     }
 
-    /// Sequential fill of the first `fraction` of the logical space (see `fill_sequential`).
-    pub fn precondition_sequential(&mut self, fraction: f64) {
+    /// Sequential fill of the first `fraction` of the logical space (see `fill_sequential`),
+    /// telling `watch` how far it got.
+    pub fn precondition_sequential(&mut self, fraction: f64, watch: &mut Watch<'_>) -> Result<(), Stopped> {
         let n = ((f64::from(self.geo.user_lpns) * fraction.clamp(0.0, 1.0)) as u64).min(u64::from(self.geo.user_lpns));
-        self.fill_sequential(std::iter::once(0..n));
+        // whole program units per chunk, so that the dies take turns as in one fill
+        let chunk = u64::from(self.geo.unit_slots) << 8;
+        let mut start = 0;
+        while start < n {
+            let end = (start + chunk).min(n);
+            self.fill_sequential(std::iter::once(start..end));
+            start = end;
+            if !watch(start as f64 / n as f64) {
+                return Err(Stopped);
+            }
+        }
+        Ok(())
     }
 
     /// Whether every logical page of `lpns` holds data, so that [`Ftl::fill_sequential`]
@@ -581,8 +601,13 @@ impl Ftl {
     /// Blocks are assigned ages round-robin over the dies, a random subset of each
     /// block's slots is valid (selection sampling), and the logical pages are placed by a
     /// random permutation.
-    /// `keep_free` blocks per die stay free (GC's working room).
-    pub fn precondition_steady_state(&mut self, seed: u64, keep_free: u32) {
+    /// `keep_free` blocks per die stay free (GC's working room). `watch` hears how far it got.
+    pub fn precondition_steady_state(
+        &mut self,
+        seed: u64,
+        keep_free: u32,
+        watch: &mut Watch<'_>,
+    ) -> Result<(), Stopped> {
         let geo = self.geo.clone();
         let dies = geo.dies as usize;
         let s = geo.slots_per_block as u64;
@@ -620,6 +645,10 @@ impl Ftl {
         let mut rng = SimRng::stream(seed, 77);
         // oldest first, so the newest blocks end up open-like at the end of each die
         for (age_rank, &valid) in counts.iter().enumerate().rev() {
+            // a large drive takes most of a minute
+            if age_rank % 1024 == 0 && !watch((counts.len() - 1 - age_rank) as f64 / counts.len() as f64) {
+                return Err(Stopped);
+            }
             let die = (age_rank % dies) as u32;
             let b = self.dies[die as usize].free.pop().expect("enough blocks for the steady state");
             self.state[b as usize] = BlockState::Full;
@@ -651,6 +680,7 @@ impl Ftl {
         }
         self.mapped = u_total;
         self.counters = FtlCounters::default();
+        Ok(())
     }
 
     /// Idle-time GC without timing until every die has `target` free blocks, or until

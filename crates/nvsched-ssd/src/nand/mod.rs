@@ -19,6 +19,7 @@ pub mod timeline;
 
 use crate::{Command, Device, DeviceCounters, DeviceSeries};
 use config::{Geometry, NandConfig, LPN_BYTES};
+pub use ftl::Watch;
 use ftl::{CellMode, Ftl, Lookup, StepWork, Stream};
 use nvsched_core::{Nanos, Op};
 use std::cmp::Reverse;
@@ -277,6 +278,9 @@ impl Series {
     }
 }
 
+/// A kept drive state, or why it could not be built (its building was stopped).
+type KeptState = Result<Arc<Ftl>, String>;
+
 /// Preconditioned drive states kept for the runs of one sweep: a full drive takes
 /// seconds to build and is the same for every run with the same configuration and seed,
 /// so it is built once (runs that need it meanwhile wait for it) and later runs start
@@ -284,7 +288,7 @@ impl Series {
 /// a consumer drive) per distinct state; drop it when the sweep ends.
 #[derive(Default)]
 pub struct DriveStates {
-    states: Mutex<HashMap<String, Arc<OnceLock<Arc<Ftl>>>>>,
+    states: Mutex<HashMap<String, Arc<OnceLock<KeptState>>>>,
 }
 
 impl DriveStates {
@@ -293,36 +297,58 @@ impl DriveStates {
     }
 }
 
-/// The FTL of a drive in its configured initial state.
-fn preconditioned_ftl(cfg: &NandConfig, geo: &Geometry, precondition: Precondition, seed: u64) -> Ftl {
+/// The FTL of a drive in its configured initial state; `watch` hears how far building
+/// it got, and may stop it (an error).
+fn preconditioned_ftl(
+    cfg: &NandConfig,
+    geo: &Geometry,
+    precondition: Precondition,
+    seed: u64,
+    watch: &mut Watch<'_>,
+) -> Result<Ftl, String> {
     let mut ftl = Ftl::new(geo.clone(), cfg.gc_policy);
-    match precondition {
-        Precondition::Clean => {}
-        Precondition::Partial(f) => ftl.precondition_sequential(f),
-        Precondition::Full => {
-            ftl.precondition_steady_state(seed, cfg.gc_soft_free_blocks);
+    let built = match precondition {
+        Precondition::Clean => Ok(()),
+        Precondition::Partial(f) => ftl.precondition_sequential(f, watch),
+        Precondition::Full => ftl.precondition_steady_state(seed, cfg.gc_soft_free_blocks, watch).and_then(|()| {
             ftl.collect_until_free(cfg.bg_gc_free_blocks);
-        }
-    }
+            if watch(1.0) {
+                Ok(())
+            } else {
+                Err(ftl::Stopped)
+            }
+        }),
+    };
+    built.map_err(|ftl::Stopped| format!("interrupted while preparing its {} state", cfg.precondition))?;
     ftl.counters = ftl::FtlCounters::default();
-    ftl
+    Ok(ftl)
 }
 
 impl NandDevice {
-    pub fn new(cfg: NandConfig, queue_depth: u32, capacity_bytes: u64, seed: u64) -> Result<NandDevice, String> {
+    /// A drive in its configured state (`precondition`); `watch` hears how far building
+    /// that state got, and may stop it (an error).
+    pub fn new(
+        cfg: NandConfig,
+        queue_depth: u32,
+        capacity_bytes: u64,
+        seed: u64,
+        watch: &mut Watch<'_>,
+    ) -> Result<NandDevice, String> {
         let geo = Geometry::new(&cfg, capacity_bytes)?;
-        let ftl = preconditioned_ftl(&cfg, &geo, Precondition::parse(&cfg.precondition)?, seed);
+        let ftl = preconditioned_ftl(&cfg, &geo, Precondition::parse(&cfg.precondition)?, seed, watch)?;
         Ok(NandDevice::with_ftl(cfg, geo, FtlState::Owned(Box::new(ftl)), queue_depth, capacity_bytes))
     }
 
     /// As `new`, starting from the state in `states` built for the same configuration
-    /// (building it there if none is), shared until the device first changes it.
+    /// (building it there if none is), shared until the device first changes it. A state
+    /// whose building was stopped stays unbuilt for every run of `states`.
     pub fn new_from(
         cfg: NandConfig,
         queue_depth: u32,
         capacity_bytes: u64,
         seed: u64,
         states: &DriveStates,
+        watch: &mut Watch<'_>,
     ) -> Result<NandDevice, String> {
         let geo = Geometry::new(&cfg, capacity_bytes)?;
         let precondition = Precondition::parse(&cfg.precondition)?;
@@ -330,7 +356,8 @@ impl NandDevice {
         let seed_part = if matches!(precondition, Precondition::Full) { seed } else { 0 };
         let key = format!("{cfg:?}|{capacity_bytes}|{seed_part}");
         let state = states.states.lock().expect("no panics while held").entry(key).or_default().clone();
-        let ftl = state.get_or_init(|| Arc::new(preconditioned_ftl(&cfg, &geo, precondition, seed))).clone();
+        let ftl =
+            state.get_or_init(|| preconditioned_ftl(&cfg, &geo, precondition, seed, watch).map(Arc::new)).clone()?;
         // copied on the run's first change to it
         Ok(NandDevice::with_ftl(cfg, geo, FtlState::Shared(ftl), queue_depth, capacity_bytes))
     }
