@@ -248,14 +248,22 @@ pub fn is_builtin_profile(name: &str) -> bool {
 }
 
 pub fn load_profile(name_or_path: &str, overrides: &[(String, String)]) -> Result<DeviceProfile, ProfileError> {
+    let text = profile_text(name_or_path)?;
+    parse_profile(&text, overrides).map_err(|e| match is_builtin_profile(name_or_path) {
+        true => ProfileError(format!("profile '{name_or_path}': {e}")),
+        false => ProfileError(format!("{name_or_path}: {e}")),
+    })
+}
+
+/// The TOML text of a shipped profile, or of a profile file.
+pub fn profile_text(name_or_path: &str) -> Result<String, ProfileError> {
     if let Some((_, text)) = BUILTIN.iter().find(|(n, _)| *n == name_or_path) {
-        return parse_profile(text, overrides).map_err(|e| ProfileError(format!("profile '{name_or_path}': {e}")));
+        return Ok(text.to_string());
     }
     let path = Path::new(name_or_path);
     if path.exists() {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| ProfileError(format!("cannot read profile '{}': {e}", path.display())))?;
-        return parse_profile(&text, overrides).map_err(|e| ProfileError(format!("{}: {e}", path.display())));
+        return std::fs::read_to_string(path)
+            .map_err(|e| ProfileError(format!("cannot read profile '{}': {e}", path.display())));
     }
     let known: Vec<&str> = BUILTIN.iter().map(|(n, _)| *n).collect();
     Err(ProfileError(format!(

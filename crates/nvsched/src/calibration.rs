@@ -4,7 +4,7 @@
 
 use crate::run::{run_sim_whole, RunSpec};
 use nvsched_report::JobStats;
-use nvsched_ssd::{Datasheet, DeviceProfile, DriveStates};
+use nvsched_ssd::{Datasheet, DeviceProfile, DriveStates, ModelConfig};
 use nvsched_workload::jobfile::HostEnvironment;
 use nvsched_workload::{parse_job_str, ParseOptions};
 use std::path::Path;
@@ -55,13 +55,23 @@ pub(crate) fn job_on(
     )
 }
 
-/// `profile` starting from drive state `state` instead (other overrides kept).
+/// `profile` starting from drive state `state` instead (the profile may come from a file,
+/// so it is changed rather than loaded again).
 pub(crate) fn with_state(profile: &DeviceProfile, state: &str) -> Result<DeviceProfile, String> {
-    let mut overrides = profile.overrides.clone();
-    overrides.retain(|(k, _)| k != "nand.precondition");
-    overrides.push(("nand.precondition".into(), state.into()));
-    let base = nvsched_ssd::load_profile(&profile.name, &overrides).map_err(|e| e.to_string())?;
-    Ok(base)
+    nvsched_ssd::Precondition::parse(state)?;
+    let mut p = profile.clone();
+    if let ModelConfig::Nand(c) = &mut p.model {
+        c.precondition = state.into();
+    }
+    set_override(&mut p, "nand.precondition", state.to_string());
+    Ok(p)
+}
+
+/// Records `key = value` among the profile's overrides (replacing one of the same key),
+/// as the reports list them; the caller has set the field itself.
+fn set_override(profile: &mut DeviceProfile, key: &str, value: String) {
+    profile.overrides.retain(|(k, _)| k != key);
+    profile.overrides.push((key.into(), value));
 }
 
 /// The first job's results of `text` run under `none` (seed 1); `drive_states` shares
@@ -99,8 +109,31 @@ fn window_mean(values: &[u64], from: usize, to: usize) -> f64 {
 /// Seconds a write stream at `rate_mbps` needs to fill the SLC cache of a clean drive.
 fn cache_fill_seconds(profile: &DeviceProfile, rate_mbps: f64) -> f64 {
     match &profile.model {
-        nvsched_ssd::ModelConfig::Nand(c) => (c.slc_static_bytes + c.slc_dynamic_max_bytes) as f64 / (rate_mbps * 1e6),
-        nvsched_ssd::ModelConfig::Simple(_) => 0.0,
+        ModelConfig::Nand(c) => (c.slc_static_bytes + c.slc_dynamic_max_bytes) as f64 / (rate_mbps * 1e6),
+        ModelConfig::Simple(_) => 0.0,
+    }
+}
+
+/// `profile` with `k` times fewer blocks per die and capacity: the same dies, the same
+/// over-provisioning and the same share of blocks GC keeps free, so the same steady state.
+fn shrink(profile: &mut DeviceProfile, k: u32) {
+    let ModelConfig::Nand(c) = &mut profile.model else { return };
+    let hard = (c.gc_hard_free_blocks / k).max(2);
+    let soft = (c.gc_soft_free_blocks / k).max(hard + 1);
+    let bg = (c.bg_gc_free_blocks / k).max(soft + 1);
+    (c.blocks_per_die, c.gc_hard_free_blocks, c.gc_soft_free_blocks, c.bg_gc_free_blocks) =
+        (c.blocks_per_die / k, hard, soft, bg);
+    let blocks = c.blocks_per_die;
+    profile.capacity_bytes = profile.capacity_bytes / u64::from(k) / 4096 * 4096;
+    let capacity = profile.capacity_bytes;
+    for (key, value) in [
+        ("nand.blocks_per_die", blocks.to_string()),
+        ("capacity_bytes", capacity.to_string()),
+        ("nand.gc_hard_free_blocks", hard.to_string()),
+        ("nand.gc_soft_free_blocks", soft.to_string()),
+        ("nand.bg_gc_free_blocks", bg.to_string()),
+    ] {
+        set_override(profile, key, value);
     }
 }
 
@@ -155,25 +188,11 @@ pub fn verify(profile: &DeviceProfile, scale_full: u32) -> Result<Vec<Check>, St
     // Random write.
     let full_state = ds.rand_write_state == "full";
     let rw_profile = if full_state {
-        let mut overrides = clean.overrides.clone();
-        overrides.retain(|(k, _)| k != "nand.precondition");
-        overrides.push(("nand.precondition".into(), "full".into()));
+        let mut full = with_state(&clean, "full")?;
         if scale_full > 1 {
-            if let nvsched_ssd::ModelConfig::Nand(c) = &clean.model {
-                // Same dies, same over-provisioning, same share of blocks GC keeps free.
-                let k = scale_full;
-                let hard = (c.gc_hard_free_blocks / k).max(2);
-                let soft = (c.gc_soft_free_blocks / k).max(hard + 1);
-                let bg = (c.bg_gc_free_blocks / k).max(soft + 1);
-                overrides.push(("nand.blocks_per_die".into(), (c.blocks_per_die / k).to_string()));
-                overrides
-                    .push(("capacity_bytes".into(), (clean.capacity_bytes / u64::from(k) / 4096 * 4096).to_string()));
-                overrides.push(("nand.gc_hard_free_blocks".into(), hard.to_string()));
-                overrides.push(("nand.gc_soft_free_blocks".into(), soft.to_string()));
-                overrides.push(("nand.bg_gc_free_blocks".into(), bg.to_string()));
-            }
+            shrink(&mut full, scale_full);
         }
-        nvsched_ssd::load_profile(&profile.name, &overrides).map_err(|e| e.to_string())?
+        full
     } else {
         clean.clone()
     };

@@ -59,7 +59,8 @@ pub(crate) enum Command {
     /// file's device and drive state and prints the model as `--sched iocost:...` and as
     /// an io.cost.model line.
     Tune(TuneArgs),
-    /// Measure a real device (io_uring) and write a simulator profile fitted to it.
+    /// Measure a real device (io_uring) and write a simulator profile fitted to it; or
+    /// (--fit) fit a flash profile's timings to its datasheet figures.
     Calibrate(CalibrateArgs),
     /// Run a job file on a real device and in simulation, side by side.
     Compare(CompareArgs),
@@ -290,7 +291,7 @@ pub(crate) struct DevicesArgs {
     /// Simulate each profile's datasheet workloads and compare with the cited figures.
     #[arg(long)]
     pub(crate) verify: bool,
-    /// Only these profiles (with --verify).
+    /// Only these profiles (with --verify): shipped names or TOML files.
     pub(crate) names: Vec<String>,
     /// With --verify: shrink full-drive runs by this factor (same over-provisioning).
     #[arg(long, default_value_t = 1)]
@@ -547,8 +548,21 @@ pub(crate) fn parse_seeds(spec: &str) -> Result<Seeds, String> {
 #[derive(Args)]
 pub(crate) struct CalibrateArgs {
     /// File or block device to measure (a new file is created and removed afterwards).
-    #[arg(long)]
-    pub(crate) filename: PathBuf,
+    #[arg(long, required_unless_present = "fit")]
+    pub(crate) filename: Option<PathBuf>,
+    /// Instead of measuring a device: fit a flash profile's timings to the figures of its
+    /// own [datasheet] section, by simulating them. A shipped profile, or a TOML file: copy
+    /// a shipped one, put your drive's datasheet figures in, and fit it.
+    #[arg(long, value_name = "PROFILE", conflicts_with_all = ["filename", "size", "seconds", "allow_destructive"])]
+    pub(crate) fit: Option<String>,
+    /// With --filename: fit this flash profile's timings to the measured figures instead
+    /// of writing the simple model (its geometry and caches stay; figures not measured,
+    /// writes on a device only read, keep the profile's datasheet values).
+    #[arg(long, value_name = "PROFILE", conflicts_with = "fit")]
+    pub(crate) like: Option<String>,
+    /// With --fit or --like: at most this many rounds of simulated measurements [default: 8].
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=50))]
+    pub(crate) rounds: Option<u32>,
     /// Bytes of it to use.
     #[arg(long, default_value = "1g")]
     pub(crate) size: String,

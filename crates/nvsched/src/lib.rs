@@ -6,6 +6,7 @@ pub mod calibration;
 pub mod figures;
 pub mod iocost_model;
 pub mod metrics;
+pub mod profile_fit;
 pub mod progress;
 pub mod realdev;
 pub mod repro;

@@ -1095,28 +1095,95 @@ fn reads_only(path: &Path) {
 }
 
 fn cmd_calibrate(args: CalibrateArgs) -> Result<(), String> {
+    check_directory_of("--output", &args.output)?;
+    let rounds = args.rounds.unwrap_or(FIT_ROUNDS);
+    if let Some(name) = &args.fit {
+        let profile = load_profile(name, &[]).map_err(|e| e.to_string())?;
+        if profile.datasheet.is_none() {
+            return Err(format!(
+                "{name}: the profile has no [datasheet] section with the figures to fit to (see a shipped profile's, e.g. profiles/970evoplus-250g.toml)"
+            ));
+        }
+        let text = nvsched_ssd::profile_text(name).map_err(|e| e.to_string())?;
+        eprintln!("nvsched: fitting {name}'s timings to its datasheet; each round simulates every figure ...");
+        return fit_and_write(profile, &text, name, rounds, &args.output);
+    }
+    if args.rounds.is_some() && args.like.is_none() {
+        return Err("--rounds applies to --fit and --like only".into());
+    }
+    // the template is checked before the device is measured
+    let like = match &args.like {
+        Some(name) => Some((load_flash_profile(name)?, nvsched_ssd::profile_text(name).map_err(|e| e.to_string())?)),
+        None => None,
+    };
+    let filename = args.filename.as_deref().expect("clap requires --filename without --fit");
     let size = nvsched_workload::units::parse_size(&args.size, nvsched_workload::KbBase::Binary)
         .map_err(|e| format!("--size: {e}"))?;
-    check_directory_of("--output", &args.output)?;
-    on_real_device([args.filename.as_path()]);
-    let m = nvsched::realdev::on_target(&args.filename, size, args.allow_destructive, |writes, opts| {
+    on_real_device([filename]);
+    let m = nvsched::realdev::on_target(filename, size, args.allow_destructive, |writes, opts| {
         if !writes {
-            reads_only(&args.filename);
+            reads_only(filename);
         }
-        eprintln!(
-            "nvsched: measuring {} ({} bytes, {} s per measurement) ...",
-            args.filename.display(),
-            size,
-            args.seconds
-        );
-        nvsched::realdev::measure(&args.filename, size, args.seconds, writes, opts)
+        eprintln!("nvsched: measuring {} ({} bytes, {} s per measurement) ...", filename.display(), size, args.seconds);
+        nvsched::realdev::measure(filename, size, args.seconds, writes, opts)
     })?;
     print!("{}", nvsched::realdev::measurements_table(&m));
+    if let Some((mut profile, text)) = like {
+        let template = profile.datasheet.clone();
+        profile.datasheet = Some(nvsched::realdev::measured_datasheet(&m, template.as_ref())?);
+        let source = format!("{} measured on {}", args.like.as_deref().unwrap_or_default(), filename.display());
+        eprintln!("\nnvsched: fitting {source}; each round simulates every figure ...");
+        return fit_and_write(profile, &text, &source, rounds, &args.output);
+    }
     let name = args.output.file_stem().map_or("calibrated".into(), |s| s.to_string_lossy().into_owned());
     let toml = nvsched::realdev::fit_profile(&name, &m, size);
     nvsched_report::write_atomic(&args.output, toml.as_bytes())
         .map_err(|e| format!("{}: {e}", args.output.display()))?;
     println!("\nwrote {} (use: --device {})", args.output.display(), args.output.display());
+    Ok(())
+}
+
+/// Full-drive figures are measured on a drive this many times smaller (same
+/// over-provisioning), as the datasheet test does: each round simulates them again.
+const FIT_SCALE_FULL: u32 = 8;
+
+/// Rounds of simulated measurements `calibrate --fit` and `--like` take at most.
+const FIT_ROUNDS: u32 = 8;
+
+/// A flash profile to fit (`--like`): the simple model has no timings to fit.
+fn load_flash_profile(name: &str) -> Result<DeviceProfile, String> {
+    let profile = load_profile(name, &[]).map_err(|e| e.to_string())?;
+    match profile.model {
+        nvsched_ssd::ModelConfig::Nand(_) => Ok(profile),
+        nvsched_ssd::ModelConfig::Simple(_) => {
+            Err(format!("--like {name}: the simple model has no flash timings to fit; name a flash profile"))
+        }
+    }
+}
+
+/// Fits `profile`'s timings to its datasheet and writes it (its TOML `text` with the
+/// fitted fields and the datasheet changed; `name` says where it came from) to `output`.
+fn fit_and_write(profile: DeviceProfile, text: &str, name: &str, rounds: u32, output: &Path) -> Result<(), String> {
+    nvsched_uring::stop_on_interrupt();
+    let fit = nvsched::profile_fit::fit(&profile, rounds, FIT_SCALE_FULL, |round, checks| {
+        let worst = checks.iter().max_by(|a, b| a.error().abs().total_cmp(&b.error().abs()));
+        if let Some(w) = worst {
+            eprintln!("  round {round}: largest error {:+.1}% ({})", w.error() * 100.0, w.name);
+        }
+    })?;
+    println!("{}", nvsched::calibration::table(&format!("{name}: before"), &fit.before));
+    println!("{}", nvsched::calibration::table(&format!("{name}: fitted, {} round(s)", fit.rounds), &fit.after));
+    if !fit.unfitted.is_empty() {
+        println!("not fitted (they follow from the other timings and the geometry): {}\n", fit.unfitted.join(", "));
+    }
+    let stem = output.file_stem().map_or("fitted".into(), |s| s.to_string_lossy().into_owned());
+    let toml = nvsched::profile_fit::fitted_toml(text, &stem, name, &fit)?;
+    nvsched_report::write_atomic(output, toml.as_bytes()).map_err(|e| format!("{}: {e}", output.display()))?;
+    for (field, value) in &fit.changed {
+        println!("  nand.{field} = {value}");
+    }
+    println!("\nwrote {} (use: --device {})", output.display(), output.display());
+    print_warnings(nvsched::profile_fit::far_moves(&profile, &fit));
     Ok(())
 }
 
@@ -1386,11 +1453,22 @@ fn cmd_devices(args: DevicesArgs) -> Result<(), String> {
         print_devices();
         return Ok(());
     }
+    // every shipped profile with a datasheet, or the named ones (shipped, or TOML files)
+    let profiles = match args.names.is_empty() {
+        true => builtin_profiles().into_iter().filter(|p| p.datasheet.is_some()).collect(),
+        false => args
+            .names
+            .iter()
+            .map(|name| match load_profile(name, &[]) {
+                Ok(p) if p.datasheet.is_none() => {
+                    Err(format!("{name}: the profile has no [datasheet] section to verify against"))
+                }
+                loaded => loaded.map_err(|e| e.to_string()),
+            })
+            .collect::<Result<Vec<_>, String>>()?,
+    };
     let mut failed = 0;
-    for p in builtin_profiles() {
-        if p.datasheet.is_none() || (!args.names.is_empty() && !args.names.contains(&p.name)) {
-            continue;
-        }
+    for p in profiles {
         let checks = nvsched::calibration::verify(&p, args.scale_full.max(1))?;
         failed += checks.iter().filter(|c| c.error().abs() > 0.15).count();
         println!("{}", nvsched::calibration::table(&p.name, &checks));

@@ -4,7 +4,7 @@
 
 use crate::run::{run_sim_whole, run_uring, RunSpec};
 use nvsched_report::{JobStats, RunReport};
-use nvsched_ssd::DeviceProfile;
+use nvsched_ssd::{Datasheet, DeviceProfile};
 use nvsched_uring::UringOptions;
 use nvsched_workload::jobfile::HostEnvironment;
 use nvsched_workload::{parse_job_str, JobFile, ParseOptions};
@@ -160,6 +160,37 @@ pub fn fit_profile(name: &str, m: &Measurements, capacity: u64) -> String {
     let _ =
         writeln!(s, "[simple]\nunits = {units}\nstripe_bytes = 4096\nread_ns = {read_ns:.0}\nwrite_ns = {write_ns:.0}");
     s
+}
+
+/// The measured figures as a datasheet for `calibrate --like` to fit a flash profile to:
+/// writes not measured (on a device only read) keep `template`'s figures; the sequential
+/// rate after the SLC cache is the one after a cliff within the measured size, and absent
+/// (not fitted) without one; random writes count as on a clean drive.
+pub fn measured_datasheet(m: &Measurements, template: Option<&Datasheet>) -> Result<Datasheet, String> {
+    let writes = (m.qd1_write_us, m.rand_write_iops, m.seq_write_mbps);
+    let (qd1_write_us, rand_write_iops, seq_write_mbps) = match (writes, template) {
+        ((Some(a), Some(b), Some(c)), _) => (Some(a), b, c),
+        (_, Some(t)) => (None, t.rand_write_iops, t.seq_write_mbps),
+        (_, None) => {
+            return Err("writes were not measured, and the profile has no [datasheet] to take them from".into())
+        }
+    };
+    // a write-cache cliff within the measured size: the rates before and after it
+    let n = m.write_series_mbps.len();
+    let cliff = (qd1_write_us.is_some() && n >= 4)
+        .then(|| (m.write_series_mbps[0], m.write_series_mbps[n - 2]))
+        .filter(|(early, late)| *late < 0.7 * early);
+    Ok(Datasheet {
+        seq_read_mbps: m.seq_read_mbps,
+        seq_write_mbps: cliff.map_or(seq_write_mbps, |(early, _)| early),
+        seq_write_after_cache_mbps: cliff.map(|(_, late)| late),
+        rand_read_iops: m.rand_read_iops,
+        rand_write_iops,
+        rand_write_after_cache_iops: None,
+        rand_write_state: "clean".into(),
+        qd1_read_iops: 1e6 / m.qd1_read_us,
+        qd1_write_iops: qd1_write_us.map(|us| 1e6 / us).or(template.and_then(|t| t.qd1_write_iops)),
+    })
 }
 
 pub fn measurements_table(m: &Measurements) -> String {

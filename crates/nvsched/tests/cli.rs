@@ -2006,3 +2006,36 @@ fn sigint_stops_a_reproduction_and_keeps_the_finished_runs() {
     assert!(stderr.contains(&format!("16 runs ({} simulated, {kept} from cache)", 16 - kept)), "{stderr}");
     std::fs::remove_dir_all(&out_dir).unwrap();
 }
+
+/// `calibrate --fit` fits a flash profile to its datasheet and writes a profile that
+/// `devices --verify` and `run` take; what it cannot fit is refused with the reason.
+#[test]
+fn calibrate_fits_a_profile_to_its_datasheet_and_devices_verifies_the_file() {
+    let out_file = temp_job("fitted-pro.toml", "");
+    std::fs::remove_file(&out_file).unwrap();
+    let out = out_file.to_str().unwrap();
+    let text = stdout_of(&["calibrate", "--fit", "970pro-512g", "--rounds", "2", "--output", out]);
+    assert!(text.contains("970pro-512g: before") && text.contains("970pro-512g: fitted"), "{text}");
+    assert!(text.contains(&format!("wrote {out} (use: --device {out})")), "{text}");
+    let verified = stdout_of(&["devices", "--verify", out]);
+    assert!(verified.starts_with("fitted-pro\n") && verified.contains("random write QD1 (IOPS)"), "{verified}");
+    let job = temp_job("on-fitted.fio", "[r]\nrw=randread\nsize=1g\nnumber_ios=100\n");
+    stdout_of(&["run", job.to_str().unwrap(), "--device", out]);
+    std::fs::remove_file(&out_file).unwrap();
+    // what cannot be fitted or verified, and why
+    let refused = [
+        (vec!["calibrate", "--fit", "simple-nvme"], "simple-nvme: the profile has no [datasheet] section"),
+        (
+            vec!["calibrate", "--filename", "/nonexistent/x", "--rounds", "2"],
+            "--rounds applies to --fit and --like only",
+        ),
+        (vec!["calibrate", "--fit", "970pro-512g", "--size", "1g"], "cannot be used with"),
+        (vec!["devices", "--verify", "simple-nvme"], "simple-nvme: the profile has no [datasheet] section to verify"),
+        (vec!["devices", "--verify", "nope.toml"], "unknown device 'nope.toml'"),
+    ];
+    for (args, message) in refused {
+        let out = nvsched(&args);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains(message), "{args:?}: {stderr}");
+    }
+}

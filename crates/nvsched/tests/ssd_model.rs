@@ -112,3 +112,43 @@ fn a_run_hears_its_drive_prepared_and_may_be_abandoned_before_it_starts() {
     );
     assert!(watcher.heard.last().is_some_and(|&done| (0.5..1.0).contains(&done)) && watcher.dispatched == 0);
 }
+
+/// A 970 PRO profile with its timings knocked off (a slower page read, program and
+/// channel, a longer write latency) fits back to its datasheet within 2% on every figure
+/// a knob answers for, and the written profile is the fitted one, comments kept.
+#[test]
+fn fitting_a_detuned_profile_brings_it_back_to_its_datasheet() {
+    let text = nvsched_ssd::profile_text("970pro-512g").unwrap();
+    let mut doc: toml_edit::DocumentMut = text.parse().unwrap();
+    doc["nand"]["t_read_us"] = toml_edit::value(75.0);
+    doc["nand"]["t_prog_us"] = toml_edit::value(doc["nand"]["t_prog_us"].as_float().unwrap() * 1.4);
+    doc["nand"]["channel_mbps"] = toml_edit::value(doc["nand"]["channel_mbps"].as_float().unwrap() * 0.6);
+    doc["nand"]["ctrl_write_latency_ns"] = toml_edit::value(20_000);
+    let path = std::env::temp_dir().join(format!("nvsched-fit-{}.toml", std::process::id()));
+    std::fs::write(&path, doc.to_string()).unwrap();
+    let detuned = load_profile(path.to_str().unwrap(), &[]).unwrap();
+    let mut rounds_heard = Vec::new();
+    let fit = nvsched::profile_fit::fit(&detuned, 8, 8, |round, _| rounds_heard.push(round)).unwrap();
+    std::fs::remove_file(&path).unwrap();
+    let far_before = fit.before.iter().filter(|c| c.error().abs() > 0.05).count();
+    assert!(far_before >= 3, "the detuning shows: {:?}", fit.before);
+    for c in &fit.after {
+        assert!(c.error().abs() < 0.02, "{}: {:.0} vs {:.0}", c.name, c.measured, c.cited);
+    }
+    assert!(fit.unfitted.is_empty(), "every 970 PRO figure has a knob: {:?}", fit.unfitted);
+    assert_eq!(rounds_heard, (0..=fit.rounds).collect::<Vec<_>>());
+    assert!(fit.rounds <= 6, "{} rounds", fit.rounds);
+    // the written profile: the fitted values, the template's comments, the new name
+    let written = nvsched::profile_fit::fitted_toml(&doc.to_string(), "pro-fitted", "detuned.toml", &fit).unwrap();
+    let reread = nvsched_ssd::parse_profile(&written, &[]).unwrap();
+    assert_eq!(reread.name, "pro-fitted");
+    let (nvsched_ssd::ModelConfig::Nand(fitted), nvsched_ssd::ModelConfig::Nand(reread)) =
+        (&fit.profile.model, &reread.model)
+    else {
+        panic!("flash profiles")
+    };
+    assert_eq!(reread.ctrl_write_latency_ns, fitted.ctrl_write_latency_ns);
+    assert!((reread.t_read_us - fitted.t_read_us).abs() < 0.01 && (reread.t_prog_us - fitted.t_prog_us).abs() < 0.01);
+    assert!(written.starts_with("# pro-fitted: detuned.toml with its timings fitted"), "{written}");
+    assert!(written.contains("# 970pro-512g"), "the template's own comments stay");
+}

@@ -642,6 +642,45 @@ fn calibrate_fits_a_profile_the_simulator_loads_and_removes_its_scratch_file() {
     std::fs::remove_dir_all(&d).ok();
 }
 
+/// `calibrate --like PROFILE` fits a flash profile's timings to the measured figures:
+/// the written profile holds them as its datasheet, and the simulator loads it.
+#[test]
+fn calibrate_like_fits_a_flash_profile_to_the_measurements() {
+    if skip() {
+        return;
+    }
+    let d = dir();
+    let scratch = d.join("scratch.dat");
+    let profile = d.join("like.toml");
+    let (scratch_arg, profile_arg) = (scratch.to_str().unwrap(), profile.to_str().unwrap());
+    let args = ["calibrate", "--filename", scratch_arg, "--size", "16m", "--seconds", "1", "--output", profile_arg];
+    // the simple model has no flash timings: refused before anything is measured
+    let out = nvsched(&[&args[..], &["--like", "simple-nvme"]].concat());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("--like simple-nvme: the simple model"), "{stderr}");
+    assert!(!stderr.contains("measuring") && !scratch.exists() && !profile.exists(), "{stderr}");
+    let out = nvsched(&[&args[..], &["--like", "970pro-512g", "--rounds", "3"]].concat());
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "{stdout}{stderr}");
+    assert!(!scratch.exists(), "the scratch file is removed");
+    assert!(stdout.contains(&format!("970pro-512g measured on {scratch_arg}: fitted")), "{stdout}");
+    // the datasheet is what was measured: the QD1 read figure is one over the mean latency
+    let qd1_us: f64 = stdout
+        .lines()
+        .find_map(|l| l.strip_prefix("QD1 random read"))
+        .and_then(|rest| rest.trim().trim_end_matches("us").trim().parse().ok())
+        .unwrap_or_else(|| panic!("{stdout}"));
+    let written = nvsched_ssd::load_profile(profile_arg, &[]).unwrap();
+    let datasheet = written.datasheet.expect("the measured figures");
+    // (the table rounds the latency to 0.1 us)
+    let from_table = 1e6 / qd1_us;
+    assert!((datasheet.qd1_read_iops / from_table - 1.0).abs() < 0.002, "{} vs {qd1_us} us", datasheet.qd1_read_iops);
+    assert!(matches!(written.model, nvsched_ssd::ModelConfig::Nand(_)), "a flash profile");
+    let verified = nvsched(&["devices", "--verify", profile_arg]);
+    assert!(String::from_utf8_lossy(&verified.stdout).contains("random read QD1 (IOPS)"), "{verified:?}");
+    std::fs::remove_dir_all(&d).ok();
+}
+
 #[test]
 fn calibrate_only_reads_an_existing_file() {
     if skip() {
