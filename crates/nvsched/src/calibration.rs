@@ -9,6 +9,16 @@ use nvsched_workload::jobfile::HostEnvironment;
 use nvsched_workload::{parse_job_str, ParseOptions};
 use std::path::Path;
 
+/// The figures [`verify`] measures, by name (the fit's knobs answer for them by name).
+pub const RANDOM_READ_QD1: &str = "random read QD1";
+pub const RANDOM_READ_QD32X4: &str = "random read QD32x4";
+pub const SEQ_READ: &str = "sequential read 128K QD32";
+pub const SEQ_WRITE: &str = "sequential write 128K QD32";
+pub const SEQ_WRITE_AFTER_CACHE: &str = "sequential write after SLC cache";
+pub const RANDOM_WRITE_QD32X4: &str = "random write QD32x4";
+pub const RANDOM_WRITE_AFTER_CACHE: &str = "random write after SLC cache";
+pub const RANDOM_WRITE_QD1: &str = "random write QD1";
+
 /// One checked figure.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Check {
@@ -152,9 +162,9 @@ pub fn verify(profile: &DeviceProfile, scale_full: u32) -> Result<Vec<Check>, St
 
     // (check, unit, cited, job)
     let reads = [
-        ("random read QD1", "IOPS", ds.qd1_read_iops, job("qd1-read", "randread", "4k", 1, 1, "1", region)),
-        ("random read QD32x4", "IOPS", ds.rand_read_iops, job("rand-read", "randread", "4k", 32, 4, "1", region)),
-        ("sequential read 128K QD32", "MB/s", ds.seq_read_mbps, job("seq-read", "read", "128k", 32, 1, "1", region)),
+        (RANDOM_READ_QD1, "IOPS", ds.qd1_read_iops, job("qd1-read", "randread", "4k", 1, 1, "1", region)),
+        (RANDOM_READ_QD32X4, "IOPS", ds.rand_read_iops, job("rand-read", "randread", "4k", 32, 4, "1", region)),
+        (SEQ_READ, "MB/s", ds.seq_read_mbps, job("seq-read", "read", "128k", 32, 1, "1", region)),
     ];
     for (name, unit, cited, job_text) in reads {
         let s = simulate(&filled, &job_text, None)?;
@@ -169,7 +179,7 @@ pub fn verify(profile: &DeviceProfile, scale_full: u32) -> Result<Vec<Check>, St
     let s = simulate(&clean, &job("seq-write", "write", "128k", 32, 1, &runtime.to_string(), None), None)?;
     let series = &s.dirs[1].series.bytes;
     out.push(Check {
-        name: "sequential write 128K QD32",
+        name: SEQ_WRITE,
         unit: "MB/s",
         cited: ds.seq_write_mbps,
         measured: window_mean(series, 0, 1) / 1e6,
@@ -177,7 +187,7 @@ pub fn verify(profile: &DeviceProfile, scale_full: u32) -> Result<Vec<Check>, St
     });
     if let Some(after) = ds.seq_write_after_cache_mbps {
         out.push(Check {
-            name: "sequential write after SLC cache",
+            name: SEQ_WRITE_AFTER_CACHE,
             unit: "MB/s",
             cited: after,
             measured: window_mean(series, runtime - 2, runtime) / 1e6,
@@ -218,10 +228,10 @@ pub fn verify(profile: &DeviceProfile, scale_full: u32) -> Result<Vec<Check>, St
     } else {
         (window_mean(ios, 0, 1), "clean".to_string())
     };
-    out.push(Check { name: "random write QD32x4", unit: "IOPS", cited: ds.rand_write_iops, measured, state });
+    out.push(Check { name: RANDOM_WRITE_QD32X4, unit: "IOPS", cited: ds.rand_write_iops, measured, state });
     if let Some(after) = ds.rand_write_after_cache_iops {
         out.push(Check {
-            name: "random write after SLC cache",
+            name: RANDOM_WRITE_AFTER_CACHE,
             unit: "IOPS",
             cited: after,
             measured: window_mean(ios, runtime - 2, runtime),
@@ -231,7 +241,7 @@ pub fn verify(profile: &DeviceProfile, scale_full: u32) -> Result<Vec<Check>, St
     if let Some(qd1w) = ds.qd1_write_iops {
         let s = simulate(&clean, &job("qd1-write", "randwrite", "4k", 1, 1, "1", None), None)?;
         out.push(Check {
-            name: "random write QD1",
+            name: RANDOM_WRITE_QD1,
             unit: "IOPS",
             cited: qd1w,
             measured: iops(&s, 1),

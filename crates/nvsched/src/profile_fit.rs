@@ -1,10 +1,13 @@
 //! Fits a flash profile's timings to datasheet figures (`nvsched calibrate --fit`): each
 //! figure that `calibration::verify` measures has one knob in the `[nand]` section, moved
 //! by that figure's error; the simulator measures every figure again, and the rounds go
-//! on until each figure is within 1% or a round changes nothing. The drive's geometry,
+//! on until each figure is within 1% or its knob no longer moves it. The drive's geometry,
 //! cache sizes and GC settings stay as the profile has them.
 
-use crate::calibration::{verify, Check};
+use crate::calibration::{
+    verify, Check, RANDOM_READ_QD1, RANDOM_READ_QD32X4, RANDOM_WRITE_QD1, RANDOM_WRITE_QD32X4, SEQ_READ, SEQ_WRITE,
+    SEQ_WRITE_AFTER_CACHE,
+};
 use nvsched_ssd::{DeviceProfile, ModelConfig, NandConfig};
 
 /// How a knob follows its figure's error.
@@ -33,23 +36,20 @@ struct Knob {
 /// One knob per figure. The QD1 latencies have pure latencies of their own
 /// (`ctrl_*_latency_ns`), so the IOPS knobs can move service times without undoing them.
 const KNOBS: &[Knob] = &[
+    Knob { figure: RANDOM_READ_QD1, moves: Move::Latency { field: "ctrl_read_latency_ns", spill: Some("t_read_us") } },
     Knob {
-        figure: "random read QD1",
-        moves: Move::Latency { field: "ctrl_read_latency_ns", spill: Some("t_read_us") },
-    },
-    Knob {
-        figure: "random read QD32x4",
+        figure: RANDOM_READ_QD32X4,
         moves: Move::Occupancy { field: "ctrl_read_occupancy_ns", fallback: Some("t_read_us") },
     },
-    Knob { figure: "sequential read 128K QD32", moves: Move::Transfer },
-    Knob { figure: "sequential write 128K QD32", moves: Move::Time("t_prog_slc_us") },
-    Knob { figure: "sequential write after SLC cache", moves: Move::Time("t_prog_us") },
-    Knob { figure: "random write QD32x4", moves: Move::Occupancy { field: "ctrl_write_occupancy_ns", fallback: None } },
-    Knob { figure: "random write QD1", moves: Move::Latency { field: "ctrl_write_latency_ns", spill: None } },
+    Knob { figure: SEQ_READ, moves: Move::Transfer },
+    Knob { figure: SEQ_WRITE, moves: Move::Time("t_prog_slc_us") },
+    Knob { figure: SEQ_WRITE_AFTER_CACHE, moves: Move::Time("t_prog_us") },
+    Knob { figure: RANDOM_WRITE_QD32X4, moves: Move::Occupancy { field: "ctrl_write_occupancy_ns", fallback: None } },
+    Knob { figure: RANDOM_WRITE_QD1, moves: Move::Latency { field: "ctrl_write_latency_ns", spill: None } },
 ];
 
 /// Without an SLC cache, sequential writes are native programs.
-const NO_CACHE_SEQ_WRITE: Knob = Knob { figure: "sequential write 128K QD32", moves: Move::Time("t_prog_us") };
+const NO_CACHE_SEQ_WRITE: Knob = Knob { figure: SEQ_WRITE, moves: Move::Time("t_prog_us") };
 
 /// Every field a knob may change, in the order the fitted profile lists them.
 const FIELDS: &[&str] = &[
