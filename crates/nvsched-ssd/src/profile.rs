@@ -152,6 +152,34 @@ pub struct Datasheet {
     pub qd1_write_iops: Option<f64>,
 }
 
+impl Datasheet {
+    /// Every figure a positive number, and the random-write state one of the two.
+    pub fn check(&self) -> Result<(), ProfileError> {
+        let figures = [
+            ("seq_read_mbps", Some(self.seq_read_mbps)),
+            ("seq_write_mbps", Some(self.seq_write_mbps)),
+            ("seq_write_after_cache_mbps", self.seq_write_after_cache_mbps),
+            ("rand_read_iops", Some(self.rand_read_iops)),
+            ("rand_write_iops", Some(self.rand_write_iops)),
+            ("rand_write_after_cache_iops", self.rand_write_after_cache_iops),
+            ("qd1_read_iops", Some(self.qd1_read_iops)),
+            ("qd1_write_iops", self.qd1_write_iops),
+        ];
+        if let Some((name, value)) =
+            figures.iter().find_map(|(n, v)| v.filter(|v| !(v.is_finite() && *v > 0.0)).map(|v| (n, v)))
+        {
+            return Err(ProfileError(format!("datasheet.{name} = {value}: a figure is a positive number")));
+        }
+        if !["clean", "full"].contains(&self.rand_write_state.as_str()) {
+            return Err(ProfileError(format!(
+                "datasheet.rand_write_state = '{}': expected clean or full",
+                self.rand_write_state
+            )));
+        }
+        Ok(())
+    }
+}
+
 fn clean_state() -> String {
     "clean".into()
 }
@@ -294,6 +322,9 @@ pub fn parse_profile(text: &str, overrides: &[(String, String)]) -> Result<Devic
         (Some(_), Some(_)) => return Err(ProfileError("a profile has one model section: [simple] or [nand]".into())),
         (None, None) => return Err(ProfileError("the profile has no model section ([simple] or [nand])".into())),
     };
+    if let Some(ds) = &file.datasheet {
+        ds.check()?;
+    }
     if file.queue_depth == 0 {
         return Err(ProfileError("queue_depth must be > 0".into()));
     }
@@ -414,6 +445,26 @@ mod tests {
         assert!(e.0.contains("expected an integer"), "{e}");
         let e = load_profile("simple-nvme", &[("nosuch.x".into(), "1".into())]).unwrap_err();
         assert!(e.0.contains("no section 'nosuch'"), "{e}");
+    }
+
+    #[test]
+    fn datasheet_figures_are_positive_and_the_write_state_known() {
+        // the figure's line of the shipped profile, changed
+        let text = profile_text("970evoplus-250g").unwrap();
+        let set = |key: &str, value: &str| {
+            let line = text.lines().find(|l| l.starts_with(&format!("{key} = "))).unwrap();
+            parse_profile(&text.replace(line, &format!("{key} = {value}")), &[])
+        };
+        assert!(set("seq_write_mbps", "1800.5").is_ok());
+        for (key, value) in
+            [("seq_write_mbps", "0"), ("rand_read_iops", "-1"), ("qd1_write_iops", "nan"), ("qd1_read_iops", "inf")]
+        {
+            let e = set(key, value).unwrap_err();
+            assert!(e.0.starts_with(&format!("datasheet.{key} = ")), "{e}");
+            assert!(e.0.contains("a figure is a positive number"), "{e}");
+        }
+        let e = load_profile("970evoplus-250g", &[("datasheet.rand_write_state".into(), "half".into())]).unwrap_err();
+        assert!(e.0.contains("expected clean or full"), "{e}");
     }
 
     #[test]

@@ -180,7 +180,7 @@ pub fn measured_datasheet(m: &Measurements, template: Option<&Datasheet>) -> Res
     let cliff = (qd1_write_us.is_some() && n >= 4)
         .then(|| (m.write_series_mbps[0], m.write_series_mbps[n - 2]))
         .filter(|(early, late)| *late < 0.7 * early);
-    Ok(Datasheet {
+    let datasheet = Datasheet {
         seq_read_mbps: m.seq_read_mbps,
         seq_write_mbps: cliff.map_or(seq_write_mbps, |(early, _)| early),
         seq_write_after_cache_mbps: cliff.map(|(_, late)| late),
@@ -190,7 +190,10 @@ pub fn measured_datasheet(m: &Measurements, template: Option<&Datasheet>) -> Res
         rand_write_state: "clean".into(),
         qd1_read_iops: 1e6 / m.qd1_read_us,
         qd1_write_iops: qd1_write_us.map(|us| 1e6 / us).or(template.and_then(|t| t.qd1_write_iops)),
-    })
+    };
+    // a device that completed nothing in a measurement leaves nothing to fit
+    datasheet.check().map_err(|e| format!("the measurements: {e}"))?;
+    Ok(datasheet)
 }
 
 pub fn measurements_table(m: &Measurements) -> String {
