@@ -152,3 +152,24 @@ fn fitting_a_detuned_profile_brings_it_back_to_its_datasheet() {
     assert!(written.starts_with("# pro-fitted: detuned.toml with its timings fitted"), "{written}");
     assert!(written.contains("# 970pro-512g"), "the template's own comments stay");
 }
+
+/// A figure after the SLC cache is measured after it even when the simulated drive writes
+/// slower than its datasheet says (the run is made as long as the simulated rate needs),
+/// so a profile that is off shows by how much.
+#[test]
+fn the_after_cache_write_figure_is_measured_past_the_cache_of_a_slower_drive() {
+    // the datasheet claims twice the in-cache rate the model writes: filling the 13 GB
+    // cache at the claimed rate would end the run inside it
+    let overrides = [
+        ("datasheet.seq_write_mbps".to_string(), "5000".to_string()),
+        ("datasheet.rand_write_iops".to_string(), "1200000".to_string()),
+    ];
+    let profile = load_profile("970evoplus-250g", &overrides).unwrap();
+    let checks = nvsched::calibration::verify(&profile, 8).unwrap();
+    let figure = |name: &str| checks.iter().find(|c| c.name == name).unwrap();
+    let seq = figure(nvsched::calibration::SEQ_WRITE_AFTER_CACHE);
+    assert_eq!(seq.state, "clean, cache full");
+    assert!((seq.measured / 400.0 - 1.0).abs() < 0.05, "TLC speed, 400 MB/s: {seq:?}");
+    let rand = figure(nvsched::calibration::RANDOM_WRITE_AFTER_CACHE);
+    assert!((rand.measured / 97_632.0 - 1.0).abs() < 0.05, "as with the shipped datasheet: {rand:?}");
+}
