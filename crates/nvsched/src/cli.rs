@@ -321,9 +321,9 @@ pub(crate) struct ReproArgs {
     #[arg(long, short)]
     pub(crate) quiet: bool,
     /// Run the experiment on this drive instead: a shipped profile or a TOML file of the
-    /// flash model (the drive states need its FTL). The manifest's own profile settings
-    /// (its device_set) are dropped, as they were chosen for its drive. The claims are
-    /// judged as before.
+    /// flash model (the drive states need its FTL). The manifest's drive settings (its
+    /// device_set outside host.*) are dropped, as they were chosen for its drive; its host
+    /// settings (host.*, the paper's machine) stay. The claims are judged as before.
     #[arg(long, value_name = "PROFILE")]
     pub(crate) device: Option<String>,
     /// Override a profile field for every run, e.g. `--device-set host.cpus=2`

@@ -756,10 +756,14 @@ fn a_reproduction_cell_runs_on_another_drive_with_device() {
     assert!(other_err.contains("on 970evoplus-250g"), "{other_err}");
     assert_ne!(own, other, "another drive, other numbers");
     assert_eq!(own, sweep(&["--device", "970pro-512g"]).0, "tabs' manifest sets no profile fields");
-    // the manifest's device_set is dropped with --device: prio-nice's raises the queue's tags
+    // with --device the manifest's host settings stay (prio-nice's raises the block
+    // layer's tags: host.nr_requests=32768) and its drive settings go (queue_depth=8184,
+    // which this cell does not feel); --device-set goes on top
     let prio_nice = ["sweep", "--experiment", "prio-nice:nice80", "--sched", "none", "-q"];
-    let (own, moved) = (stdout_of(&prio_nice), stdout_of(&[&prio_nice[..], &["--device", "960pro-512g"]].concat()));
-    assert_ne!(own, moved, "without host.nr_requests=32768 the processes share tags otherwise");
+    let own = stdout_of(&prio_nice);
+    assert_eq!(own, stdout_of(&[&prio_nice[..], &["--device", "960pro-512g"]].concat()), "the host's tags stay");
+    let fewer_tags = [&prio_nice[..], &["--device", "960pro-512g", "--device-set", "host.nr_requests=1023"]].concat();
+    assert_ne!(own, stdout_of(&fewer_tags), "with fewer tags the processes share them otherwise");
 }
 
 /// `tune POLICY --param`: none and every setting run, and the choice follows the rule on

@@ -151,9 +151,11 @@ impl Manifest {
     }
 
     /// The experiment on another drive (`repro --device PROFILE --device-set KEY=VALUE`):
-    /// `profile` replaces the manifest's device and drops the manifest's `device_set`,
-    /// which was chosen for that device; `set` overrides profile fields on top. The
-    /// profile is loaded once here, so a bad one fails before anything runs.
+    /// `profile` replaces the manifest's device and drops the drive's settings of the
+    /// manifest's `device_set`, chosen for that drive, keeping those of the host
+    /// (`host.*`: the paper's machine, such as k2-analysis' one CPU); `set` overrides
+    /// profile fields on top. The profile is loaded once here, so a bad one fails before
+    /// anything runs.
     pub fn on_device(&mut self, profile: Option<&str>, set: &[(String, String)]) -> Result<(), String> {
         if profile.is_none() && set.is_empty() {
             return Ok(());
@@ -161,7 +163,7 @@ impl Manifest {
         self.own_device = Some(describe_device(&self.device, &self.device_set));
         if let Some(profile) = profile {
             self.device = profile.to_string();
-            self.device_set.clear();
+            self.device_set.retain(|key, _| key.starts_with("host."));
         }
         self.device_set.extend(set.iter().cloned());
         let on = describe_device(&self.device, &self.device_set);
