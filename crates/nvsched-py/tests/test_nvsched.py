@@ -183,9 +183,12 @@ def test_a_reproduction_cell_has_the_manifests_job_and_device(capsys):
     assert nvsched.experiment_cell("k2-analysis", "randread", quick=False)["seeds"] == [1, 2, 3, 4, 5]
     with pytest.raises(ValueError, match="no variant 'sideways'.*randread"):
         nvsched.experiment_cell("k2-analysis", "sideways")
-    # on another drive: without the manifest's settings, in the state's drive state
+    # on another drive: with the manifest's host settings but not its drive's, in the
+    # state's drive state
     moved = nvsched.experiment_cell("k2-analysis", "randread", "partial", device="970pro-512g")
-    assert moved["device"] == "970pro-512g" and moved["device_set"] == {"nand.precondition": "partial:0.5"}
+    assert moved["device"] == "970pro-512g"
+    assert moved["device_set"] == {"host.cpus": "1", "host.submit_cpu_ns": "2500", "host.complete_cpu_ns": "3000",
+                                   "nand.precondition": "partial:0.5"}
     # a shortened copy of the cell through the sweep command
     assert sw.main(["--experiment", "k2-analysis:nope", "--sched", "none"]) == 1
     assert "no variant 'nope'" in capsys.readouterr().err

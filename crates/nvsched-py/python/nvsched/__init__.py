@@ -272,8 +272,8 @@ def experiment_cell(name: str, variant: str, state: Optional[str] = None, *, qui
     runs it: ``{"job": text, "job_path": ..., "device": profile, "device_set": overrides,
     "seeds": [...]}`` (the manifest's device overrides and the state's precondition; the
     seeds of the mode's repetitions). ``quick``: the quick mode's durations and
-    repetitions, else the paper's. ``device``: on that profile instead, without the
-    manifest's overrides (as ``repro --device``). Pass ``job``, ``device`` and
+    repetitions, else the paper's. ``device``: on that profile instead, with the
+    manifest's host overrides (``host.*``) but not its drive's (as ``repro --device``). Pass ``job``, ``device`` and
     ``device_set`` on to :func:`run` or :func:`nvsched.sweep.sweep`.
     """
     text, path, device, overrides, seeds = _native.experiment_cell(name, variant, state, quick, device)
