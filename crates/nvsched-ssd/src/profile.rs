@@ -153,9 +153,9 @@ pub struct Datasheet {
 }
 
 impl Datasheet {
-    /// Every figure a positive number, and the random-write state one of the two.
-    pub fn check(&self) -> Result<(), ProfileError> {
-        let figures = [
+    /// Every figure by its field name in the profile (None: not given).
+    pub fn figures(&self) -> [(&'static str, Option<f64>); 8] {
+        [
             ("seq_read_mbps", Some(self.seq_read_mbps)),
             ("seq_write_mbps", Some(self.seq_write_mbps)),
             ("seq_write_after_cache_mbps", self.seq_write_after_cache_mbps),
@@ -164,9 +164,13 @@ impl Datasheet {
             ("rand_write_after_cache_iops", self.rand_write_after_cache_iops),
             ("qd1_read_iops", Some(self.qd1_read_iops)),
             ("qd1_write_iops", self.qd1_write_iops),
-        ];
+        ]
+    }
+
+    /// Every figure a positive number, and the random-write state one of the two.
+    pub fn check(&self) -> Result<(), ProfileError> {
         if let Some((name, value)) =
-            figures.iter().find_map(|(n, v)| v.filter(|v| !(v.is_finite() && *v > 0.0)).map(|v| (n, v)))
+            self.figures().iter().find_map(|(n, v)| v.filter(|v| !(v.is_finite() && *v > 0.0)).map(|v| (n, v)))
         {
             return Err(ProfileError(format!("datasheet.{name} = {value}: a figure is a positive number")));
         }

@@ -269,17 +269,7 @@ pub fn fitted_toml(text: &str, name: &str, source: &str, fit: &Fit) -> Result<St
     }
     if let Some(ds) = &fit.profile.datasheet {
         // the figures it was fitted to (measured ones, with --like)
-        let figures = [
-            ("seq_read_mbps", Some(ds.seq_read_mbps)),
-            ("seq_write_mbps", Some(ds.seq_write_mbps)),
-            ("seq_write_after_cache_mbps", ds.seq_write_after_cache_mbps),
-            ("rand_read_iops", Some(ds.rand_read_iops)),
-            ("rand_write_iops", Some(ds.rand_write_iops)),
-            ("rand_write_after_cache_iops", ds.rand_write_after_cache_iops),
-            ("qd1_read_iops", Some(ds.qd1_read_iops)),
-            ("qd1_write_iops", ds.qd1_write_iops),
-        ];
-        for (key, value) in figures {
+        for (key, value) in ds.figures() {
             match value {
                 // as the shipped profiles write them: whole numbers
                 Some(v) => doc["datasheet"][key] = toml_edit::value(v.round() as i64),
