@@ -10,8 +10,8 @@ mod simple;
 pub use nand::config::{GcPolicy, NandConfig};
 pub use nand::{DriveStates, NandDevice, Precondition, Watch};
 pub use profile::{
-    builtin_profiles, is_builtin_profile, load_profile, parse_profile, profile_text, Datasheet, DeviceProfile,
-    HostPath, ModelConfig, PageCacheConfig, ProfileError,
+    builtin_profiles, is_builtin_profile, load_profile, load_profile_and_text, parse_profile, profile_text, Datasheet,
+    DeviceProfile, HostPath, ModelConfig, PageCacheConfig, ProfileError,
 };
 pub use simple::{SimpleConfig, SimpleDevice};
 

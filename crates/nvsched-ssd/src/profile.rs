@@ -271,17 +271,28 @@ impl fmt::Display for ProfileError {
 }
 impl std::error::Error for ProfileError {}
 
-/// Loads a shipped profile by name, or a TOML file by path, and applies `key=value`
-/// overrides (dotted keys address sections: `host.submit_ns=2000`).
 /// Whether `name` is a shipped profile's name (which [`load_profile`] takes before a file
 /// of that name).
 pub fn is_builtin_profile(name: &str) -> bool {
     BUILTIN.iter().any(|(n, _)| *n == name)
 }
 
+/// Loads a shipped profile by name, or a TOML file by path, and applies `key=value`
+/// overrides (dotted keys address sections: `host.submit_ns=2000`).
 pub fn load_profile(name_or_path: &str, overrides: &[(String, String)]) -> Result<DeviceProfile, ProfileError> {
+    parse_named(name_or_path, &profile_text(name_or_path)?, overrides)
+}
+
+/// As [`load_profile`] without overrides, with the TOML text it was read from (for tools
+/// that write an edited copy of it), reading a file once.
+pub fn load_profile_and_text(name_or_path: &str) -> Result<(DeviceProfile, String), ProfileError> {
     let text = profile_text(name_or_path)?;
-    parse_profile(&text, overrides).map_err(|e| match is_builtin_profile(name_or_path) {
+    Ok((parse_named(name_or_path, &text, &[])?, text))
+}
+
+/// [`parse_profile`], its errors naming the shipped profile or the file.
+fn parse_named(name_or_path: &str, text: &str, overrides: &[(String, String)]) -> Result<DeviceProfile, ProfileError> {
+    parse_profile(text, overrides).map_err(|e| match is_builtin_profile(name_or_path) {
         true => ProfileError(format!("profile '{name_or_path}': {e}")),
         false => ProfileError(format!("{name_or_path}: {e}")),
     })

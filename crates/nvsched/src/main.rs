@@ -1098,13 +1098,12 @@ fn cmd_calibrate(args: CalibrateArgs) -> Result<(), String> {
     check_directory_of("--output", &args.output)?;
     let rounds = args.rounds.unwrap_or(FIT_ROUNDS);
     if let Some(name) = &args.fit {
-        let profile = load_profile(name, &[]).map_err(|e| e.to_string())?;
+        let (profile, text) = nvsched_ssd::load_profile_and_text(name).map_err(|e| e.to_string())?;
         if profile.datasheet.is_none() {
             return Err(format!(
                 "{name}: the profile has no [datasheet] section with the figures to fit to (see a shipped profile's, e.g. profiles/970evoplus-250g.toml)"
             ));
         }
-        let text = nvsched_ssd::profile_text(name).map_err(|e| e.to_string())?;
         eprintln!("nvsched: fitting {name}'s timings to its datasheet; each round simulates every figure ...");
         return fit_and_write(profile, &text, name, rounds, &args.output);
     }
@@ -1112,10 +1111,7 @@ fn cmd_calibrate(args: CalibrateArgs) -> Result<(), String> {
         return Err("--rounds applies to --fit and --like only".into());
     }
     // the template is checked before the device is measured
-    let like = match &args.like {
-        Some(name) => Some((load_flash_profile(name)?, nvsched_ssd::profile_text(name).map_err(|e| e.to_string())?)),
-        None => None,
-    };
+    let like = args.like.as_deref().map(load_flash_profile).transpose()?;
     let filename = args.filename.as_deref().expect("clap requires --filename without --fit");
     let size = nvsched_workload::units::parse_size(&args.size, nvsched_workload::KbBase::Binary)
         .map_err(|e| format!("--size: {e}"))?;
@@ -1150,11 +1146,12 @@ const FIT_SCALE_FULL: u32 = 8;
 /// Rounds of simulated measurements `calibrate --fit` and `--like` take at most.
 const FIT_ROUNDS: u32 = 8;
 
-/// A flash profile to fit (`--like`): the simple model has no timings to fit.
-fn load_flash_profile(name: &str) -> Result<DeviceProfile, String> {
-    let profile = load_profile(name, &[]).map_err(|e| e.to_string())?;
+/// A flash profile to fit (`--like`), with its TOML text: the simple model has no
+/// timings to fit.
+fn load_flash_profile(name: &str) -> Result<(DeviceProfile, String), String> {
+    let (profile, text) = nvsched_ssd::load_profile_and_text(name).map_err(|e| e.to_string())?;
     match profile.model {
-        nvsched_ssd::ModelConfig::Nand(_) => Ok(profile),
+        nvsched_ssd::ModelConfig::Nand(_) => Ok((profile, text)),
         nvsched_ssd::ModelConfig::Simple(_) => {
             Err(format!("--like {name}: the simple model has no flash timings to fit; name a flash profile"))
         }

@@ -101,6 +101,23 @@ impl std::fmt::Display for FieldValue {
     }
 }
 
+impl FieldValue {
+    fn as_f64(self) -> f64 {
+        match self {
+            FieldValue::Nanos(ns) => ns as f64,
+            FieldValue::Real(v) => v,
+        }
+    }
+
+    /// The value times `by`, in its own type (whole nanoseconds stay whole).
+    fn scaled(self, by: f64) -> FieldValue {
+        match self {
+            FieldValue::Nanos(ns) => FieldValue::Nanos((ns as f64 * by).round() as u64),
+            FieldValue::Real(v) => FieldValue::Real(v * by),
+        }
+    }
+}
+
 fn field(c: &NandConfig, name: &str) -> FieldValue {
     match name {
         "ctrl_read_latency_ns" => FieldValue::Nanos(c.ctrl_read_latency_ns),
@@ -156,13 +173,7 @@ fn turn(cfg: &mut NandConfig, knob: &Knob, check: &Check) -> bool {
     // a service time scales by measured / cited, a rate by the inverse; one round moves
     // either by at most MAX_STEP
     let slower = (measured / cited).clamp(1.0 / MAX_STEP, MAX_STEP);
-    let scale = |cfg: &mut NandConfig, name: &str, by: f64| {
-        let value = match field(cfg, name) {
-            FieldValue::Nanos(ns) => FieldValue::Nanos((ns as f64 * by).round() as u64),
-            FieldValue::Real(v) => FieldValue::Real(v * by),
-        };
-        set_field(cfg, name, value);
-    };
+    let scale = |cfg: &mut NandConfig, name: &str, by: f64| set_field(cfg, name, field(cfg, name).scaled(by));
     match knob.moves {
         Move::Latency { field: name, spill } => {
             let FieldValue::Nanos(ns) = field(cfg, name) else { unreachable!("latencies are in ns") };
@@ -305,14 +316,10 @@ pub fn fitted_toml(text: &str, name: &str, source: &str, fit: &Fit) -> Result<St
 /// that does not suit the drive, which fitting leaves as it is.
 pub fn far_moves(profile: &DeviceProfile, fit: &Fit) -> Vec<String> {
     let ModelConfig::Nand(start) = &profile.model else { return Vec::new() };
-    let as_f64 = |v: FieldValue| match v {
-        FieldValue::Nanos(ns) => ns as f64,
-        FieldValue::Real(v) => v,
-    };
     fit.changed
         .iter()
         .filter_map(|&(name, value)| {
-            let (was, now) = (as_f64(field(start, name)), as_f64(value));
+            let (was, now) = (field(start, name).as_f64(), value.as_f64());
             if was <= 0.0 || now <= 0.0 {
                 return None;
             }

@@ -26,6 +26,24 @@ pub struct Measurements {
     pub write_series_mbps: Vec<f64>,
 }
 
+/// Below this share of the first second's rate, the sequential write's last whole second
+/// shows a write-cache cliff.
+const CLIFF_SHARE: f64 = 0.7;
+
+impl Measurements {
+    /// The sequential write's rates (MB/s) in its first and its last whole second, when
+    /// writes were measured over 4 s or more.
+    fn write_ends_mbps(&self) -> Option<(f64, f64)> {
+        let n = self.write_series_mbps.len();
+        (n >= 4).then(|| (self.write_series_mbps[0], self.write_series_mbps[n - 2]))
+    }
+
+    /// [`Measurements::write_ends_mbps`] when they show a write-cache cliff.
+    fn write_cliff_mbps(&self) -> Option<(f64, f64)> {
+        self.write_ends_mbps().filter(|(early, late)| *late < CLIFF_SHARE * early)
+    }
+}
+
 fn jobs_for(text: &str) -> Result<JobFile, String> {
     parse_job_str(text, Path::new("calibrate.fio"), &HostEnvironment, ParseOptions::default())
         .map_err(|e| e.to_string())
@@ -176,10 +194,7 @@ pub fn measured_datasheet(m: &Measurements, template: Option<&Datasheet>) -> Res
         }
     };
     // a write-cache cliff within the measured size: the rates before and after it
-    let n = m.write_series_mbps.len();
-    let cliff = (qd1_write_us.is_some() && n >= 4)
-        .then(|| (m.write_series_mbps[0], m.write_series_mbps[n - 2]))
-        .filter(|(early, late)| *late < 0.7 * early);
+    let cliff = m.write_cliff_mbps();
     let datasheet = Datasheet {
         seq_read_mbps: m.seq_read_mbps,
         seq_write_mbps: cliff.map_or(seq_write_mbps, |(early, _)| early),
@@ -212,11 +227,8 @@ pub fn measurements_table(m: &Measurements) -> String {
     let _ = writeln!(s, "seq read 128K QD32     {:>10.0} MB/s", m.seq_read_mbps);
     if let Some(w) = m.seq_write_mbps {
         let _ = writeln!(s, "seq write 128K QD32    {w:>10.0} MB/s");
-        let n = m.write_series_mbps.len();
-        if n >= 4 {
-            let early = m.write_series_mbps[0];
-            let late = m.write_series_mbps[n - 2];
-            let cliff = if late < 0.7 * early { "a write-cache cliff" } else { "no write-cache cliff" };
+        if let Some((early, late)) = m.write_ends_mbps() {
+            let cliff = if m.write_cliff_mbps().is_some() { "a write-cache cliff" } else { "no write-cache cliff" };
             let _ = writeln!(
                 s,
                 "  per second: first {early:.0} MB/s, last {late:.0} MB/s: {cliff} within the allowed size"
