@@ -1,7 +1,8 @@
 # nvsched — the two commands of the quick start, and a few more.
 #
 #   make repro   the main job: the K2 analysis reproduced on the 970 EVO Plus profile (quick)
-#   make test    every test (Rust, then the Python package's), then rustfmt and clippy
+#   make test    every test (Rust, then the Python package's), then rustfmt, clippy and a
+#                build check of the fuzz targets
 #                (what .ci/run runs)
 #   make python  the Python package (PyO3, built by maturin) into ./.venv, with Ray
 
