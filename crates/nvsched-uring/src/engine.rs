@@ -1,7 +1,7 @@
 //! The event loop: one thread, one ring.
 
 use crate::hooks::{self, RunningHook, Stage};
-use crate::targets::{self, DiskSample, Fill, Target};
+use crate::targets::{self, is_device_node, DiskSample, Fill, Target};
 use crate::verify;
 use crate::{CloneOutcome, TargetInfo, UringOptions, UringOutcome};
 use io_uring::{opcode, squeue, types, IoUring};
@@ -9,7 +9,7 @@ use nvsched_core::{LogClock, Nanos, Op};
 use nvsched_policy::{Completion, DeviceView, Inserted, Request, RequestId, Scheduler};
 use nvsched_report::{CompletedIo, CpuUsage, JobError, JobRecorder};
 use nvsched_workload::errors::ErrorKind;
-use nvsched_workload::file_setup::{is_device_path, set_up_lens, set_up_regions, FileLens, Opened, UnlinkedFiles};
+use nvsched_workload::file_setup::{set_up_lens, set_up_regions, FileLens, Opened, UnlinkedFiles};
 use nvsched_workload::steadystate::SteadyStates;
 use nvsched_workload::written::{WrittenBlocks, TRIM_GENERATION};
 use nvsched_workload::{clone_seed, exit_targets, per_prio_reporting, reporting_groups, wait_for_targets, Tenants};
@@ -394,14 +394,14 @@ pub fn run_with_status(
     let set_up = set_up_lens(jobs, |name| match std::fs::metadata(name) {
         Ok(m) if m.is_file() => Some(m.len()),
         Ok(_) => None,
-        Err(_) => (!is_device_path(name)).then_some(0),
+        Err(_) => (!is_device_node(name)).then_some(0),
     });
     for w in wanted.iter_mut() {
         w.bytes = w.bytes.max(set_up.get(&w.name).copied().unwrap_or(0));
     }
     // as fio: a file (or device) that exists keeps its size, and a fill grows one
     let unsized_new_file =
-        |w: &&Wanted| w.bytes == 0 && w.fill == Fill::No && !is_device_path(&w.name) && !Path::new(&w.name).exists();
+        |w: &&Wanted| w.bytes == 0 && w.fill == Fill::No && !is_device_node(&w.name) && !Path::new(&w.name).exists();
     if let Some(w) = wanted.iter().find(unsized_new_file) {
         return Err(format!(
             "job '{}': set size or filesize for '{}' (or filename=/dev/... for a whole device)",

@@ -6,10 +6,9 @@ use nvsched_core::SimRng;
 use nvsched_report::DiskUtil;
 use nvsched_workload::buffers::fill_random;
 use nvsched_workload::errors::is_out_of_space;
-use nvsched_workload::file_setup::is_device_path;
 use std::fs::{File, OpenOptions};
 use std::io::Write;
-use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -97,6 +96,24 @@ pub enum Fill {
     LayOut,
 }
 
+/// Whether `name` is a device node, or the name of one that is missing: a block or
+/// character device, or a path that does not exist in /dev's own file system (an unplugged
+/// drive, a logical volume not made yet). A file in a file system mounted below /dev
+/// (`/dev/shm`, `/dev/hugepages`) is a file, created if missing, as fio creates it.
+pub fn is_device_node(name: &str) -> bool {
+    let path = Path::new(name);
+    if let Ok(meta) = std::fs::metadata(path) {
+        return meta.file_type().is_block_device() || meta.file_type().is_char_device();
+    }
+    if !name.starts_with("/dev/") {
+        return false;
+    }
+    let Ok(dev_fs) = std::fs::metadata("/dev").map(|m| m.dev()) else { return true };
+    // the nearest directory above that exists decides which file system the name is in
+    let existing = path.ancestors().skip(1).find_map(|dir| std::fs::metadata(dir).ok());
+    existing.is_none_or(|dir| dir.dev() == dev_fs)
+}
+
 /// Opens (creating and laying out if needed) a target of at least `size` bytes. A fill
 /// target holds `size` bytes if that is given (0: none), else its own length and what
 /// its file system has free.
@@ -117,7 +134,7 @@ pub fn open(path: &Path, size: u64, writes: bool, safety: &Safety, fill: Fill) -
             path.display()
         ));
     }
-    if !exists && is_device_path(&path.to_string_lossy()) {
+    if !exists && is_device_node(&path.to_string_lossy()) {
         return Err(format!("'{}' does not exist", path.display()));
     }
     let created = !exists;
@@ -218,6 +235,10 @@ fn parent_dir(path: &Path) -> &Path {
 }
 
 fn create_new(path: &Path) -> Result<File, String> {
+    // a regular file in /dev would stand where a device is expected
+    if is_device_node(&path.to_string_lossy()) {
+        return Err(format!("'{}' does not exist", path.display()));
+    }
     OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -366,7 +387,6 @@ fn write_random(mut f: &File, path: &Path, size: u64, until_full: bool) -> Resul
 /// device): `/sys/dev/block/MAJOR:MINOR`, a disk or a partition.
 pub fn block_device_dir(path: &Path) -> Option<PathBuf> {
     let meta = std::fs::metadata(path).ok()?;
-    use std::os::unix::fs::MetadataExt;
     let dev = if meta.file_type().is_block_device() { meta.rdev() } else { meta.dev() };
     let (major, minor) = (libc::major(dev), libc::minor(dev));
     let dir = PathBuf::from(format!("/sys/dev/block/{major}:{minor}"));
@@ -490,6 +510,20 @@ pub fn kernel_release() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn device_nodes_are_told_from_files_below_dev() {
+        assert!(is_device_node("/dev/null"), "a character device");
+        assert!(is_device_node("/dev/nvsched-no-such-drive"), "missing, in /dev's own file system");
+        assert!(!is_device_node("/tmp/nvsched-no-such-file"));
+        assert!(!is_device_node(&std::env::temp_dir().to_string_lossy()), "a directory is no device");
+        // /dev/shm is a file system of its own where it is mounted (a container may not have it)
+        let dev_fs = std::fs::metadata("/dev").unwrap().dev();
+        if std::fs::metadata("/dev/shm").is_ok_and(|m| m.dev() != dev_fs) {
+            assert!(!is_device_node("/dev/shm/nvsched-no-such-file"));
+            assert!(!is_device_node("/dev/shm/no-such-dir/file"));
+        }
+    }
 
     #[test]
     fn root_may_write_the_blocks_the_file_system_keeps_for_root() {

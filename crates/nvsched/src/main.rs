@@ -992,7 +992,7 @@ impl RealDevice {
         let new_files: Vec<(String, u64)> = self
             .files
             .iter()
-            .filter(|name| !nvsched_workload::file_setup::is_device_path(name) && !Path::new(name).exists())
+            .filter(|name| !nvsched_uring::targets::is_device_node(name) && !Path::new(name).exists())
             .map(|name| {
                 let naming = self.jobs.jobs.iter().flat_map(|spec| {
                     spec.clone_files()

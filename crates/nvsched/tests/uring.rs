@@ -682,6 +682,28 @@ fn calibrate_like_fits_a_flash_profile_to_the_measurements() {
 }
 
 #[test]
+fn a_missing_device_is_refused_and_no_file_is_made_in_its_place() {
+    if skip() {
+        return;
+    }
+    let missing = format!("/dev/nvsched-missing-{}", rand_suffix());
+    let d = dir();
+    let job = write_job(&d, "missing.fio", &format!("[w]\nfilename={missing}\nrw=write\nsize=1m\n"));
+    let runs = [
+        vec!["run", job.to_str().unwrap(), "--engine", "uring", "-q"],
+        vec!["calibrate", "--filename", &missing, "--size", "4m", "--seconds", "1", "--output", "/dev/null"],
+    ];
+    for args in runs {
+        let out = nvsched(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(&format!("'{missing}' does not exist")), "{args:?}: {err}");
+        assert!(!Path::new(&missing).exists(), "{args:?} made {missing}");
+    }
+    std::fs::remove_dir_all(&d).ok();
+}
+
+#[test]
 fn calibrate_only_reads_an_existing_file() {
     if skip() {
         return;
