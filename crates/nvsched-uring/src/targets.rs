@@ -121,6 +121,21 @@ pub fn open(path: &Path, size: u64, writes: bool, safety: &Safety, fill: Fill) -
     let meta = std::fs::metadata(path);
     let exists = meta.is_ok();
     let block = meta.as_ref().is_ok_and(|m| m.file_type().is_block_device());
+    if let Ok(m) = &meta {
+        let what = match m.file_type() {
+            t if t.is_dir() => "a directory",
+            t if t.is_char_device() => "a character device",
+            t if t.is_fifo() => "a pipe",
+            t if t.is_socket() => "a socket",
+            _ => "",
+        };
+        if !what.is_empty() {
+            return Err(format!(
+                "'{}' is {what}: nvsched runs I/O on a regular file or a block device",
+                path.display()
+            ));
+        }
+    }
     if block && is_mounted(path) {
         return Err(format!(
             "refusing to use '{}': the block device (or a partition of it) is mounted",

@@ -682,7 +682,7 @@ fn calibrate_like_fits_a_flash_profile_to_the_measurements() {
 }
 
 #[test]
-fn a_missing_device_is_refused_and_no_file_is_made_in_its_place() {
+fn a_missing_device_a_directory_and_a_character_device_are_refused_by_name() {
     if skip() {
         return;
     }
@@ -699,6 +699,17 @@ fn a_missing_device_is_refused_and_no_file_is_made_in_its_place() {
         assert_eq!(out.status.code(), Some(1), "{args:?}: {err}");
         assert!(err.contains(&format!("'{missing}' does not exist")), "{args:?}: {err}");
         assert!(!Path::new(&missing).exists(), "{args:?} made {missing}");
+    }
+    // what exists but is neither a file nor a block device is named for what it is
+    let dir_job = write_job(&d, "dir.fio", &format!("[r]\nfilename={}\nrw=read\nsize=1m\n", d.display()));
+    for (job, what) in [
+        (&dir_job, "a directory"),
+        (&write_job(&d, "null.fio", "[r]\nfilename=/dev/null\nrw=read\nsize=1m\n"), "a character device"),
+    ] {
+        let out = nvsched(&["run", job.to_str().unwrap(), "--engine", "uring", "-q"]);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{err}");
+        assert!(err.contains(&format!("is {what}: nvsched runs I/O on a regular file or a block device")), "{err}");
     }
     std::fs::remove_dir_all(&d).ok();
 }
