@@ -283,7 +283,8 @@ fn fill_up(path: &Path, size: u64) -> Result<(), String> {
 pub fn layout(path: &Path, size: u64) -> Result<(), String> {
     check_room(path, size, "lay out")?;
     let f = create_new(path)?;
-    write_random(&f, path, size, false)
+    reserve(&f, path, 0, size, "lay out")
+        .and_then(|_| write_random(&f, path, size, false))
         .inspect_err(|_| {
             let _ = std::fs::remove_file(path);
         })
@@ -296,21 +297,39 @@ pub fn layout(path: &Path, size: u64) -> Result<(), String> {
 fn allocate(path: &Path, size: u64) -> Result<(), String> {
     check_room(path, size, "allocate")?;
     let f = create_new(path)?;
-    let len = libc::off_t::try_from(size).map_err(|_| format!("cannot allocate '{}': {size} bytes", path.display()))?;
-    // SAFETY: fallocate on an open descriptor; no memory is passed.
-    let result = if unsafe { libc::fallocate(f.as_raw_fd(), 0, 0, len) } == 0 {
-        Ok(())
-    } else {
-        match std::io::Error::last_os_error() {
-            e if e.raw_os_error() == Some(libc::EOPNOTSUPP) => f.set_len(size),
-            e => Err(e),
-        }
-        .map_err(|e| format!("cannot allocate '{}': {e}", path.display()))
-    };
+    let result = reserve(&f, path, 0, size, "allocate")
+        .and_then(|_| f.set_len(size).map_err(|e| format!("cannot allocate '{}': {e}", path.display())));
     if result.is_err() {
         let _ = std::fs::remove_file(path);
     }
     result
+}
+
+/// Allocates the bytes `from..to` of `f` (`fallocate`, keeping its length), so a file
+/// system without room for them says so at once, before any data is written: the free
+/// space statvfs shows may include blocks kept back from this process too (ext4's
+/// reserve, when a mount keeps it from root). Returns false where the file system cannot
+/// allocate ahead.
+fn reserve(f: &File, path: &Path, from: u64, to: u64, what: &str) -> Result<bool, String> {
+    let bytes = to.saturating_sub(from);
+    if bytes == 0 {
+        return Ok(true);
+    }
+    let (Ok(offset), Ok(len)) = (libc::off_t::try_from(from), libc::off_t::try_from(bytes)) else {
+        return Err(format!("cannot {what} '{}': {to} bytes", path.display()));
+    };
+    // SAFETY: fallocate on an open descriptor; no memory is passed.
+    if unsafe { libc::fallocate(f.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, offset, len) } == 0 {
+        return Ok(true);
+    }
+    match std::io::Error::last_os_error() {
+        e if e.raw_os_error() == Some(libc::EOPNOTSUPP) => Ok(false),
+        e if e.raw_os_error().is_some_and(is_out_of_space) => Err(format!(
+            "cannot {what} '{}': its file system has no room for the {bytes} bytes the jobs need (set a smaller size)",
+            path.display()
+        )),
+        e => Err(format!("cannot {what} '{}': {e}", path.display())),
+    }
 }
 
 /// Refuses a new file of `size` bytes that its file system has no room for.
@@ -338,9 +357,12 @@ fn extend(path: &Path, len: u64, size: u64) -> Result<(), String> {
         OpenOptions::new().append(true).open(path).map_err(|e| format!("cannot extend '{}': {e}", path.display()))?;
     // an extension cut short (a signal, a full disk) is taken back: the file keeps the
     // length it had, as no run used it
-    write_random(&f, path, size - len, false).map(drop).inspect_err(|_| {
-        let _ = f.set_len(len);
-    })
+    reserve(&f, path, len, size, "extend")
+        .and_then(|_| write_random(&f, path, size - len, false))
+        .map(drop)
+        .inspect_err(|_| {
+            let _ = f.set_len(len);
+        })
 }
 
 /// Bytes this process may still write on the file system holding `dir`: what is free to
@@ -525,6 +547,31 @@ pub fn kernel_release() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_file_system_without_room_says_so_before_any_data_is_written() {
+        // tmpfs refuses an allocation larger than itself at once, allocating nothing
+        let dir = Path::new("/dev/shm");
+        // SAFETY: statfs is plain data; all zeros is a valid value.
+        let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+        let c = std::ffi::CString::new("/dev/shm").unwrap();
+        // SAFETY: `c` is a NUL-terminated path and `st` a struct statfs.
+        let found = unsafe { libc::statfs(c.as_ptr(), &mut st) } == 0;
+        // elsewhere (ext4) a failing fallocate may fill the disk for a moment
+        if !found || st.f_type != libc::TMPFS_MAGIC || st.f_blocks == 0 {
+            eprintln!("SKIPPED: no sized tmpfs at /dev/shm");
+            return;
+        }
+        let path = dir.join(format!("nvsched-reserve-{}", std::process::id()));
+        let f = create_new(&path).unwrap();
+        let too_much = st.f_blocks as u64 * st.f_bsize as u64 + (1 << 30);
+        let result = reserve(&f, &path, 0, too_much, "lay out");
+        let len = f.metadata().unwrap().len();
+        std::fs::remove_file(&path).unwrap();
+        let err = result.unwrap_err();
+        assert!(err.contains(&format!("no room for the {too_much} bytes the jobs need")), "{err}");
+        assert_eq!(len, 0, "the file keeps its length");
+    }
 
     #[test]
     fn device_nodes_are_told_from_files_below_dev() {
