@@ -179,7 +179,11 @@ pub fn open(path: &Path, size: u64, writes: bool, safety: &Safety, fill: Fill) -
     }
     let mut opts = OpenOptions::new();
     opts.read(true).write(writes).custom_flags(libc::O_DIRECT);
-    let file = opts.open(path).map_err(|e| format!("cannot open '{}' with O_DIRECT: {e}", path.display()))?;
+    let file = opts.open(path).map_err(|e| {
+        // the directories and devices that also give EINVAL are refused above
+        let why = if e.raw_os_error() == Some(libc::EINVAL) { " (its file system has no direct I/O)" } else { "" };
+        format!("cannot open '{}' with O_DIRECT: {e}{why}", path.display())
+    })?;
     let actual = if block {
         block_device_size(&file).map_err(|e| format!("{}: size: {e}", path.display()))?
     } else {
