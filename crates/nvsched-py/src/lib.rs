@@ -298,6 +298,33 @@ fn tune_measure(
     })
 }
 
+/// A sweep on real files or devices through io_uring (`nvsched sweep --filename PATH`,
+/// else `--engine uring`): each (policy spec, seed, variables) of `tasks` once, one run at
+/// a time, seeds outermost; returns fio's JSON report of each task, in task order, and
+/// the warnings.
+#[pyfunction]
+#[pyo3(signature = (job_text, source, tasks, filename, allow_destructive, timestamp_ms))]
+fn sweep_device(
+    py: Python<'_>,
+    job_text: String,
+    source: String,
+    tasks: Vec<nvsched::run::SweepTask>,
+    filename: Option<String>,
+    allow_destructive: bool,
+    timestamp_ms: u64,
+) -> PyResult<(Vec<String>, Vec<String>)> {
+    native(py, move || {
+        nvsched::run::sweep_device_job_text(
+            &job_text,
+            &source,
+            &tasks,
+            filename.as_deref().map(std::path::Path::new),
+            allow_destructive,
+            timestamp_ms,
+        )
+    })
+}
+
 /// `tune`'s sweep on real files or devices through io_uring (`nvsched tune ... --filename
 /// PATH`, else `--engine uring`): `none` and each (K2 bound, policy spec) of `configs`
 /// once per seed, one run at a time; returns the rows (configurations in order, seeds
@@ -516,6 +543,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_build_fingerprint, m)?)?;
     m.add_function(wrap_pyfunction!(tune_measure, m)?)?;
     m.add_function(wrap_pyfunction!(tune_device, m)?)?;
+    m.add_function(wrap_pyfunction!(sweep_device, m)?)?;
     m.add_function(wrap_pyfunction!(tune_choose, m)?)?;
     m.add_function(wrap_pyfunction!(tune_choose_setting, m)?)?;
     m.add_function(wrap_pyfunction!(tune_grid, m)?)?;

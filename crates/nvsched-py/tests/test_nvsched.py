@@ -371,6 +371,37 @@ def test_tuning_on_a_real_file_runs_through_io_uring_and_removes_the_file(tmp_pa
     assert not target.exists()
 
 
+def test_a_sweep_on_a_real_file_runs_each_task_through_io_uring_and_removes_the_file(tmp_path):
+    target = tmp_path / "sweep.dat"
+    tasks = sw.plan(["none", "k2:bound=2"], [3, 4], [{"BS": "4k"}, {"BS": "8k"}])
+    job = SMALL_MIX.replace("bs=4k", "bs=${BS}")
+    try:
+        results = sw.sweep(job, tasks, filename=str(target))
+    except ValueError as e:
+        if "io_uring" in str(e):
+            pytest.skip(str(e))
+        raise
+    assert [(r["sched"], r["seed"], r["vars"]) for r in results] == [(t.sched, t.seed, t.vars) for t in tasks]
+    for task, r in zip(tasks, results):
+        report = r["report"]
+        assert report["nvsched"]["engine"] == "uring"
+        assert report["nvsched"]["policy"]["spec"] == task.sched
+        bs = {"4k": 4096, "8k": 8192}[task.vars["BS"]]
+        for j, d in zip(report["jobs"], ["read", "write"]):
+            assert j[d]["io_bytes"] == j[d]["total_ios"] * bs > 0, "the task's variables, and data moved"
+    assert not target.exists(), "the file the first run created is removed"
+    with pytest.raises(ValueError, match="a policy written in Python runs on a device with nvsched.run_device"):
+        sw.sweep(SMALL_MIX, sw.plan([("mine", object)], [0]), filename=str(target))
+    with pytest.raises(ValueError, match="device describes the simulated drive"):
+        sw.sweep(SMALL_MIX, tasks, filename=str(target), device="970pro-512g")
+    existing = tmp_path / "existing.dat"
+    data = os.urandom(8 << 20)
+    existing.write_bytes(data)
+    with pytest.raises(ValueError, match="refusing to write"):
+        sw.sweep(SMALL_MIX, tasks, filename=str(existing))
+    assert existing.read_bytes() == data and not target.exists()
+
+
 INTERRUPTED_RUN = """
 import os, signal, sys, time
 import nvsched

@@ -64,40 +64,51 @@ fn on_device<T>(
     measure: &dyn Fn(&RunReport) -> Result<T, String>,
     named: &dyn Fn((&str, u64), String) -> String,
 ) -> Result<Vec<T>, String> {
-    // the files each run creates join the options' own files, which the guard removes
-    let mut own = OwnFiles { opts: UringOptions { keep_files: true, ..opts.clone() }, keep: opts.keep_files };
+    let mut device = DeviceRuns::new(opts);
     let mut results: Vec<Option<T>> = runs.iter().map(|_| None).collect();
     for i in interleaved(runs) {
         let (spec, seed) = runs[i];
-        own.opts.seed = seed;
-        results[i] = Some(device_run(jobs, spec, &mut own.opts, measure).map_err(|e| named(runs[i], e))?);
+        let report = device.run(jobs, spec, seed, 0).map_err(|e| named(runs[i], e))?;
+        results[i] = Some(measure(&report).map_err(|e| named(runs[i], e))?);
         progress.inc();
     }
     Ok(results.into_iter().map(|r| r.expect("every run ran")).collect())
 }
 
-/// One run on the device under `spec`; the files it created join `opts`' own files.
-fn device_run<T>(
-    jobs: &JobFile,
-    spec: &str,
-    opts: &mut UringOptions,
-    measure: &dyn Fn(&RunReport) -> Result<T, String>,
-) -> Result<T, String> {
-    let policy = nvsched_policy::build(spec).map_err(|e| e.to_string())?;
-    let (report, outcome) = run_uring(jobs, policy, opts, 0)?;
-    opts.safety.own_files.extend(outcome.targets.iter().filter(|t| t.created).map(|t| t.path.clone()));
-    if let Some(e) = outcome.io_errors.first() {
-        return Err(format!("I/O error: {e}"));
+/// Runs on real files or devices, one after another. The files the first run creates
+/// stay for the later ones, which may write them as their own, and are removed when
+/// this is dropped (however the runs end), unless the options keep them.
+pub struct DeviceRuns {
+    own: OwnFiles,
+}
+
+impl DeviceRuns {
+    pub fn new(opts: &UringOptions) -> DeviceRuns {
+        // the files each run creates join the options' own files, which the guard removes
+        DeviceRuns { own: OwnFiles { opts: UringOptions { keep_files: true, ..opts.clone() }, keep: opts.keep_files } }
     }
-    if outcome.interrupted {
-        return Err(crate::run::RUNS_STOPPED.into());
+
+    /// One run of `jobs` under the policy `spec` with `seed`; an I/O error or a stop
+    /// fails it.
+    pub fn run(&mut self, jobs: &JobFile, spec: &str, seed: u64, timestamp_ms: u64) -> Result<RunReport, String> {
+        let opts = &mut self.own.opts;
+        opts.seed = seed;
+        let policy = nvsched_policy::build(spec).map_err(|e| e.to_string())?;
+        let (report, outcome) = run_uring(jobs, policy, opts, timestamp_ms)?;
+        opts.safety.own_files.extend(outcome.targets.iter().filter(|t| t.created).map(|t| t.path.clone()));
+        if let Some(e) = outcome.io_errors.first() {
+            return Err(format!("I/O error: {e}"));
+        }
+        if outcome.interrupted {
+            return Err(crate::run::RUNS_STOPPED.into());
+        }
+        Ok(report)
     }
-    measure(&report)
 }
 
 /// The order of the runs on a device: by seed (in the order the seeds first appear),
 /// then as given.
-fn interleaved(runs: &[(&str, u64)]) -> Vec<usize> {
+pub fn interleaved(runs: &[(&str, u64)]) -> Vec<usize> {
     let mut seeds: Vec<u64> = Vec::new();
     for &(_, seed) in runs {
         if !seeds.contains(&seed) {

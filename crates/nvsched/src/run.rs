@@ -635,6 +635,54 @@ pub fn run_device_job_text(
     Ok((report.render(nvsched_report::Format::Json), warnings))
 }
 
+/// One run of a sweep: a policy spec, a seed and the job file's variables.
+pub type SweepTask = (String, u64, Vec<(String, String)>);
+
+/// A sweep of fio job text on real files or devices, as the language bindings call it:
+/// each (policy spec, seed, variables) of `tasks` once, one run at a time (seeds
+/// outermost), on `filename` where given (every job's filename), else on the jobs' own
+/// files; files the first run creates are removed at the end. Returns fio's JSON report
+/// of each task, in the order of `tasks`, and the warnings (the jobs', and a kernel
+/// scheduler below the policy), each once.
+pub fn sweep_device_job_text(
+    text: &str,
+    source: &str,
+    tasks: &[SweepTask],
+    filename: Option<&Path>,
+    allow_destructive: bool,
+    timestamp_ms: u64,
+) -> Result<(Vec<String>, Vec<String>), String> {
+    let mut parsed: Vec<(&[(String, String)], JobFile)> = Vec::new();
+    let mut warnings: Vec<String> = Vec::new();
+    for (_, _, vars) in tasks {
+        if parsed.iter().any(|(v, _)| *v == vars.as_slice()) {
+            continue;
+        }
+        let jobs = parse_job_text(text, source, vars)?;
+        let jobs = match filename {
+            Some(path) => crate::realdev::retarget(&jobs, path),
+            None => jobs,
+        };
+        for w in device_warnings(&jobs) {
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
+        }
+        parsed.push((vars, jobs));
+    }
+    let jobs_of = |vars: &[(String, String)]| &parsed.iter().find(|(v, _)| *v == vars).expect("parsed above").1;
+    let mut device = crate::batch::DeviceRuns::new(&uring_options(allow_destructive, 0)?);
+    let runs: Vec<(&str, u64)> = tasks.iter().map(|(spec, seed, _)| (spec.as_str(), *seed)).collect();
+    let mut reports: Vec<Option<String>> = tasks.iter().map(|_| None).collect();
+    for i in crate::batch::interleaved(&runs) {
+        let (spec, seed, vars) = &tasks[i];
+        let report =
+            device.run(jobs_of(vars), spec, *seed, timestamp_ms).map_err(|e| format!("{spec} (seed {seed}): {e}"))?;
+        reports[i] = Some(report.render(nvsched_report::Format::Json));
+    }
+    Ok((reports.into_iter().map(|r| r.expect("every task ran")).collect(), warnings))
+}
+
 /// `tune`'s sweep of fio job text on real files or devices, as the language bindings call
 /// it: `none` and each (spec, K2 bound) of `configs` once per seed, one run at a time
 /// (seeds outermost), on `filename` where given (every job's filename), else on the jobs'
@@ -659,17 +707,21 @@ pub fn tune_device_job_text(
     };
     let (rt, _) = crate::tune::check_jobs(&jobs, source, latency_job)?;
     let opts = uring_options(allow_destructive, 0)?;
+    let target = crate::batch::Target::Device(&opts);
+    Ok((crate::tune::sweep(&jobs, target, seeds, configs, rt, false)?, device_warnings(&jobs)))
+}
+
+/// The warnings of runs of `jobs` on real devices: the jobs' own, and a kernel scheduler
+/// below the policy.
+fn device_warnings(jobs: &JobFile) -> Vec<String> {
     let files: Vec<String> =
         jobs.jobs.iter().flat_map(|spec| spec.clone_files().map(|(c, f)| spec.file_name_of(c, f))).collect();
-    let warnings = jobs
-        .warnings
+    jobs.warnings
         .iter()
         .cloned()
         .chain(jobs.real_device_warnings())
         .chain(crate::realdev::kernel_scheduler_warnings(files.iter().map(Path::new)))
-        .collect();
-    let target = crate::batch::Target::Device(&opts);
-    Ok((crate::tune::sweep(&jobs, target, seeds, configs, rt, false)?, warnings))
+        .collect()
 }
 
 /// io_uring's options for a run on real devices with the default engine settings, once

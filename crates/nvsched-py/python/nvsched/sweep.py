@@ -114,13 +114,39 @@ def sweep(
     workers: Optional[int] = None,
     address: Optional[str] = None,
     progress: Optional[Callable[[int, int], None]] = None,
+    filename: Optional[str] = None,
+    engine: Optional[str] = None,
+    allow_destructive: bool = False,
 ) -> List[dict]:
     """Runs every task; returns {sched, seed, vars, report} per task, in task order.
 
     backend: ``"local"`` (threads; ``workers`` of them, default one per core) or
     ``"ray"`` (``address`` of a running cluster, default: start a local one with
     ``workers`` CPUs). progress(done, total) is called as runs finish.
+
+    ``filename`` (every job's file) or ``engine="uring"`` (the job file's own files) runs
+    the tasks on a real file or device through io_uring instead, as ``nvsched sweep
+    --filename``: one run at a time, seeds outermost, a file the first run creates
+    removed at the end; writing to an existing file or a block device needs
+    ``allow_destructive``. Policies written in Python run on a device with
+    :func:`nvsched.run_device`, one run at a time.
     """
+    on_device = _on_device(filename, engine, allow_destructive)
+    if on_device is not None:
+        _check_device_runs(device, device_set, precondition, backend)
+        labels = [t.sched for t in tasks if t.policy is not None]
+        if labels:
+            raise ValueError(f"{labels[0]}: a policy written in Python runs on a device with nvsched.run_device()")
+        text, source = nvsched.job_text(job)
+        runs = [(t.sched, int(t.seed), [(str(k), str(v)) for k, v in t.vars.items()]) for t in tasks]
+        reports, notes = nvsched._native.sweep_device(text, source, runs, on_device[0], on_device[1],
+                                                      nvsched._native.timestamp_ms())
+        for note in notes:
+            warnings.warn(note, UserWarning, stacklevel=2)
+        if progress is not None:
+            progress(len(tasks), len(tasks))
+        return [{"sched": t.sched, "seed": t.seed, "vars": t.vars, "report": json.loads(r)}
+                for t, r in zip(tasks, reports)]
     text, common = _workload(job, device, device_set, precondition)
     # One timestamp for the whole sweep: reports differ only where the inputs do.
     common["timestamp_ms"] = nvsched._native.timestamp_ms()
@@ -276,6 +302,17 @@ def _on_device(filename: Optional[str], engine: Optional[str],
     return (None if filename is None else str(filename)), allow_destructive
 
 
+def _check_device_runs(device, device_set, precondition, backend) -> None:
+    """Refuses the simulated drive's settings, and other backends, for runs on a real device."""
+    simulated = [("device", device != _DEFAULT_DEVICE), ("device_set", bool(device_set)),
+                 ("precondition", precondition is not None)]
+    given = [name for name, set_ in simulated if set_]
+    if given:
+        raise ValueError(f"{given[0]} describes the simulated drive; these runs are on a real one")
+    if backend != "local":
+        raise ValueError("runs on a real device go one at a time on this machine: leave backend='local'")
+
+
 def _tune_runs(job, configs, seed, seeds, vars, device, device_set, precondition, backend, workers, address,
                progress, on_device=None) -> list:
     """One row per configuration (bound, policy spec, latency-critical job) and seed, seeds
@@ -286,13 +323,7 @@ def _tune_runs(job, configs, seed, seeds, vars, device, device_set, precondition
         raise ValueError("seeds: give at least one seed")
     var_map = {str(k): str(v) for k, v in (vars or {}).items()}
     if on_device is not None:
-        simulated = [("device", device != _DEFAULT_DEVICE), ("device_set", bool(device_set)),
-                     ("precondition", precondition is not None)]
-        given = [name for name, set_ in simulated if set_]
-        if given:
-            raise ValueError(f"{given[0]} describes the simulated drive; these runs are on a real one")
-        if backend != "local":
-            raise ValueError("runs on a real device go one at a time on this machine: leave backend='local'")
+        _check_device_runs(device, device_set, precondition, backend)
         filename, allow_destructive = on_device
         text, source = nvsched.job_text(job)
         latency_job = configs[0][2]
@@ -482,10 +513,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     p.add_argument("--job", metavar="NAME",
                    help="with --tune: the job whose p99.9 the objective is about (default: the real-time job)")
     p.add_argument("--filename", metavar="PATH",
-                   help="with --tune-k2 or --tune: run on this real file or block device through io_uring (every "
-                        "job's file), one run at a time, as `nvsched tune --filename`")
+                   help="run on this real file or block device through io_uring (every job's file), one run at a "
+                        "time, as `nvsched sweep --filename` and `nvsched tune --filename`")
     p.add_argument("--engine", choices=["sim", "uring"],
-                   help="with --tune-k2 or --tune: uring runs on the job file's own files or devices")
+                   help="uring: run on the job file's own files or devices")
     p.add_argument("--allow-destructive", action="store_true",
                    help="on a real device: let the runs write to an existing file or a block device")
     p.add_argument("--center", choices=["mean", "median"],
@@ -506,8 +537,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         p.error("--tune needs --param NAME=V1,V2,... and --objective latency:ALPHA% or bandwidth:BETA%")
     if not args.tune and (args.param or args.objective or args.job):
         p.error("--param, --objective and --job go with --tune")
-    if (args.center or args.filename or args.engine or args.allow_destructive) and not (args.tune or args.tune_k2):
-        p.error("--center, --filename, --engine and --allow-destructive go with --tune-k2 or --tune")
+    if args.center and not (args.tune or args.tune_k2):
+        p.error("--center goes with --tune-k2 or --tune")
+    if (args.filename or args.engine or args.allow_destructive) and (args.repro or args.experiment):
+        p.error("--filename, --engine and --allow-destructive run a job file on a real device: not with --repro "
+                "or --experiment")
     if args.repro is not None and (args.sched or args.policy or args.var or args.precondition
                                    or args.tune_k2 or args.tune):
         p.error("--repro takes its policies, variables and drive states from the experiment's manifest")
@@ -581,7 +615,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             from_files.append((factory.label, factory))
         tasks = plan([*args.sched, *from_files], seeds, [dict(args.var)])
         results = sweep(job, tasks, device=device, device_set=device_set, precondition=args.precondition,
-                        backend=args.backend, workers=args.workers, address=args.address, progress=show)
+                        backend=args.backend, workers=args.workers, address=args.address, progress=show,
+                        filename=args.filename, engine=args.engine, allow_destructive=args.allow_destructive)
     except (ValueError, OSError, RuntimeError) as e:
         print(f"nvsched-sweep: {e}", file=sys.stderr)
         return 1
