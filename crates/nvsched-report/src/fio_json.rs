@@ -7,7 +7,7 @@ use crate::stats::{DirStats, JobStats, LatStats};
 use crate::{DiskUtil, RunReport};
 use nvsched_core::Nanos;
 use nvsched_workload::steadystate::SteadyStateReport;
-use nvsched_workload::OptionsAsWritten;
+use nvsched_workload::OptionLines;
 use serde::Serialize;
 use serde_json::{json, Map, Value};
 use std::io;
@@ -177,9 +177,9 @@ fn map_of(pairs: Vec<(String, f64)>) -> Value {
 }
 
 /// fio's "job options" or "global options": present when any option was given, holding
-/// those given with a value, as written (fio 3.33 leaves a bare flag such as `time_based`
+/// those given with a value, `${VAR}`s expanded (fio 3.33 leaves a bare flag such as `time_based`
 /// out, so a job with only bare flags shows an empty object).
-fn options_value(options: &OptionsAsWritten) -> Option<Value> {
+fn options_value(options: &OptionLines) -> Option<Value> {
     let valued = options.iter().filter_map(|(k, v)| Some((k.clone(), json!(v.as_ref()?))));
     (!options.is_empty()).then(|| Value::Object(valued.collect()))
 }

@@ -68,7 +68,7 @@ pub struct RunReport {
     /// Goes into fio's "fio version" field.
     pub version: String,
     pub timestamp_ms: u64,
-    pub global_options: nvsched_workload::OptionsAsWritten,
+    pub global_options: nvsched_workload::OptionLines,
     /// Jobs as reported (clones or groups already merged).
     pub jobs: Vec<JobStats>,
     pub disk_util: Vec<DiskUtil>,

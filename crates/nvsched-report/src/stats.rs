@@ -279,7 +279,7 @@ pub struct JobStats {
     /// Clones merged into this entry.
     pub clones: u32,
     pub description: Option<String>,
-    pub job_options: nvsched_workload::OptionsAsWritten,
+    pub job_options: nvsched_workload::OptionLines,
     /// Indexed by [`Op::index`]: read, write, trim.
     pub dirs: [DirStats; 3],
     /// A group's bandwidth and IOPS samples per direction, summed over its members as

@@ -62,9 +62,10 @@ impl std::error::Error for JobFileError {}
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RawOption {
     pub key: String,
-    /// The value after `${VAR}` and keyword expansion; `None` for a bare flag.
+    /// The value after `${VAR}` and keyword expansion; `None` for a bare flag. fio's
+    /// "job options" report it so too.
     pub value: Option<String>,
-    /// The value as written, for the "job options" report.
+    /// The value as written, for errors to name what a bad value was expanded from.
     pub written: Option<String>,
     pub at: Location,
 }

@@ -29,7 +29,7 @@ pub use jobfile::{command_line_options, Environment, HostEnvironment, JobFileErr
 pub use spec::{find_option, why_not_an_option};
 pub use spec::{
     parse_job_file, parse_job_file_with, parse_job_str, parse_job_str_with, BlockSizes, Distribution, EngineKind,
-    ExitWhat, FileService, FileSize, JobFile, JobSpec, OptionsAsWritten, ParseOptions, Pattern, RateProcess, SyncMode,
+    ExitWhat, FileService, FileSize, JobFile, JobSpec, OptionLines, ParseOptions, Pattern, RateProcess, SyncMode,
     ThinktimeCounts, UnifiedRw, VerifyFormat, DEFAULT_PERCENTILES, OPTIONS,
 };
 pub use tenants::{

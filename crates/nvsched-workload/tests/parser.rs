@@ -1078,7 +1078,7 @@ fn command_line_options_are_set_in_every_job_last() {
     for j in &jobs.jobs {
         assert_eq!(j.size, Some(SizeOrPercent::Bytes(1 << 30)), "{}", j.name);
         assert_eq!(j.iodepth, 16, "{}", j.name);
-        assert_eq!(j.job_options.last(), Some(&("iodepth".to_string(), Some("${DEPTH}".to_string()))));
+        assert_eq!(j.job_options.last(), Some(&("iodepth".to_string(), Some("16".to_string()))));
     }
     assert_eq!(set(&[]).unwrap(), parse(text).unwrap(), "nothing set: the file as it is");
     for (options, expected) in [

@@ -132,6 +132,27 @@ fn json_has_fios_structure_and_the_rt_tail_where_fio_puts_it() {
     assert!(ours["nvsched"]["device"]["counters"].is_object());
 }
 
+/// fio's "global options" and "job options" show each value as it was used: `${VAR}`s
+/// and keywords expanded (fio dumps the substituted option, not the line as written).
+#[test]
+fn job_options_in_json_hold_the_expanded_values() {
+    let job = temp_job(
+        "expanded.fio",
+        "[global]\nfilename=/dev/nvme0n1\nbs=${NVSCHED_TEST_BS}\nruntime=10ms\ntime_based\n[a]\nrw=read\nsize=${NVSCHED_TEST_SIZE}m\nnumjobs=$ncpus\n",
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_nvsched"))
+        .args(["run", job.to_str().unwrap(), "--output-format=json", "-q"])
+        .env("NVSCHED_TEST_BS", "8k")
+        .env("NVSCHED_TEST_SIZE", "64")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["global options"], json!({"filename": "/dev/nvme0n1", "bs": "8k", "runtime": "10ms"}));
+    let ncpus = std::thread::available_parallelism().unwrap().get().to_string();
+    assert_eq!(v["jobs"][0]["job options"], json!({"rw": "read", "size": "64m", "numjobs": ncpus}));
+}
+
 #[test]
 fn percentile_options_give_fios_blocks_in_fios_order() {
     // one real fio run of this job file, printed as JSON, then as normal text

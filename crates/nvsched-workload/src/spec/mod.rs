@@ -490,8 +490,8 @@ pub struct JobSpec {
     pub significant_figures: u8,
     /// `continue_on_error` and `ignore_error`: which failed I/Os the job goes on after.
     pub on_error: crate::errors::ErrorPolicy,
-    /// The job's own option lines as written (fio's "job options").
-    pub job_options: OptionsAsWritten,
+    /// The job's own option lines, their values expanded (fio's "job options").
+    pub job_options: OptionLines,
     /// fio-style log files (`write_lat_log`, `write_bw_log`, `write_iops_log`).
     pub logs: LogRequest,
     /// `read_iolog` and the `replay_*` options: a trace replayed instead of `rw`/`bs`.
@@ -1241,16 +1241,17 @@ impl JobSpec {
     }
 }
 
-/// Option lines as written, in order: the key and the value after `=` (`None` for a bare
-/// flag such as `time_based`, which fio leaves out of its JSON "job options").
-pub type OptionsAsWritten = Vec<(String, Option<String>)>;
+/// Option lines in order: the key and the value after `=` with `${VAR}`s and keywords
+/// expanded, as fio's JSON "job options" show it (`None` for a bare flag such as
+/// `time_based`, which fio leaves out of them).
+pub type OptionLines = Vec<(String, Option<String>)>;
 
 /// A parsed job file.
 #[derive(Clone, Debug, PartialEq)]
 pub struct JobFile {
     pub jobs: Vec<JobSpec>,
-    /// Options set in `[global]` sections, as written (fio's "global options").
-    pub global_options: OptionsAsWritten,
+    /// Options set in `[global]` sections, their values expanded (fio's "global options").
+    pub global_options: OptionLines,
     /// Options accepted with a caveat or ignored (with `ignore_unsupported`).
     pub warnings: Vec<String>,
 }
@@ -1456,7 +1457,7 @@ pub fn build_jobs(sections: &[RawSection], opts: ParseOptions) -> Result<JobFile
         if section.is_global() {
             for opt in &section.options {
                 apply_option(&mut template, opt, opts, &mut warnings)?;
-                global_options.push((opt.key.clone(), opt.written.clone()));
+                global_options.push((opt.key.clone(), opt.value.clone()));
             }
             continue;
         }
@@ -1466,7 +1467,7 @@ pub fn build_jobs(sections: &[RawSection], opts: ParseOptions) -> Result<JobFile
         job.job_options.clear();
         for opt in &section.options {
             apply_option(&mut job, opt, opts, &mut warnings)?;
-            job.job_options.push((opt.key.clone(), opt.written.clone()));
+            job.job_options.push((opt.key.clone(), opt.value.clone()));
         }
         finish_job(&mut job, &mut warnings)?;
         load_replay(&mut job, &mut traces, &mut warnings)?;
