@@ -300,7 +300,7 @@ pub(crate) struct DevicesArgs {
 
 #[derive(Args)]
 pub(crate) struct ReproArgs {
-    /// Experiment name (see experiments/), or `all`.
+    /// Experiment name: a directory of experiments/ (or of $NVSCHED_EXPERIMENTS) with a manifest.toml; shipped: k2-analysis, prio-nice, veloces, tabs, mts. Or `all`.
     pub(crate) name: String,
     /// Shorter runs and one repetition (for CI and a first look).
     #[arg(long)]

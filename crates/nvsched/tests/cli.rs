@@ -575,6 +575,12 @@ fn errors_name_what_is_wrong() {
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8(out.stderr).unwrap();
     assert!(err.contains("unknown experiment 'nope'; known: k2-analysis, mts, prio-nice, tabs, veloces, all"), "{err}");
+    // repro's help names every shipped experiment
+    let help = stdout_of(&["repro", "--help"]);
+    for dir in std::fs::read_dir(repo_root().join("experiments")).unwrap() {
+        let name = dir.unwrap().file_name().into_string().unwrap();
+        assert!(help.contains(&name), "repro --help leaves out {name}");
+    }
 
     let out = nvsched(&["run", "/nonexistent.fio"]);
     assert!(String::from_utf8(out.stderr).unwrap().contains("cannot read job file"));
