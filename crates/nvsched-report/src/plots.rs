@@ -366,6 +366,10 @@ fn draw_panel<DB: DrawingBackend>(area: &DrawingArea<DB, plotters::coord::Shift>
             if p.log_x || p.log_y {
                 // a log axis draws a light line per sub-decade step: too dense to read
                 mesh.light_line_style(TRANSPARENT);
+            } else {
+                // one light line halfway between labelled ones; plotters' default ten
+                // grey the panel over
+                mesh.max_light_lines(1);
             }
             if let PanelKind::Bars { bars: b, .. } = &p.kind {
                 let fmt = category_names(b.iter().map(|(n, _)| n.clone()).collect());
