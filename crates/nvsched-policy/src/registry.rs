@@ -121,9 +121,16 @@ impl BuiltPolicy {
         let own = self.info.check_cgroups.and_then(|check| check(&self.params, tree));
         let nested = tree.cgroups().find_map(|(_, c)| c.name.rsplit_once('/').map(|(parent, _)| (&c.name, parent)));
         let flattened = nested.filter(|_| self.info.cgroups == CgroupModel::Flat).map(|(cgroup, parent)| {
+            let nesting: Vec<&str> =
+                POLICIES.iter().filter(|p| p.cgroups == CgroupModel::Nested).map(|p| p.id).collect();
+            let nesting = match nesting.split_last() {
+                Some((last, [])) => last.to_string(),
+                Some((last, rest)) => format!("{} and {last}", rest.join(", ")),
+                None => "none".to_string(),
+            };
             format!(
                 "policy '{}' puts every cgroup directly below the root: {cgroup} shares with the other cgroups as \
-                 their sibling, not within '{parent}' (bfq, iocost and iolatency nest cgroups)",
+                 their sibling, not within '{parent}' ({nesting} nest cgroups)",
                 self.info.id
             )
         });

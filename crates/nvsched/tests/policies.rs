@@ -206,11 +206,11 @@ fn iocost_shares_by_weight_once_a_latency_target_says_the_device_is_busy() {
     assert!(out.policy.series("hweight:tenant1").is_some() && out.policy.series("hweight:tenant2").is_some());
 }
 
-/// io.cost and bfq share by the cgroup tree: db (200) beside web (100), which holds app
-/// (400) and logs (100): 20/30, 8/30 and 2/30 of the device. cfq keeps cgroups flat and
-/// shares 2:4:1 among the three.
+/// io.cost, bfq and cfq share by the cgroup tree: db (200) beside web (100), which holds
+/// app (400) and logs (100): 20/30, 8/30 and 2/30 of the device. mts keeps cgroups flat
+/// and shares 2:4:1 among the three.
 #[test]
-fn iocost_and_bfq_share_within_a_parent_cgroup_and_cfq_does_not() {
+fn iocost_bfq_and_cfq_share_within_a_parent_cgroup_and_mts_does_not() {
     let text = &example("iocost-nested.fio", "4");
     let shares = |jobs: &[JobStats]| -> Vec<f64> {
         let total = total_bw(jobs, 0);
@@ -229,8 +229,12 @@ fn iocost_and_bfq_share_within_a_parent_cgroup_and_cfq_does_not() {
         assert!((got / want - 1.0).abs() < 0.12, "bfq shares {:?}", shares(&bfq));
     }
     let (cfq, _) = run(text, "cfq", "970evoplus-250g", &[], &mut NoObserver);
-    for (got, want) in shares(&cfq).iter().zip([2.0 / 7.0, 4.0 / 7.0, 1.0 / 7.0]) {
+    for (got, want) in shares(&cfq).iter().zip([20.0 / 30.0, 8.0 / 30.0, 2.0 / 30.0]) {
         assert!((got / want - 1.0).abs() < 0.05, "cfq shares {:?}", shares(&cfq));
+    }
+    let (mts, _) = run(text, "mts", "970evoplus-250g", &[], &mut NoObserver);
+    for (got, want) in shares(&mts).iter().zip([2.0 / 7.0, 4.0 / 7.0, 1.0 / 7.0]) {
+        assert!((got / want - 1.0).abs() < 0.05, "mts shares {:?}", shares(&mts));
     }
 }
 

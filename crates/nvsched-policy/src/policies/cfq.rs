@@ -8,6 +8,7 @@ use crate::params::{ParamKind, ParamSpec, Params};
 use crate::registry::{CgroupModel, PolicyInfo};
 use crate::scheduler::{Completion, DeviceView, HostCost, Inserted, PolicyReport, Scheduler};
 use crate::{Nanos, PrioClass, Request};
+use nvsched_core::TenantTree;
 use std::collections::{HashMap, VecDeque};
 
 pub const PARAMS: &[ParamSpec] = &[
@@ -50,16 +51,18 @@ pub static INFO: PolicyInfo = PolicyInfo {
     notes: "slice_idle is 0 (flash), so an empty process queue expires at once; a tenant \
             (cgroup) queue keeps its slice while its requests are in flight and group_idle \
             after the last one, as CFQ's group idling does. Tenant queues \
-            get slice = group_latency * weight / (sum of the busy tenants' weights), as \
-            cfq_group_slice does; process queues slice = base * (1 + (4 - level) / 5). \
-            Group scheduling is flattened: each tenant's requests share one queue per direction \
-            class (sync/async).",
+            get slice = group_latency * the tenant's share, as cfq_group_slice does with \
+            the group's vfraction: at each level of the cgroup tree, its weight over the \
+            weights of the busy groups there (a cgroup's own jobs count at its level with \
+            its weight, as CFQ's leaf_weight); process queues slice = base * (1 + (4 - \
+            level) / 5). Each tenant's requests share one queue per direction class \
+            (sync/async).",
     params: PARAMS,
     host_cost: HostCost { dispatch: Nanos(900), complete: Nanos(400) },
     example: "cfq",
     validate: None,
     check_cgroups: None,
-    cgroups: CgroupModel::Flat,
+    cgroups: CgroupModel::Nested,
     build: |p: &Params| Box::new(Cfq::from_params(p)),
 };
 
@@ -104,6 +107,9 @@ pub struct Cfq {
     group_latency: Nanos,
     /// When the active tenant queue ran empty with nothing in flight.
     idle_since: Option<Nanos>,
+    /// The cgroups as they nest (`set_tenants`); without it every tenant is a cgroup
+    /// right below the root, as `mts` keeps them.
+    tree: TenantTree,
 }
 
 impl Cfq {
@@ -127,6 +133,7 @@ impl Cfq {
             group_idle: p.duration("group_idle"),
             group_latency: p.duration("group_latency"),
             idle_since: None,
+            tree: TenantTree::default(),
         }
     }
 
@@ -173,26 +180,65 @@ impl Cfq {
         let queue = &self.queues[q];
         let base = if queue.sync { self.slice_sync } else { self.slice_async };
         let ns = if queue.tenant != 0 {
-            let share = f64::from(queue.weight) / f64::from(self.busy_tenant_weight(q));
-            self.group_latency.0 as f64 * share * self.tenant_scale(queue.tenant)
+            self.group_latency.0 as f64 * self.tenant_share(q) * self.tenant_scale(queue.tenant)
         } else {
             base.0 as f64 * (1.0 + (4.0 - f64::from(queue.level)) / 5.0)
         };
         Nanos(ns.max(1_000.0).round() as u64)
     }
 
-    /// Sum of the weights of the tenants with requests queued or in flight, counting the
-    /// tenant of queue `q` whether busy or not.
-    fn busy_tenant_weight(&self, q: usize) -> u32 {
+    /// The share of the device that the tenant of queue `q` gets among the busy tenants
+    /// (those with requests queued or in flight, and `q`'s own, busy or not), as CFQ's
+    /// vfraction: at each level from the root down, its group's weight over the weights of
+    /// the busy groups at that level, where a cgroup's own jobs count as one more group
+    /// of the cgroup's weight (CFQ's leaf_weight) beside its busy children.
+    fn tenant_share(&self, q: usize) -> f64 {
+        let own = self.queues[q].tenant;
+        // each busy tenant and its weight, the parent from the tree (a tenant it does not
+        // know sits below the root with its requests' weight)
         let mut busy: Vec<(u32, u32)> = self
             .queues
             .iter()
-            .filter(|o| o.tenant != 0 && (o.tenant == self.queues[q].tenant || !o.fifo.is_empty() || o.inflight > 0))
+            .filter(|o| o.tenant != 0 && (o.tenant == own || !o.fifo.is_empty() || o.inflight > 0))
             .map(|o| (o.tenant, o.weight))
             .collect();
         busy.sort_unstable();
         busy.dedup_by_key(|(t, _)| *t);
-        busy.iter().map(|(_, w)| w).sum::<u32>().max(1)
+        let place = |tenant: u32, weight: u32| -> (u32, u32) {
+            let (up, weight) = self.tree.place(tenant, weight);
+            (up.map_or(0, |(parent, _)| parent), weight.max(1))
+        };
+        // every cgroup with a busy tenant at or below it: (cgroup, parent, weight)
+        let mut groups: Vec<(u32, u32, u32)> = Vec::new();
+        for &(tenant, weight) in &busy {
+            let (mut at, mut given) = (tenant, weight);
+            while at != 0 && !groups.iter().any(|g| g.0 == at) {
+                let (parent, weight) = place(at, given);
+                groups.push((at, parent, weight));
+                // an ancestor is in the tree, which gives its weight
+                (at, given) = (parent, 1);
+            }
+        }
+        let is_busy = |tenant: u32| busy.iter().any(|b| b.0 == tenant);
+        let weight_of = |g: u32| groups.iter().find(|x| x.0 == g).map_or(1, |x| x.2);
+        // the weights at the level below cgroup `p` (0: the root)
+        let level_sum = |p: u32| -> f64 {
+            let children: u32 = groups.iter().filter(|g| g.1 == p).map(|g| g.2).sum();
+            let leaf = if p != 0 && is_busy(p) { weight_of(p) } else { 0 };
+            f64::from((children + leaf).max(1))
+        };
+        let mut share = 1.0;
+        let mut at = own;
+        while at != 0 {
+            let (_, parent, weight) = *groups.iter().find(|g| g.0 == at).expect("on a busy path");
+            share *= f64::from(weight) / level_sum(parent);
+            at = parent;
+        }
+        // the tenant's own jobs beside its busy children
+        if groups.iter().any(|g| g.1 == own) {
+            share *= f64::from(weight_of(own)) / level_sum(own);
+        }
+        share
     }
 
     /// Next queue to serve: real-time queues first, round-robin within each class; a
@@ -305,6 +351,10 @@ impl Scheduler for Cfq {
         self.queued += 1;
     }
 
+    fn set_tenants(&mut self, tree: &TenantTree) {
+        self.tree = tree.clone();
+    }
+
     fn next_wakeup(&self) -> Option<Nanos> {
         // the slice ends (or group idling runs out) while others wait: switch even if no
         // completion comes
@@ -399,6 +449,41 @@ mod tests {
         // 100 ms of 20 ms slices: every queue had turns, none more than twice another's
         let (min, max) = (*served.iter().min().unwrap(), *served.iter().max().unwrap());
         assert!(min > 0 && max <= 2 * min, "best-effort service {served:?}");
+    }
+
+    #[test]
+    fn nested_cgroups_share_within_their_parents_share() {
+        // db (200) beside web (100), which holds app (400) and logs (100)
+        let mut tree = TenantTree::default();
+        let db = tree.add("db", Some(200));
+        let app = tree.add("web/app", Some(400));
+        let logs = tree.add("web/logs", Some(100));
+        let web = tree.add("web", None);
+        let mut c = cfq("group_latency=300ms");
+        c.set_tenants(&tree);
+        let weight = |t: u32| tree.node(t).unwrap().weight;
+        let queue = |c: &mut Cfq, id: u64, t: u32| {
+            c.insert(Request::read(id, 0).with_tenant(t, weight(t)), Nanos::ZERO);
+            c.queue_for(&Request::read(id, 0).with_tenant(t, weight(t)))
+        };
+        let (qdb, qapp, qlogs) = (queue(&mut c, 1, db), queue(&mut c, 2, app), queue(&mut c, 3, logs));
+        // db 2/3; web 1/3, split 4:1 inside it
+        assert_eq!(c.slice_of(qdb), Nanos::from_ms(200));
+        assert_eq!(c.slice_of(qapp), Nanos::from_ms(80));
+        assert_eq!(c.slice_of(qlogs), Nanos::from_ms(20));
+        // a job in web itself counts at web's level with web's weight, beside app and logs
+        let ms = |ms: f64| Nanos((ms * 1e6).round() as u64);
+        let qweb = queue(&mut c, 4, web);
+        assert_eq!(c.slice_of(qweb), ms(100.0 * 100.0 / 600.0));
+        assert_eq!(c.slice_of(qapp), ms(100.0 * 400.0 / 600.0));
+        assert_eq!(c.slice_of(qdb), Nanos::from_ms(200), "web's share does not change above it");
+        // without the tree, every tenant is a cgroup below the root (as mts keeps them)
+        let mut flat = cfq("group_latency=300ms");
+        let (fdb, fapp, flogs) = (queue(&mut flat, 1, db), queue(&mut flat, 2, app), queue(&mut flat, 3, logs));
+        assert_eq!(
+            [flat.slice_of(fdb), flat.slice_of(fapp), flat.slice_of(flogs)],
+            [ms(300.0 * 200.0 / 700.0), ms(300.0 * 400.0 / 700.0), ms(300.0 * 100.0 / 700.0)]
+        );
     }
 
     #[test]
