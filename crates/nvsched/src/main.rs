@@ -989,23 +989,36 @@ impl RealDevice {
     fn creation_notice(&self) -> Option<String> {
         // past this, say how to make the files smaller
         const LARGE_BYTES: u64 = 8 << 30;
-        let new_files: Vec<(String, u64)> = self
+        // each new file, the most any job needs of it, and whether a fill_device job grows it
+        let new_files: Vec<(String, u64, bool)> = self
             .files
             .iter()
             .filter(|name| !nvsched_uring::targets::is_device_node(name) && !Path::new(name).exists())
             .map(|name| {
-                let naming = self.jobs.jobs.iter().flat_map(|spec| {
-                    spec.clone_files()
-                        .filter(|&(c, f)| spec.file_name_of(c, f) == *name)
-                        .map(move |(c, f)| (spec, c, f))
-                });
-                let bytes = naming.filter_map(|(spec, c, f)| spec.needed_file_bytes(c, f, None)).max().unwrap_or(0);
-                (name.clone(), bytes)
+                let naming: Vec<_> = self
+                    .jobs
+                    .jobs
+                    .iter()
+                    .flat_map(|spec| {
+                        spec.clone_files()
+                            .filter(|&(c, f)| spec.file_name_of(c, f) == *name)
+                            .map(move |(c, f)| (spec, c, f))
+                    })
+                    .collect();
+                let bytes = naming.iter().filter_map(|(spec, c, f)| spec.needed_file_bytes(*c, *f, None)).max();
+                let fills = naming.iter().any(|(spec, _, _)| spec.fill_device);
+                (name.clone(), bytes.unwrap_or(0), fills)
             })
             .collect();
-        let listed: Vec<String> =
-            new_files.iter().map(|(name, bytes)| format!("'{name}' ({})", bytes_text(*bytes))).collect();
-        let large = new_files.iter().any(|(_, bytes)| *bytes > LARGE_BYTES);
+        let listed: Vec<String> = new_files
+            .iter()
+            .map(|(name, bytes, fills)| match (fills, bytes) {
+                (true, 0) => format!("'{name}' (growing until its file system is full: fill_device)"),
+                (true, _) => format!("'{name}' (up to {}: fill_device)", bytes_text(*bytes)),
+                (false, _) => format!("'{name}' ({})", bytes_text(*bytes)),
+            })
+            .collect();
+        let large = new_files.iter().any(|(_, bytes, fills)| *bytes > LARGE_BYTES || (*fills && *bytes == 0));
         (!new_files.is_empty()).then(|| {
             format!(
                 "nvsched: the first run creates {} as fio lays out a job's file; the later runs reuse it, and it is removed at the end{}",

@@ -1701,6 +1701,13 @@ fn sweep_and_tune_run_on_a_real_file_and_remove_the_file_they_created() {
     // said before the runs: the file the first run makes, as large as --job-set sizes it
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains(&format!("the first run creates '{target_s}' (12.0MiB)")), "{stderr}");
+    // a fill_device job's file grows during the run: the notice says how far
+    let fill = write_job(&d, "fill.fio", "[f]\nfilename=/dev/nvme0n1\nrw=write\nbs=64k\nfill_device=1\nsize=4m\n");
+    let out = nvsched(&["sweep", fill.to_str().unwrap(), "--filename", target_s, "--sched", "none"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains(&format!("the first run creates '{target_s}' (up to 4.0MiB: fill_device)")), "{stderr}");
+    assert!(!target.exists());
     // an existing file is not written without the flag, and stays as it was
     let (data, before) = precious_file(&d, 8 << 20);
     let out = nvsched(&["sweep", job_s, "--filename", data.to_str().unwrap(), "--sched", "none", "-q"]);
