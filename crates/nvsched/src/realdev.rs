@@ -280,11 +280,14 @@ pub fn kernel_scheduler_warnings<'a>(paths: impl IntoIterator<Item = &'a Path>) 
     warnings
 }
 
-/// The job file with every job's filename replaced by `path`.
+/// The job file with every job on `path` alone: its filename replaced, and the other
+/// files it named (`filename=a:b`, `opendir`) and its `directory` gone.
 pub fn retarget(jobs: &JobFile, path: &Path) -> JobFile {
     let mut j = jobs.clone();
     for spec in &mut j.jobs {
         spec.filename = Some(path.display().to_string());
+        spec.more_filenames.clear();
+        spec.directory.clear();
     }
     j
 }
@@ -304,10 +307,7 @@ pub fn compare(
     if outcome.interrupted {
         return Err("interrupted on the device; nothing to compare".into());
     }
-    let mut sim_jobs = jobs.clone();
-    for spec in &mut sim_jobs.jobs {
-        spec.filename = Some("/dev/nvme0n1".into());
-    }
+    let sim_jobs = retarget(jobs, Path::new("/dev/nvme0n1"));
     let policy = nvsched_policy::build(sched).map_err(|e| e.to_string())?;
     let (sim, _) = run_sim_whole(RunSpec { jobs: &sim_jobs, policy, profile, seed: opts.seed, drive_states: None })?;
     Ok((real, sim))

@@ -1708,6 +1708,22 @@ fn sweep_and_tune_run_on_a_real_file_and_remove_the_file_they_created() {
     assert!(out.status.success(), "{stderr}");
     assert!(stderr.contains(&format!("the first run creates '{target_s}' (up to 4.0MiB: fill_device)")), "{stderr}");
     assert!(!target.exists());
+    // --filename is every job's one file: the job's other files and its directory go
+    let (other, elsewhere) = (d.join("other.dat"), d.join("elsewhere"));
+    let two = write_job(
+        &d,
+        "two.fio",
+        &format!(
+            "[r]\nfilename=/dev/nvme0n1:{}\ndirectory={}\nrw=randread\nsize=4m\nruntime=50ms\ntime_based\n",
+            other.display(),
+            elsewhere.display()
+        ),
+    );
+    let out = nvsched(&["sweep", two.to_str().unwrap(), "--filename", target_s, "--sched", "none"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains(&format!("on {target_s} (real, io_uring)")), "{stderr}");
+    assert!(stderr.contains(&format!("the first run creates '{target_s}' (4.0MiB) as")), "{stderr}");
     // an existing file is not written without the flag, and stays as it was
     let (data, before) = precious_file(&d, 8 << 20);
     let out = nvsched(&["sweep", job_s, "--filename", data.to_str().unwrap(), "--sched", "none", "-q"]);
