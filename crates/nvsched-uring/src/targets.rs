@@ -114,6 +114,20 @@ pub fn is_device_node(name: &str) -> bool {
     existing.is_none_or(|dir| dir.dev() == dev_fs)
 }
 
+/// Refuses a path that exists but is neither a regular file nor a block device, naming
+/// what it is (a missing path passes: it may be created).
+pub fn check_kind(path: &Path) -> Result<(), String> {
+    let Ok(meta) = std::fs::metadata(path) else { return Ok(()) };
+    let what = match meta.file_type() {
+        t if t.is_dir() => "a directory",
+        t if t.is_char_device() => "a character device",
+        t if t.is_fifo() => "a pipe",
+        t if t.is_socket() => "a socket",
+        _ => return Ok(()),
+    };
+    Err(format!("'{}' is {what}: nvsched runs I/O on a regular file or a block device", path.display()))
+}
+
 /// Opens (creating and laying out if needed) a target of at least `size` bytes. A fill
 /// target holds `size` bytes if that is given (0: none), else its own length and what
 /// its file system has free.
@@ -121,21 +135,7 @@ pub fn open(path: &Path, size: u64, writes: bool, safety: &Safety, fill: Fill) -
     let meta = std::fs::metadata(path);
     let exists = meta.is_ok();
     let block = meta.as_ref().is_ok_and(|m| m.file_type().is_block_device());
-    if let Ok(m) = &meta {
-        let what = match m.file_type() {
-            t if t.is_dir() => "a directory",
-            t if t.is_char_device() => "a character device",
-            t if t.is_fifo() => "a pipe",
-            t if t.is_socket() => "a socket",
-            _ => "",
-        };
-        if !what.is_empty() {
-            return Err(format!(
-                "'{}' is {what}: nvsched runs I/O on a regular file or a block device",
-                path.display()
-            ));
-        }
-    }
+    check_kind(path)?;
     if block && is_mounted(path) {
         return Err(format!(
             "refusing to use '{}': the block device (or a partition of it) is mounted",

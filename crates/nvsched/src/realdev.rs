@@ -60,6 +60,7 @@ pub fn on_target<T>(
     measure: impl FnOnce(bool, &UringOptions) -> Result<T, String>,
 ) -> Result<T, String> {
     nvsched_uring::available()?;
+    nvsched_uring::targets::check_kind(path)?;
     let exists = path.exists();
     let writes = allow_destructive || !exists;
     let opts = UringOptions {

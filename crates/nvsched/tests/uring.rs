@@ -711,6 +711,10 @@ fn a_missing_device_a_directory_and_a_character_device_are_refused_by_name() {
         assert_eq!(out.status.code(), Some(1), "{err}");
         assert!(err.contains(&format!("is {what}: nvsched runs I/O on a regular file or a block device")), "{err}");
     }
+    // calibrate says so before it measures anything
+    let out = nvsched(&["calibrate", "--filename", d.to_str().unwrap(), "--size", "4m", "--seconds", "1"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("is a directory") && !err.contains("measuring"), "{err}");
     std::fs::remove_dir_all(&d).ok();
 }
 
