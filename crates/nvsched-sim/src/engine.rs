@@ -18,6 +18,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::fmt;
 use std::sync::Arc;
 
+/// How often the observer hears of a run's progress, and may stop it.
+pub const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_millis(20);
+
 /// Hooks into a running simulation (tests, progress display, tracing).
 pub trait Observer {
     /// After each dispatch; `device_inflight` includes the request just dispatched.
@@ -26,7 +29,7 @@ pub trait Observer {
     /// cache, also each writeback request (its `job` is one past the last clone's) and
     /// each read-ahead (its reader's `job`).
     fn on_complete(&mut self, _now: Nanos, _rq: &Request, _latency: Nanos) {}
-    /// Every few thousand events.
+    /// Every [`PROGRESS_EVERY`] of wall-clock time or so.
     fn on_progress(&mut self, _now: Nanos) {}
     /// Before the run, while the drive is brought to its starting state (a large drive's
     /// full state takes up to a minute): the fraction done, every so often, 1.0 last.
@@ -544,6 +547,10 @@ impl<'o> Simulation<'o> {
     /// Runs to the end: every job finished and every request completed.
     pub fn run(mut self) -> Result<SimOutcome, SimError> {
         let wall = std::time::Instant::now();
+        // the observer hears of progress (and may stop the run) every PROGRESS_EVERY of
+        // wall-clock time, looked at every 64 events: a fixed count of events would
+        // be milliseconds here and seconds with a slow policy (one written in Python)
+        let mut next_progress = wall;
         self.start_phase(0);
         while let Some(ev) = self.events.pop() {
             debug_assert!(ev.at >= self.now, "event in the past");
@@ -582,7 +589,8 @@ impl<'o> Simulation<'o> {
                 }
                 EventKind::WritebackTimer => self.on_writeback_timer(),
             }
-            if self.events.processed() & 0xffff == 0 {
+            if self.events.processed() & 0x3f == 0 && std::time::Instant::now() >= next_progress {
+                next_progress = std::time::Instant::now() + PROGRESS_EVERY;
                 self.observer.on_progress(self.now);
                 if !self.interrupted && self.observer.stop_requested() {
                     self.interrupt();

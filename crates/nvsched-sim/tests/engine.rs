@@ -688,3 +688,25 @@ fn a_stop_request_ends_the_run_as_fios_sigint_does() {
     let whole = run_with(text, "none", &profile(&[]), 0, &mut NoObserver);
     assert!(!whole.interrupted && whole.end >= Nanos::from_secs(20));
 }
+
+#[test]
+fn the_observer_hears_of_progress_by_wall_clock_time_even_from_a_slow_run() {
+    // each completion takes a millisecond of wall-clock time here (as a policy written in
+    // Python may): the run's few hundred events take a third of a second, over which the
+    // observer is asked every 20 ms, where a count of events would not have asked it once
+    struct Slow {
+        progress_calls: u32,
+    }
+    impl Observer for Slow {
+        fn on_complete(&mut self, _now: Nanos, _rq: &nvsched_policy::Request, _latency: Nanos) {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        fn on_progress(&mut self, _now: Nanos) {
+            self.progress_calls += 1;
+        }
+    }
+    let mut obs = Slow { progress_calls: 0 };
+    let out = run_with("[a]\nrw=randread\nsize=1200k\n", "none", &profile(&[]), 0, &mut obs);
+    assert_eq!(out.engine.requests, 300);
+    assert!(obs.progress_calls >= 5, "{} progress calls over 300 slow completions", obs.progress_calls);
+}
