@@ -490,6 +490,7 @@ fn cmd_run(args: RunArgs) -> Result<(), String> {
     let profile = args.device.load(jobs.precondition().map_err(|e| e.to_string())?)?;
     let (policy, override_warning) = nvsched::run::choose_policy(args.sched.as_deref(), "--sched", &jobs)?;
     prepare_outputs(&args)?;
+    print_warnings(nvsched::repro::run_memory_warning(&profile));
     nvsched_uring::stop_on_interrupt();
     let show = !args.quiet && std::io::stderr().is_terminal();
     let mut progress = Progress::new(expected_length(&jobs), show).preparing(profile.precondition());

@@ -73,6 +73,29 @@ pub fn runs_memory_warning(
     drive_memory_warning(what, &profile.name, profile, 1, parallel, one_at_a_time)
 }
 
+/// A warning before one run on `profile` when its drive state (anything but a clean
+/// drive) may not fit in the memory available.
+pub fn run_memory_warning(profile: &DeviceProfile) -> Option<String> {
+    run_memory_message(profile, available_memory_bytes()?)
+}
+
+fn run_memory_message(profile: &DeviceProfile, available: u64) -> Option<String> {
+    if !matches!(profile.model, nvsched_ssd::ModelConfig::Nand(_)) || profile.precondition() == "clean" {
+        return None;
+    }
+    let need = profile.capacity_bytes / 4096 * STATE_BYTES_PER_4K;
+    let gb = |bytes: u64| bytes as f64 / 1e9;
+    (need > available).then(|| {
+        format!(
+            "{}'s {} state holds about {:.1} GB of mapping tables, more than the {:.1} GB of memory available",
+            profile.name,
+            profile.precondition(),
+            gb(need),
+            gb(available)
+        )
+    })
+}
+
 /// [`memory_message`] for `states` drive states of `profile` (named `name`) against the
 /// memory available; None for the simple model, which has no mapping tables, or where
 /// the available memory is unknown.
@@ -606,6 +629,26 @@ mod tests {
         // the 250 GB 970 EVO Plus fits in a few GB
         let small = Drive { name: "970evoplus-250g", capacity_bytes: 250_059_350_016, states: 2 };
         assert_eq!(memory_message("k2-analysis", &small, 2, 4 * gb, "-j 1"), None);
+    }
+
+    #[test]
+    fn one_run_is_warned_of_a_drive_state_larger_than_the_memory_available() {
+        let gb = 1_000_000_000;
+        let with = |name: &str, state: &str| {
+            nvsched_ssd::load_profile(name, &[("nand.precondition".to_string(), state.to_string())]).unwrap()
+        };
+        let text = run_memory_message(&with("enterprise-nvme", "full"), 4 * gb).expect("7.9 GB do not fit in 4");
+        assert_eq!(
+            text,
+            "enterprise-nvme's full state holds about 8.4 GB of mapping tables, more than the 4.0 GB of memory available"
+        );
+        assert_eq!(run_memory_message(&with("enterprise-nvme", "full"), 16 * gb), None);
+        assert_eq!(
+            run_memory_message(&with("enterprise-nvme", "clean"), gb),
+            None,
+            "a clean drive's tables stay empty"
+        );
+        assert_eq!(run_memory_message(&nvsched_ssd::load_profile("simple-nvme", &[]).unwrap(), 1), None);
     }
 
     fn k2_manifest() -> Manifest {
