@@ -40,7 +40,7 @@ pub const PARAMS: &[ParamSpec] = &[
         name: "group_latency",
         kind: ParamKind::Duration { min: Nanos(1_000), max: Nanos::from_secs(10) },
         default: "300ms",
-        help: "one round over the busy tenants (CFQ's target_latency): a tenant's slice is its weight's share of it",
+        help: "one round over the busy tenants (CFQ's target_latency): a tenant's slice is its share of it, by weight at each level of the cgroup tree",
     },
 ];
 
