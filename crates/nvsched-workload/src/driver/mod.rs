@@ -1045,7 +1045,11 @@ impl JobDriver {
             self.last_was_flush = unit.op == Op::Flush;
             let mut pause = false;
             if let Some(t) = &mut self.tracked {
-                if t.issued(&unit) {
+                // fio looks for a backlog to read back as it fetches the next I/O: a job
+                // that has just issued its last bytes (or I/Os) fetches none, and its
+                // final read-back takes the batch (and its time counts as the reads')
+                let last = self.issued_bytes >= self.io_limit || self.issued_ios >= self.ios_limit;
+                if t.issued(&unit) && !last {
                     self.backlog_due = true;
                     pause = true;
                 }
