@@ -201,6 +201,9 @@ struct Engine {
     /// job, so a buffer filled for reuse stays filled.
     free: Vec<Vec<u32>>,
     sched: Box<dyn Scheduler>,
+    /// Wall-clock time spent in the policy's insert, dispatch and complete: its own cost
+    /// per I/O, to set beside the simulator's host-cost estimates.
+    policy_time: std::time::Duration,
     in_ring: u32,
     max_in_ring: u32,
     /// Submissions flagged IOSQE_ASYNC (`force_async`).
@@ -678,6 +681,7 @@ fn run_on(
             sched.set_tenants(&tenants.tree);
             sched
         },
+        policy_time: std::time::Duration::ZERO,
         in_ring: 0,
         max_in_ring: 0,
         forced_async: 0,
@@ -757,6 +761,7 @@ fn run_on(
             .collect(),
         cpu_user: usage_end.user.saturating_sub(usage_start.user),
         cpu_sys: usage_end.sys.saturating_sub(usage_start.sys),
+        policy_time: e.policy_time,
         tenants: tenants.tree,
         disk_util,
         interrupted: e.interrupted,
@@ -1238,7 +1243,9 @@ impl Engine {
         s.merged_next = NONE;
         s.state = State::Queued;
         let rq = s.rq;
+        let timer = Instant::now();
         let inserted = self.sched.insert(rq, now);
+        self.policy_time += timer.elapsed();
         self.slots[slot as usize].inserted = elapsed_since(self.start);
         match inserted {
             Inserted::Queued => {}
@@ -1258,7 +1265,10 @@ impl Engine {
     fn kick(&mut self, now: Nanos) {
         while self.in_ring < self.ring_entries {
             let view = DeviceView { inflight: self.in_ring, queue_depth: self.ring_entries };
-            let Some(rq) = self.sched.dispatch(now, view) else { break };
+            let timer = Instant::now();
+            let dispatched = self.sched.dispatch(now, view);
+            self.policy_time += timer.elapsed();
+            let Some(rq) = dispatched else { break };
             let slot = rq.id.0 as u32;
             self.slots[slot as usize].rq = rq;
             self.slots[slot as usize].dispatched = now;
@@ -1430,7 +1440,9 @@ impl Engine {
         self.in_ring -= 1;
         let rq = self.slots[slot as usize].rq;
         let dispatched = self.slots[slot as usize].dispatched;
+        let timer = Instant::now();
         self.sched.complete(&Completion { rq: &rq, dispatched_at: dispatched, now, dispatched_by_policy: true });
+        self.policy_time += timer.elapsed();
         let mut gave_back_lock = false;
         let mut m = slot;
         while m != NONE {

@@ -109,6 +109,8 @@ pub struct UringOutcome {
     pub targets: Vec<TargetInfo>,
     pub cpu_user: Duration,
     pub cpu_sys: Duration,
+    /// Time spent in the policy's insert, dispatch and complete calls.
+    pub policy_time: Duration,
     /// The cgroups by tenant id; tenant 0 is "no cgroup".
     pub tenants: nvsched_core::TenantTree,
     /// fio's disk stats of each device the targets are on, over the run.
@@ -122,6 +124,11 @@ impl UringOutcome {
     pub fn cpu_per_io(&self) -> Duration {
         let n = self.requests.max(1) as u32;
         (self.cpu_user + self.cpu_sys) / n
+    }
+
+    /// The part of [`UringOutcome::cpu_per_io`] spent in the policy.
+    pub fn policy_per_io(&self) -> Duration {
+        self.policy_time / self.requests.max(1) as u32
     }
 }
 

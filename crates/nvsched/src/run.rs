@@ -793,6 +793,7 @@ pub fn run_uring_with_status(
             "cpu_user_s": outcome.cpu_user.as_secs_f64(),
             "cpu_sys_s": outcome.cpu_sys.as_secs_f64(),
             "cpu_per_io_us": outcome.cpu_per_io().as_secs_f64() * 1e6,
+            "policy_per_io_us": outcome.policy_per_io().as_secs_f64() * 1e6,
             "io_errors": outcome.io_errors,
             "verified_blocks": outcome.verified_blocks,
             "verify_unsettled_writes": outcome.verify_unsettled,
@@ -805,13 +806,14 @@ pub fn run_uring_with_status(
         Value::Array(entries.iter().map(|j| json!({ "jobname": j.name, "series": series_value(j) })).collect()),
     );
     let mut summary = vec![format!(
-        "nvsched: policy {policy_spec} on {} via io_uring{} (kernel {}), {} requests, at most {} in the ring, {:.2} us CPU per I/O",
+        "nvsched: policy {policy_spec} on {} via io_uring{} (kernel {}), {} requests, at most {} in the ring, {:.2} us CPU per I/O ({:.2} us of it in the policy)",
         outcome.targets.iter().map(|t| t.path.display().to_string()).collect::<Vec<_>>().join(", "),
         if outcome.sq_polled { " with submission polling" } else { "" },
         outcome.kernel,
         outcome.requests,
         outcome.max_in_ring,
-        outcome.cpu_per_io().as_secs_f64() * 1e6
+        outcome.cpu_per_io().as_secs_f64() * 1e6,
+        outcome.policy_per_io().as_secs_f64() * 1e6
     )];
     if outcome.verified_blocks > 0 || !outcome.verify_errors.is_empty() {
         summary.push(format!(

@@ -515,6 +515,10 @@ fn k2_keeps_no_more_than_its_bound_in_the_ring() {
         assert_eq!(v["nvsched"]["engine"], "uring");
         assert!(v["jobs"][0]["read"]["clat_ns"]["percentile"]["99.900000"].as_u64().unwrap() > 0);
         assert!(v["nvsched"]["kernel"].as_str().unwrap().len() > 1);
+        // the policy's own time is measured, and is part of the CPU time per I/O
+        let c = &v["nvsched"]["engine_counters"];
+        let (policy, cpu) = (c["policy_per_io_us"].as_f64().unwrap(), c["cpu_per_io_us"].as_f64().unwrap());
+        assert!(policy > 0.0 && policy < cpu, "{sched}: {policy} us of {cpu} us per I/O in the policy");
     }
     let v = run_uring_json(&job, &[]);
     assert!(v["nvsched"]["engine_counters"]["max_in_ring"].as_u64().unwrap() > 4, "none fills the ring");
