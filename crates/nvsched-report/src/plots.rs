@@ -184,25 +184,37 @@ fn point_labels(
         (ax - bx).abs() * plot_px < label_width_px(left_label.chars().count())
             && (at(a.1, y0, y1, log_y) - at(b.1, y0, y1, log_y)).abs() < 0.045
     };
-    // each group: its label (written at its rightmost point) and its points
-    let mut groups: Vec<(LabelledPoint, Vec<&LabelledPoint>)> = Vec::new();
+    // each group: where its label goes (its rightmost point), its names and its points
+    type Group<'a> = ((f64, f64), Vec<&'a str>, Vec<&'a LabelledPoint>);
+    let mut groups: Vec<Group> = Vec::new();
     for p in pts {
-        match groups.iter_mut().find(|(_, members)| members.iter().any(|m| close(m, p))) {
-            Some((label, members)) => {
+        match groups.iter_mut().find(|(_, _, members)| members.iter().any(|m| close(m, p))) {
+            Some((at, names, members)) => {
                 // a name is written once (the same policy in two series: measured, paper)
-                if !label.2.split(", ").any(|name| name == p.2) {
-                    label.2.push_str(", ");
-                    label.2.push_str(&p.2);
+                if !names.contains(&p.2.as_str()) {
+                    names.push(&p.2);
                 }
-                if p.0 > label.0 {
-                    (label.0, label.1) = (p.0, p.1);
+                if p.0 > at.0 {
+                    *at = (p.0, p.1);
                 }
                 members.push(p);
             }
-            None => groups.push((p.clone(), vec![p])),
+            None => groups.push(((p.0, p.1), vec![&p.2], vec![p])),
         }
     }
-    groups.into_iter().map(|(label, _)| label).collect()
+    groups.into_iter().map(|((x, y), names, _)| (x, y, joined_names(&names))).collect()
+}
+
+/// A shared label's names, joined: settings of one key by their values after the first
+/// ("bound=1, 2, 4"), others whole ("none, kyber").
+fn joined_names(names: &[&str]) -> String {
+    let key = |name: &str| name.split_once('=').filter(|(_, v)| !v.contains(['=', ','])).map(|(k, _)| k.to_owned());
+    let first_key = names.first().and_then(|n| key(n));
+    if first_key.is_some() && names.iter().all(|n| key(n) == first_key) {
+        let values: Vec<&str> = names[1..].iter().filter_map(|n| n.split_once('=').map(|(_, v)| v)).collect();
+        return std::iter::once(names[0]).chain(values).collect::<Vec<_>>().join(", ");
+    }
+    names.join(", ")
 }
 
 /// Where each label of `labels` (from [`point_labels`]) is written, as a pixel offset of
@@ -605,6 +617,13 @@ mod tests {
         let pts = vec![(47.0, 202.0, "K2-1".into()), (92.0, 196.0, "K2-2".into()), (44.0, 217.0, "K2-1".into())];
         let labels = point_labels(&pts, (0.0, 650.0, false), (150.0, 4000.0, true), 370.0);
         assert_eq!(labels, vec![(92.0, 196.0, "K2-1, K2-2".to_owned())]);
+        // settings of one key: the key once
+        assert_eq!(joined_names(&["bound=1", "bound=2", "bound=4"]), "bound=1, 2, 4");
+        assert_eq!(joined_names(&["bound=1", "none"]), "bound=1, none");
+        assert_eq!(
+            joined_names(&["target=1ms,window=1s", "target=2ms,window=1s"]),
+            "target=1ms,window=1s, target=2ms,window=1s"
+        );
     }
 
     #[test]
