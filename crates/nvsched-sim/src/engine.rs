@@ -589,11 +589,14 @@ impl<'o> Simulation<'o> {
                 }
                 EventKind::WritebackTimer => self.on_writeback_timer(),
             }
-            if self.events.processed() & 0x3f == 0 && std::time::Instant::now() >= next_progress {
-                next_progress = std::time::Instant::now() + PROGRESS_EVERY;
-                self.observer.on_progress(self.now);
-                if !self.interrupted && self.observer.stop_requested() {
-                    self.interrupt();
+            if self.events.processed() & 0x3f == 0 {
+                let wall_now = std::time::Instant::now();
+                if wall_now >= next_progress {
+                    next_progress = wall_now + PROGRESS_EVERY;
+                    self.observer.on_progress(self.now);
+                    if !self.interrupted && self.observer.stop_requested() {
+                        self.interrupt();
+                    }
                 }
             }
             if self.status_clock.is_some_and(|c| c.is_due(self.now)) {

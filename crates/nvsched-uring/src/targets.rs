@@ -117,7 +117,11 @@ pub fn is_device_node(name: &str) -> bool {
 /// Refuses a path that exists but is neither a regular file nor a block device, naming
 /// what it is (a missing path passes: it may be created).
 pub fn check_kind(path: &Path) -> Result<(), String> {
-    let Ok(meta) = std::fs::metadata(path) else { return Ok(()) };
+    std::fs::metadata(path).map_or(Ok(()), |meta| check_kind_of(path, &meta))
+}
+
+/// [`check_kind`] with the path's metadata at hand.
+fn check_kind_of(path: &Path, meta: &std::fs::Metadata) -> Result<(), String> {
     let what = match meta.file_type() {
         t if t.is_dir() => "a directory",
         t if t.is_char_device() => "a character device",
@@ -135,7 +139,9 @@ pub fn open(path: &Path, size: u64, writes: bool, safety: &Safety, fill: Fill) -
     let meta = std::fs::metadata(path);
     let exists = meta.is_ok();
     let block = meta.as_ref().is_ok_and(|m| m.file_type().is_block_device());
-    check_kind(path)?;
+    if let Ok(m) = &meta {
+        check_kind_of(path, m)?;
+    }
     if block && is_mounted(path) {
         return Err(format!(
             "refusing to use '{}': the block device (or a partition of it) is mounted",
@@ -288,7 +294,7 @@ pub fn layout(path: &Path, size: u64) -> Result<(), String> {
     check_room(path, size, "lay out")?;
     let f = create_new(path)?;
     reserve(&f, path, 0, size, "lay out")
-        .and_then(|_| write_random(&f, path, size, false))
+        .and_then(|()| write_random(&f, path, size, false))
         .inspect_err(|_| {
             let _ = std::fs::remove_file(path);
         })
@@ -302,7 +308,7 @@ fn allocate(path: &Path, size: u64) -> Result<(), String> {
     check_room(path, size, "allocate")?;
     let f = create_new(path)?;
     let result = reserve(&f, path, 0, size, "allocate")
-        .and_then(|_| f.set_len(size).map_err(|e| format!("cannot allocate '{}': {e}", path.display())));
+        .and_then(|()| f.set_len(size).map_err(|e| format!("cannot allocate '{}': {e}", path.display())));
     if result.is_err() {
         let _ = std::fs::remove_file(path);
     }
@@ -312,22 +318,22 @@ fn allocate(path: &Path, size: u64) -> Result<(), String> {
 /// Allocates the bytes `from..to` of `f` (`fallocate`, keeping its length), so a file
 /// system without room for them says so at once, before any data is written: the free
 /// space statvfs shows may include blocks kept back from this process too (ext4's
-/// reserve, when a mount keeps it from root). Returns false where the file system cannot
-/// allocate ahead.
-fn reserve(f: &File, path: &Path, from: u64, to: u64, what: &str) -> Result<bool, String> {
+/// reserve, when a mount keeps it from root). A file system that cannot allocate ahead
+/// passes.
+fn reserve(f: &File, path: &Path, from: u64, to: u64, what: &str) -> Result<(), String> {
     let bytes = to.saturating_sub(from);
     if bytes == 0 {
-        return Ok(true);
+        return Ok(());
     }
     let (Ok(offset), Ok(len)) = (libc::off_t::try_from(from), libc::off_t::try_from(bytes)) else {
         return Err(format!("cannot {what} '{}': {to} bytes", path.display()));
     };
     // SAFETY: fallocate on an open descriptor; no memory is passed.
     if unsafe { libc::fallocate(f.as_raw_fd(), libc::FALLOC_FL_KEEP_SIZE, offset, len) } == 0 {
-        return Ok(true);
+        return Ok(());
     }
     match std::io::Error::last_os_error() {
-        e if e.raw_os_error() == Some(libc::EOPNOTSUPP) => Ok(false),
+        e if e.raw_os_error() == Some(libc::EOPNOTSUPP) => Ok(()),
         e if e.raw_os_error().is_some_and(is_out_of_space) => Err(format!(
             "cannot {what} '{}': its file system has no room for the {bytes} bytes the jobs need (set a smaller size)",
             path.display()
@@ -362,7 +368,7 @@ fn extend(path: &Path, len: u64, size: u64) -> Result<(), String> {
     // an extension cut short (a signal, a full disk) is taken back: the file keeps the
     // length it had, as no run used it
     reserve(&f, path, len, size, "extend")
-        .and_then(|_| write_random(&f, path, size - len, false))
+        .and_then(|()| write_random(&f, path, size - len, false))
         .map(drop)
         .inspect_err(|_| {
             let _ = f.set_len(len);
