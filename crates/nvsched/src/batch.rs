@@ -34,7 +34,7 @@ pub fn run_each<T: Send>(
     progress: &RunProgress,
     measure: impl Fn(&RunReport) -> Result<T, String> + Sync,
 ) -> Result<Vec<T>, String> {
-    let named = |(spec, seed): (&str, u64), e: String| format!("{spec} (seed {seed}): {e}");
+    let named = |(spec, seed): (&str, u64), e: String| run_error(spec, seed, e);
     let results = match target {
         Target::Simulated(profile) => {
             let drive_states = DriveStates::new();
@@ -104,6 +104,11 @@ impl DeviceRuns {
         }
         Ok(report)
     }
+}
+
+/// An error of the run of `spec` with `seed`, naming the run.
+pub fn run_error(spec: &str, seed: u64, e: String) -> String {
+    format!("{spec} (seed {seed}): {e}")
 }
 
 /// The order of the runs on a device: by seed (in the order the seeds first appear),

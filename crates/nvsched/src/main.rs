@@ -990,8 +990,9 @@ impl RealDevice {
     fn creation_notice(&self) -> Option<String> {
         // past this, say how to make the files smaller
         const LARGE_BYTES: u64 = 8 << 30;
-        // each new file, the most any job needs of it, and whether a fill_device job grows it
-        let new_files: Vec<(String, u64, bool)> = self
+        // each new file, the most any job needs of it (None: no size), and whether a
+        // fill_device job grows it
+        let new_files: Vec<(String, Option<u64>, bool)> = self
             .files
             .iter()
             .filter(|name| !nvsched_uring::targets::is_device_node(name) && !Path::new(name).exists())
@@ -1008,18 +1009,18 @@ impl RealDevice {
                     .collect();
                 let bytes = naming.iter().filter_map(|(spec, c, f)| spec.needed_file_bytes(*c, *f, None)).max();
                 let fills = naming.iter().any(|(spec, _, _)| spec.fill_device);
-                (name.clone(), bytes.unwrap_or(0), fills)
+                (name.clone(), bytes, fills)
             })
             .collect();
         let listed: Vec<String> = new_files
             .iter()
             .map(|(name, bytes, fills)| match (fills, bytes) {
-                (true, 0) => format!("'{name}' (growing until its file system is full: fill_device)"),
-                (true, _) => format!("'{name}' (up to {}: fill_device)", bytes_text(*bytes)),
-                (false, _) => format!("'{name}' ({})", bytes_text(*bytes)),
+                (true, None) => format!("'{name}' (growing until its file system is full: fill_device)"),
+                (true, Some(b)) => format!("'{name}' (up to {}: fill_device)", bytes_text(*b)),
+                (false, b) => format!("'{name}' ({})", bytes_text(b.unwrap_or(0))),
             })
             .collect();
-        let large = new_files.iter().any(|(_, bytes, fills)| *bytes > LARGE_BYTES || (*fills && *bytes == 0));
+        let large = new_files.iter().any(|(_, bytes, fills)| bytes.map_or(*fills, |b| b > LARGE_BYTES));
         (!new_files.is_empty()).then(|| {
             format!(
                 "nvsched: the first run creates {} as fio lays out a job's file; the later runs reuse it, and it is removed at the end{}",

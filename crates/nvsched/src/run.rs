@@ -676,8 +676,9 @@ pub fn sweep_device_job_text(
     let mut reports: Vec<Option<String>> = tasks.iter().map(|_| None).collect();
     for i in crate::batch::interleaved(&runs) {
         let (spec, seed, vars) = &tasks[i];
-        let report =
-            device.run(jobs_of(vars), spec, *seed, timestamp_ms).map_err(|e| format!("{spec} (seed {seed}): {e}"))?;
+        let report = device
+            .run(jobs_of(vars), spec, *seed, timestamp_ms)
+            .map_err(|e| crate::batch::run_error(spec, *seed, e))?;
         reports[i] = Some(report.render(nvsched_report::Format::Json));
     }
     Ok((reports.into_iter().map(|r| r.expect("every task ran")).collect(), warnings))

@@ -51,6 +51,11 @@ fn load_on(name: &str, device: &OnDevice) -> Result<Manifest, String> {
 /// 3.84 TB enterprise-nvme).
 const STATE_BYTES_PER_4K: u64 = 9;
 
+/// Bytes of mapping tables in one copy of a drive state of a `capacity_bytes` drive.
+fn state_copy_bytes(capacity_bytes: u64) -> u64 {
+    capacity_bytes / 4096 * STATE_BYTES_PER_4K
+}
+
 /// A warning before the runs of experiment `name` (on `device`) when their drive states
 /// may not fit in the memory the machine has available: every drive state stays built,
 /// and each of the `parallel` runs at a time may hold a copy of one. None when they fit,
@@ -83,7 +88,7 @@ fn run_memory_message(profile: &DeviceProfile, available: u64) -> Option<String>
     if !matches!(profile.model, nvsched_ssd::ModelConfig::Nand(_)) || profile.precondition() == "clean" {
         return None;
     }
-    let need = profile.capacity_bytes / 4096 * STATE_BYTES_PER_4K;
+    let need = state_copy_bytes(profile.capacity_bytes);
     let gb = |bytes: u64| bytes as f64 / 1e9;
     (need > available).then(|| {
         format!(
@@ -129,7 +134,7 @@ fn memory_message(
     available: u64,
     one_at_a_time: &str,
 ) -> Option<String> {
-    let per_copy = drive.capacity_bytes / 4096 * STATE_BYTES_PER_4K;
+    let per_copy = state_copy_bytes(drive.capacity_bytes);
     let need = |parallel: usize| per_copy * (drive.states + parallel) as u64;
     if need(parallel) <= available {
         return None;
